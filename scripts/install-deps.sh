@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs ROCmForge's build and test dependencies from Debian 12 packages.
+# Safe to re-run; uses sudo when not root. Set ROCMFORGE_SKIP_APT=1 to skip.
+set -euo pipefail
+[ "${ROCMFORGE_SKIP_APT:-0}" = 1 ] && exit 0
+
+packages=(
+  build-essential cmake ninja-build ccache pkgconf git
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libcli11-dev
+  clang libclang-rt-14-dev            # libFuzzer and sanitizers
+  hipcc libamdhip64-dev rocm-device-libs  # HIP compile check of the kernels
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node.js and npm run the server tests' OpenAI client; a machine may already
+# have its own Node (then Debian's would conflict).
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The README's test command: installs dependencies, builds every preset CI
+# covers, and runs the tests. Stages can be picked with ROCMFORGE_STAGES
+# (space-separated; default: all).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+stages="${ROCMFORGE_STAGES:-cpu asan fuzz}"
+has_stage() { [[ " $stages " == *" $1 "* ]]; }
+jobs="${ROCMFORGE_JOBS:-$(nproc)}"
+
+export CCACHE_BASEDIR="$PWD"
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/rocmforge-ccache}"
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
+export CCACHE_NOHASHDIR=1
+
+step() { echo; echo "=== $* ($(date +%T))"; }
+
+bash scripts/install-deps.sh
+
+if has_stage cpu; then
+  step "cpu: build and test"
+  cmake --preset cpu >/dev/null
+  cmake --build --preset cpu -j "$jobs"
+  ctest --preset cpu -j "$jobs"
+fi
+
+if has_stage asan; then
+  step "asan: parsers under ASan + UBSan"
+  cmake --preset asan >/dev/null
+  cmake --build --preset asan -j "$jobs"
+  ctest --preset asan -j "$jobs"
+fi
+
+if has_stage fuzz; then
+  step "fuzz: short libFuzzer runs on the parsers"
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz -j "$jobs"
+  bash scripts/fuzz.sh "${ROCMFORGE_FUZZ_SECONDS:-30}"
+fi
+
+if has_stage cuda; then
+  step "cuda: compile the CUDA backend (sm_90a)"
+  cmake --preset cuda >/dev/null
+  cmake --build --preset cuda -j "$jobs"
+fi
+
+if has_stage hip; then
+  step "hip: compile the kernels for gfx1030 and gfx90a"
+  cmake --preset hip >/dev/null
+  cmake --build --preset hip -j "$jobs"
+fi
+
+step "all stages passed: $stages"

@@ -1,0 +1,83 @@
+// `rocmforge info MODEL`: metadata, tensors (dtype, shape, size), parameter
+// count and file type of a GGUF file.
+#include <cstdio>
+#include <map>
+
+#include "cli/commands.h"
+#include "gguf/reader.h"
+
+namespace rf::cli {
+namespace {
+
+const char* file_type_name(int64_t ft) {
+  // llama.cpp's LLAMA_FTYPE_* numbering.
+  static const std::map<int64_t, const char*> names = {
+      {0, "all F32"}, {1, "mostly F16"}, {2, "mostly Q4_0"}, {3, "mostly Q4_1"},
+      {7, "mostly Q8_0"}, {8, "mostly Q5_0"}, {9, "mostly Q5_1"}, {10, "mostly Q2_K"},
+      {11, "mostly Q3_K - Small"}, {12, "mostly Q3_K - Medium"}, {13, "mostly Q3_K - Large"},
+      {14, "mostly Q4_K - Small"}, {15, "mostly Q4_K - Medium"}, {16, "mostly Q5_K - Small"},
+      {17, "mostly Q5_K - Medium"}, {18, "mostly Q6_K"}, {32, "mostly BF16"}};
+  auto it = names.find(ft);
+  return it == names.end() ? "unknown" : it->second;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) { b /= 1024; ++u; }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f %s", b, units[u]);
+  return buf;
+}
+
+void run_info(const std::string& path, bool all_tensors) {
+  auto f = gguf::File::open(path);
+  std::printf("file:        %s\n", path.c_str());
+  std::printf("gguf:        version %u, alignment %u, data at byte %llu, %s\n", f->version(), f->alignment(),
+              (unsigned long long)f->data_offset(), human_bytes(double(f->file_size())).c_str());
+  std::printf("arch:        %s\n", f->get_string("general.architecture", "?").c_str());
+  if (const auto* ft = f->find("general.file_type"))
+    std::printf("file type:   %lld (%s)\n", (long long)ft->as_int("general.file_type"),
+                file_type_name(ft->as_int("general.file_type")));
+  uint64_t params = 0, bytes = 0;
+  std::map<std::string, int> by_type;
+  for (const auto& t : f->tensors()) {
+    params += t.n_elements;
+    bytes += t.n_bytes;
+    by_type[dtype_name(t.type)]++;
+  }
+  std::printf("parameters:  %llu (%.2f M)\n", (unsigned long long)params, double(params) / 1e6);
+  std::printf("tensor data: %s, bits per weight %.2f\n", human_bytes(double(bytes)).c_str(),
+              params ? 8.0 * double(bytes) / double(params) : 0.0);
+  std::printf("types:      ");
+  for (const auto& [n, c] : by_type) std::printf(" %s x%d", n.c_str(), c);
+  std::printf("\n\nmetadata (%zu keys):\n", f->metadata().size());
+  for (const auto& [k, v] : f->metadata())
+    std::printf("  %-40s %-6s %s\n", k.c_str(),
+                v.type == gguf::ValueType::ARRAY ? "array" : gguf::value_type_name(v.type), v.to_display().c_str());
+  std::printf("\ntensors (%zu):\n", f->tensors().size());
+  size_t shown = 0;
+  for (const auto& t : f->tensors()) {
+    if (!all_tensors && shown++ >= 40) {
+      std::printf("  ... %zu more (use --all)\n", f->tensors().size() - 40);
+      break;
+    }
+    std::printf("  %-36s %-6s %-24s %s\n", t.name.c_str(), dtype_name(t.type), t.shape_string().c_str(),
+                human_bytes(double(t.n_bytes)).c_str());
+  }
+}
+
+void add_info_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("info", "Show a GGUF model's metadata and tensors");
+  auto path = std::make_shared<std::string>();
+  auto all = std::make_shared<bool>(false);
+  cmd->add_option("model", *path, "GGUF file")->required();
+  cmd->add_flag("--all", *all, "List every tensor");
+  cmd->callback([path, all] { run_info(*path, *all); });
+}
+
+RF_REGISTER_COMMAND(20, add_info_command);
+
+}  // namespace
+
+}  // namespace rf::cli

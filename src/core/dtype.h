@@ -1,0 +1,58 @@
+// Tensor element types with GGUF's numeric ids, and their block layouts.
+// A quantized type stores `block_size` elements in `type_size` bytes; the
+// block structs in core/quant_blocks.h are bit-exact with GGUF files.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rf {
+
+enum class DType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  BF16 = 30,
+};
+
+struct DTypeInfo {
+  const char* name;   // as llama.cpp prints it: "f32", "q4_K", ...
+  uint32_t block_size;  // elements per block (1 for plain types)
+  uint32_t type_size;   // bytes per block
+  bool quantized;
+};
+
+// Info for a GGUF type id; nullopt for ids this engine does not know.
+std::optional<DTypeInfo> dtype_info(uint32_t id);
+const DTypeInfo& info(DType t);
+inline const char* dtype_name(DType t) { return info(t).name; }
+std::optional<DType> dtype_from_name(std::string_view name);  // case-insensitive
+
+// Bytes of `n` elements (n must be a multiple of the block size). Throws on
+// overflow or a partial block.
+size_t row_bytes(DType t, uint64_t n);
+
+// Overflow-checked arithmetic for sizes read from untrusted files.
+bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out);
+bool add_overflows(uint64_t a, uint64_t b, uint64_t* out);
+
+}  // namespace rf

@@ -1,0 +1,45 @@
+// Locating the shared test data: $ROCMFORGE_TESTDATA, else ../shared/testdata
+// beside the repository. Tests skip with a clear message when it is absent,
+// unless ROCMFORGE_REQUIRE_GPU=1 / ROCMFORGE_REQUIRE_TESTDATA=1 turn skips
+// into failures (so a green run on the GPU machine means the tests ran).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace rf::test {
+
+inline bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
+}
+
+inline std::string testdata_dir() {
+  if (const char* d = std::getenv("ROCMFORGE_TESTDATA")) return d;
+#ifdef ROCMFORGE_TESTDATA_DEFAULT
+  return ROCMFORGE_TESTDATA_DEFAULT;
+#else
+  return "../shared/testdata";
+#endif
+}
+
+inline std::string testdata_path(const std::string& rel) { return testdata_dir() + "/" + rel; }
+
+inline bool skips_are_failures() {
+  return env_flag("ROCMFORGE_REQUIRE_TESTDATA") || env_flag("ROCMFORGE_REQUIRE_GPU");
+}
+
+}  // namespace rf::test
+
+// Skips the test when a test-data file is missing (fails under REQUIRE).
+#define RF_REQUIRE_TESTDATA(rel)                                                          \
+  do {                                                                                   \
+    const std::string _p = ::rf::test::testdata_path(rel);                               \
+    if (!std::filesystem::exists(_p)) {                                                  \
+      if (::rf::test::skips_are_failures()) FAIL() << "test data missing: " << _p;       \
+      GTEST_SKIP() << "test data not found: " << _p << " (set ROCMFORGE_TESTDATA)";      \
+    }                                                                                    \
+  } while (0)
