@@ -3,6 +3,7 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace rf {
 
@@ -39,15 +40,26 @@ void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(s
   pending_ = n_chunks_;
   ++generation_;
   wake_.notify_all();
+  error_ = nullptr;
   while (next_chunk_ < n_chunks_) {
     const size_t c = next_chunk_++;
     lock.unlock();
-    fn(c * job_chunk_, std::min(n, (c + 1) * job_chunk_));
+    run_chunk(fn, c * job_chunk_, std::min(n, (c + 1) * job_chunk_));
     lock.lock();
     --pending_;
   }
   done_.wait(lock, [this] { return pending_ == 0; });
   job_ = nullptr;
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void ThreadPool::run_chunk(const std::function<void(size_t, size_t)>& fn, size_t begin, size_t end) {
+  try {
+    fn(begin, end);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (!error_) error_ = std::current_exception();
+  }
 }
 
 void ThreadPool::worker_loop(size_t) {
@@ -62,7 +74,7 @@ void ThreadPool::worker_loop(size_t) {
       const auto* fn = job_;
       const size_t n = job_n_, chunk = job_chunk_;
       lock.unlock();
-      (*fn)(c * chunk, std::min(n, (c + 1) * chunk));
+      run_chunk(*fn, c * chunk, std::min(n, (c + 1) * chunk));
       lock.lock();
       if (--pending_ == 0) done_.notify_all();
     }

@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -24,11 +25,13 @@ class ThreadPool {
 
   // Runs fn(begin, end) over [0, n) split into about size() chunks of at
   // least `grain` items; the caller's thread takes part. Blocks until done.
-  // Not re-entrant: fn must not call parallel_for on the same pool.
+  // Not re-entrant: fn must not call parallel_for on the same pool. The first
+  // exception thrown by fn is rethrown here once every chunk has finished.
   void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
 
  private:
   void worker_loop(size_t index);
+  void run_chunk(const std::function<void(size_t, size_t)>& fn, size_t begin, size_t end);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
@@ -42,6 +45,8 @@ class ThreadPool {
   size_t pending_ = 0;
   uint64_t generation_ = 0;
   bool stop_ = false;
+  std::exception_ptr error_;  // guarded by error_mu_ while a job runs
+  std::mutex error_mu_;
   std::mutex call_mu_;  // serializes parallel_for callers
 };
 

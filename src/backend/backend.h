@@ -1,0 +1,135 @@
+// The Backend interface: device memory and the ops the model needs, called
+// eagerly on one stream (DESIGN.md, "Backends"). The CPU backend is the
+// reference; GPU backends implement the same ops with the same semantics.
+// Memory is planned up front (weights, the KV pool, one activation
+// workspace); ops never allocate. An op a backend lacks is an error that
+// names it — never a silent fallback to another device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/batch.h"
+#include "backend/sampling.h"
+#include "backend/tensor.h"
+
+namespace rf {
+
+// RoPE configuration (llama.cpp semantics, including YaRN).
+struct RopeParams {
+  int32_t n_rot = 0;          // rotated dims per head (<= head_dim)
+  bool neox = false;          // NeoX layout: pairs (i, i + n_rot/2); else (2i, 2i+1)
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;    // 1 / linear scaling factor
+  float ext_factor = 0.0f;    // YaRN extrapolation mix (0: off)
+  float attn_factor = 1.0f;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  int32_t n_ctx_orig = 0;
+  const float* freq_factors = nullptr;  // [n_rot / 2] on the backend's device, or null
+};
+
+// One layer's slice of the paged KV cache: K and V each hold
+// [num_blocks * block_size slots, n_kv_heads, head_dim] of `type`.
+struct KVLayer {
+  void* k = nullptr;
+  void* v = nullptr;
+  DType type = DType::F32;
+  int32_t num_blocks = 0;
+  int32_t block_size = 0;
+  int32_t n_kv_heads = 0;
+  int32_t head_dim = 0;
+};
+
+struct AttentionParams {
+  int32_t n_heads = 0;
+  int32_t n_kv_heads = 0;
+  int32_t head_dim = 0;
+  float scale = 1.0f;  // usually 1/sqrt(head_dim)
+};
+
+// Device-side view of an uploaded Batch: pointers valid until the next
+// upload_step. Scalars are host values.
+struct StepMeta {
+  const int32_t* token_ids = nullptr;     // [n_tokens]
+  const int32_t* positions = nullptr;     // [n_tokens]
+  const int32_t* slot_mapping = nullptr;  // [n_tokens]
+  const int32_t* token_seq = nullptr;     // [n_tokens]
+  const int32_t* seq_starts = nullptr;    // [n_seqs + 1]
+  const int32_t* context_lens = nullptr;  // [n_seqs]
+  const int32_t* block_tables = nullptr;  // [n_seqs, max_blocks_per_seq]
+  const int32_t* logits_rows = nullptr;   // [n_logits]
+  int32_t n_tokens = 0, n_seqs = 0, n_logits = 0;
+  int32_t max_blocks_per_seq = 0, block_size = 0;
+  int32_t max_new_tokens = 0, max_context_len = 0;
+};
+
+struct BackendLimits {
+  int32_t max_tokens = 0;     // largest batch of tokens per step
+  int32_t max_seqs = 0;       // largest number of sequences per step
+  int32_t max_blocks_per_seq = 0;
+  int32_t max_logits = 0;
+  int32_t vocab = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual DeviceKind device() const = 0;
+  virtual std::string name() const = 0;            // "cpu", "cuda:0 (NVIDIA H200)"
+  virtual DType activation_type() const = 0;       // f32 on the CPU, f16/bf16 on GPUs
+  virtual DType kv_type() const = 0;
+
+  // --- memory ------------------------------------------------------------
+  // Allocations are owned by the backend and freed with it (or by free()).
+  virtual void* alloc(size_t bytes, const std::string& what) = 0;
+  virtual void free(void* p) = 0;
+  virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;  // waits for the data
+  virtual size_t free_memory() const = 0;
+  // Makes a weight tensor usable by the ops. The CPU backend returns a view
+  // of `host` (no copy: mmapped file data); GPU backends copy it over.
+  virtual Tensor load_weight(const Tensor& host, const std::string& name) = 0;
+  // Upload f32 host data as a small device tensor (norm weights, rope factors).
+  virtual Tensor load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) = 0;
+
+  // Sizes the per-step buffers (metadata, sampling); called once at start-up.
+  virtual void reserve(const BackendLimits& limits) = 0;
+
+  // --- per step ------------------------------------------------------------
+  // Copies the batch metadata to the device (one copy) and returns its view.
+  virtual StepMeta upload_step(const Batch& batch) = 0;
+
+  // out[t, :] = table[token_ids[t], :] (dequantized), for all step tokens.
+  virtual void embed(const Tensor& table, const StepMeta& m, Tensor& out) = 0;
+  // out = x / rms(x) * w, row-wise; w is f32 [cols].
+  virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
+  // out[n, m] = x[n, k] . w[m, k]^T, with w in any stored format.
+  virtual void matmul(const Tensor& x, const Tensor& w, Tensor& out) = 0;
+  // Applies RoPE to q [n_tokens, n_heads*hd] and k [n_tokens, n_kv*hd] in place
+  // and stores k and v into the cache at slot_mapping (slots of -1 skipped).
+  virtual void rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
+                             const KVLayer& cache) = 0;
+  // Causal attention of each step token over its sequence's cached context
+  // [0, position]; q [n_tokens, n_heads*hd] -> out [n_tokens, n_heads*hd].
+  virtual void attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                         Tensor& out) = 0;
+  // out = silu(gate) * up.
+  virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
+  // out = a + b (out may alias a).
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  // out[i, :] = x[logits_rows[i], :].
+  virtual void gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) = 0;
+  // Samples one token per row of f32 logits [n_rows, vocab]; results on the host.
+  virtual void sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
+                      std::vector<SampleResult>& out) = 0;
+  // Waits for all queued work.
+  virtual void synchronize() = 0;
+};
+
+}  // namespace rf

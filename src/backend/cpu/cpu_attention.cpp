@@ -1,0 +1,108 @@
+// CPU RoPE + paged KV store, and causal attention over paged KV with GQA.
+// Angles are computed in double; softmax in double accumulation. Each query
+// token attends to its sequence's positions [0, position].
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/rope_math.h"
+#include "core/error.h"
+
+namespace rf::cpu {
+namespace {
+
+void rope_row(float* x, int n_heads, int head_dim, int pos, const RopeParams& p, YarnCorrDims corr) {
+  const int half = p.n_rot / 2;
+  for (int i0 = 0; i0 < p.n_rot; i0 += 2) {
+    double theta = double(pos) * std::pow(double(p.freq_base), -double(i0) / double(p.n_rot));
+    if (p.freq_factors) theta /= double(p.freq_factors[i0 / 2]);
+    double c, s;
+    rope_cos_sin<double>(theta, i0, p, corr, &c, &s);
+    for (int h = 0; h < n_heads; ++h) {
+      float* v = x + h * head_dim;
+      const int a = p.neox ? i0 / 2 : i0;
+      const int b = p.neox ? i0 / 2 + half : i0 + 1;
+      const double x0 = v[a], x1 = v[b];
+      v[a] = float(x0 * c - x1 * s);
+      v[b] = float(x0 * s + x1 * c);
+    }
+  }
+}
+
+}  // namespace
+
+void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
+                   const KVLayer& cache) {
+  const int hd = cache.head_dim, n_kv = cache.n_kv_heads;
+  const int n_heads = int(q.cols() / hd);
+  RF_CHECK(q.type == DType::F32 && k.type == DType::F32 && v.type == DType::F32, "cpu rope: f32 only");
+  RF_CHECK(k.cols() == int64_t(n_kv) * hd && v.cols() == k.cols() && q.cols() == int64_t(n_heads) * hd,
+           "cpu rope_store_kv: bad shapes");
+  RF_CHECK(rope.n_rot > 0 && rope.n_rot <= hd && rope.n_rot % 2 == 0, "cpu rope: bad n_rot ", rope.n_rot);
+  RF_CHECK(cache.type == DType::F32, "cpu KV cache must be f32");
+  const YarnCorrDims corr = yarn_corr_dims(rope.n_rot, rope.n_ctx_orig, rope.freq_base, rope.beta_fast, rope.beta_slow);
+  const int64_t n_slots = int64_t(cache.num_blocks) * cache.block_size;
+  pool.parallel_for(size_t(m.n_tokens), 1, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) {
+      const int pos = m.positions[t];
+      rope_row(q.ptr<float>() + t * q.cols(), n_heads, hd, pos, rope, corr);
+      rope_row(k.ptr<float>() + t * k.cols(), n_kv, hd, pos, rope, corr);
+      const int32_t slot = m.slot_mapping[t];
+      if (slot < 0) continue;
+      RF_CHECK(slot < n_slots, "KV slot ", slot, " out of range");
+      const size_t row = size_t(n_kv) * hd;
+      std::copy_n(k.ptr<float>() + t * row, row, static_cast<float*>(cache.k) + size_t(slot) * row);
+      std::copy_n(v.ptr<float>() + t * row, row, static_cast<float*>(cache.v) + size_t(slot) * row);
+    }
+  });
+}
+
+void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+               Tensor& out) {
+  const int hd = p.head_dim, n_heads = p.n_heads, n_kv = p.n_kv_heads;
+  RF_CHECK(n_heads % n_kv == 0, "attention: ", n_heads, " heads not divisible by ", n_kv, " KV heads");
+  RF_CHECK(q.cols() == int64_t(n_heads) * hd && out.cols() == q.cols(), "cpu attention: bad shapes");
+  RF_CHECK(cache.type == DType::F32, "cpu KV cache must be f32");
+  const int group = n_heads / n_kv;
+  const size_t kv_row = size_t(n_kv) * hd;
+  const float* kc = static_cast<const float*>(cache.k);
+  const float* vc = static_cast<const float*>(cache.v);
+  pool.parallel_for(size_t(m.n_tokens) * n_heads, 1, [&](size_t w0, size_t w1) {
+    thread_local std::vector<double> scores;
+    thread_local std::vector<double> acc;
+    acc.resize(size_t(hd));
+    for (size_t w = w0; w < w1; ++w) {
+      const size_t t = w / size_t(n_heads);
+      const int h = int(w % size_t(n_heads));
+      const int kvh = h / group;
+      const int seq = m.token_seq[t];
+      const int pos = m.positions[t];
+      const int32_t* table = m.block_tables + size_t(seq) * m.max_blocks_per_seq;
+      const float* qv = q.ptr<float>() + t * q.cols() + size_t(h) * hd;
+      const int n_ctx = pos + 1;
+      scores.resize(size_t(n_ctx));
+      double mx = -INFINITY;
+      for (int j = 0; j < n_ctx; ++j) {
+        const size_t slot = size_t(table[j / m.block_size]) * m.block_size + size_t(j % m.block_size);
+        const float* kv = kc + slot * kv_row + size_t(kvh) * hd;
+        double s = 0;
+        for (int d = 0; d < hd; ++d) s += double(qv[d]) * kv[d];
+        scores[j] = s * p.scale;
+        mx = std::max(mx, scores[j]);
+      }
+      double sum = 0;
+      for (int j = 0; j < n_ctx; ++j) sum += (scores[j] = std::exp(scores[j] - mx));
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int j = 0; j < n_ctx; ++j) {
+        const size_t slot = size_t(table[j / m.block_size]) * m.block_size + size_t(j % m.block_size);
+        const float* vv = vc + slot * kv_row + size_t(kvh) * hd;
+        const double pj = scores[j] / sum;
+        for (int d = 0; d < hd; ++d) acc[d] += pj * vv[d];
+      }
+      float* o = out.ptr<float>() + t * out.cols() + size_t(h) * hd;
+      for (int d = 0; d < hd; ++d) o[d] = float(acc[d]);
+    }
+  });
+}
+
+}  // namespace rf::cpu

@@ -1,0 +1,158 @@
+// CpuBackend: memory, step upload and the elementwise ops. Matmul, attention
+// (with RoPE/KV store) and sampling live in their own files.
+#include "backend/cpu/cpu_backend.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/quant.h"
+
+namespace rf {
+
+CpuBackend::CpuBackend(size_t n_threads) : pool_(n_threads) {}
+
+CpuBackend::~CpuBackend() {
+  for (void* p : allocations_) std::free(p);
+}
+
+std::string CpuBackend::name() const { return str("cpu (", pool_.size(), " threads)"); }
+
+void* CpuBackend::alloc(size_t bytes, const std::string& what) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  RF_CHECK(p, "cpu: cannot allocate ", bytes, " bytes for ", what);
+  std::lock_guard<std::mutex> lock(alloc_mu_);
+  allocations_.insert(p);
+  return p;
+}
+
+void CpuBackend::free(void* p) {
+  if (!p) return;
+  std::lock_guard<std::mutex> lock(alloc_mu_);
+  if (allocations_.erase(p)) std::free(p);
+}
+
+void CpuBackend::copy_to_device(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+
+size_t CpuBackend::free_memory() const {
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
+}
+
+Tensor CpuBackend::load_weight(const Tensor& host, const std::string&) { return host; }
+
+Tensor CpuBackend::load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) {
+  auto* p = static_cast<float*>(alloc(size_t(cols * rows) * 4, name));
+  std::memcpy(p, host, size_t(cols * rows) * 4);
+  return make_tensor(p, DType::F32, cols, rows);
+}
+
+void CpuBackend::reserve(const BackendLimits&) {}
+
+StepMeta CpuBackend::upload_step(const Batch& b) {
+  step_ = b;
+  StepMeta m;
+  m.token_ids = step_.token_ids.data();
+  m.positions = step_.positions.data();
+  m.slot_mapping = step_.slot_mapping.data();
+  m.token_seq = step_.token_seq.data();
+  m.seq_starts = step_.seq_starts.data();
+  m.context_lens = step_.context_lens.data();
+  m.block_tables = step_.block_tables.data();
+  m.logits_rows = step_.logits_rows.data();
+  m.n_tokens = step_.n_tokens();
+  m.n_seqs = step_.n_seqs();
+  m.n_logits = step_.n_logits();
+  m.max_blocks_per_seq = step_.max_blocks_per_seq;
+  m.block_size = step_.block_size;
+  m.max_new_tokens = step_.max_new_tokens();
+  m.max_context_len = step_.max_context_len();
+  return m;
+}
+
+void CpuBackend::embed(const Tensor& table, const StepMeta& m, Tensor& out) {
+  RF_CHECK(out.type == DType::F32 && out.cols() == table.cols() && out.rows() >= m.n_tokens, "cpu embed: bad shapes");
+  const int64_t vocab = table.rows();
+  for (int32_t t = 0; t < m.n_tokens; ++t) {
+    const int32_t id = m.token_ids[t];
+    RF_CHECK(id >= 0 && id < vocab, "token id ", id, " out of range (vocab ", vocab, ")");
+    dequantize_row(table.type, static_cast<const uint8_t*>(table.data) + size_t(id) * table.row_bytes(),
+                   out.ptr<float>() + t * out.cols(), size_t(table.cols()));
+  }
+}
+
+void CpuBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
+  RF_CHECK(x.type == DType::F32 && w.type == DType::F32 && out.type == DType::F32 && w.cols() == x.cols(),
+           "cpu rms_norm: bad shapes");
+  const int64_t n = x.cols();
+  pool_.parallel_for(size_t(x.rows()), 16, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const float* xr = x.ptr<float>() + r * n;
+      float* o = out.ptr<float>() + r * n;
+      double ss = 0;
+      for (int64_t i = 0; i < n; ++i) ss += double(xr[i]) * xr[i];
+      const float scale = float(1.0 / std::sqrt(ss / double(n) + double(eps)));
+      for (int64_t i = 0; i < n; ++i) o[i] = xr[i] * scale * w.ptr<float>()[i];
+    }
+  });
+}
+
+void CpuBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) { cpu::matmul(pool_, x, w, out); }
+
+void CpuBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
+                               const KVLayer& cache) {
+  cpu::rope_store_kv(pool_, q, k, v, m, rope, cache);
+}
+
+void CpuBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                           Tensor& out) {
+  cpu::attention(pool_, q, cache, m, p, out);
+}
+
+void CpuBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
+  RF_CHECK(gate.numel() == up.numel() && out.numel() >= gate.numel(), "cpu swiglu: bad shapes");
+  const float* g = gate.ptr<float>();
+  const float* u = up.ptr<float>();
+  float* o = out.ptr<float>();
+  pool_.parallel_for(size_t(gate.numel()), 4096, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  });
+}
+
+void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
+  RF_CHECK(a.numel() == b.numel() && out.numel() >= a.numel(), "cpu add: bad shapes");
+  const float* pa = a.ptr<float>();
+  const float* pb = b.ptr<float>();
+  float* o = out.ptr<float>();
+  for (int64_t i = 0; i < a.numel(); ++i) o[i] = pa[i] + pb[i];
+}
+
+void CpuBackend::gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) {
+  RF_CHECK(out.cols() == x.cols() && out.rows() >= m.n_logits, "cpu gather_rows: bad shapes");
+  for (int32_t i = 0; i < m.n_logits; ++i)
+    std::memcpy(out.ptr<float>() + i * x.cols(), x.ptr<float>() + int64_t(m.logits_rows[i]) * x.cols(),
+                size_t(x.cols()) * 4);
+}
+
+void CpuBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
+                        std::vector<SampleResult>& out) {
+  RF_CHECK(logits.type == DType::F32 && logits.rows() >= int64_t(rows.size()), "cpu sample: bad shapes");
+  out.resize(rows.size());
+  const int32_t vocab = int32_t(logits.cols());
+  pool_.parallel_for(rows.size(), 1, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const SampleRow& row = rows[r];
+      RF_CHECK(row.penalty_offset >= 0 && size_t(row.penalty_offset + row.penalty_count) <= penalties.size(),
+               "cpu sample: penalty range out of bounds");
+      cpu::sample_row(logits.ptr<float>() + r * size_t(vocab), vocab, row, penalties.data() + row.penalty_offset,
+                      out[r]);
+    }
+  });
+}
+
+}  // namespace rf

@@ -1,0 +1,72 @@
+// The CPU backend: the reference implementation of every op. f32 activations
+// and an f32 KV cache; matmuls read the stored weight formats directly
+// (dequantizing per row inside the product) so results match a float64
+// forward over the dequantized weights to ~1e-5. Threaded over a pool sized
+// to the machine's cores.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+
+#include "backend/backend.h"
+#include "core/thread_pool.h"
+
+namespace rf {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(size_t n_threads = 0);
+  ~CpuBackend() override;
+
+  DeviceKind device() const override { return DeviceKind::CPU; }
+  std::string name() const override;
+  DType activation_type() const override { return DType::F32; }
+  DType kv_type() const override { return DType::F32; }
+
+  void* alloc(size_t bytes, const std::string& what) override;
+  void free(void* p) override;
+  void copy_to_device(void* dst, const void* src, size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, size_t bytes) override;
+  size_t free_memory() const override;
+  Tensor load_weight(const Tensor& host, const std::string& name) override;
+  Tensor load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) override;
+  void reserve(const BackendLimits& limits) override;
+
+  StepMeta upload_step(const Batch& batch) override;
+  void embed(const Tensor& table, const StepMeta& m, Tensor& out) override;
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
+  void matmul(const Tensor& x, const Tensor& w, Tensor& out) override;
+  void rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
+                     const KVLayer& cache) override;
+  void attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                 Tensor& out) override;
+  void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void add(const Tensor& a, const Tensor& b, Tensor& out) override;
+  void gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) override;
+  void sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
+              std::vector<SampleResult>& out) override;
+  void synchronize() override {}
+
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  ThreadPool pool_;
+  Batch step_;  // the uploaded batch: StepMeta points into it
+  std::mutex alloc_mu_;
+  std::unordered_set<void*> allocations_;
+};
+
+// Ops as free functions over host tensors (the backend's implementation,
+// also used directly by tests).
+namespace cpu {
+void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out);
+void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
+                   const RopeParams& rope, const KVLayer& cache);
+void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const StepMeta& m,
+               const AttentionParams& p, Tensor& out);
+void sample_row(const float* logits, int32_t vocab, const SampleRow& row, const PenaltyToken* pen,
+                SampleResult& out);
+}  // namespace cpu
+
+}  // namespace rf

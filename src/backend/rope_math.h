@@ -1,0 +1,55 @@
+// RoPE angle math shared by every backend (host and device code): rotation
+// frequencies with per-dimension factors, linear scaling and YaRN, following
+// llama.cpp's definitions so GGUF models behave as they do there.
+#pragma once
+
+#include <cmath>
+
+#include "backend/backend.h"
+#include "core/rng.h"  // RF_HOST_DEVICE
+
+namespace rf {
+
+struct YarnCorrDims {
+  float low = 0.0f, high = 0.0f;
+};
+
+// The dimension at which a wavelength spans n_ctx_orig / (2*pi*n_rot) turns.
+RF_HOST_DEVICE inline float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
+  return float(n_dims) * logf(float(n_ctx_orig) / (n_rot * 2.0f * 3.14159265358979323846f)) / (2.0f * logf(base));
+}
+
+RF_HOST_DEVICE inline YarnCorrDims yarn_corr_dims(int n_dims, int n_ctx_orig, float base, float beta_fast,
+                                                  float beta_slow) {
+  YarnCorrDims d;
+  const float start = floorf(yarn_corr_dim(n_dims, n_ctx_orig, beta_fast, base));
+  const float end = ceilf(yarn_corr_dim(n_dims, n_ctx_orig, beta_slow, base));
+  d.low = start > 0.0f ? start : 0.0f;
+  d.high = end < float(n_dims - 1) ? end : float(n_dims - 1);
+  return d;
+}
+
+RF_HOST_DEVICE inline float yarn_ramp(float low, float high, int i0) {
+  const float y = (float(i0 / 2) - low) / fmaxf(0.001f, high - low);
+  return 1.0f - fminf(1.0f, fmaxf(0.0f, y));
+}
+
+// cos/sin (already scaled by the attention magnitude factor) for pair index
+// i0 (even, 0 <= i0 < n_rot), given theta_extrap = pos * base^(-i0/n_rot) /
+// freq_factor. T is float on GPUs and double in the CPU reference.
+template <typename T>
+RF_HOST_DEVICE inline void rope_cos_sin(T theta_extrap, int i0, const RopeParams& p, YarnCorrDims corr, T* c,
+                                        T* s) {
+  const T theta_interp = T(p.freq_scale) * theta_extrap;
+  T theta = theta_interp;
+  T mscale = T(p.attn_factor);
+  if (p.ext_factor != 0.0f) {
+    const T mix = T(yarn_ramp(corr.low, corr.high, i0) * p.ext_factor);
+    theta = theta_interp * (T(1) - mix) + theta_extrap * mix;
+    mscale *= T(1) + T(0.1) * log(T(1) / T(p.freq_scale));
+  }
+  *c = cos(theta) * mscale;
+  *s = sin(theta) * mscale;
+}
+
+}  // namespace rf

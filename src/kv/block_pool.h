@@ -1,0 +1,73 @@
+// BlockPool: the bookkeeping of the paged KV cache's fixed-size blocks (no
+// device memory here). Blocks are ref-counted; a full block can carry the
+// chained hash of its tokens (prefix caching) so later sequences with the
+// same prefix share it. Freed blocks with a hash stay cached and are evicted
+// least-recently-freed first, after the free blocks without one.
+// Not thread-safe: owned by the engine thread.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace rf {
+
+class BlockPool {
+ public:
+  BlockPool(int32_t num_blocks, int32_t block_size);
+
+  int32_t num_blocks() const { return int32_t(ref_.size()); }
+  int32_t block_size() const { return block_size_; }
+  // Blocks with no owner (cached ones included: they can be evicted).
+  int32_t num_free() const { return int32_t(uncached_free_.size() + cached_free_.size()); }
+  int32_t num_cached_free() const { return int32_t(cached_free_.size()); }
+  bool can_allocate(int32_t n) const { return n <= num_free(); }
+
+  // Takes a block (evicting the oldest cached one if need be); ref count 1.
+  int32_t allocate();
+  void retain(int32_t block);
+  void release(int32_t block);
+  int32_t ref_count(int32_t block) const { return ref_.at(size_t(block)); }
+
+  // Prefix cache. The hash of a full block chains its parent's hash.
+  static uint64_t chain_hash(uint64_t parent, std::span<const int32_t> tokens);
+  // A block holding exactly these tokens after this prefix, retained for the
+  // caller; nullopt when not cached.
+  std::optional<int32_t> lookup(uint64_t hash);
+  // Marks a (full, just computed) block as holding content `hash`.
+  void set_hash(int32_t block, uint64_t hash);
+  void clear_cache();  // forgets every hash (e.g. after the weights change)
+
+  // Counters for metrics.
+  uint64_t hits() const { return hits_; }
+  uint64_t queries() const { return queries_; }
+
+ private:
+  void forget_hash(int32_t block);
+
+  int32_t block_size_;
+  std::vector<int32_t> ref_;
+  std::vector<uint64_t> hash_;  // 0: none
+  std::vector<int32_t> uncached_free_;        // stack
+  std::list<int32_t> cached_free_;            // LRU: front is oldest
+  std::vector<std::list<int32_t>::iterator> lru_pos_;
+  std::vector<uint8_t> in_lru_;
+  std::unordered_map<uint64_t, int32_t> by_hash_;
+  uint64_t hits_ = 0, queries_ = 0;
+};
+
+// The blocks of one sequence, in order; covers n_tokens positions.
+struct BlockTable {
+  std::vector<int32_t> blocks;
+  int32_t n_tokens = 0;  // positions whose KV is (or is being) written
+
+  int32_t blocks_needed(int32_t tokens, int32_t block_size) const {
+    const int32_t need = (tokens + block_size - 1) / block_size;
+    return need > int32_t(blocks.size()) ? need - int32_t(blocks.size()) : 0;
+  }
+};
+
+}  // namespace rf

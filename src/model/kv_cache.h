@@ -1,0 +1,35 @@
+// KVCache: the device memory of the paged KV cache, one K and one V array per
+// layer of [num_blocks * block_size slots, n_kv_heads, head_dim]. Which
+// sequence owns which block is kv/'s business; this class only holds memory.
+#pragma once
+
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+
+namespace rf {
+
+class KVCache {
+ public:
+  KVCache(Backend& backend, const ModelConfig& c, int32_t num_blocks, int32_t block_size);
+  ~KVCache();
+  KVCache(const KVCache&) = delete;
+  KVCache& operator=(const KVCache&) = delete;
+
+  const KVLayer& layer(int32_t i) const { return layers_[size_t(i)]; }
+  int32_t num_blocks() const { return num_blocks_; }
+  int32_t block_size() const { return block_size_; }
+  size_t bytes() const { return bytes_; }
+
+  static size_t bytes_per_block(const ModelConfig& c, int32_t block_size, DType type);
+
+ private:
+  Backend& backend_;
+  std::vector<KVLayer> layers_;
+  void* memory_ = nullptr;
+  int32_t num_blocks_, block_size_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace rf

@@ -1,0 +1,49 @@
+// Transformer: the Llama forward pass over a flattened multi-sequence batch
+// (DESIGN.md step 4), written once against the Backend interface. Owns the
+// activation workspace, sized at construction for the largest step; forward
+// allocates nothing.
+#pragma once
+
+#include "backend/backend.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/weights.h"
+
+namespace rf {
+
+class Transformer {
+ public:
+  Transformer(const ModelConfig& config, const ModelWeights& weights, Backend& backend, const BackendLimits& limits);
+  ~Transformer();
+  Transformer(const Transformer&) = delete;
+  Transformer& operator=(const Transformer&) = delete;
+
+  // Runs every layer for all of the batch's tokens, writing their K/V into
+  // `kv`, and returns f32 logits [batch.n_logits(), n_vocab] on the backend
+  // (valid until the next call).
+  Tensor forward(const Batch& batch, KVCache& kv);
+
+  const BackendLimits& limits() const { return limits_; }
+  Backend& backend() { return backend_; }
+
+ private:
+  Tensor alloc_act(int64_t cols, int64_t rows, DType type, const char* what);
+
+  const ModelConfig& c_;
+  const ModelWeights& w_;
+  Backend& backend_;
+  BackendLimits limits_;
+  std::vector<void*> buffers_;
+  // Workspace, [max_tokens rows] unless noted:
+  Tensor x_;        // residual stream [n_embd]
+  Tensor xn_;       // normed input [n_embd]
+  Tensor q_, k_, v_;  // [q_dim], [kv_dim], [kv_dim]
+  Tensor attn_;     // [q_dim]
+  Tensor proj_;     // projection output [n_embd]
+  Tensor gate_, up_;  // [n_ff]
+  Tensor last_;     // [max_logits rows, n_embd]
+  Tensor last_n_;   // [max_logits rows, n_embd]
+  Tensor logits_;   // [max_logits rows, n_vocab] f32
+};
+
+}  // namespace rf

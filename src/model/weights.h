@@ -1,0 +1,40 @@
+// Weights of a Llama-family model: every tensor looked up by its GGUF name,
+// shape-checked against the config (a missing tensor or a wrong shape is an
+// error naming it) and made usable by the backend.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+
+namespace rf {
+
+struct LayerWeights {
+  Tensor attn_norm;  // [n_embd] f32
+  Tensor wq;         // [q_dim rows, n_embd]
+  Tensor wk;         // [kv_dim rows, n_embd]
+  Tensor wv;         // [kv_dim rows, n_embd]
+  Tensor wo;         // [n_embd rows, q_dim]
+  Tensor ffn_norm;   // [n_embd] f32
+  Tensor w_gate;     // [n_ff rows, n_embd]
+  Tensor w_up;       // [n_ff rows, n_embd]
+  Tensor w_down;     // [n_embd rows, n_ff]
+};
+
+struct ModelWeights {
+  Tensor tok_embd;     // [n_vocab rows, n_embd]
+  Tensor output_norm;  // [n_embd] f32
+  Tensor output;       // [n_vocab rows, n_embd]; the embeddings when tied
+  Tensor rope_freqs;   // [n_rot/2] f32, or empty
+  std::vector<LayerWeights> layers;
+  uint64_t bytes = 0;  // weight bytes on the backend
+  bool tied_output = false;
+
+  // progress(done_bytes, total_bytes) is called as tensors load.
+  static ModelWeights load(const gguf::File& f, const ModelConfig& c, Backend& backend,
+                           const std::function<void(uint64_t, uint64_t)>& progress = nullptr);
+};
+
+}  // namespace rf

@@ -1,0 +1,101 @@
+// Test helper: runs a model through the engine's own pieces (Transformer,
+// KVCache, BlockPool, Batch) without the scheduler, for one or several
+// sequences at once — the model tier of the tests.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "kv/block_pool.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/transformer.h"
+
+namespace rf::test {
+
+class ModelRunner {
+ public:
+  ModelRunner(const std::string& path, Backend& backend, int32_t max_tokens = 256, int32_t max_seqs = 8,
+              int32_t num_blocks = 256, int32_t block_size = 16)
+      : backend_(backend), model_(Model::load(path, backend, false)), pool_(num_blocks, block_size) {
+    BackendLimits lim;
+    lim.max_tokens = max_tokens;
+    lim.max_seqs = max_seqs;
+    lim.max_logits = max_seqs;
+    lim.max_blocks_per_seq = num_blocks;
+    tf_ = std::make_unique<Transformer>(model_->config(), model_->weights(), backend, lim);
+    kv_ = std::make_unique<KVCache>(backend, model_->config(), num_blocks, block_size);
+  }
+
+  const Model& model() const { return *model_; }
+  int32_t vocab() const { return model_->config().n_vocab; }
+
+  struct Seq {
+    std::vector<int32_t> tokens;  // all tokens fed so far
+    std::vector<int32_t> blocks;
+    int32_t n_done = 0;
+  };
+
+  // Feeds each sequence's pending tokens (tokens[n_done:]) in one batch and
+  // returns the logits after each sequence's last token, [n_seqs][vocab].
+  std::vector<std::vector<float>> step(std::vector<Seq*> seqs) {
+    Batch b;
+    b.reset(pool_.block_size(), pool_.num_blocks());
+    for (Seq* s : seqs) {
+      const int32_t end = int32_t(s->tokens.size());
+      while (int32_t(s->blocks.size()) * pool_.block_size() < end) s->blocks.push_back(pool_.allocate());
+      b.add_sequence(std::span<const int32_t>(s->tokens.data() + s->n_done, size_t(end - s->n_done)), s->n_done,
+                     s->blocks, true);
+      s->n_done = end;
+    }
+    Tensor logits = tf_->forward(b, *kv_);
+    std::vector<std::vector<float>> out(seqs.size(), std::vector<float>(size_t(vocab())));
+    for (size_t i = 0; i < seqs.size(); ++i)
+      backend_.copy_to_host(out[i].data(), static_cast<const uint8_t*>(logits.data) + i * logits.row_bytes(),
+                            size_t(vocab()) * 4);
+    return out;
+  }
+
+  void release(Seq& s) {
+    for (int32_t b : s.blocks) pool_.release(b);
+    s.blocks.clear();
+  }
+
+  static int32_t argmax(const std::vector<float>& v) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < int32_t(v.size()); ++i)
+      if (v[size_t(i)] > v[size_t(best)]) best = i;
+    return best;
+  }
+
+  // Greedy decoding of up to n tokens, stopping after `eos`.
+  std::vector<int32_t> greedy(const std::vector<int32_t>& prompt, int n, int32_t eos,
+                              std::vector<float>* first_logits = nullptr) {
+    Seq s;
+    s.tokens = prompt;
+    std::vector<int32_t> out;
+    for (int i = 0; i < n; ++i) {
+      auto logits = step({&s})[0];
+      if (i == 0 && first_logits) *first_logits = logits;
+      const int32_t t = argmax(logits);
+      out.push_back(t);
+      s.tokens.push_back(t);
+      if (t == eos) break;
+    }
+    release(s);
+    return out;
+  }
+
+  const BlockPool& pool() const { return pool_; }
+
+ private:
+  Backend& backend_;
+  std::unique_ptr<Model> model_;
+  BlockPool pool_;
+  std::unique_ptr<Transformer> tf_;
+  std::unique_ptr<KVCache> kv_;
+};
+
+}  // namespace rf::test
