@@ -135,7 +135,11 @@ void unpack_blocks_scalar(DType t, const void* src, size_t nblocks, int8_t* q, f
 
 // Rounds v to the nearest integer (ties to even) clamped to [lo, hi]; NaN
 // gives lo. Safe for any input (no out-of-range float->int conversion).
-int round_clamp(float v, int lo, int hi);
+inline int round_clamp(float v, int lo, int hi) {
+  if (!(v > float(lo))) return lo;
+  if (v >= float(hi)) return hi;
+  return int(__builtin_nearbyintf(v));
+}
 
 // Scale search shared by the quantizers (quant_fit.cpp). Both minimize the
 // weighted squared error sum w*(x - fit)^2 (w == nullptr: all weights 1) over

@@ -60,7 +60,12 @@ void dequantize_f16(const uint16_t* src, float* dst, size_t n) {
       _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
   }
 #endif
-  for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+  // Signalling NaNs come out quiet (payload kept), as from F16C's vcvtph2ps
+  // and ggml's converters; f16_to_f32 alone would keep them signalling.
+  for (; i < n; ++i) {
+    const bool nan = (src[i] & 0x7C00) == 0x7C00 && (src[i] & 0x03FF);
+    dst[i] = nan ? bits_to_f32(f32_to_bits(f16_to_f32(src[i])) | 0x00400000u) : f16_to_f32(src[i]);
+  }
 }
 
 template <bool kSimd>

@@ -90,12 +90,6 @@ AffSums affine_round(const float* x, const float* w, int n, float iscale, float 
 
 }  // namespace
 
-int round_clamp(float v, int lo, int hi) {
-  if (!(v > float(lo))) return lo;
-  if (v >= float(hi)) return hi;
-  return int(std::nearbyint(v));
-}
-
 float fit_symmetric(const float* x, const float* w, int n, int lo, int hi, int8_t* L) {
   float amax = 0, xm = 0;
   for (int i = 0; i < n; ++i) {
