@@ -155,6 +155,11 @@ float fit_symmetric(const float* x, const float* w, int n, int lo, int hi, int8_
 void fit_affine(const float* x, const float* w, int n, int nmax, bool m_nonpositive, uint8_t* L,
                 float* s, float* m);
 
+// x ~= scale * L - offset with L = round_clamp((x + offset) / scale, lo, hi)
+// (L = 0 when scale is 0): the squared error (f32 sums), and the integers.
+float requant_error(const float* x, int n, float scale, float offset, int lo, int hi);
+void requant(const float* x, int n, float scale, float offset, int lo, int hi, int* L);
+
 // Quantizer entry points per family (return false for a type they do not own).
 // n is a positive multiple of the type's block size.
 bool quantize_legacy(DType t, const float* src, void* dst, size_t n);  // quant_legacy.cpp

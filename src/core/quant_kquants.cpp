@@ -42,21 +42,6 @@ struct KBlock {
   int L[kQK_K] = {};
 };
 
-// Error of one sub-block for the given integer scale/min, re-rounding L.
-double sub_error(const float* x, const KSpec& sp, float d, float dmin, int ls, int lm, int* L) {
-  const float sc = d * float(ls);
-  const float mn = sp.affine ? dmin * float(lm) : 0.0f;
-  const float id = sc != 0.0f ? 1.0f / sc : 0.0f;
-  double err = 0;
-  for (int i = 0; i < sp.group; ++i) {
-    L[i] = sc != 0.0f ? round_clamp((x[i] + mn) * id, sp.qlo, sp.qhi) : (sp.qlo < 0 ? 0 : sp.qlo);
-    const float v = sp.affine ? sc * float(L[i]) - mn : sc * float(L[i]);
-    const double e = double(v) - x[i];
-    err += e * e;
-  }
-  return err;
-}
-
 // For each sub-block, the integer scale/min near the current ones with the
 // least error (L updated). Returns the super-block's error.
 double choose_sub_scales(const float* x, const KSpec& sp, KBlock* b, const float* s,
@@ -64,29 +49,29 @@ double choose_sub_scales(const float* x, const KSpec& sp, KBlock* b, const float
   const int nsub = kQK_K / sp.group;
   const float d = f16_to_f32(b->d), dmin = f16_to_f32(b->dmin);
   const int rs = sp.affine ? 1 : 2, rm = sp.affine ? 1 : 0;
-  int cand[32];
   double total = 0;
   for (int j = 0; j < nsub; ++j) {
     const float* xj = x + j * sp.group;
-    int* Lj = b->L + j * sp.group;
     // Start from the rounded ideal values (or the current ones when refining).
     const int ls0 = s ? (d != 0.0f ? round_clamp(s[j] / d, sp.slo, sp.shi) : 0) : b->ls[j];
     const int lm0 = !sp.affine ? 0 : m ? (dmin != 0.0f ? round_clamp(m[j] / dmin, 0, sp.mmax) : 0)
                                        : b->lm[j];
-    double best = INFINITY;
+    float best = INFINITY;
     for (int ls = ls0 - rs; ls <= ls0 + rs; ++ls) {
       if (ls < sp.slo || ls > sp.shi) continue;
       for (int lm = lm0 - rm; lm <= lm0 + rm; ++lm) {
         if (lm < 0 || lm > (sp.affine ? sp.mmax : 0)) continue;
-        const double err = sub_error(xj, sp, d, dmin, ls, lm, cand);
+        // The values exactly as dequantized: (d*ls)*q - dmin*lm.
+        const float err = requant_error(xj, sp.group, d * float(ls), dmin * float(lm), sp.qlo, sp.qhi);
         if (err < best) {
           best = err;
           b->ls[j] = ls;
           b->lm[j] = lm;
-          std::memcpy(Lj, cand, sizeof(int) * size_t(sp.group));
         }
       }
     }
+    requant(xj, sp.group, d * float(b->ls[j]), dmin * float(b->lm[j]), sp.qlo, sp.qhi,
+            b->L + j * sp.group);
     total += best;
   }
   return total;

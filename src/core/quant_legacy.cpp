@@ -16,17 +16,10 @@ namespace rf::qimpl {
 namespace {
 
 // Error of x ~= d*L (+ m) with d, m the f16 values, re-rounding L for them.
-double block_error(const float* x, uint16_t d16, uint16_t m16, bool affine, int lo, int hi, int* L) {
+float block_error(const float* x, uint16_t d16, uint16_t m16, bool affine, int lo, int hi, int* L) {
   const float d = f16_to_f32(d16), m = affine ? f16_to_f32(m16) : 0.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  double err = 0;
-  for (int i = 0; i < kQK; ++i) {
-    L[i] = d != 0.0f ? round_clamp((x[i] - m) * id, lo, hi) : (lo < 0 ? 0 : lo);
-    const float v = affine ? d * float(L[i]) + m : d * float(L[i]);
-    const double e = double(v) - x[i];
-    err += e * e;
-  }
-  return err;
+  requant(x, kQK, d, -m, lo, hi, L);
+  return requant_error(x, kQK, d, -m, lo, hi);
 }
 
 // Least-squares d (and m) for fixed integers.
@@ -53,14 +46,14 @@ void refit(const float* x, const int* L, bool affine, float* d, float* m) {
 void polish(const float* x, float d, float m, bool affine, int lo, int hi, uint16_t* d16_out,
             uint16_t* m16_out, int* L) {
   uint16_t d16 = f32_to_f16(d), m16 = affine ? f32_to_f16(m) : 0;
-  double best = block_error(x, d16, m16, affine, lo, hi, L);
+  float best = block_error(x, d16, m16, affine, lo, hi, L);
   int cand[kQK];
   for (int it = 0; it < 4; ++it) {
     float nd = f16_to_f32(d16), nm = f16_to_f32(m16);
     refit(x, L, affine, &nd, &nm);
     const uint16_t cd = f32_to_f16(nd), cm = affine ? f32_to_f16(nm) : 0;
     if (cd == d16 && cm == m16) break;
-    const double err = block_error(x, cd, cm, affine, lo, hi, cand);
+    const float err = block_error(x, cd, cm, affine, lo, hi, cand);
     if (!(err < best)) break;
     best = err;
     d16 = cd;

@@ -365,6 +365,35 @@ TEST(QuantPaths, SimdAndScalarDequantizeIdenticallyOnRandomBlocks) {
   }
 }
 
+// Blocks are independent: a row converted in one call equals the row
+// converted one block at a time (sizes that are not multiples of the
+// internal 256-element chunk included).
+TEST(QuantPaths, OneBlockAtATimeEqualsWholeRow) {
+  for (DType t : kAllTypes) {
+    SCOPED_TRACE(dtype_name(t));
+    const size_t bs = info(t).block_size, bb = info(t).type_size;
+    const size_t n = bs == 1 ? 1001 : bs == 32 ? 32 * 37 : 256 * 5;
+    const auto x = gaussian(n, 21);
+    const auto whole = quantize(t, x);
+    std::vector<uint8_t> blockwise(whole.size());
+    std::vector<float> y_blocks(n), x_dot(n, 0.0f);
+    for (size_t b = 0; b < n / bs; ++b) {
+      quantize_row(t, &x[b * bs], &blockwise[b * bb], bs);
+      dequantize_row(t, &whole[b * bb], &y_blocks[b * bs], bs);
+    }
+    EXPECT_EQ(whole, blockwise);
+    const auto y = dequantize(t, whole, n);
+    for (size_t i = 0; i < n; ++i) ASSERT_TRUE(same_bits(y[i], y_blocks[i])) << i;
+    // dot_row with a one-hot x picks out single dequantized elements.
+    for (size_t i : {size_t(0), n / 2 + 3, n - 1}) {
+      x_dot.assign(n, 0.0f);
+      x_dot[i] = 1.0f;
+      EXPECT_EQ(dot_row(t, whole.data(), x_dot.data(), n), y[i]) << i;
+      EXPECT_EQ(dot_row_scalar(t, whole.data(), x_dot.data(), n), y[i]) << i;
+    }
+  }
+}
+
 TEST(QuantPaths, ErrorsOnPartialBlocksAndUnsupportedTypes) {
   std::vector<float> f(1024, 1.0f);
   std::vector<uint8_t> buf(8192);
