@@ -13,6 +13,12 @@
 
 #include "core/dtype.h"
 
+// The SIMD paths need x86-64-v3's AVX2, FMA and F16C (the release build's
+// -march=x86-64-v3); without them the portable scalar code is used.
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define RF_QUANT_AVX2 1
+#endif
+
 namespace rf {
 
 constexpr int kQK = 32;    // elements per block of the legacy formats
@@ -127,7 +133,7 @@ Layout layout(DType t);
 constexpr int kUnpackChunk = kQK_K;
 
 // Decodes `nblocks` blocks (at most kUnpackChunk elements) into q, scale and
-// bias (one entry per group). Uses AVX2 where compiled in; the result is the
+// bias (one entry per group). Uses AVX2 where compiled in (RF_QUANT_AVX2); the result is the
 // same either way. The _scalar variant is the portable path.
 void unpack_blocks(DType t, const void* src, size_t nblocks, int8_t* q, float* scale, float* bias);
 void unpack_blocks_scalar(DType t, const void* src, size_t nblocks, int8_t* q, float* scale,

@@ -18,7 +18,7 @@
 #include "core/quant.h"
 #include "core/quant_blocks.h"
 
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
 #include <immintrin.h>
 #endif
 
@@ -32,7 +32,7 @@ void combine(const int8_t* q, const float* scale, const float* bias, const qimpl
   const size_t gs = size_t(l.group_size);
   for (size_t g = 0; g * gs < n; ++g, q += gs, y += gs) {
     const float s = scale[g], b = bias[g];
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
     if constexpr (kSimd) {
       const __m256 vs = _mm256_set1_ps(s), vb = _mm256_set1_ps(b);
       for (size_t i = 0; i < gs; i += 8) {
@@ -54,7 +54,7 @@ void combine(const int8_t* q, const float* scale, const float* bias, const qimpl
 template <bool kSimd>
 void dequantize_f16(const uint16_t* src, float* dst, size_t n) {
   size_t i = 0;
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
   if constexpr (kSimd) {
     for (; i + 8 <= n; i += 8)
       _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
@@ -71,7 +71,7 @@ void dequantize_f16(const uint16_t* src, float* dst, size_t n) {
 template <bool kSimd>
 void dequantize_bf16(const uint16_t* src, float* dst, size_t n) {
   size_t i = 0;
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
   if constexpr (kSimd) {
     for (; i + 8 <= n; i += 8) {
       const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
@@ -126,7 +126,7 @@ bool can_dequantize(DType t) {
 }
 
 void dequantize_row(DType t, const void* src, float* dst, size_t n) {
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
   dequantize<true>(t, src, dst, n);
 #else
   dequantize<false>(t, src, dst, n);

@@ -12,14 +12,14 @@
 #include "core/quant.h"
 #include "core/quant_blocks.h"
 
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
 #include <immintrin.h>
 #endif
 
 namespace rf {
 namespace {
 
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -102,7 +102,7 @@ template <bool kSimd>
 float dot(DType t, const void* w, const float* x, size_t n) {
   RF_CHECK(can_dequantize(t), "dot_row: unsupported type ", dtype_name(t));
   row_bytes(t, n);  // throws on a partial block
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
   if constexpr (kSimd) {
     switch (t) {
       case DType::F32: return dot_f32_avx2(static_cast<const float*>(w), x, n);
@@ -133,7 +133,7 @@ float dot(DType t, const void* w, const float* x, size_t n) {
   alignas(32) int8_t q[qimpl::kUnpackChunk];
   float scale[qimpl::kUnpackChunk / 16], bias[qimpl::kUnpackChunk / 16];
   const size_t chunk = qimpl::kUnpackChunk;
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
   __m256 acc = _mm256_setzero_ps();
 #endif
   float acc_scalar = 0.0f;
@@ -141,7 +141,7 @@ float dot(DType t, const void* w, const float* x, size_t n) {
     const size_t len = n - done < chunk ? n - done : chunk;
     const size_t nb = len / size_t(l.block_size);
     const float* xs = x + done;
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
     if constexpr (kSimd) {
       qimpl::unpack_blocks(t, p, nb, q, scale, bias);
       const size_t ng = len / size_t(l.group_size);
@@ -160,7 +160,7 @@ float dot(DType t, const void* w, const float* x, size_t n) {
     acc_scalar += groups_scalar(q, scale, bias, xs, len, l);
     p += nb * block_bytes;
   }
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
   if constexpr (kSimd) return hsum(acc);
 #endif
   return acc_scalar;
@@ -169,7 +169,7 @@ float dot(DType t, const void* w, const float* x, size_t n) {
 }  // namespace
 
 float dot_row(DType t, const void* w, const float* x, size_t n) {
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
   return dot<true>(t, w, x, n);
 #else
   return dot<false>(t, w, x, n);

@@ -20,7 +20,7 @@
 
 #include "core/quant_blocks.h"
 
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
 #include <immintrin.h>
 #endif
 
@@ -33,7 +33,7 @@ constexpr int kSteps = 10;
 constexpr float kStep = 0.1f;
 constexpr int kRefineIters = 6;
 
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -57,7 +57,7 @@ RoundSums round_sums(const float* x, const float* w, int n, float iscale, float 
                      int hi) {
   RoundSums s;
   int i = 0;
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
   const __m256 vis = _mm256_set1_ps(iscale), voff = _mm256_set1_ps(offset);
   const __m256 vlo = _mm256_set1_ps(float(lo)), vhi = _mm256_set1_ps(float(hi));
   __m256 al = _mm256_setzero_ps(), all = _mm256_setzero_ps(), axl = _mm256_setzero_ps();
@@ -121,7 +121,7 @@ float requant_error(const float* x, int n, float scale, float offset, int lo, in
   const float iscale = scale != 0.0f ? 1.0f / scale : 0.0f;
   int i = 0;
   float err = 0;
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
   const __m256 vs = _mm256_set1_ps(scale), vis = _mm256_set1_ps(iscale);
   const __m256 voff = _mm256_set1_ps(-offset), vneg = _mm256_set1_ps(offset);
   const __m256 vlo = _mm256_set1_ps(float(lo)), vhi = _mm256_set1_ps(float(hi));

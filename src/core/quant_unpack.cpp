@@ -13,14 +13,14 @@
 #include "core/fp16.h"
 #include "core/quant_blocks.h"
 
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
 #include <immintrin.h>
 #endif
 
 namespace rf::qimpl {
 namespace {
 
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline void store256(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 inline __m256i bytes(int v) { return _mm256_set1_epi8(char(v)); }
@@ -58,7 +58,7 @@ void unpack_q4(const uint8_t* src, size_t nb, int8_t* q, float* scale, float* bi
     scale[i] = f16_to_f32(d);
     bias[i] = kOffset ? f16_to_f32(m) : 0.0f;
     const int sub = kOffset ? 0 : 8;
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
     if constexpr (kSimd) {
       store256(q, _mm256_sub_epi8(nibbles16(qs), bytes(sub)));
       continue;
@@ -85,7 +85,7 @@ void unpack_q5(const uint8_t* src, size_t nb, int8_t* q, float* scale, float* bi
     scale[i] = f16_to_f32(d);
     bias[i] = kOffset ? f16_to_f32(m) : 0.0f;
     const int sub = kOffset ? 0 : 16;
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
     if constexpr (kSimd) {
       const __m256i hi = _mm256_and_si256(bits_to_bytes(qh), bytes(0x10));
       store256(q, _mm256_sub_epi8(_mm256_or_si256(nibbles16(qs), hi), bytes(sub)));
@@ -134,7 +134,7 @@ void unpack_q2_k(const uint8_t* src, size_t nb, int8_t* q, float* scale, float* 
       scale[g] = dl;
       bias[g] = -ml;
     }
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
     if constexpr (kSimd) {
       for (int n = 0; n < 2; ++n) {
         const __m256i v = load256(b->qs + 32 * n);
@@ -160,7 +160,7 @@ void unpack_q3_k(const uint8_t* src, size_t nb, int8_t* q, float* scale, float* 
       scale[g] = d * (int(sc[g]) - 32);
       bias[g] = 0.0f;
     }
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
     if constexpr (kSimd) {
       const __m256i hm = load256(b->hmask);
       for (int n = 0; n < 2; ++n) {
@@ -196,7 +196,7 @@ void unpack_q45_k(const uint8_t* src, size_t nb, int8_t* q, float* scale, float*
       scale[g] = d1;
       bias[g] = -m1;
     }
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
     if constexpr (kSimd) {
       __m256i hb = _mm256_setzero_si256();
       if constexpr (kFifthBit) hb = load256(b->qh);
@@ -235,7 +235,7 @@ void unpack_q6_k(const uint8_t* src, size_t nb, int8_t* q, float* scale, float* 
       scale[g] = d * b->scales[g];
       bias[g] = 0.0f;
     }
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
     if constexpr (kSimd) {
       const __m256i m4 = bytes(0x0F), m2 = bytes(0x30);
       for (int n = 0; n < 2; ++n) {
@@ -305,7 +305,7 @@ Layout layout(DType t) {
 }
 
 void unpack_blocks(DType t, const void* src, size_t nblocks, int8_t* q, float* scale, float* bias) {
-#ifdef __AVX2__
+#ifdef RF_QUANT_AVX2
   unpack<true>(t, src, nblocks, q, scale, bias);
 #else
   unpack<false>(t, src, nblocks, q, scale, bias);

@@ -75,6 +75,42 @@ TEST(QuantBlocks, SizesMatchDtypeTable) {
   }
 }
 
+// Q8_1 and Q8_K have no llama.cpp-written reference file: check their
+// layouts on hand-built blocks (value = d * q; Q8_1's s and Q8_K's bsums are
+// not part of the value).
+TEST(QuantBlocks, HandBuiltQ8_1AndQ8_K) {
+  BlockQ8_1 b1[2];
+  for (int k = 0; k < 2; ++k) {
+    b1[k].d = f32_to_f16(k ? -0.25f : 0.5f);
+    b1[k].s = f32_to_f16(1000.0f);
+    for (int i = 0; i < 32; ++i) b1[k].qs[i] = int8_t(i * 8 - 128 + k);
+  }
+  float y[256];
+  dequantize_row(DType::Q8_1, b1, y, 64);
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(y[i], (i < 32 ? 0.5f : -0.25f) * float((i % 32) * 8 - 128 + i / 32));
+
+  BlockQ8_K bk{};
+  bk.d = 0.125f;
+  for (int i = 0; i < 256; ++i) bk.qs[i] = int8_t(i - 128);
+  dequantize_row(DType::Q8_K, &bk, y, 256);
+  for (int i = 0; i < 256; ++i) EXPECT_EQ(y[i], 0.125f * float(i - 128));
+
+  // Quantizing fills the auxiliary fields consistently.
+  const auto x = gaussian(256, 3);
+  quantize_row(DType::Q8_K, x.data(), &bk, 256);
+  for (int j = 0; j < 16; ++j) {
+    int sum = 0;
+    for (int i = 0; i < 16; ++i) sum += bk.qs[16 * j + i];
+    EXPECT_EQ(bk.bsums[j], sum);
+  }
+  quantize_row(DType::Q8_1, x.data(), b1, 64);
+  for (int k = 0; k < 2; ++k) {
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) sum += b1[k].qs[i];
+    EXPECT_EQ(b1[k].s, f32_to_f16(float(sum) * f16_to_f32(b1[k].d)));
+  }
+}
+
 // --------------------------------------------------------------- f16 / bf16
 
 TEST(QuantF16, SpecialValues) {
