@@ -42,7 +42,8 @@ void refit(const float* x, const int* L, bool affine, float* d, float* m) {
   }
 }
 
-// Finds f16 d (and m) and integers L for one block, starting from the float fit.
+// Finds f16 d (and m) and the integers L for one block, starting from the
+// float fit d (and m); L is recomputed for the f16 values.
 void polish(const float* x, float d, float m, bool affine, int lo, int hi, uint16_t* d16_out,
             uint16_t* m16_out, int* L) {
   uint16_t d16 = f32_to_f16(d), m16 = affine ? f32_to_f16(m) : 0;
@@ -84,7 +85,6 @@ void quantize_symmetric(const float* x, size_t nb, int lo, int hi, Store store) 
   for (size_t i = 0; i < nb; ++i, x += kQK) {
     const float s = fit_symmetric(x, nullptr, kQK, lo, hi, L8);
     uint16_t d16, unused;
-    for (int j = 0; j < kQK; ++j) L[j] = L8[j];
     polish(x, s, 0.0f, false, lo, hi, &d16, &unused, L);
     store(i, d16, L);
   }
@@ -98,7 +98,6 @@ void quantize_affine(const float* x, size_t nb, int nmax, Store store) {
     float s, m;
     fit_affine(x, nullptr, kQK, nmax, false, L8, &s, &m);
     uint16_t d16, m16;
-    for (int j = 0; j < kQK; ++j) L[j] = L8[j];
     polish(x, s, m, true, 0, nmax, &d16, &m16, L);
     store(i, d16, m16, L);
   }
