@@ -1,5 +1,5 @@
-// Incremental detokenizer (see detokenizer.h).
-#include "tokenizer/detokenizer.h"
+// Incremental detokenizer (declared in tokenizer.h).
+#include "tokenizer/tokenizer.h"
 
 namespace rf {
 

@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "testdata.h"
-#include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
