@@ -19,6 +19,8 @@ for bin in build/fuzz/tests/fuzz/fuzz_*; do
         [ -f "$f" ] && cp -f "$f" "$corpus/" ;
       done ;;
     fuzz_tokenizer*)
+      # Vocabularies to fuzz (':'-separated); byte 0 of an input picks one.
+      export ROCMFORGE_FUZZ_VOCAB="${ROCMFORGE_FUZZ_VOCAB:-$testdata/vocab/ggml-vocab-llama-spm.gguf:$testdata/vocab/ggml-vocab-gpt-2.gguf:$testdata/vocab/ggml-vocab-deepseek-coder.gguf}"
       for f in "$testdata"/vocab/*.inp; do [ -f "$f" ] && cp -f "$f" "$corpus/"; done ;;
   esac
   echo "fuzz: $name for ${seconds}s"

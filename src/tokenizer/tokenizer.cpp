@@ -137,6 +137,7 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  RF_CHECK(text.size() < (size_t(1) << 31), "tokenizer: input of ", text.size(), " bytes is too long");
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && vocab_.add_bos) out.push_back(vocab_.bos);

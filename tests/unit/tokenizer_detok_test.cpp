@@ -136,7 +136,9 @@ TEST(IncrementalDetokenizer, StreamEqualsDecode) {
         }
         streamed += d.flush();
         EXPECT_EQ(streamed, utf8::sanitize(tok->decode(ids, special))) << v;
-        if (!special) EXPECT_EQ(streamed, text) << v;
+        if (!special) {
+          EXPECT_EQ(streamed, text) << v;
+        }
       }
     }
     // Multi-byte characters do get split across tokens in these texts.

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "core/error.h"
 #include "gguf/reader.h"
@@ -213,6 +214,30 @@ TEST(TokenizerRoundTrip, InvalidUtf8) {
   auto bpe = load_vocab("vocab/ggml-vocab-gpt-2.gguf");
   EXPECT_EQ(bpe->decode(bpe->encode(bad, false, false)),
             "ok\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD x\xEF\xBF\xBD");
+}
+
+// One tokenizer used from several threads at once gives the same results as
+// sequential use (no hidden mutable state).
+TEST(TokenizerThreads, ConcurrentEncodeDecode) {
+  RF_REQUIRE_TESTDATA("vocab/ggml-vocab-gpt-2.gguf");
+  for (const char* v : {"vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-llama-spm.gguf"}) {
+    auto tok = load_vocab(v);
+    const auto inputs = sample_strings(200, 99);
+    std::vector<std::vector<int32_t>> want;
+    for (const auto& s : inputs) want.push_back(tok->encode(s, true, true));
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        for (int rep = 0; rep < 3; ++rep)
+          for (size_t i = 0; i < inputs.size(); ++i) {
+            const auto ids = tok->encode(inputs[i], true, true);
+            if (ids != want[i] || tok->decode(ids) != tok->decode(want[i])) ++mismatches[size_t(t)];
+          }
+      });
+    for (auto& th : threads) th.join();
+    for (int m : mismatches) EXPECT_EQ(m, 0) << v;
+  }
 }
 
 std::string english_text(size_t bytes) {
