@@ -1,0 +1,62 @@
+// ChatTemplate: the chat-template API over the Jinja interpreter (see
+// chat_template.h). Builds the render context the way transformers'
+// apply_chat_template does: messages, add_generation_prompt, bos/eos
+// tokens, tools and documents (none unless given), plus extra context.
+#include "tokenizer/chat_template.h"
+
+#include <new>
+
+#include "tokenizer/jinja_interp.h"
+
+namespace rf {
+
+ChatTemplate::ChatTemplate(std::string source) : source_(std::move(source)) {
+  try {
+    template_ = std::make_shared<const jinja::Template>(source_);
+  } catch (const rf::Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw jinja::TemplateError(jinja::TemplateError::Kind::Limit, "out of memory while parsing");
+  } catch (const std::exception& e) {
+    throw jinja::TemplateError(jinja::TemplateError::Kind::Syntax, e.what());
+  }
+}
+
+std::string ChatTemplate::render(const nlohmann::json& messages, const ChatTemplateOptions& opts) const {
+  return render(nlohmann::ordered_json(messages), opts);
+}
+
+std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const ChatTemplateOptions& opts) const {
+  nlohmann::ordered_json context = nlohmann::ordered_json::object();
+  context["messages"] = messages;
+  context["add_generation_prompt"] = opts.add_generation_prompt;
+  context["bos_token"] = opts.bos_token;
+  context["eos_token"] = opts.eos_token;
+  context["tools"] = nullptr;
+  context["documents"] = nullptr;
+  if (!opts.extra_context.is_null()) {
+    if (!opts.extra_context.is_object()) throw rf::Error("chat template extra context must be a JSON object");
+    for (const auto& [key, value] : opts.extra_context.items()) context[key] = value;
+  }
+  jinja::RenderOptions ro;
+  ro.limits = opts.limits;
+  ro.date = opts.date;
+  try {
+    return template_->render(context, ro);
+  } catch (const rf::Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw jinja::TemplateError(jinja::TemplateError::Kind::Limit, "out of memory while rendering");
+  } catch (const std::exception& e) {
+    throw jinja::TemplateError(jinja::TemplateError::Kind::Runtime, e.what());
+  }
+}
+
+std::string ChatTemplate::chatml_source() {
+  return "{% for message in messages %}"
+         "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+         "{% endfor %}"
+         "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+}
+
+}  // namespace rf

@@ -1,0 +1,47 @@
+// Text helpers for the Jinja interpreter: UTF-8 decoding that never fails
+// (an invalid byte stands for itself), Python's notion of whitespace and of
+// simple case mapping, Python's float repr, and the string quoting used by
+// Python's repr() and json.dumps(ensure_ascii=False). Pure functions, no state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rf::jinja {
+
+// One code point decoded at `pos` (advanced past it). An invalid or truncated
+// sequence decodes as its first byte alone (value 0xDC00 + byte, a lone
+// surrogate, so it never equals a real character) and re-encodes unchanged.
+uint32_t utf8_next(std::string_view s, size_t& pos);
+void utf8_append(std::string& out, uint32_t cp);
+bool is_ascii(std::string_view s);
+size_t utf8_length(std::string_view s);  // in code points
+// Byte offsets of each code point start, plus s.size() at the end.
+std::vector<size_t> utf8_offsets(std::string_view s);
+
+// Python's str.isspace() for one code point.
+bool py_isspace(uint32_t cp);
+// str.strip() family; `chars` null means whitespace, else the set of code
+// points in *chars.
+std::string py_strip(std::string_view s, const std::string* chars, bool left, bool right);
+
+uint32_t cp_upper(uint32_t cp);
+uint32_t cp_lower(uint32_t cp);
+bool cp_is_alpha(uint32_t cp);  // letters of the scripts case mapping covers, plus any non-ASCII >= U+00C0
+bool cp_is_digit(uint32_t cp);
+std::string py_upper(std::string_view s);
+std::string py_lower(std::string_view s);
+std::string py_capitalize(std::string_view s);  // first upper, rest lower
+std::string py_title(std::string_view s);       // str.title(): after a non-letter, upper
+
+// Python repr(float): shortest round-trip digits, "1.0", "1e+16", "inf".
+std::string float_repr(double d);
+// Python repr(str): single quotes unless the text has ' and no ".
+void append_py_repr(std::string& out, std::string_view s);
+// JSON string literal as json.dumps writes it (ensure_ascii: \uXXXX for
+// every non-ASCII character, as Python's default; off for transformers).
+void append_json_string(std::string& out, std::string_view s, bool ensure_ascii = false);
+
+}  // namespace rf::jinja

@@ -1,0 +1,422 @@
+// Chat templates in the style of Llama 2, ChatML/Qwen (with tools) and Phi-3, written for these tests,
+// rendered for a set of conversations with and without the generation prompt.
+// The expected strings are what Python Jinja2 3.1.6 renders when configured
+// as Hugging Face transformers configures it (trim_blocks, lstrip_blocks,
+// loop controls, tojson without ASCII escaping, raise_exception,
+// strftime_now fixed at 2026-01-15), bos "<s>", eos "</s>".
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "tokenizer/chat_template.h"
+
+namespace {
+
+// Each conversation: {"messages": [...], "tools": [...] (optional)}.
+const char* kConversations = R"J({
+ "single": {"messages": [{"role": "user", "content": "Hello!"}]},
+ "system": {"messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "What is 2+2?"}]},
+ "multi": {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there "}, {"role": "assistant", "content": " Hello! How can I help?"}, {"role": "user", "content": "Say \"quotes\" & <tags> — ünïcödé 🦙\n\ttab"}]},
+ "no_alternation": {"messages": [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}]},
+ "parts": {"messages": [{"role": "user", "content": [{"type": "text", "text": "Describe "}, {"type": "image"}, {"type": "text", "text": "this image."}]}]},
+ "tools": {"messages": [{"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": "", "tool_calls": [{"id": "call12345", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}}]}, {"role": "tool", "tool_call_id": "call12345", "content": "{\"temp\": 21}"}, {"role": "assistant", "content": "It is 21 °C."}], "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Get the weather in a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name, e.g. \"Paris\""}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}, "return": {"type": "string"}}}]},
+ "think": {"messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "<think>\nadd them\n</think>\n\n4"}, {"role": "user", "content": "3+3?"}]}
+})J";
+
+const std::map<std::string, std::string> kTemplates = {
+    {"llama2", R"J({#- Llama 2 chat style: system folded into the first user turn with <<SYS>>. -#}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- set system_message = messages[0]['content'] -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set system_message = none -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{- raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') -}}
+    {%- endif -%}
+    {%- set content = message['content'] -%}
+    {%- if loop.first and system_message is not none -%}
+        {%- set content = '<<SYS>>\n' ~ system_message ~ '\n<</SYS>>\n\n' ~ content -%}
+    {%- endif -%}
+    {%- if message['role'] == 'user' -%}
+        {{- bos_token ~ '[INST] ' ~ content | trim ~ ' [/INST]' -}}
+    {%- else -%}
+        {{- ' ' ~ content | trim ~ ' ' ~ eos_token -}}
+    {%- endif -%}
+{%- endfor -%}
+)J"},
+    {"chatml_tools", R"J({#- ChatML / Qwen style with tools and tool calls. #}
+{%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\n\n' }}
+    {%- endif %}
+    {{- "# Tools\n\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" + tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools><|im_end|>\n" }}
+{%- elif messages[0].role == 'system' %}
+    {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+{%- else %}
+    {{- '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+    {%- if message.role == 'system' and loop.first %}
+    {%- elif message.role == 'tool' %}
+        {%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' + message.content + '\n</tool_response>' }}
+        {%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- else %}
+        {{- '<|im_start|>' + message.role }}
+        {%- if message.content is string %}
+            {{- '\n' + message.content }}
+        {%- elif message.content %}
+            {{- '\n' }}
+            {%- for part in message.content if part.type == 'text' %}
+                {{- part.text }}
+            {%- endfor %}
+        {%- endif %}
+        {%- for call in message.tool_calls | default([]) %}
+            {%- set fn = call.function if call.function is defined else call %}
+            {{- '\n<tool_call>\n{"name": "' + fn.name + '", "arguments": ' + fn.arguments | tojson + '}\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\n' }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+{%- endif %}
+)J"},
+    {"phi3", R"J({% for message in messages %}
+{% if message['role'] in ['system', 'user', 'assistant'] %}
+{{ '<|' + message['role'] + '|>' }}
+{{ message['content'] }}<|end|>
+{% else %}
+{{ raise_exception('Unknown role: ' + message['role']) }}
+{% endif %}
+{% endfor %}
+{% if add_generation_prompt %}
+<|assistant|>
+{% else %}
+{{ eos_token }}
+{% endif %}
+)J"},
+};
+
+struct Case {
+  const char* tmpl;
+  const char* conversation;
+  bool add_generation_prompt;
+  const char* rendered;  // null when the template raises
+  const char* error;     // raise_exception message, or "" for another runtime error
+};
+
+const Case kCases[] = {
+    {"chatml_tools", "single", true, R"J(<|im_start|>system
+You are a helpful assistant.<|im_end|>
+<|im_start|>user
+Hello!<|im_end|>
+<|im_start|>assistant
+)J", nullptr},
+    {"chatml_tools", "single", false, R"J(<|im_start|>system
+You are a helpful assistant.<|im_end|>
+<|im_start|>user
+Hello!<|im_end|>
+)J", nullptr},
+    {"chatml_tools", "system", true, R"J(<|im_start|>system
+You are terse.<|im_end|>
+<|im_start|>user
+What is 2+2?<|im_end|>
+<|im_start|>assistant
+)J", nullptr},
+    {"chatml_tools", "system", false, R"J(<|im_start|>system
+You are terse.<|im_end|>
+<|im_start|>user
+What is 2+2?<|im_end|>
+)J", nullptr},
+    {"chatml_tools", "multi", true, R"J(<|im_start|>system
+Be brief.<|im_end|>
+<|im_start|>user
+Hi there <|im_end|>
+<|im_start|>assistant
+ Hello! How can I help?<|im_end|>
+<|im_start|>user
+Say "quotes" & <tags> — ünïcödé 🦙
+	tab<|im_end|>
+<|im_start|>assistant
+)J", nullptr},
+    {"chatml_tools", "multi", false, R"J(<|im_start|>system
+Be brief.<|im_end|>
+<|im_start|>user
+Hi there <|im_end|>
+<|im_start|>assistant
+ Hello! How can I help?<|im_end|>
+<|im_start|>user
+Say "quotes" & <tags> — ünïcödé 🦙
+	tab<|im_end|>
+)J", nullptr},
+    {"chatml_tools", "no_alternation", true, R"J(<|im_start|>system
+You are a helpful assistant.<|im_end|>
+<|im_start|>user
+one<|im_end|>
+<|im_start|>user
+two<|im_end|>
+<|im_start|>assistant
+)J", nullptr},
+    {"chatml_tools", "no_alternation", false, R"J(<|im_start|>system
+You are a helpful assistant.<|im_end|>
+<|im_start|>user
+one<|im_end|>
+<|im_start|>user
+two<|im_end|>
+)J", nullptr},
+    {"chatml_tools", "parts", true, R"J(<|im_start|>system
+You are a helpful assistant.<|im_end|>
+<|im_start|>user
+Describe this image.<|im_end|>
+<|im_start|>assistant
+)J", nullptr},
+    {"chatml_tools", "parts", false, R"J(<|im_start|>system
+You are a helpful assistant.<|im_end|>
+<|im_start|>user
+Describe this image.<|im_end|>
+)J", nullptr},
+    {"chatml_tools", "tools", true, R"J(<|im_start|>system
+# Tools
+
+<tools>
+{"type": "function", "function": {"name": "get_weather", "description": "Get the weather in a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name, e.g. \"Paris\""}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}, "return": {"type": "string"}}}
+</tools><|im_end|>
+<|im_start|>user
+Weather in Paris?<|im_end|>
+<|im_start|>assistant
+
+<tool_call>
+{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
+</tool_call><|im_end|>
+<|im_start|>user
+<tool_response>
+{"temp": 21}
+</tool_response><|im_end|>
+<|im_start|>assistant
+It is 21 °C.<|im_end|>
+<|im_start|>assistant
+)J", nullptr},
+    {"chatml_tools", "tools", false, R"J(<|im_start|>system
+# Tools
+
+<tools>
+{"type": "function", "function": {"name": "get_weather", "description": "Get the weather in a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name, e.g. \"Paris\""}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}, "return": {"type": "string"}}}
+</tools><|im_end|>
+<|im_start|>user
+Weather in Paris?<|im_end|>
+<|im_start|>assistant
+
+<tool_call>
+{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
+</tool_call><|im_end|>
+<|im_start|>user
+<tool_response>
+{"temp": 21}
+</tool_response><|im_end|>
+<|im_start|>assistant
+It is 21 °C.<|im_end|>
+)J", nullptr},
+    {"chatml_tools", "think", true, R"J(<|im_start|>system
+You are a helpful assistant.<|im_end|>
+<|im_start|>user
+2+2?<|im_end|>
+<|im_start|>assistant
+<think>
+add them
+</think>
+
+4<|im_end|>
+<|im_start|>user
+3+3?<|im_end|>
+<|im_start|>assistant
+)J", nullptr},
+    {"chatml_tools", "think", false, R"J(<|im_start|>system
+You are a helpful assistant.<|im_end|>
+<|im_start|>user
+2+2?<|im_end|>
+<|im_start|>assistant
+<think>
+add them
+</think>
+
+4<|im_end|>
+<|im_start|>user
+3+3?<|im_end|>
+)J", nullptr},
+    {"llama2", "single", true, R"J(<s>[INST] Hello! [/INST])J", nullptr},
+    {"llama2", "single", false, R"J(<s>[INST] Hello! [/INST])J", nullptr},
+    {"llama2", "system", true, R"J(<s>[INST] <<SYS>>
+You are terse.
+<</SYS>>
+
+What is 2+2? [/INST])J", nullptr},
+    {"llama2", "system", false, R"J(<s>[INST] <<SYS>>
+You are terse.
+<</SYS>>
+
+What is 2+2? [/INST])J", nullptr},
+    {"llama2", "multi", true, R"J(<s>[INST] <<SYS>>
+Be brief.
+<</SYS>>
+
+Hi there [/INST] Hello! How can I help? </s><s>[INST] Say "quotes" & <tags> — ünïcödé 🦙
+	tab [/INST])J", nullptr},
+    {"llama2", "multi", false, R"J(<s>[INST] <<SYS>>
+Be brief.
+<</SYS>>
+
+Hi there [/INST] Hello! How can I help? </s><s>[INST] Say "quotes" & <tags> — ünïcödé 🦙
+	tab [/INST])J", nullptr},
+    {"llama2", "no_alternation", true, nullptr, R"J(Conversation roles must alternate user/assistant/user/assistant/...)J"},
+    {"llama2", "no_alternation", false, nullptr, R"J(Conversation roles must alternate user/assistant/user/assistant/...)J"},
+    {"llama2", "parts", true, R"J(<s>[INST] [{'type': 'text', 'text': 'Describe '}, {'type': 'image'}, {'type': 'text', 'text': 'this image.'}] [/INST])J", nullptr},
+    {"llama2", "parts", false, R"J(<s>[INST] [{'type': 'text', 'text': 'Describe '}, {'type': 'image'}, {'type': 'text', 'text': 'this image.'}] [/INST])J", nullptr},
+    {"llama2", "tools", true, nullptr, R"J(Conversation roles must alternate user/assistant/user/assistant/...)J"},
+    {"llama2", "tools", false, nullptr, R"J(Conversation roles must alternate user/assistant/user/assistant/...)J"},
+    {"llama2", "think", true, R"J(<s>[INST] 2+2? [/INST] <think>
+add them
+</think>
+
+4 </s><s>[INST] 3+3? [/INST])J", nullptr},
+    {"llama2", "think", false, R"J(<s>[INST] 2+2? [/INST] <think>
+add them
+</think>
+
+4 </s><s>[INST] 3+3? [/INST])J", nullptr},
+    {"phi3", "single", true, R"J(<|user|>
+Hello!<|end|>
+<|assistant|>
+)J", nullptr},
+    {"phi3", "single", false, R"J(<|user|>
+Hello!<|end|>
+</s>
+)J", nullptr},
+    {"phi3", "system", true, R"J(<|system|>
+You are terse.<|end|>
+<|user|>
+What is 2+2?<|end|>
+<|assistant|>
+)J", nullptr},
+    {"phi3", "system", false, R"J(<|system|>
+You are terse.<|end|>
+<|user|>
+What is 2+2?<|end|>
+</s>
+)J", nullptr},
+    {"phi3", "multi", true, R"J(<|system|>
+Be brief.<|end|>
+<|user|>
+Hi there <|end|>
+<|assistant|>
+ Hello! How can I help?<|end|>
+<|user|>
+Say "quotes" & <tags> — ünïcödé 🦙
+	tab<|end|>
+<|assistant|>
+)J", nullptr},
+    {"phi3", "multi", false, R"J(<|system|>
+Be brief.<|end|>
+<|user|>
+Hi there <|end|>
+<|assistant|>
+ Hello! How can I help?<|end|>
+<|user|>
+Say "quotes" & <tags> — ünïcödé 🦙
+	tab<|end|>
+</s>
+)J", nullptr},
+    {"phi3", "no_alternation", true, R"J(<|user|>
+one<|end|>
+<|user|>
+two<|end|>
+<|assistant|>
+)J", nullptr},
+    {"phi3", "no_alternation", false, R"J(<|user|>
+one<|end|>
+<|user|>
+two<|end|>
+</s>
+)J", nullptr},
+    {"phi3", "parts", true, R"J(<|user|>
+[{'type': 'text', 'text': 'Describe '}, {'type': 'image'}, {'type': 'text', 'text': 'this image.'}]<|end|>
+<|assistant|>
+)J", nullptr},
+    {"phi3", "parts", false, R"J(<|user|>
+[{'type': 'text', 'text': 'Describe '}, {'type': 'image'}, {'type': 'text', 'text': 'this image.'}]<|end|>
+</s>
+)J", nullptr},
+    {"phi3", "tools", true, nullptr, R"J(Unknown role: tool)J"},
+    {"phi3", "tools", false, nullptr, R"J(Unknown role: tool)J"},
+    {"phi3", "think", true, R"J(<|user|>
+2+2?<|end|>
+<|assistant|>
+<think>
+add them
+</think>
+
+4<|end|>
+<|user|>
+3+3?<|end|>
+<|assistant|>
+)J", nullptr},
+    {"phi3", "think", false, R"J(<|user|>
+2+2?<|end|>
+<|assistant|>
+<think>
+add them
+</think>
+
+4<|end|>
+<|user|>
+3+3?<|end|>
+</s>
+)J", nullptr},
+};
+
+TEST(ChatFamilyA, RendersLikeJinja2) {
+  const auto conversations = nlohmann::ordered_json::parse(kConversations);
+  std::map<std::string, rf::ChatTemplate> templates;
+  for (const auto& [name, source] : kTemplates) templates.emplace(name, rf::ChatTemplate(source));
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(std::string(c.tmpl) + " / " + c.conversation + (c.add_generation_prompt ? " / gen" : " / no gen"));
+    const auto& conv = conversations.at(c.conversation);
+    rf::ChatTemplateOptions opts;
+    opts.add_generation_prompt = c.add_generation_prompt;
+    opts.bos_token = "<s>";
+    opts.eos_token = "</s>";
+    opts.date = "2026-01-15";
+    if (conv.contains("tools")) opts.extra_context["tools"] = conv["tools"];
+    const rf::ChatTemplate& t = templates.at(c.tmpl);
+    if (c.rendered) {
+      EXPECT_EQ(t.render(conv["messages"], opts), c.rendered);
+      continue;
+    }
+    try {
+      const std::string out = t.render(conv["messages"], opts);
+      ADD_FAILURE() << "expected an error, got: " << out;
+    } catch (const rf::jinja::TemplateError& e) {
+      if (*c.error) {
+        EXPECT_EQ(e.kind(), rf::jinja::TemplateError::Kind::Raised) << e.what();
+        EXPECT_EQ(e.message(), c.error);
+      } else {
+        EXPECT_EQ(e.kind(), rf::jinja::TemplateError::Kind::Runtime) << e.what();
+      }
+    }
+  }
+}
+
+}  // namespace
