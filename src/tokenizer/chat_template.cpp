@@ -22,27 +22,28 @@ ChatTemplate::ChatTemplate(std::string source) : source_(std::move(source)) {
   }
 }
 
-std::string ChatTemplate::render(const nlohmann::json& messages, const ChatTemplateOptions& opts) const {
-  return render(nlohmann::ordered_json(messages), opts);
-}
+namespace {
 
-std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const ChatTemplateOptions& opts) const {
-  nlohmann::ordered_json context = nlohmann::ordered_json::object();
-  context["messages"] = messages;
-  context["add_generation_prompt"] = opts.add_generation_prompt;
-  context["bos_token"] = opts.bos_token;
-  context["eos_token"] = opts.eos_token;
-  context["tools"] = nullptr;
-  context["documents"] = nullptr;
-  if (!opts.extra_context.is_null()) {
-    if (!opts.extra_context.is_object()) throw rf::Error("chat template extra context must be a JSON object");
-    for (const auto& [key, value] : opts.extra_context.items()) context[key] = value;
-  }
+template <typename Json>
+std::string render_with(const jinja::Template& tmpl, const Json& messages, const ChatTemplateOptions& opts) {
+  if (!opts.extra_context.is_null() && !opts.extra_context.is_object())
+    throw rf::Error("chat template extra context must be a JSON object");
+  // The variables transformers' apply_chat_template passes; extra context may replace any.
+  const nlohmann::ordered_json fixed = {{"add_generation_prompt", opts.add_generation_prompt},
+                                        {"bos_token", opts.bos_token},
+                                        {"eos_token", opts.eos_token},
+                                        {"tools", nullptr},
+                                        {"documents", nullptr}};
+  std::vector<jinja::Variable> vars;
+  vars.push_back({"messages", &messages});
+  for (const auto& [key, value] : fixed.items()) vars.push_back({key, &value});
+  if (opts.extra_context.is_object())
+    for (const auto& [key, value] : opts.extra_context.items()) vars.push_back({key, &value});
   jinja::RenderOptions ro;
   ro.limits = opts.limits;
   ro.date = opts.date;
   try {
-    return template_->render(context, ro);
+    return tmpl.render(vars, ro);
   } catch (const rf::Error&) {
     throw;
   } catch (const std::bad_alloc&) {
@@ -50,6 +51,16 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const C
   } catch (const std::exception& e) {
     throw jinja::TemplateError(jinja::TemplateError::Kind::Runtime, e.what());
   }
+}
+
+}  // namespace
+
+std::string ChatTemplate::render(const nlohmann::json& messages, const ChatTemplateOptions& opts) const {
+  return render_with(*template_, messages, opts);
+}
+
+std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const ChatTemplateOptions& opts) const {
+  return render_with(*template_, messages, opts);
 }
 
 std::string ChatTemplate::chatml_source() {

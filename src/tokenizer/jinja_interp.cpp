@@ -13,8 +13,16 @@ namespace rf::jinja {
 Template::Template(std::string_view source, const Limits& limits) : body_(parse_template(source, limits.max_depth)) {}
 
 std::string Template::render(const nlohmann::ordered_json& context, const RenderOptions& options) const {
+  if (!context.is_object()) throw TemplateError(TemplateError::Kind::Runtime, "the template context must be a JSON object");
+  std::vector<Variable> variables;
+  variables.reserve(context.size());
+  for (const auto& [key, value] : context.items()) variables.push_back({key, &value});
+  return render(variables, options);
+}
+
+std::string Template::render(const std::vector<Variable>& variables, const RenderOptions& options) const {
   Renderer r(options);
-  return r.render(body_, context);
+  return r.render(body_, variables);
 }
 
 // ---- Scope ----
@@ -60,8 +68,7 @@ void Renderer::release_scope(Scope* s) {
   free_scopes_.push_back(s);
 }
 
-std::string Renderer::render(const Body& body, const nlohmann::ordered_json& context) {
-  if (!context.is_object()) runtime_error("the template context must be a JSON object");
+std::string Renderer::render(const Body& body, const std::vector<Variable>& variables) {
   Scope* globals = acquire_scope(nullptr);
   globals->captured = true;
   for (std::string_view name : global_function_names()) {
@@ -72,9 +79,10 @@ std::string Renderer::render(const Body& body, const nlohmann::ordered_json& con
   }
   Scope* top = acquire_scope(globals);
   top->captured = true;
-  for (const auto& [key, value] : context.items()) {
-    const Value k = heap_.make_string(key);
-    top->set(k.str(), from_json(value, heap_));
+  for (const Variable& var : variables) {
+    const Value name = heap_.make_string(var.name);
+    const Value value = std::visit([&](const auto* json) { return from_json(*json, heap_); }, var.value);
+    top->set(name.str(), value);
   }
   scope_ = top;
   std::string out;

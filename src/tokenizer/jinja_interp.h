@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "tokenizer/jinja_ast.h"
@@ -30,6 +31,13 @@ struct RenderOptions {
   std::optional<std::string> date;  // YYYY-MM-DD seen by strftime_now(); else the current local time
 };
 
+// A template variable bound to JSON that the caller owns (no copy is made).
+// Later variables of the same name replace earlier ones.
+struct Variable {
+  std::string name;
+  std::variant<const nlohmann::json*, const nlohmann::ordered_json*> value;
+};
+
 // A parsed template; render() is const and thread-safe.
 class Template {
  public:
@@ -37,6 +45,7 @@ class Template {
   explicit Template(std::string_view source, const Limits& limits = Limits());
   // `context` must be a JSON object: its keys become template variables.
   std::string render(const nlohmann::ordered_json& context, const RenderOptions& options) const;
+  std::string render(const std::vector<Variable>& variables, const RenderOptions& options) const;
 
  private:
   Body body_;
@@ -57,7 +66,7 @@ class Renderer {
   Renderer(const Renderer&) = delete;
   Renderer& operator=(const Renderer&) = delete;
 
-  std::string render(const Body& body, const nlohmann::ordered_json& context);
+  std::string render(const Body& body, const std::vector<Variable>& variables);
 
   // ---- services for the built-ins ----
   Heap& heap() { return heap_; }

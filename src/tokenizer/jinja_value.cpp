@@ -65,7 +65,7 @@ bool hashable(const Value& k) {
 }  // namespace
 
 const Value* DictObj::find(std::string_view key) const {
-  if (entries.size() <= 8) {
+  if (entries.size() <= kIndexFrom) {
     for (const auto& [k, v] : entries)
       if (k.kind == Kind::String && k.str() == key) return &v;
     return nullptr;
@@ -89,7 +89,12 @@ void DictObj::set(const Value& key, const Value& value) {
     return;
   }
   entries.emplace_back(key, value);
-  if (key.kind == Kind::String) string_index_.emplace(std::string_view(key.str()), entries.size() - 1);
+  if (entries.size() == kIndexFrom + 1) {  // large enough to index: index every string key
+    for (size_t k = 0; k < entries.size(); ++k)
+      if (entries[k].first.kind == Kind::String) string_index_.emplace(std::string_view(entries[k].first.str()), k);
+  } else if (entries.size() > kIndexFrom + 1 && key.kind == Kind::String) {
+    string_index_.emplace(std::string_view(key.str()), entries.size() - 1);
+  }
 }
 
 // ---- Heap ----
@@ -366,25 +371,26 @@ void append_json(std::string& out, const Value& v, const JsonStyle& style, size_
   runtime_error(str("Object of type ", type_name(v), " is not JSON serializable"));
 }
 
-Value from_json(const nlohmann::ordered_json& j, Heap& heap, int depth) {
+template <typename Json>
+Value from_json(const Json& j, Heap& heap, int depth) {
   if (depth > kMaxValueDepth) too_deep();
   switch (j.type()) {
-    case nlohmann::ordered_json::value_t::null: return Value::none();
-    case nlohmann::ordered_json::value_t::boolean: return Value::boolean(j.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer: return Value::integer(j.get<int64_t>());
-    case nlohmann::ordered_json::value_t::number_unsigned: {
-      const auto u = j.get<uint64_t>();
+    case Json::value_t::null: return Value::none();
+    case Json::value_t::boolean: return Value::boolean(j.template get<bool>());
+    case Json::value_t::number_integer: return Value::integer(j.template get<int64_t>());
+    case Json::value_t::number_unsigned: {
+      const auto u = j.template get<uint64_t>();
       if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return Value::integer(int64_t(u));
       return Value::number(double(u));
     }
-    case nlohmann::ordered_json::value_t::number_float: return Value::number(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return heap.make_string(j.get<std::string>());
-    case nlohmann::ordered_json::value_t::array: {
+    case Json::value_t::number_float: return Value::number(j.template get<double>());
+    case Json::value_t::string: return heap.make_string(j.template get<std::string>());
+    case Json::value_t::array: {
       ListObj* list = heap.make_list(j.size());
       for (const auto& item : j) list->items.push_back(from_json(item, heap, depth + 1));
       return Value::of(list);
     }
-    case nlohmann::ordered_json::value_t::object: {
+    case Json::value_t::object: {
       DictObj* dict = heap.make_dict();
       heap.budget().charge(j.size());
       for (const auto& [key, item] : j.items()) dict->set(heap.make_string(key), from_json(item, heap, depth + 1));
@@ -393,5 +399,8 @@ Value from_json(const nlohmann::ordered_json& j, Heap& heap, int depth) {
     default: return Value::none();
   }
 }
+
+template Value from_json<nlohmann::json>(const nlohmann::json&, Heap&, int);
+template Value from_json<nlohmann::ordered_json>(const nlohmann::ordered_json&, Heap&, int);
 
 }  // namespace rf::jinja

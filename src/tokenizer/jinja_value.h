@@ -122,6 +122,7 @@ struct DictObj {
   void set(const Value& key, const Value& value);
 
  private:
+  static constexpr size_t kIndexFrom = 8;  // small dicts are searched linearly
   std::unordered_map<std::string_view, size_t> string_index_;  // keys point into the heap or the AST
 };
 
@@ -182,7 +183,9 @@ void append_json(std::string& out, const Value& v, const JsonStyle& style, size_
 
 // Converts JSON input (messages, extra context) into heap values, keeping
 // object key order.
-Value from_json(const nlohmann::ordered_json& j, Heap& heap, int depth = 0);
+// Instantiated for nlohmann::json and nlohmann::ordered_json.
+template <typename Json>
+Value from_json(const Json& j, Heap& heap, int depth = 0);
 
 constexpr int kMaxValueDepth = 128;  // nesting of data values (printing, comparison, JSON)
 
