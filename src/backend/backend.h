@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -74,6 +75,9 @@ struct BackendLimits {
   int32_t max_blocks_per_seq = 0;
   int32_t max_logits = 0;
   int32_t vocab = 0;
+  int64_t max_weight_elems = 0;  // largest weight matrix (rows * cols)
+  int32_t n_heads = 0;           // attention query heads
+  int32_t head_dim = 0;
 };
 
 class Backend {
@@ -82,7 +86,8 @@ class Backend {
 
   virtual DeviceKind device() const = 0;
   virtual std::string name() const = 0;            // "cpu", "cuda:0 (NVIDIA H200)"
-  virtual DType activation_type() const = 0;       // f32 on the CPU, f16/bf16 on GPUs
+  virtual DType activation_type() const = 0;       // f32 on the CPU, f16 on GPUs
+  virtual DType residual_type() const { return DType::F32; }  // the residual stream
   virtual DType kv_type() const = 0;
 
   // --- memory ------------------------------------------------------------
@@ -92,13 +97,16 @@ class Backend {
   virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;  // waits for the data
   virtual size_t free_memory() const = 0;
+  virtual size_t total_memory() const { return 0; }
+  virtual size_t allocated_bytes() const { return 0; }  // by this backend, so far
   // Makes a weight tensor usable by the ops. The CPU backend returns a view
   // of `host` (no copy: mmapped file data); GPU backends copy it over.
   virtual Tensor load_weight(const Tensor& host, const std::string& name) = 0;
   // Upload f32 host data as a small device tensor (norm weights, rope factors).
   virtual Tensor load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) = 0;
 
-  // Sizes the per-step buffers (metadata, sampling); called once at start-up.
+  // Sizes the per-step buffers (metadata, sampling) when an engine starts;
+  // calling it again releases the previous reservation first.
   virtual void reserve(const BackendLimits& limits) = 0;
 
   // --- per step ------------------------------------------------------------
@@ -130,6 +138,20 @@ class Backend {
                       std::vector<SampleResult>& out) = 0;
   // Waits for all queued work.
   virtual void synchronize() = 0;
+
+  // --- graphs ----------------------------------------------------------------
+  // Backends that can record a sequence of ops once and replay it (CUDA
+  // graphs) run `record` under capture the first time a key is seen and
+  // replay it afterwards; the ops must then see the same shapes and
+  // pointers. Others just run `record`.
+  virtual bool supports_graphs() const { return false; }
+  virtual void run_graph(uint64_t key, const std::function<void()>& record) { record(); }
+  // Drops every recorded graph (their buffers are about to be freed).
+  virtual void clear_graphs() {}
+
+  // Device-to-device copy bandwidth in bytes/s (read + write), measured now;
+  // 0 where not meaningful.
+  virtual double measure_copy_bandwidth() { return 0.0; }
 };
 
 }  // namespace rf

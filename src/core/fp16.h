@@ -21,7 +21,7 @@ inline float f16_to_f32(uint16_t h) {
     float f = float(mant) * (1.0f / 16777216.0f);
     return sign ? -f : f;
   }
-  if (exp == 31) return bits_to_f32(sign | 0x7f800000u | (mant << 13));
+  if (exp == 31) return bits_to_f32(sign | 0x7f800000u | (mant << 13) | (mant ? 0x400000u : 0));  // NaNs come out quiet, as ggml (F16C) gives them
   return bits_to_f32(sign | ((exp + 112) << 23) | (mant << 13));
 }
 

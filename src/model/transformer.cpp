@@ -3,6 +3,7 @@
 // residual) -> gather the rows that need logits -> final norm -> LM head.
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -14,9 +15,16 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     : c_(config), w_(weights), backend_(backend), limits_(limits) {
   RF_CHECK(limits.max_tokens > 0 && limits.max_logits > 0 && limits.max_seqs > 0, "transformer: empty limits");
   limits_.vocab = c_.n_vocab;
-  const DType act = backend.activation_type();
+  limits_.n_heads = c_.n_head;
+  limits_.head_dim = c_.head_dim;
+  auto elems = [](const Tensor& t) { return t.cols() * t.rows(); };
+  limits_.max_weight_elems = std::max(elems(w_.tok_embd), elems(w_.output));
+  for (const LayerWeights& l : w_.layers)
+    for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      limits_.max_weight_elems = std::max(limits_.max_weight_elems, elems(*t));
+  const DType act = backend.activation_type(), res = backend.residual_type();
   const int64_t T = limits.max_tokens;
-  x_ = alloc_act(c_.n_embd, T, act, "residual");
+  x_ = alloc_act(c_.n_embd, T, res, "residual");
   xn_ = alloc_act(c_.n_embd, T, act, "normed");
   q_ = alloc_act(c_.q_dim(), T, act, "q");
   k_ = alloc_act(c_.kv_dim(), T, act, "k");
@@ -25,13 +33,14 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   proj_ = alloc_act(c_.n_embd, T, act, "projection");
   gate_ = alloc_act(c_.n_ff, T, act, "ffn gate");
   up_ = alloc_act(c_.n_ff, T, act, "ffn up");
-  last_ = alloc_act(c_.n_embd, limits.max_logits, act, "last hidden");
+  last_ = alloc_act(c_.n_embd, limits.max_logits, res, "last hidden");
   last_n_ = alloc_act(c_.n_embd, limits.max_logits, act, "last normed");
   logits_ = alloc_act(c_.n_vocab, limits.max_logits, DType::F32, "logits");
   backend_.reserve(limits_);
 }
 
 Transformer::~Transformer() {
+  backend_.clear_graphs();  // they point into the buffers freed here
   for (void* p : buffers_) backend_.free(p);
 }
 
@@ -41,6 +50,48 @@ Tensor Transformer::alloc_act(int64_t cols, int64_t rows, DType type, const char
   return make_tensor(p, type, cols, rows, backend_.device());
 }
 
+bool Transformer::graph_eligible(const Batch& b) const {
+  if (!backend_.supports_graphs() || b.n_tokens() != b.n_seqs() || b.n_logits() != b.n_seqs()) return false;
+  return graph_bucket(b.n_seqs()) <= std::min(limits_.max_seqs, limits_.max_logits);
+}
+
+int32_t Transformer::graph_bucket(int32_t n) {
+  if (n <= 8) {
+    int32_t b = 1;
+    while (b < n) b *= 2;
+    return b;
+  }
+  return (n + 15) / 16 * 16;
+}
+
+void Transformer::pad_for_graph(const Batch& b, int32_t bucket) {
+  padded_ = b;
+  for (int32_t i = b.n_seqs(); i < bucket; ++i) {
+    // A padding token: no KV write (slot -1), no attention (position -1).
+    padded_.token_ids.push_back(0);
+    padded_.positions.push_back(-1);
+    padded_.slot_mapping.push_back(-1);
+    padded_.token_seq.push_back(i);
+    padded_.seq_starts.push_back(padded_.seq_starts.back() + 1);
+    padded_.context_lens.push_back(0);
+    padded_.block_tables.resize(padded_.block_tables.size() + size_t(b.max_blocks_per_seq), 0);
+    padded_.logits_rows.push_back(i);
+  }
+}
+
+void Transformer::warmup(KVCache& kv) {
+  if (!backend_.supports_graphs()) return;
+  Batch empty;
+  empty.reset(kv.block_size(), limits_.max_blocks_per_seq);
+  for (int32_t bucket = 1; bucket <= std::min(limits_.max_seqs, limits_.max_logits);
+       bucket = bucket < 8 ? bucket * 2 : bucket / 16 * 16 + 16) {
+    pad_for_graph(empty, bucket);
+    const StepMeta m = backend_.upload_step(padded_);
+    backend_.run_graph(uint64_t(bucket), [&] { run_layers(m, kv); });
+  }
+  backend_.synchronize();
+}
+
 Tensor Transformer::forward(const Batch& batch, KVCache& kv) {
   const int32_t n = batch.n_tokens();
   RF_CHECK(n > 0 && n <= limits_.max_tokens, "forward: ", n, " tokens (limit ", limits_.max_tokens, ")");
@@ -48,8 +99,21 @@ Tensor Transformer::forward(const Batch& batch, KVCache& kv) {
   RF_CHECK(batch.n_logits() <= limits_.max_logits, "forward: ", batch.n_logits(), " logit rows (limit ",
            limits_.max_logits, ")");
   RF_CHECK(batch.block_size == kv.block_size(), "forward: batch block size differs from the cache's");
+  const int32_t nl = batch.n_logits();
+  if (graph_eligible(batch)) {
+    const int32_t bucket = graph_bucket(n);
+    pad_for_graph(batch, bucket);
+    const StepMeta m = backend_.upload_step(padded_);
+    backend_.run_graph(uint64_t(bucket), [&] { run_layers(m, kv); });
+    return logits_.slice_rows(0, nl);
+  }
   const StepMeta m = backend_.upload_step(batch);
+  run_layers(m, kv);
+  return logits_.slice_rows(0, nl);
+}
 
+void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
+  const int32_t n = m.n_tokens;
   Tensor x = x_.slice_rows(0, n), xn = xn_.slice_rows(0, n);
   Tensor q = q_.slice_rows(0, n), k = k_.slice_rows(0, n), v = v_.slice_rows(0, n);
   Tensor attn = attn_.slice_rows(0, n), proj = proj_.slice_rows(0, n);
@@ -80,14 +144,12 @@ Tensor Transformer::forward(const Batch& batch, KVCache& kv) {
     backend_.matmul(gate, l.w_down, proj);
     backend_.add(x, proj, x);
   }
-  const int32_t nl = batch.n_logits();
-  Tensor logits = logits_.slice_rows(0, nl);
-  if (nl == 0) return logits;
-  Tensor last = last_.slice_rows(0, nl), last_n = last_n_.slice_rows(0, nl);
+  const int32_t nl = m.n_logits;
+  if (nl == 0) return;
+  Tensor last = last_.slice_rows(0, nl), last_n = last_n_.slice_rows(0, nl), logits = logits_.slice_rows(0, nl);
   backend_.gather_rows(x, m, last);
   backend_.rms_norm(last, w_.output_norm, c_.rms_eps, last_n);
   backend_.matmul(last_n, w_.output, logits);
-  return logits;
 }
 
 }  // namespace rf

@@ -23,11 +23,21 @@ class Transformer {
   // (valid until the next call).
   Tensor forward(const Batch& batch, KVCache& kv);
 
+  // Captures the decode graphs of every batch bucket up front (backends
+  // with graphs), so that later steps allocate nothing.
+  void warmup(KVCache& kv);
+
   const BackendLimits& limits() const { return limits_; }
   Backend& backend() { return backend_; }
 
  private:
   Tensor alloc_act(int64_t cols, int64_t rows, DType type, const char* what);
+  void run_layers(const StepMeta& m, KVCache& kv);
+  // Pure decode steps (one new token and one logit row per sequence) run as
+  // graphs, padded to a bucket size.
+  bool graph_eligible(const Batch& b) const;
+  static int32_t graph_bucket(int32_t n);
+  void pad_for_graph(const Batch& b, int32_t bucket);
 
   const ModelConfig& c_;
   const ModelWeights& w_;
@@ -44,6 +54,7 @@ class Transformer {
   Tensor last_;     // [max_logits rows, n_embd]
   Tensor last_n_;   // [max_logits rows, n_embd]
   Tensor logits_;   // [max_logits rows, n_vocab] f32
+  Batch padded_;    // the padded copy of a decode batch (reused: no per-step allocation once grown)
 };
 
 }  // namespace rf

@@ -3,8 +3,11 @@
 
 namespace rf {
 
-IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tok, bool render_special)
-    : tok_(&tok), render_special_(render_special), strip_leading_space_(tok.strips_leading_space()) {}
+IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tok, bool render_special, bool continuation)
+    : tok_(&tok),
+      render_special_(render_special),
+      continuation_(continuation),
+      strip_leading_space_(!continuation && tok.strips_leading_space()) {}
 
 std::string IncrementalDetokenizer::push(int32_t id) {
   piece_.clear();
@@ -17,7 +20,7 @@ std::string IncrementalDetokenizer::push(int32_t id) {
 std::string IncrementalDetokenizer::flush() {
   std::string out;
   sanitizer_.finish(out);
-  strip_leading_space_ = tok_->strips_leading_space();
+  strip_leading_space_ = !continuation_ && tok_->strips_leading_space();
   return out;
 }
 

@@ -90,7 +90,9 @@ class Tokenizer {
 
 class IncrementalDetokenizer {
  public:
-  explicit IncrementalDetokenizer(const Tokenizer& tok, bool render_special = false);
+  // `continuation`: the text continues a prompt (generated output), so the
+  // first piece keeps its leading space (SPM decode() would drop it).
+  explicit IncrementalDetokenizer(const Tokenizer& tok, bool render_special = false, bool continuation = false);
 
   // Newly completed text after `id` (may be empty). Throws rf::Error for an
   // id outside the vocabulary (the state is unchanged then).
@@ -103,6 +105,7 @@ class IncrementalDetokenizer {
  private:
   const Tokenizer* tok_;
   bool render_special_;
+  bool continuation_;
   bool strip_leading_space_;
   utf8::Utf8Sanitizer sanitizer_;
   std::string piece_;

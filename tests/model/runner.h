@@ -30,6 +30,8 @@ class ModelRunner {
   }
 
   const Model& model() const { return *model_; }
+  // Captures decode graphs up front (GPU backends), as the engine does.
+  void warmup() { tf_->warmup(*kv_); }
   int32_t vocab() const { return model_->config().n_vocab; }
 
   struct Seq {

@@ -1,10 +1,15 @@
-// CPU sampling of one row (the reference for GPU sampling): penalties,
-// greedy or temperature -> top-k -> softmax -> top-p -> min-p -> draw.
-// Candidates are ordered by (logit desc, token id asc) so the draw is
-// reproducible anywhere.
+// CPU sampling of one row — the reference the GPU sampler follows. After
+// penalties: temperature 0 is the argmax (lowest id on ties). Otherwise the
+// logits are divided by the temperature and the kept set is every token
+// whose scaled logit is at least each threshold in turn:
+//   top-k:  the k-th largest scaled logit (ties kept),
+//   top-p:  the smallest probability p* such that tokens with p >= p* hold
+//           at least top_p of the (top-k) mass,
+//   min-p:  min_p times the largest probability.
+// The draw is the inverse CDF of the kept probabilities in token-id order,
+// at u = uniform01(seed, counter) — a pure function of its inputs.
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -15,8 +20,7 @@ namespace rf::cpu {
 void sample_row(const float* logits, int32_t vocab, const SampleRow& row, const PenaltyToken* pen, SampleResult& out) {
   const SamplingParams& p = row.params;
   thread_local std::vector<float> work;
-  thread_local std::vector<int32_t> ids;
-  thread_local std::vector<double> probs;
+  thread_local std::vector<float> sorted;
   work.assign(logits, logits + vocab);
   apply_penalties(work.data(), p, pen, row.penalty_count);
 
@@ -33,60 +37,56 @@ void sample_row(const float* logits, int32_t vocab, const SampleRow& row, const 
     for (int32_t i = 1; i < vocab; ++i)
       if (work[i] > work[chosen]) chosen = i;
   } else {
-    ids.resize(size_t(vocab));
-    std::iota(ids.begin(), ids.end(), 0);
-    auto better = [&](int32_t a, int32_t b) { return work[a] > work[b] || (work[a] == work[b] && a < b); };
-    size_t n = size_t(vocab);
-    if (p.top_k > 0 && size_t(p.top_k) < n) {
-      std::partial_sort(ids.begin(), ids.begin() + p.top_k, ids.end(), better);
-      n = size_t(p.top_k);
-    } else {
-      std::sort(ids.begin(), ids.end(), better);
+    const float inv_t = 1.0f / p.temperature;
+    for (float& x : work) x *= inv_t;
+    const float top = *std::max_element(work.begin(), work.end());
+    float threshold = -INFINITY;
+    if (p.top_k > 0 && p.top_k < vocab) {
+      sorted.assign(work.begin(), work.end());
+      std::nth_element(sorted.begin(), sorted.begin() + (p.top_k - 1), sorted.end(), std::greater<float>());
+      threshold = sorted[size_t(p.top_k - 1)];
     }
-    // Softmax at temperature over the candidates, best first.
-    const double inv_t = 1.0 / double(p.temperature);
-    const double top = double(work[ids[0]]) * inv_t;
-    probs.resize(n);
-    double z = 0;
-    for (size_t i = 0; i < n; ++i) z += (probs[i] = std::exp(double(work[ids[i]]) * inv_t - top));
-    for (size_t i = 0; i < n; ++i) probs[i] /= z;
-    // Top-p: the shortest prefix whose mass reaches top_p.
     if (p.top_p < 1.0f) {
+      sorted.clear();
+      for (float x : work)
+        if (x >= threshold) sorted.push_back(x);
+      std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+      double z = 0;
+      for (float x : sorted) z += std::exp(double(x) - top);
       double cum = 0;
-      size_t keep = n;
-      for (size_t i = 0; i < n; ++i) {
-        cum += probs[i];
-        if (cum >= double(p.top_p)) { keep = i + 1; break; }
+      for (size_t i = 0; i < sorted.size(); ++i) {
+        cum += std::exp(double(sorted[i]) - top);
+        if (cum >= double(p.top_p) * z) {
+          threshold = std::max(threshold, sorted[i]);
+          break;
+        }
       }
-      n = keep;
     }
-    // Min-p: drop candidates below min_p times the best probability.
-    if (p.min_p > 0.0f) {
-      const double floor_p = double(p.min_p) * probs[0];
-      size_t keep = 1;
-      while (keep < n && probs[keep] >= floor_p) ++keep;
-      n = keep;
-    }
+    if (p.min_p > 0.0f) threshold = std::max(threshold, float(double(top) + std::log(double(p.min_p))));
     double mass = 0;
-    for (size_t i = 0; i < n; ++i) mass += probs[i];
+    for (int32_t i = 0; i < vocab; ++i)
+      if (work[i] >= threshold) mass += std::exp(double(work[i]) - top);
     const double u = double(uniform01(p.seed, row.rng_counter)) * mass;
     double cum = 0;
-    chosen = ids[n - 1];
-    for (size_t i = 0; i < n; ++i) {
-      cum += probs[i];
-      if (u < cum) { chosen = ids[i]; break; }
+    chosen = -1;
+    for (int32_t i = 0; i < vocab; ++i) {
+      if (work[i] < threshold) continue;
+      cum += std::exp(double(work[i]) - top);
+      chosen = i;
+      if (u < cum) break;
     }
+    RF_CHECK(chosen >= 0, "sampling: no token left to draw (all logits were -inf?)");
   }
   out.token = chosen;
   out.logprob = raw_logprob(chosen);
   out.top.clear();
   if (p.top_logprobs > 0) {
     const int32_t k = std::min<int32_t>(std::min(p.top_logprobs, kMaxTopLogprobs), vocab);
-    ids.resize(size_t(vocab));
-    std::iota(ids.begin(), ids.end(), 0);
+    std::vector<int32_t> ids(static_cast<size_t>(vocab));
+    for (int32_t i = 0; i < vocab; ++i) ids[size_t(i)] = i;
     std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
                       [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-    for (int32_t i = 0; i < k; ++i) out.top.emplace_back(ids[i], raw_logprob(ids[i]));
+    for (int32_t i = 0; i < k; ++i) out.top.emplace_back(ids[size_t(i)], raw_logprob(ids[size_t(i)]));
   }
 }
 

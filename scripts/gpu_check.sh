@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# On the GPU machine: run the GPU tests, the golden check through
+# `rocmforge run --device cuda`, and benchmarks on synthetic llama3-8b models.
+# Expects binaries in .carry/bin and test data in .carry/testdata (see
+# docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-/tmp/rf-out}"
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export ROCMFORGE_TESTDATA="$PWD/.carry/testdata" ROCMFORGE_REQUIRE_GPU=1
+BIN=.carry/bin
+stage="${1:-all}"
+MODELS="${RF_MODELS:-/tmp/rf-models}"
+mkdir -p "$MODELS"
+
+if [ "$stage" = all ] || [ "$stage" = tests ]; then
+  echo "== gpu tests"
+  "$BIN/test_gpu" > "$OUT/test_gpu.log" 2>&1; echo "test_gpu rc=$?"
+  grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu.log" | head -30
+  echo "== golden through rocmforge run --device cuda"
+  python3 - <<'PY'
+import json, subprocess, os
+bad = 0
+for line in open(os.environ["ROCMFORGE_TESTDATA"] + "/stories260K.golden.jsonl"):
+    g = json.loads(line)
+    out = subprocess.run([".carry/bin/rocmforge", "run", "--device", "cuda", "--temp", "0", "-n", str(len(g["greedy_tokens"])),
+                          "--no-display-prompt", "-p", g["prompt"],
+                          "-m", os.environ["ROCMFORGE_TESTDATA"] + "/stories260K.gguf"], capture_output=True, text=True)
+    text = out.stdout[:-1] if out.stdout.endswith("\n") else out.stdout
+    ok = text == g["greedy_text"]
+    bad += not ok
+    print("MATCH" if ok else "DIFF", repr(g["prompt"]), out.stderr.strip().splitlines()[-1:] )
+print("golden mismatches:", bad)
+PY
+fi
+
+if [ "$stage" = all ] || [ "$stage" = bench ]; then
+  for t in ${RF_TYPES:-f16 q4_k_m}; do
+    f="$MODELS/llama3-8b-$t.gguf"
+    [ -f "$f" ] || { /usr/bin/time -f "mkmodel $t: %e s" "$BIN/rocmforge" mkmodel --preset llama3-8b --type "$t" -o "$f" 2>&1 | tail -2; ls -la "$f"; }
+    echo "== bench llama3-8b $t"
+    "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r "${RF_REPS:-3}" --parallel "${RF_PARALLEL:-1,64}" 2>"$OUT/bench-$t.err" | tee "$OUT/bench-$t.md"
+    tail -3 "$OUT/bench-$t.err"
+  done
+fi

@@ -1,0 +1,437 @@
+// CudaBackend: device memory, the per-step upload, op dispatch to the
+// kernel launchers, sampling buffers and CUDA graphs.
+#include "backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cuda/blas.h"
+#include "backend/cuda/gpu.h"
+#include "backend/cuda/kernels.h"
+#include "core/log.h"
+
+namespace rf {
+
+namespace gpu {
+void throw_gpu_error(gpuError_t err, const char* what, const char* file, int line) {
+  fail("GPU error '", gpuGetErrorString(err), "' in ", what, " at ", file, ":", line);
+}
+}  // namespace gpu
+
+namespace {
+gpuStream_t S(void* s) { return static_cast<gpuStream_t>(s); }
+constexpr size_t kStagingBytes = size_t(64) << 20;
+}  // namespace
+
+struct CudaBackend::Impl {
+  std::unique_ptr<gpu::Blas> blas;
+  void* blas_workspace = nullptr;
+  void* staging = nullptr;  // pinned, for weight uploads
+  // Step metadata: fixed offsets (in int32) into one device buffer.
+  int32_t* meta_dev = nullptr;
+  int32_t* meta_host = nullptr;  // pinned
+  size_t off_tokens = 0, off_pos = 0, off_slots = 0, off_tseq = 0, off_starts = 0, off_ctx = 0, off_logits = 0,
+         off_tables = 0, meta_ints = 0;
+  gpuEvent_t meta_copied = nullptr;
+  // Sampling.
+  gpu::SampleRowDevice* rows_dev = nullptr;
+  gpu::SampleRowDevice* rows_host = nullptr;
+  PenaltyToken* pen_dev = nullptr;
+  PenaltyToken* pen_host = nullptr;
+  size_t pen_capacity = 0;
+  float* sample_work = nullptr;
+  gpu::SampleOutDevice* out_dev = nullptr;
+  gpu::SampleOutDevice* out_host = nullptr;
+  // Matmul scratch for quantized weights in large batches.
+  void* dequant = nullptr;
+  size_t dequant_bytes = 0;
+  gpu::AttentionScratch attn;
+  std::unordered_map<uint64_t, std::pair<gpuGraph_t, gpuGraphExec_t>> graphs;
+};
+
+int CudaBackend::device_count() {
+  int n = 0;
+  if (gpuGetDeviceCount(&n) != gpuSuccess) {
+    (void)gpuGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+CudaBackend::CudaBackend(const CudaOptions& options) : options_(options), impl_(std::make_unique<Impl>()) {
+  RF_CHECK(device_count() > options.device, "no CUDA device ", options.device, " (", device_count(), " found)");
+  RF_GPU_CHECK(gpuSetDevice(options.device));
+  gpuDeviceProp prop;
+  RF_GPU_CHECK(gpuGetDeviceProperties(&prop, options.device));
+  name_ = str("cuda:", options.device, " (", prop.name, ", ", prop.multiProcessorCount, " SMs, ",
+              double(prop.totalGlobalMem) / (1 << 30), " GiB)");
+  gpuStream_t s;
+  RF_GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
+  stream_ = s;
+  RF_GPU_CHECK(gpuEventCreate(&impl_->meta_copied));
+  RF_GPU_CHECK(gpuHostAlloc(&impl_->staging, kStagingBytes, gpuHostAllocDefault));
+  if (gpu::Blas::workspace_bytes() > 0) impl_->blas_workspace = alloc(gpu::Blas::workspace_bytes(), "BLAS workspace");
+  impl_->blas = std::make_unique<gpu::Blas>(s, impl_->blas_workspace, gpu::Blas::workspace_bytes());
+}
+
+CudaBackend::~CudaBackend() {
+  if (stream_) (void)gpuStreamSynchronize(S(stream_));
+  clear_graphs();
+  impl_->blas.reset();
+  for (void* p : {static_cast<void*>(impl_->staging), static_cast<void*>(impl_->meta_host),
+                  static_cast<void*>(impl_->rows_host), static_cast<void*>(impl_->pen_host),
+                  static_cast<void*>(impl_->out_host)})
+    if (p) (void)gpuFreeHost(p);
+  impl_->meta_host = nullptr;
+  for (auto& [p, n] : allocations_) (void)gpuFree(p);
+  if (impl_->meta_copied) (void)gpuEventDestroy(impl_->meta_copied);
+  if (stream_) (void)gpuStreamDestroy(S(stream_));
+}
+
+void* CudaBackend::alloc(size_t bytes, const std::string& what) {
+  RF_CHECK(!capturing_, "cuda: allocation of ", what, " during graph capture");
+  void* p = nullptr;
+  const gpuError_t err = gpuMalloc(&p, std::max<size_t>(bytes, 256));
+  if (err != gpuSuccess) {
+    (void)gpuGetLastError();
+    fail("cuda: cannot allocate ", double(bytes) / 1e6, " MB for ", what, " (", double(free_memory()) / 1e6,
+         " MB free): ", gpuGetErrorString(err));
+  }
+  std::lock_guard<std::mutex> lock(alloc_mu_);
+  allocations_[p] = bytes;
+  allocated_ += bytes;
+  return p;
+}
+
+void CudaBackend::free(void* p) {
+  if (!p) return;
+  std::lock_guard<std::mutex> lock(alloc_mu_);
+  auto it = allocations_.find(p);
+  if (it == allocations_.end()) return;
+  (void)gpuStreamSynchronize(S(stream_));
+  RF_GPU_CHECK(gpuFree(p));
+  allocated_ -= it->second;
+  allocations_.erase(it);
+}
+
+void CudaBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
+  // Through the pinned staging buffer, in chunks.
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  for (size_t done = 0; done < bytes; done += kStagingBytes) {
+    const size_t n = std::min(kStagingBytes, bytes - done);
+    RF_GPU_CHECK(gpuStreamSynchronize(S(stream_)));  // the staging buffer is free again
+    std::memcpy(impl_->staging, s + done, n);
+    RF_GPU_CHECK(gpuMemcpyAsync(d + done, impl_->staging, n, gpuMemcpyHostToDevice, S(stream_)));
+  }
+  RF_GPU_CHECK(gpuStreamSynchronize(S(stream_)));
+}
+
+void CudaBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
+  RF_GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToHost, S(stream_)));
+  RF_GPU_CHECK(gpuStreamSynchronize(S(stream_)));
+}
+
+size_t CudaBackend::free_memory() const {
+  size_t free = 0, total = 0;
+  RF_GPU_CHECK(gpuMemGetInfo(&free, &total));
+  return free;
+}
+
+size_t CudaBackend::total_memory() const {
+  size_t free = 0, total = 0;
+  RF_GPU_CHECK(gpuMemGetInfo(&free, &total));
+  return total;
+}
+
+Tensor CudaBackend::load_weight(const Tensor& host, const std::string& name) {
+  Tensor t = host;
+  t.data = alloc(host.bytes(), name);
+  t.device = DeviceKind::CUDA;
+  copy_to_device(t.data, host.data, host.bytes());
+  return t;
+}
+
+Tensor CudaBackend::load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) {
+  Tensor t = make_tensor(alloc(size_t(cols * rows) * 4, name), DType::F32, cols, rows, DeviceKind::CUDA);
+  copy_to_device(t.data, host, size_t(cols * rows) * 4);
+  return t;
+}
+
+void CudaBackend::release_reserved() {
+  Impl& I = *impl_;
+  clear_graphs();
+  for (void* p : {static_cast<void*>(I.meta_dev), static_cast<void*>(I.rows_dev), static_cast<void*>(I.pen_dev),
+                  static_cast<void*>(I.sample_work), static_cast<void*>(I.out_dev), I.dequant,
+                  static_cast<void*>(I.attn.partial_out), static_cast<void*>(I.attn.partial_ml)})
+    free(p);
+  for (void* p : {static_cast<void*>(I.meta_host), static_cast<void*>(I.rows_host), static_cast<void*>(I.pen_host),
+                  static_cast<void*>(I.out_host)})
+    if (p) RF_GPU_CHECK(gpuFreeHost(p));
+  I.meta_dev = I.meta_host = nullptr;
+  I.rows_dev = I.rows_host = nullptr;
+  I.pen_dev = I.pen_host = nullptr;
+  I.sample_work = nullptr;
+  I.out_dev = I.out_host = nullptr;
+  I.dequant = nullptr;
+  I.attn.partial_out = I.attn.partial_ml = nullptr;
+  reserved_ = false;
+}
+
+void CudaBackend::reserve(const BackendLimits& lim) {
+  if (reserved_) release_reserved();  // a new model/engine on this backend
+  reserved_ = true;
+  limits_ = lim;
+  Impl& I = *impl_;
+  const size_t T = size_t(lim.max_tokens), Sq = size_t(lim.max_seqs), B = size_t(lim.max_blocks_per_seq),
+               L = size_t(lim.max_logits);
+  I.off_tokens = 0;
+  I.off_pos = I.off_tokens + T;
+  I.off_slots = I.off_pos + T;
+  I.off_tseq = I.off_slots + T;
+  I.off_starts = I.off_tseq + T;
+  I.off_ctx = I.off_starts + Sq + 1;
+  I.off_logits = I.off_ctx + Sq;
+  I.off_tables = I.off_logits + L;
+  I.meta_ints = I.off_tables + Sq * B;
+  I.meta_dev = static_cast<int32_t*>(alloc(I.meta_ints * 4, "step metadata"));
+  RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.meta_host), I.meta_ints * 4, gpuHostAllocDefault));
+
+  I.rows_dev = static_cast<gpu::SampleRowDevice*>(alloc(L * sizeof(gpu::SampleRowDevice), "sampling params"));
+  RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.rows_host), L * sizeof(gpu::SampleRowDevice), gpuHostAllocDefault));
+  I.pen_capacity = L * (B * 64 + 256);
+  I.pen_dev = static_cast<PenaltyToken*>(alloc(I.pen_capacity * sizeof(PenaltyToken), "penalty tokens"));
+  RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.pen_host), I.pen_capacity * sizeof(PenaltyToken), gpuHostAllocDefault));
+  I.sample_work = static_cast<float*>(alloc(L * size_t(lim.vocab) * 4, "sampling workspace"));
+  I.out_dev = static_cast<gpu::SampleOutDevice*>(alloc(L * sizeof(gpu::SampleOutDevice), "sampling results"));
+  RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.out_host), L * sizeof(gpu::SampleOutDevice), gpuHostAllocDefault));
+
+  I.dequant_bytes = std::min(options_.dequant_scratch_bytes, size_t(std::max<int64_t>(lim.max_weight_elems, 1)) * 2);
+  I.dequant = alloc(I.dequant_bytes, "matmul dequantization scratch");
+
+  I.attn.max_splits = options_.max_attention_splits;
+  I.attn.max_tokens = std::min(lim.max_tokens, 256);
+  const size_t per = size_t(I.attn.max_tokens) * size_t(std::max(lim.n_heads, 1)) * size_t(I.attn.max_splits);
+  I.attn.partial_out = static_cast<float*>(alloc(per * size_t(std::max(lim.head_dim, 1)) * 4, "attention partials"));
+  I.attn.partial_ml = static_cast<float*>(alloc(per * 2 * 4, "attention partial stats"));
+}
+
+StepMeta CudaBackend::upload_step(const Batch& b) {
+  RF_CHECK(reserved_, "cuda: reserve() must precede steps");
+  Impl& I = *impl_;
+  const int32_t nt = b.n_tokens(), ns = b.n_seqs(), nl = b.n_logits();
+  RF_CHECK(nt <= limits_.max_tokens && ns <= limits_.max_seqs && nl <= limits_.max_logits &&
+               b.max_blocks_per_seq == limits_.max_blocks_per_seq,
+           "cuda: batch exceeds the reserved limits");
+  // The previous upload must have left the pinned buffer.
+  RF_GPU_CHECK(gpuEventSynchronize(I.meta_copied));
+  int32_t* h = I.meta_host;
+  std::memcpy(h + I.off_tokens, b.token_ids.data(), size_t(nt) * 4);
+  std::memcpy(h + I.off_pos, b.positions.data(), size_t(nt) * 4);
+  std::memcpy(h + I.off_slots, b.slot_mapping.data(), size_t(nt) * 4);
+  std::memcpy(h + I.off_tseq, b.token_seq.data(), size_t(nt) * 4);
+  std::memcpy(h + I.off_starts, b.seq_starts.data(), size_t(ns + 1) * 4);
+  std::memcpy(h + I.off_ctx, b.context_lens.data(), size_t(ns) * 4);
+  std::memcpy(h + I.off_logits, b.logits_rows.data(), size_t(nl) * 4);
+  std::memcpy(h + I.off_tables, b.block_tables.data(), b.block_tables.size() * 4);
+  const size_t used = I.off_tables + b.block_tables.size();
+  RF_GPU_CHECK(gpuMemcpyAsync(I.meta_dev, h, used * 4, gpuMemcpyHostToDevice, S(stream_)));
+  RF_GPU_CHECK(gpuEventRecord(I.meta_copied, S(stream_)));
+  StepMeta m;
+  m.token_ids = I.meta_dev + I.off_tokens;
+  m.positions = I.meta_dev + I.off_pos;
+  m.slot_mapping = I.meta_dev + I.off_slots;
+  m.token_seq = I.meta_dev + I.off_tseq;
+  m.seq_starts = I.meta_dev + I.off_starts;
+  m.context_lens = I.meta_dev + I.off_ctx;
+  m.block_tables = I.meta_dev + I.off_tables;
+  m.logits_rows = I.meta_dev + I.off_logits;
+  m.n_tokens = nt;
+  m.n_seqs = ns;
+  m.n_logits = nl;
+  m.max_blocks_per_seq = b.max_blocks_per_seq;
+  m.block_size = b.block_size;
+  m.max_new_tokens = b.max_new_tokens();
+  m.max_context_len = b.max_context_len();
+  return m;
+}
+
+void CudaBackend::embed(const Tensor& table, const StepMeta& m, Tensor& out) {
+  RF_CHECK(out.type == DType::F32 && out.cols() == table.cols(), "cuda embed: output must be f32 [n, embd]");
+  gpu::embed_rows(table.type, table.data, table.row_bytes(), int(table.cols()), m.token_ids, m.n_tokens,
+                  int(table.rows()), out.ptr<float>(), S(stream_));
+}
+
+void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
+  RF_CHECK(x.type == DType::F32 && w.type == DType::F32 && w.cols() == x.cols(), "cuda rms_norm: bad inputs");
+  gpu::rms_norm(x.ptr<float>(), w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, S(stream_));
+}
+
+void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
+  const int n = int(x.rows()), k = int(w.cols()), m = int(w.rows());
+  RF_CHECK(x.type == DType::F16 && x.cols() == k, "cuda matmul: x must be f16 [n, ", k, "], is ", x.shape_string());
+  RF_CHECK(out.cols() == m && out.rows() >= n, "cuda matmul: out is ", out.shape_string());
+  RF_CHECK(reserved_, "cuda: reserve() must precede matmul");
+  if (n <= 8) {
+    gpu::gemv(w.type, w.data, w.row_bytes(), m, k, x.data, n, out.data, out.type, S(stream_));
+    return;
+  }
+  if (w.type == DType::F16) {
+    impl_->blas->gemm_f16(x.data, w.data, out.data, out.type, n, m, k, m);
+    return;
+  }
+  // Dequantize chunks of weight rows into scratch, then GEMM each chunk into
+  // the matching output columns.
+  const int chunk = int(std::max<size_t>(1, impl_->dequant_bytes / (size_t(k) * 2)));
+  const size_t out_elem = out.type == DType::F32 ? 4 : 2;
+  for (int r0 = 0; r0 < m; r0 += chunk) {
+    const int rows = std::min(chunk, m - r0);
+    gpu::dequant_rows_f16(w.type, w.data, w.row_bytes(), r0, rows, k, impl_->dequant, S(stream_));
+    impl_->blas->gemm_f16(x.data, impl_->dequant, static_cast<uint8_t*>(out.data) + size_t(r0) * out_elem, out.type,
+                          n, rows, k, m);
+  }
+}
+
+void CudaBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
+                                const KVLayer& cache) {
+  RF_CHECK(q.type == DType::F16 && k.type == DType::F16 && v.type == DType::F16, "cuda rope: f16 activations");
+  gpu::rope_store_kv(q.data, k.data, v.data, m, m.n_tokens, int(q.cols() / cache.head_dim), rope, cache, S(stream_));
+}
+
+int CudaBackend::attention_splits(const StepMeta& m) const {
+  // Split long contexts for small batches (decode); prefill has enough blocks.
+  if (m.n_tokens > impl_->attn.max_tokens) return 1;
+  const int capacity = m.max_blocks_per_seq * m.block_size;
+  return std::clamp((capacity + 511) / 512, 1, impl_->attn.max_splits);
+}
+
+void CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                            Tensor& out) {
+  RF_CHECK(q.type == DType::F16 && out.type == DType::F16, "cuda attention: f16 activations");
+  Impl& I = *impl_;
+  const int splits = attention_splits(m);
+  RF_CHECK(p.n_heads <= limits_.n_heads && p.head_dim <= limits_.head_dim, "cuda attention: shape exceeds reserve()");
+  gpu::attention(q.data, cache, m, m.n_tokens, p, splits, I.attn, out.data, S(stream_));
+}
+
+void CudaBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
+  RF_CHECK(gate.type == DType::F16 && up.type == DType::F16 && out.type == DType::F16, "cuda swiglu: f16 only");
+  gpu::swiglu(gate.data, up.data, out.data, gate.numel(), S(stream_));
+}
+
+void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
+  RF_CHECK(a.type == DType::F32 && out.data == a.data && b.type == DType::F16 && a.numel() == b.numel(),
+           "cuda add: supports residual (f32) += f16 in place");
+  gpu::add_f16_to_f32(out.ptr<float>(), b.data, a.numel(), S(stream_));
+}
+
+void CudaBackend::gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) {
+  RF_CHECK(x.type == DType::F32 && out.type == DType::F32, "cuda gather_rows: f32 only");
+  gpu::gather_rows_f32(x.ptr<float>(), m.logits_rows, m.n_logits, int(x.cols()), out.ptr<float>(), S(stream_));
+}
+
+void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
+                         std::vector<SampleResult>& out) {
+  Impl& I = *impl_;
+  const int n = int(rows.size());
+  RF_CHECK(n <= limits_.max_logits, "cuda sample: too many rows");
+  RF_CHECK(penalties.size() <= I.pen_capacity, "cuda sample: ", penalties.size(), " penalty tokens exceed capacity ",
+           I.pen_capacity);
+  RF_CHECK(logits.type == DType::F32 && logits.cols() <= limits_.vocab, "cuda sample: bad logits");
+  for (int i = 0; i < n; ++i) {
+    const SampleRow& r = rows[size_t(i)];
+    gpu::SampleRowDevice& d = I.rows_host[i];
+    d.temperature = r.params.temperature;
+    d.top_p = r.params.top_p;
+    d.min_p = r.params.min_p;
+    d.repetition_penalty = r.params.repetition_penalty;
+    d.presence_penalty = r.params.presence_penalty;
+    d.frequency_penalty = r.params.frequency_penalty;
+    d.top_k = r.params.top_k;
+    d.top_logprobs = std::clamp(r.params.top_logprobs, 0, kMaxTopLogprobs);
+    d.penalty_offset = r.penalty_offset;
+    d.penalty_count = r.penalty_count;
+    d.seed = r.params.seed;
+    d.counter = r.rng_counter;
+  }
+  RF_GPU_CHECK(gpuMemcpyAsync(I.rows_dev, I.rows_host, size_t(n) * sizeof(gpu::SampleRowDevice),
+                              gpuMemcpyHostToDevice, S(stream_)));
+  if (!penalties.empty()) {
+    std::memcpy(I.pen_host, penalties.data(), penalties.size() * sizeof(PenaltyToken));
+    RF_GPU_CHECK(gpuMemcpyAsync(I.pen_dev, I.pen_host, penalties.size() * sizeof(PenaltyToken), gpuMemcpyHostToDevice,
+                                S(stream_)));
+  }
+  gpu::sample(logits.ptr<float>(), n, int(logits.cols()), I.rows_dev, I.pen_dev, I.sample_work, I.out_dev, S(stream_));
+  RF_GPU_CHECK(gpuMemcpyAsync(I.out_host, I.out_dev, size_t(n) * sizeof(gpu::SampleOutDevice), gpuMemcpyDeviceToHost,
+                              S(stream_)));
+  RF_GPU_CHECK(gpuStreamSynchronize(S(stream_)));
+  out.resize(size_t(n));
+  for (int i = 0; i < n; ++i) {
+    const gpu::SampleOutDevice& o = I.out_host[i];
+    out[size_t(i)].token = o.token;
+    out[size_t(i)].logprob = o.logprob;
+    out[size_t(i)].top.clear();
+    for (int j = 0; j < I.rows_host[i].top_logprobs; ++j) out[size_t(i)].top.emplace_back(o.top_ids[j], o.top_logprobs[j]);
+  }
+}
+
+void CudaBackend::synchronize() { RF_GPU_CHECK(gpuStreamSynchronize(S(stream_))); }
+
+void CudaBackend::run_graph(uint64_t key, const std::function<void()>& record) {
+  Impl& I = *impl_;
+  auto it = I.graphs.find(key);
+  if (it == I.graphs.end()) {
+    gpuGraph_t graph;
+    gpuGraphExec_t exec;
+    RF_GPU_CHECK(gpuStreamBeginCapture(S(stream_), gpuStreamCaptureModeThreadLocal));
+    capturing_ = true;
+    try {
+      record();
+    } catch (...) {
+      capturing_ = false;
+      gpuGraph_t broken = nullptr;
+      if (gpuStreamEndCapture(S(stream_), &broken) == gpuSuccess && broken) (void)gpuGraphDestroy(broken);
+      (void)gpuGetLastError();
+      throw;
+    }
+    capturing_ = false;
+    RF_GPU_CHECK(gpuStreamEndCapture(S(stream_), &graph));
+    RF_GPU_CHECK(gpuGraphInstantiate(&exec, graph));
+    it = I.graphs.emplace(key, std::make_pair(graph, exec)).first;
+  }
+  RF_GPU_CHECK(gpuGraphLaunch(it->second.second, S(stream_)));
+}
+
+void CudaBackend::clear_graphs() {
+  for (auto& [k, g] : impl_->graphs) {
+    (void)gpuGraphExecDestroy(g.second);
+    (void)gpuGraphDestroy(g.first);
+  }
+  impl_->graphs.clear();
+}
+
+double CudaBackend::measure_copy_bandwidth() {
+  const size_t bytes = size_t(2) << 30;
+  void* a = alloc(bytes, "bandwidth test");
+  void* b = alloc(bytes, "bandwidth test");
+  RF_GPU_CHECK(gpuMemsetAsync(a, 1, bytes, S(stream_)));
+  gpuEvent_t e0, e1;
+  RF_GPU_CHECK(gpuEventCreate(&e0));
+  RF_GPU_CHECK(gpuEventCreate(&e1));
+  RF_GPU_CHECK(gpuMemcpyAsync(b, a, bytes, gpuMemcpyDeviceToDevice, S(stream_)));  // warm-up
+  const int reps = 10;
+  RF_GPU_CHECK(gpuEventRecord(e0, S(stream_)));
+  for (int i = 0; i < reps; ++i)
+    RF_GPU_CHECK(gpuMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, gpuMemcpyDeviceToDevice, S(stream_)));
+  RF_GPU_CHECK(gpuEventRecord(e1, S(stream_)));
+  RF_GPU_CHECK(gpuEventSynchronize(e1));
+  float ms = 0;
+  RF_GPU_CHECK(gpuEventElapsedTime(&ms, e0, e1));
+  (void)gpuEventDestroy(e0);
+  (void)gpuEventDestroy(e1);
+  free(a);
+  free(b);
+  return 2.0 * double(bytes) * reps / (double(ms) / 1e3);
+}
+
+}  // namespace rf

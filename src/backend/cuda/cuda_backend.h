@@ -1,0 +1,89 @@
+// The CUDA backend: every Backend op on one stream of one GPU. f16
+// activations, an f32 residual stream, an f16 paged KV cache; weights stay
+// in their GGUF format on the device (dequantized inside the GEMV, or per
+// row chunk into a fixed scratch buffer for large batches that go through
+// cuBLAS). All memory is allocated at load and reserve(); steps allocate
+// nothing. Decode steps can be captured and replayed as CUDA graphs.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace rf {
+
+struct CudaOptions {
+  int device = 0;
+  size_t dequant_scratch_bytes = size_t(256) << 20;  // cap for quantized large-batch matmuls
+  int max_attention_splits = 32;
+  bool graphs = true;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const CudaOptions& options = {});
+  ~CudaBackend() override;
+
+  static int device_count();  // 0 when no usable GPU (or driver)
+
+  DeviceKind device() const override { return DeviceKind::CUDA; }
+  std::string name() const override { return name_; }
+  DType activation_type() const override { return DType::F16; }
+  DType kv_type() const override { return DType::F16; }
+
+  void* alloc(size_t bytes, const std::string& what) override;
+  void free(void* p) override;
+  void copy_to_device(void* dst, const void* src, size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, size_t bytes) override;
+  size_t free_memory() const override;
+  size_t total_memory() const override;
+  Tensor load_weight(const Tensor& host, const std::string& name) override;
+  Tensor load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) override;
+  void reserve(const BackendLimits& limits) override;
+
+  StepMeta upload_step(const Batch& batch) override;
+  void embed(const Tensor& table, const StepMeta& m, Tensor& out) override;
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
+  void matmul(const Tensor& x, const Tensor& w, Tensor& out) override;
+  void rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
+                     const KVLayer& cache) override;
+  void attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                 Tensor& out) override;
+  void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void add(const Tensor& a, const Tensor& b, Tensor& out) override;
+  void gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) override;
+  void sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
+              std::vector<SampleResult>& out) override;
+  void synchronize() override;
+
+  bool supports_graphs() const override { return options_.graphs; }
+  void run_graph(uint64_t key, const std::function<void()>& record) override;
+  void clear_graphs() override;
+  double measure_copy_bandwidth() override;
+
+  void* stream() const { return stream_; }
+  size_t allocated_bytes() const override { return allocated_; }
+
+ private:
+  struct Impl;
+  int attention_splits(const StepMeta& m) const;
+  void release_reserved();
+
+  CudaOptions options_;
+  std::string name_;
+  void* stream_ = nullptr;
+  std::unique_ptr<Impl> impl_;
+  std::mutex alloc_mu_;
+  std::unordered_map<void*, size_t> allocations_;
+  size_t allocated_ = 0;
+  BackendLimits limits_;
+  bool reserved_ = false;
+  bool capturing_ = false;
+};
+
+}  // namespace rf

@@ -1,0 +1,237 @@
+// Device-side decoding of GGUF weight formats, 32 elements at a time.
+// A row of k elements has k/32 "sub-blocks": for the 32-element formats a
+// sub-block is one block; a 256-element k-quant super-block holds 8. Values
+// follow core/quant_blocks.h: element = scale[group] * q + bias[group].
+#pragma once
+
+#include "backend/cuda/gpu.h"
+#include "core/dtype.h"
+#include "core/quant_blocks.h"
+
+namespace rf::gpu {
+
+__device__ __forceinline__ float h2f(uint16_t h) {
+  return __half2float(*reinterpret_cast<const __half*>(&h));
+}
+__device__ __forceinline__ uint16_t ld16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
+
+template <DType T> struct WeightFormat;
+
+// Plain formats: a "sub-block" is 32 consecutive elements.
+template <> struct WeightFormat<DType::F32> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 128;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const float4* p = reinterpret_cast<const float4*>(row + size_t(sub) * 128);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float4 f = p[i];
+      v[4 * i] = f.x; v[4 * i + 1] = f.y; v[4 * i + 2] = f.z; v[4 * i + 3] = f.w;
+    }
+  }
+};
+template <> struct WeightFormat<DType::F16> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 64;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const uint4* p = reinterpret_cast<const uint4*>(row + size_t(sub) * 64);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint4 u = p[i];
+      const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        v[8 * i + 2 * j] = h2f(uint16_t(w[j] & 0xffff));
+        v[8 * i + 2 * j + 1] = h2f(uint16_t(w[j] >> 16));
+      }
+    }
+  }
+};
+template <> struct WeightFormat<DType::BF16> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 64;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const uint4* p = reinterpret_cast<const uint4*>(row + size_t(sub) * 64);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint4 u = p[i];
+      const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        v[8 * i + 2 * j] = __uint_as_float(w[j] << 16);
+        v[8 * i + 2 * j + 1] = __uint_as_float(w[j] & 0xffff0000u);
+      }
+    }
+  }
+};
+
+template <> struct WeightFormat<DType::Q4_0> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 18;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const uint8_t* b = row + size_t(sub) * 18;
+    const float d = h2f(ld16(b));
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int q = b[2 + j];
+      v[j] = d * float((q & 15) - 8);
+      v[j + 16] = d * float((q >> 4) - 8);
+    }
+  }
+};
+template <> struct WeightFormat<DType::Q4_1> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 20;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const uint8_t* b = row + size_t(sub) * 20;
+    const float d = h2f(ld16(b)), m = h2f(ld16(b + 2));
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int q = b[4 + j];
+      v[j] = d * float(q & 15) + m;
+      v[j + 16] = d * float(q >> 4) + m;
+    }
+  }
+};
+template <> struct WeightFormat<DType::Q5_0> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 22;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const uint8_t* b = row + size_t(sub) * 22;
+    const float d = h2f(ld16(b));
+    const uint32_t qh = uint32_t(b[2]) | (uint32_t(b[3]) << 8) | (uint32_t(b[4]) << 16) | (uint32_t(b[5]) << 24);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int q = b[6 + j];
+      v[j] = d * float(int((q & 15) | (((qh >> j) & 1u) << 4)) - 16);  // int before subtracting: qh is unsigned
+      v[j + 16] = d * float(int((q >> 4) | (((qh >> (j + 16)) & 1u) << 4)) - 16);
+    }
+  }
+};
+template <> struct WeightFormat<DType::Q5_1> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 24;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const uint8_t* b = row + size_t(sub) * 24;
+    const float d = h2f(ld16(b)), m = h2f(ld16(b + 2));
+    const uint32_t qh = uint32_t(b[4]) | (uint32_t(b[5]) << 8) | (uint32_t(b[6]) << 16) | (uint32_t(b[7]) << 24);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int q = b[8 + j];
+      v[j] = d * float((q & 15) | (((qh >> j) & 1) << 4)) + m;
+      v[j + 16] = d * float((q >> 4) | (((qh >> (j + 16)) & 1) << 4)) + m;
+    }
+  }
+};
+template <> struct WeightFormat<DType::Q8_0> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 34;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const uint8_t* b = row + size_t(sub) * 34;
+    const float d = h2f(ld16(b));
+#pragma unroll
+    for (int j = 0; j < 32; ++j) v[j] = d * float(int8_t(b[2 + j]));
+  }
+};
+
+// k-quants: sub-block j of super-block s.
+template <> struct WeightFormat<DType::Q2_K> {
+  static constexpr int kBlockElems = 256, kBlockBytes = 84;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const uint8_t* b = row + size_t(sub / 8) * 84;
+    const int j = sub % 8;
+    const float d = h2f(ld16(b + 80)), dmin = h2f(ld16(b + 82));
+    const uint8_t* qs = b + 16 + 32 * (j / 4);
+    const int shift = 2 * (j % 4);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int sc = b[2 * j + h];
+      const float dl = d * float(sc & 15), ml = dmin * float(sc >> 4);
+#pragma unroll
+      for (int l = 0; l < 16; ++l) v[16 * h + l] = dl * float((qs[16 * h + l] >> shift) & 3) - ml;
+    }
+  }
+};
+template <> struct WeightFormat<DType::Q3_K> {
+  static constexpr int kBlockElems = 256, kBlockBytes = 110;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const uint8_t* b = row + size_t(sub / 8) * 110;
+    const int j = sub % 8;
+    const uint8_t* hmask = b;
+    const uint8_t* qs = b + 32 + 32 * (j / 4);
+    const uint8_t* s = b + 96;
+    const float d = h2f(ld16(b + 108));
+    const int shift = 2 * (j % 4);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int g = 2 * j + h;
+      const int lo = g < 8 ? (s[g] & 15) : (s[g - 8] >> 4);
+      const int hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
+      const float dl = d * float((lo | (hi << 4)) - 32);
+#pragma unroll
+      for (int l = 0; l < 16; ++l) {
+        const int e = 16 * h + l;
+        const int q = ((qs[e] >> shift) & 3) - ((hmask[e] >> j) & 1 ? 0 : 4);
+        v[e] = dl * float(q);
+      }
+    }
+  }
+};
+__device__ __forceinline__ void k4_scale_min_dev(const uint8_t* s, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+template <> struct WeightFormat<DType::Q4_K> {
+  static constexpr int kBlockElems = 256, kBlockBytes = 144;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const uint8_t* b = row + size_t(sub / 8) * 144;
+    const int j = sub % 8;
+    int sc, m;
+    k4_scale_min_dev(b + 4, j, &sc, &m);
+    const float d1 = h2f(ld16(b)) * float(sc), m1 = h2f(ld16(b + 2)) * float(m);
+    const uint8_t* qs = b + 16 + 32 * (j / 2);
+    const int shift = (j & 1) * 4;
+#pragma unroll
+    for (int l = 0; l < 32; ++l) v[l] = d1 * float((qs[l] >> shift) & 15) - m1;
+  }
+};
+template <> struct WeightFormat<DType::Q5_K> {
+  static constexpr int kBlockElems = 256, kBlockBytes = 176;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const uint8_t* b = row + size_t(sub / 8) * 176;
+    const int j = sub % 8;
+    int sc, m;
+    k4_scale_min_dev(b + 4, j, &sc, &m);
+    const float d1 = h2f(ld16(b)) * float(sc), m1 = h2f(ld16(b + 2)) * float(m);
+    const uint8_t* qh = b + 16;
+    const uint8_t* qs = b + 48 + 32 * (j / 2);
+    const int shift = (j & 1) * 4;
+#pragma unroll
+    for (int l = 0; l < 32; ++l) v[l] = d1 * float(((qs[l] >> shift) & 15) | (((qh[l] >> j) & 1) << 4)) - m1;
+  }
+};
+template <> struct WeightFormat<DType::Q6_K> {
+  static constexpr int kBlockElems = 256, kBlockBytes = 210;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const uint8_t* b = row + size_t(sub / 8) * 210;
+    const int j = sub % 8, n = j / 4, k = j % 4;
+    const uint8_t* ql = b + 64 * n + 32 * (k & 1);
+    const uint8_t* qh = b + 128 + 32 * n;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+    const float d = h2f(ld16(b + 208));
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float dl = d * float(sc[2 * j + h]);
+#pragma unroll
+      for (int l = 0; l < 16; ++l) {
+        const int e = 16 * h + l;
+        const int low = k < 2 ? (ql[e] & 15) : (ql[e] >> 4);
+        const int high = (qh[e] >> (2 * k)) & 3;
+        v[e] = dl * float((low | (high << 4)) - 32);
+      }
+    }
+  }
+};
+
+// Calls f.template operator()<T>() for the runtime type t; false if unknown.
+#define RF_FOR_EACH_WEIGHT_FORMAT(X) \
+  X(F32) X(F16) X(BF16) X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0) X(Q2_K) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K)
+
+}  // namespace rf::gpu

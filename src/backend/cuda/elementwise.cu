@@ -1,0 +1,130 @@
+// Row and element kernels: embedding lookup (any weight format -> f32),
+// RMSNorm (f32 in, f16/f32 out), SwiGLU, residual add, row gather, and
+// conversions. One block per row for the row ops; reductions use the
+// target's warp size.
+#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace rf::gpu {
+namespace {
+
+template <DType T>
+__global__ void embed_kernel(const uint8_t* __restrict__ table, size_t row_bytes, int cols, const int32_t* ids,
+                             int vocab, float* __restrict__ out) {
+  const int t = blockIdx.x;
+  int id = ids[t];
+  if (id < 0 || id >= vocab) id = 0;  // validated on the host; never read out of bounds
+  const uint8_t* row = table + size_t(id) * row_bytes;
+  float* o = out + size_t(t) * cols;
+  if (cols % 32 == 0) {
+    for (int sb = threadIdx.x; sb < cols / 32; sb += blockDim.x) {
+      float v[32];
+      WeightFormat<T>::load32(row, sb, v);
+#pragma unroll
+      for (int i = 0; i < 32; ++i) o[sb * 32 + i] = v[i];
+    }
+  } else if constexpr (T == DType::F32) {
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = reinterpret_cast<const float*>(row)[i];
+  } else if constexpr (T == DType::F16) {
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = h2f(ld16(row + 2 * i));
+  } else if constexpr (T == DType::BF16) {
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = __uint_as_float(uint32_t(ld16(row + 2 * i)) << 16);
+  }
+}
+
+template <typename OutT>
+__global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, OutT* __restrict__ out,
+                                int cols, float eps) {
+  __shared__ float scratch[32];
+  const float* xr = x + size_t(blockIdx.x) * cols;
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) ss += xr[i] * xr[i];
+  ss = block_sum(ss, scratch);
+  const float scale = rsqrtf(ss / float(cols) + eps);
+  OutT* o = out + size_t(blockIdx.x) * cols;
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(xr[i] * scale * w[i]);
+}
+
+__global__ void swiglu_kernel(const __half* __restrict__ g, const __half* __restrict__ u, __half* __restrict__ o,
+                              int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float a = __half2float(g[i]);
+    o[i] = __float2half_rn(a / (1.0f + __expf(-a)) * __half2float(u[i]));
+  }
+}
+
+__global__ void add_kernel(float* __restrict__ x, const __half* __restrict__ y, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] += __half2float(y[i]);
+}
+
+__global__ void gather_kernel(const float* __restrict__ x, const int32_t* __restrict__ rows, int cols,
+                              float* __restrict__ out) {
+  const float* src = x + size_t(rows[blockIdx.x]) * cols;
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) out[size_t(blockIdx.x) * cols + i] = src[i];
+}
+
+__global__ void f32_to_f16_kernel(const float* __restrict__ x, __half* __restrict__ o, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    o[i] = __float2half_rn(x[i]);
+}
+
+unsigned grid_for(int64_t n, int threads) {
+  const int64_t b = (n + threads - 1) / threads;
+  return unsigned(b < 65535 * 16 ? (b > 0 ? b : 1) : 65535 * 16);
+}
+
+}  // namespace
+
+void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const int32_t* ids, int n, int vocab,
+                float* out, gpuStream_t s) {
+  if (n == 0) return;
+  switch (type) {
+#define RF_CASE(T)                                                                                              \
+  case DType::T:                                                                                                \
+    embed_kernel<DType::T><<<n, 128, 0, s>>>(static_cast<const uint8_t*>(table), row_bytes, cols, ids, vocab, out); \
+    break;
+    RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
+#undef RF_CASE
+    default: fail("cuda embed: type ", dtype_name(type), " is not supported");
+  }
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void rms_norm(const float* x, const float* w, void* out, DType out_type, int rows, int cols, float eps,
+              gpuStream_t s) {
+  if (rows == 0) return;
+  const int threads = cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 64);
+  if (out_type == DType::F32)
+    rms_norm_kernel<float><<<rows, threads, 0, s>>>(x, w, static_cast<float*>(out), cols, eps);
+  else
+    rms_norm_kernel<__half><<<rows, threads, 0, s>>>(x, w, static_cast<__half*>(out), cols, eps);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void swiglu(const void* gate, const void* up, void* out, int64_t n, gpuStream_t s) {
+  if (n == 0) return;
+  swiglu_kernel<<<grid_for(n, 256), 256, 0, s>>>(static_cast<const __half*>(gate), static_cast<const __half*>(up),
+                                                 static_cast<__half*>(out), n);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void add_f16_to_f32(float* x, const void* y, int64_t n, gpuStream_t s) {
+  if (n == 0) return;
+  add_kernel<<<grid_for(n, 256), 256, 0, s>>>(x, static_cast<const __half*>(y), n);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void gather_rows_f32(const float* x, const int32_t* rows, int n_rows, int cols, float* out, gpuStream_t s) {
+  if (n_rows == 0) return;
+  gather_kernel<<<n_rows, 256, 0, s>>>(x, rows, cols, out);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void f32_to_f16(const float* x, void* out, int64_t n, gpuStream_t s) {
+  if (n == 0) return;
+  f32_to_f16_kernel<<<grid_for(n, 256), 256, 0, s>>>(x, static_cast<__half*>(out), n);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+}  // namespace rf::gpu

@@ -1,0 +1,188 @@
+// The thin vendor layer that lets one kernel source compile with nvcc (CUDA)
+// and hipcc (HIP): runtime calls, warp shuffles, the warp size, and the
+// 16-bit float types. bf16 is our own 16-bit struct (round-to-nearest-even
+// conversions), identical on every vendor. Every runtime call goes through
+// RF_GPU_CHECK, which throws rf::Error with file and line.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__HIPCC__) || defined(RF_USE_HIP)
+#include <hip/hip_fp16.h>
+#include <hip/hip_runtime.h>
+#define RF_HIP 1
+#define gpuError_t hipError_t
+#define gpuSuccess hipSuccess
+#define gpuGetErrorString hipGetErrorString
+#define gpuGetLastError hipGetLastError
+#define gpuStream_t hipStream_t
+#define gpuEvent_t hipEvent_t
+#define gpuGraph_t hipGraph_t
+#define gpuGraphExec_t hipGraphExec_t
+#define gpuMalloc hipMalloc
+#define gpuFree hipFree
+#define gpuMemcpyAsync hipMemcpyAsync
+#define gpuMemsetAsync hipMemsetAsync
+#define gpuMemcpyHostToDevice hipMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define gpuMemGetInfo hipMemGetInfo
+#define gpuSetDevice hipSetDevice
+#define gpuGetDevice hipGetDevice
+#define gpuDeviceProp hipDeviceProp_t
+#define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuGetDeviceCount hipGetDeviceCount
+#define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamNonBlocking hipStreamNonBlocking
+#define gpuStreamDestroy hipStreamDestroy
+#define gpuStreamSynchronize hipStreamSynchronize
+#define gpuEventCreate hipEventCreate
+#define gpuEventDestroy hipEventDestroy
+#define gpuEventRecord hipEventRecord
+#define gpuEventSynchronize hipEventSynchronize
+#define gpuEventElapsedTime hipEventElapsedTime
+#define gpuHostAlloc hipHostMalloc
+#define gpuHostAllocDefault hipHostMallocDefault
+#define gpuFreeHost hipHostFree
+#define gpuStreamBeginCapture hipStreamBeginCapture
+#define gpuStreamEndCapture hipStreamEndCapture
+#define gpuStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define gpuGraphInstantiate(exec, graph) hipGraphInstantiate(exec, graph, nullptr, nullptr, 0)
+#define gpuGraphLaunch hipGraphLaunch
+#define gpuGraphDestroy hipGraphDestroy
+#define gpuGraphExecDestroy hipGraphExecDestroy
+#define gpuFuncSetAttribute(f, attr, v) hipFuncSetAttribute(reinterpret_cast<const void*>(f), attr, v)
+#define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+#ifdef __AMDGCN_WAVEFRONT_SIZE
+#define RF_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
+#else
+#define RF_WARP_SIZE 64  // host pass: kernels never use it there
+#endif
+#define RF_SHFL_XOR(v, m) __shfl_xor((v), (m))
+#define RF_SHFL(v, lane) __shfl((v), (lane))
+#else
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#define gpuError_t cudaError_t
+#define gpuSuccess cudaSuccess
+#define gpuGetErrorString cudaGetErrorString
+#define gpuGetLastError cudaGetLastError
+#define gpuStream_t cudaStream_t
+#define gpuEvent_t cudaEvent_t
+#define gpuGraph_t cudaGraph_t
+#define gpuGraphExec_t cudaGraphExec_t
+#define gpuMalloc cudaMalloc
+#define gpuFree cudaFree
+#define gpuMemcpyAsync cudaMemcpyAsync
+#define gpuMemsetAsync cudaMemsetAsync
+#define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define gpuMemGetInfo cudaMemGetInfo
+#define gpuSetDevice cudaSetDevice
+#define gpuGetDevice cudaGetDevice
+#define gpuDeviceProp cudaDeviceProp
+#define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuGetDeviceCount cudaGetDeviceCount
+#define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamNonBlocking cudaStreamNonBlocking
+#define gpuStreamDestroy cudaStreamDestroy
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuEventCreate cudaEventCreate
+#define gpuEventDestroy cudaEventDestroy
+#define gpuEventRecord cudaEventRecord
+#define gpuEventSynchronize cudaEventSynchronize
+#define gpuEventElapsedTime cudaEventElapsedTime
+#define gpuHostAlloc cudaHostAlloc
+#define gpuHostAllocDefault cudaHostAllocDefault
+#define gpuFreeHost cudaFreeHost
+#define gpuStreamBeginCapture cudaStreamBeginCapture
+#define gpuStreamEndCapture cudaStreamEndCapture
+#define gpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
+#define gpuGraphInstantiate(exec, graph) cudaGraphInstantiate(exec, graph, 0)
+#define gpuGraphLaunch cudaGraphLaunch
+#define gpuGraphDestroy cudaGraphDestroy
+#define gpuGraphExecDestroy cudaGraphExecDestroy
+#define gpuFuncSetAttribute(f, attr, v) cudaFuncSetAttribute(f, attr, v)
+#define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#define RF_WARP_SIZE 32
+#define RF_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
+#define RF_SHFL(v, lane) __shfl_sync(0xffffffffu, (v), (lane))
+#endif
+
+#include "core/error.h"
+
+namespace rf::gpu {
+
+// Throws rf::Error naming the call site.
+[[noreturn]] void throw_gpu_error(gpuError_t err, const char* what, const char* file, int line);
+
+}  // namespace rf::gpu
+
+#define RF_GPU_CHECK(call)                                                              \
+  do {                                                                                  \
+    const gpuError_t rf_err_ = (call);                                                  \
+    if (rf_err_ != gpuSuccess) ::rf::gpu::throw_gpu_error(rf_err_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+// After every kernel launch.
+#define RF_GPU_CHECK_LAUNCH() RF_GPU_CHECK(gpuGetLastError())
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+namespace rf::gpu {
+
+// bfloat16 stored as bits; conversions round to nearest even.
+struct bf16 {
+  uint16_t bits;
+};
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(bf16 x) { return __uint_as_float(uint32_t(x.bits) << 16); }
+
+template <typename T> __device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ bf16 from_float<bf16>(float x) {
+  uint32_t u = __float_as_uint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((u >> 16) | 64)};
+  return bf16{uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int m = RF_WARP_SIZE / 2; m > 0; m >>= 1) v += RF_SHFL_XOR(v, m);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int m = RF_WARP_SIZE / 2; m > 0; m >>= 1) v = fmaxf(v, RF_SHFL_XOR(v, m));
+  return v;
+}
+
+// Block-wide sum; `scratch` holds one float per warp. All threads get the result.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
+  const int n_warps = (blockDim.x + RF_WARP_SIZE - 1) / RF_WARP_SIZE;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < n_warps ? scratch[lane] : 0.0f;
+  return warp_sum(v);
+}
+
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
+  const int n_warps = (blockDim.x + RF_WARP_SIZE - 1) / RF_WARP_SIZE;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < n_warps ? scratch[lane] : -INFINITY;
+  return warp_max(v);
+}
+
+}  // namespace rf::gpu
+#endif

@@ -1,0 +1,71 @@
+// Host-side entry points of the GPU kernels (launchers). Each takes device
+// pointers, sizes and the stream, checks its launch, and throws rf::Error
+// for an unsupported type. Activations are f16 (`act`), the residual stream
+// f32; "OutT" arguments choose f16 or f32 output.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "backend/cuda/gpu.h"
+
+namespace rf::gpu {
+
+// out[n, m] = x[n, k] (f16) . w[m, k]^T for w of any weight format, n <= 8
+// per launch (the launcher loops). out_type F16 or F32.
+void gemv(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
+          DType out_type, gpuStream_t s);
+// dst[r, :] = dequant(w[r, :]) as f16, for rows [row0, row0 + rows).
+void dequant_rows_f16(DType w_type, const void* w, size_t w_row_bytes, int row0, int rows, int k, void* dst,
+                      gpuStream_t s);
+// Tiled f16 GEMM (f32 accumulation), out[n, m] = x[n, k] . w[m, k]^T, with
+// out row stride ldo; the BLAS fallback where no vendor BLAS exists.
+void gemm_f16_tiled(const void* x, const void* w, void* out, DType out_type, int n, int m, int k, int ldo,
+                    gpuStream_t s);
+
+// out[t, :] = table[ids[t], :] as f32 (any weight format).
+void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const int32_t* ids, int n, int vocab,
+                float* out, gpuStream_t s);
+// out = x / rms(x) * w per row; x f32, out f16 or f32.
+void rms_norm(const float* x, const float* w, void* out, DType out_type, int rows, int cols, float eps,
+              gpuStream_t s);
+// out = silu(gate) * up (f16, n elements).
+void swiglu(const void* gate, const void* up, void* out, int64_t n, gpuStream_t s);
+// x (f32) += y (f16), n elements.
+void add_f16_to_f32(float* x, const void* y, int64_t n, gpuStream_t s);
+// out[i, :] = x[rows[i], :] for f32 rows of `cols`.
+void gather_rows_f32(const float* x, const int32_t* rows, int n_rows, int cols, float* out, gpuStream_t s);
+// Converts n f32 values to f16 / f16 to f32.
+void f32_to_f16(const float* x, void* out, int64_t n, gpuStream_t s);
+
+// RoPE on q and k (f16, in place) and K/V store into the f16 paged cache.
+void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tokens, int n_heads, const RopeParams& rope,
+                   const KVLayer& cache, gpuStream_t s);
+
+// Paged attention (see attention.cu); partial buffers hold split-K results.
+struct AttentionScratch {
+  float* partial_out = nullptr;  // [max_tokens, n_heads, max_splits, head_dim]
+  float* partial_ml = nullptr;   // [max_tokens, n_heads, max_splits, 2]
+  int max_splits = 1;
+  int max_tokens = 0;
+};
+void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tokens, const AttentionParams& p,
+               int n_splits, const AttentionScratch& scratch, void* out, gpuStream_t s);
+
+// Sampling (see sample.cu): one block per row over f32 logits [rows, vocab].
+struct SampleRowDevice {
+  float temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty;
+  int32_t top_k, top_logprobs, penalty_offset, penalty_count;
+  uint64_t seed, counter;
+};
+struct SampleOutDevice {
+  int32_t token;
+  float logprob;
+  int32_t top_ids[kMaxTopLogprobs];
+  float top_logprobs[kMaxTopLogprobs];
+};
+void sample(const float* logits, int rows, int vocab, const SampleRowDevice* params, const PenaltyToken* penalties,
+            float* work, SampleOutDevice* out, gpuStream_t s);
+
+}  // namespace rf::gpu

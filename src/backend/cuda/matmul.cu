@@ -1,0 +1,210 @@
+// Weight-format matmul kernels: a fused dequantize-GEMV for a few activation
+// rows (decode), dequantization of weight rows to f16 scratch (large batches
+// then go through BLAS), and a tiled f16 GEMM used where no vendor BLAS is
+// available. Kernels are templated on the weight format and output type only.
+#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace rf::gpu {
+namespace {
+
+constexpr int kMaxCols = 8;        // activation rows per GEMV launch
+constexpr int kGemvThreads = 128;
+constexpr int kGemvRowsPerBlock = 8;
+
+template <typename T> __device__ __forceinline__ void store_out(T* p, float v) { *p = from_float<T>(v); }
+
+// Plain formats with k % 32 != 0 (tiny models): element-wise loads.
+template <DType T> __device__ __forceinline__ float load1(const uint8_t* row, int i);
+template <> __device__ __forceinline__ float load1<DType::F32>(const uint8_t* row, int i) {
+  return reinterpret_cast<const float*>(row)[i];
+}
+template <> __device__ __forceinline__ float load1<DType::F16>(const uint8_t* row, int i) {
+  return h2f(ld16(row + 2 * i));
+}
+template <> __device__ __forceinline__ float load1<DType::BF16>(const uint8_t* row, int i) {
+  return __uint_as_float(uint32_t(ld16(row + 2 * i)) << 16);
+}
+template <DType T> constexpr bool kPlain = T == DType::F32 || T == DType::F16 || T == DType::BF16;
+
+__device__ __forceinline__ float dot32_half(const float (&v)[32], const __half* x) {
+  const uint4* p = reinterpret_cast<const uint4*>(x);
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint4 u = p[i];
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const __half2 h = *reinterpret_cast<const __half2*>(&w[j]);
+      const float2 f = __half22float2(h);
+      s = fmaf(v[8 * i + 2 * j], f.x, s);
+      s = fmaf(v[8 * i + 2 * j + 1], f.y, s);
+    }
+  }
+  return s;
+}
+
+template <DType T, typename OutT>
+__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int m,
+                                                            int k, const __half* __restrict__ x, int n,
+                                                            OutT* __restrict__ out, int ldo) {
+  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
+  const int n_warps = blockDim.x / RF_WARP_SIZE;
+  const int row_end = min(m, (blockIdx.x + 1) * kGemvRowsPerBlock);
+  const bool vectorized = (k % 32) == 0;
+  for (int r = blockIdx.x * kGemvRowsPerBlock + warp; r < row_end; r += n_warps) {
+    const uint8_t* row = w + size_t(r) * row_bytes;
+    float acc[kMaxCols];
+#pragma unroll
+    for (int c = 0; c < kMaxCols; ++c) acc[c] = 0.0f;
+    if (vectorized) {
+      for (int sb = lane; sb < k / 32; sb += RF_WARP_SIZE) {
+        float v[32];
+        WeightFormat<T>::load32(row, sb, v);
+#pragma unroll
+        for (int c = 0; c < kMaxCols; ++c)
+          if (c < n) acc[c] += dot32_half(v, x + size_t(c) * k + size_t(sb) * 32);
+      }
+    } else if constexpr (kPlain<T>) {
+      for (int i = lane; i < k; i += RF_WARP_SIZE) {
+        const float wv = load1<T>(row, i);
+#pragma unroll
+        for (int c = 0; c < kMaxCols; ++c)
+          if (c < n) acc[c] = fmaf(wv, __half2float(x[size_t(c) * k + i]), acc[c]);
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < kMaxCols; ++c) {
+      if (c >= n) break;
+      const float s = warp_sum(acc[c]);
+      if (lane == 0) store_out(out + size_t(c) * ldo + r, s);
+    }
+  }
+}
+
+template <DType T>
+__global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int row0, int rows, int k,
+                                    __half* __restrict__ dst) {
+  const int subs = k / 32;
+  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k % 32 == 0) {
+    if (idx >= int64_t(rows) * subs) return;
+    const int r = int(idx / subs), sb = int(idx % subs);
+    float v[32];
+    WeightFormat<T>::load32(w + size_t(row0 + r) * row_bytes, sb, v);
+    __half* o = dst + size_t(r) * k + size_t(sb) * 32;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) o[i] = __float2half_rn(v[i]);
+  } else if constexpr (kPlain<T>) {
+    if (idx >= int64_t(rows) * k) return;
+    const int r = int(idx / k), i = int(idx % k);
+    dst[size_t(r) * k + i] = __float2half_rn(load1<T>(w + size_t(row0 + r) * row_bytes, i));
+  }
+}
+
+template <DType T>
+void launch_gemv(const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out, DType out_type,
+                 gpuStream_t s) {
+  const int blocks = (m + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
+  for (int c0 = 0; c0 < n; c0 += kMaxCols) {
+    const int cols = min(kMaxCols, n - c0);
+    const auto* xp = static_cast<const __half*>(x) + size_t(c0) * k;
+    if (out_type == DType::F32)
+      gemv_kernel<T, float><<<blocks, kGemvThreads, 0, s>>>(static_cast<const uint8_t*>(w), row_bytes, m, k, xp, cols,
+                                                            static_cast<float*>(out) + size_t(c0) * m, m);
+    else
+      gemv_kernel<T, __half><<<blocks, kGemvThreads, 0, s>>>(static_cast<const uint8_t*>(w), row_bytes, m, k, xp,
+                                                             cols, static_cast<__half*>(out) + size_t(c0) * m, m);
+    RF_GPU_CHECK_LAUNCH();
+  }
+}
+
+template <DType T>
+void launch_dequant(const void* w, size_t row_bytes, int row0, int rows, int k, void* dst, gpuStream_t s) {
+  const int64_t work = k % 32 == 0 ? int64_t(rows) * (k / 32) : int64_t(rows) * k;
+  const int threads = 256;
+  dequant_rows_kernel<T><<<unsigned((work + threads - 1) / threads), threads, 0, s>>>(
+      static_cast<const uint8_t*>(w), row_bytes, row0, rows, k, static_cast<__half*>(dst));
+  RF_GPU_CHECK_LAUNCH();
+}
+
+// Tiled GEMM: 64x64 output tile per block of 256 threads, 4x4 per thread.
+constexpr int kTile = 64, kTileK = 16;
+template <typename OutT>
+__global__ void __launch_bounds__(256) gemm_tiled_kernel(const __half* __restrict__ x, const __half* __restrict__ w,
+                                                          OutT* __restrict__ out, int n, int m, int k, int ldo) {
+  __shared__ float xs[kTileK][kTile + 1];
+  __shared__ float ws[kTileK][kTile + 1];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int n0 = blockIdx.y * kTile, m0 = blockIdx.x * kTile;
+  float acc[4][4] = {};
+  for (int k0 = 0; k0 < k; k0 += kTileK) {
+    for (int i = threadIdx.x; i < kTile * kTileK; i += 256) {
+      const int r = i / kTileK, c = i % kTileK;
+      xs[c][r] = (n0 + r < n && k0 + c < k) ? __half2float(x[size_t(n0 + r) * k + k0 + c]) : 0.0f;
+      ws[c][r] = (m0 + r < m && k0 + c < k) ? __half2float(w[size_t(m0 + r) * k + k0 + c]) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int c = 0; c < kTileK; ++c) {
+      float a[4], b[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        a[i] = xs[c][ty * 4 + i];
+        b[i] = ws[c][tx * 4 + i];
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int r = n0 + ty * 4 + i, c = m0 + tx * 4 + j;
+      if (r < n && c < m) store_out(out + size_t(r) * ldo + c, acc[i][j]);
+    }
+}
+
+}  // namespace
+
+void gemv(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out, DType out_type,
+          gpuStream_t s) {
+  RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "gemv: output must be f32 or f16");
+  switch (w_type) {
+#define RF_CASE(T) \
+  case DType::T: return launch_gemv<DType::T>(w, row_bytes, m, k, x, n, out, out_type, s);
+    RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
+#undef RF_CASE
+    default: fail("cuda matmul: weight type ", dtype_name(w_type), " is not supported");
+  }
+}
+
+void dequant_rows_f16(DType w_type, const void* w, size_t row_bytes, int row0, int rows, int k, void* dst,
+                      gpuStream_t s) {
+  switch (w_type) {
+#define RF_CASE(T) \
+  case DType::T: return launch_dequant<DType::T>(w, row_bytes, row0, rows, k, dst, s);
+    RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
+#undef RF_CASE
+    default: fail("cuda matmul: weight type ", dtype_name(w_type), " is not supported");
+  }
+}
+
+void gemm_f16_tiled(const void* x, const void* w, void* out, DType out_type, int n, int m, int k, int ldo,
+                    gpuStream_t s) {
+  const dim3 grid((m + kTile - 1) / kTile, (n + kTile - 1) / kTile);
+  if (out_type == DType::F32)
+    gemm_tiled_kernel<float><<<grid, 256, 0, s>>>(static_cast<const __half*>(x), static_cast<const __half*>(w),
+                                                  static_cast<float*>(out), n, m, k, ldo);
+  else
+    gemm_tiled_kernel<__half><<<grid, 256, 0, s>>>(static_cast<const __half*>(x), static_cast<const __half*>(w),
+                                                   static_cast<__half*>(out), n, m, k, ldo);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+}  // namespace rf::gpu

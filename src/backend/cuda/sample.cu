@@ -1,0 +1,231 @@
+// GPU sampling, one block per row, following the CPU reference's rules
+// (backend/cpu/cpu_sample.cpp): penalties, greedy argmax, or temperature and
+// threshold sets for top-k / top-p / min-p found by exact radix selection
+// over the float bits, then an inverse-CDF draw in token-id order. Masses
+// are summed in 32.32 fixed point, so results do not depend on thread
+// timing. Raw log-probabilities (and top alternatives) come from the
+// unpenalized logits.
+#include "backend/cuda/kernels.h"
+#include "core/rng.h"
+
+namespace rf::gpu {
+namespace {
+
+constexpr int kThreads = 1024;
+
+__device__ __forceinline__ uint32_t order_key(float f) {
+  const uint32_t u = __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+__device__ __forceinline__ uint64_t mass_of(float x, float top) {
+  return uint64_t(__expf(x - top) * 4294967296.0f);
+}
+
+struct ArgMax {
+  float v;
+  int i;
+};
+__device__ __forceinline__ ArgMax better(ArgMax a, ArgMax b) {
+  return (b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a;
+}
+
+// Block-wide argmax over x, skipping entries not strictly "after" `prev` in
+// the order (value desc, id asc) when `exclude` is set.
+__device__ ArgMax block_argmax(const float* x, int n, bool exclude, ArgMax prev, ArgMax* scratch) {
+  ArgMax best{-INFINITY, 0x7fffffff};
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = x[i];
+    if (exclude && (v > prev.v || (v == prev.v && i <= prev.i))) continue;
+    best = better(best, ArgMax{v, i});
+  }
+  for (int m = RF_WARP_SIZE / 2; m > 0; m >>= 1) {
+    ArgMax o{RF_SHFL_XOR(best.v, m), RF_SHFL_XOR(best.i, m)};
+    best = better(best, o);
+  }
+  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
+  __syncthreads();
+  if (lane == 0) scratch[warp] = best;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < int(blockDim.x / RF_WARP_SIZE); ++w) best = better(best, scratch[w]);
+    scratch[0] = best;
+  }
+  __syncthreads();
+  best = scratch[0];
+  __syncthreads();
+  return best;
+}
+
+// The largest key K such that the weight of elements with key >= K (among
+// those with key >= floor) reaches `target`. Weight: 1 per element, or its
+// fixed-point mass.
+__device__ uint32_t radix_select(const float* x, int n, uint32_t floor, uint64_t target, bool by_mass, float top,
+                                 unsigned long long* hist, uint32_t* shared_bin, unsigned long long* shared_rem) {
+  uint32_t prefix = 0, mask = 0;
+  if (threadIdx.x == 0) *shared_rem = target;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < 256; b += blockDim.x) hist[b] = 0;
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      const uint32_t k = order_key(x[i]);
+      if (k < floor || (k & mask) != prefix) continue;
+      atomicAdd(&hist[(k >> shift) & 255u], by_mass ? (unsigned long long)mass_of(x[i], top) : 1ull);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned long long rem = *shared_rem, cum = 0;
+      int chosen = 0;
+      for (int b = 255; b >= 0; --b) {
+        if (cum + hist[b] >= rem) {
+          chosen = b;
+          break;
+        }
+        cum += hist[b];
+      }
+      *shared_bin = uint32_t(chosen);
+      *shared_rem = rem > cum ? rem - cum : 0;
+    }
+    __syncthreads();
+    prefix |= *shared_bin << shift;
+    mask |= 255u << shift;
+  }
+  return prefix > floor ? prefix : floor;
+}
+
+__global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int vocab,
+                                                          const SampleRowDevice* __restrict__ params,
+                                                          const PenaltyToken* __restrict__ penalties,
+                                                          float* __restrict__ work, SampleOutDevice* __restrict__ out) {
+  __shared__ float fscratch[32];
+  __shared__ ArgMax ascratch[32];
+  __shared__ unsigned long long hist[256];
+  __shared__ unsigned long long scan[kThreads];
+  __shared__ uint32_t shared_bin;
+  __shared__ unsigned long long shared_rem;
+  __shared__ int chosen_shared;
+
+  const int row = blockIdx.x;
+  const SampleRowDevice p = params[row];
+  const float* lg = logits + size_t(row) * vocab;
+  float* w = work + size_t(row) * vocab;
+
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) w[i] = lg[i];
+  __syncthreads();
+  const PenaltyToken* pen = penalties + p.penalty_offset;
+  for (int e = threadIdx.x; e < p.penalty_count; e += blockDim.x) {
+    const PenaltyToken t = pen[e];
+    if (t.banned || t.token < 0 || t.token >= vocab) continue;
+    float l = w[t.token];
+    if (t.in_context && p.repetition_penalty != 1.0f) l = l > 0 ? l / p.repetition_penalty : l * p.repetition_penalty;
+    if (t.output_count > 0) l -= p.presence_penalty + p.frequency_penalty * float(t.output_count);
+    w[t.token] = l;
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < p.penalty_count; e += blockDim.x)
+    if (pen[e].banned && pen[e].token >= 0 && pen[e].token < vocab) w[pen[e].token] = -INFINITY;
+  __syncthreads();
+
+  // Raw log-normalizer.
+  float mx = -INFINITY;
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) mx = fmaxf(mx, lg[i]);
+  mx = block_max(mx, fscratch);
+  float se = 0.0f;
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) se += __expf(lg[i] - mx);
+  se = block_sum(se, fscratch);
+  const float log_z = mx + logf(se);
+
+  int chosen;
+  if (p.temperature <= 0.0f) {
+    chosen = block_argmax(w, vocab, false, ArgMax{0, 0}, ascratch).i;
+  } else {
+    const float inv_t = 1.0f / p.temperature;
+    for (int i = threadIdx.x; i < vocab; i += blockDim.x) w[i] *= inv_t;
+    __syncthreads();
+    float top = -INFINITY;
+    for (int i = threadIdx.x; i < vocab; i += blockDim.x) top = fmaxf(top, w[i]);
+    top = block_max(top, fscratch);
+    uint32_t floor = 0;
+    if (p.top_k > 0 && p.top_k < vocab)
+      floor = radix_select(w, vocab, 0, uint64_t(p.top_k), false, top, hist, &shared_bin, &shared_rem);
+    if (p.top_p < 1.0f) {
+      unsigned long long local = 0;
+      for (int i = threadIdx.x; i < vocab; i += blockDim.x)
+        if (order_key(w[i]) >= floor) local += mass_of(w[i], top);
+      scan[threadIdx.x] = local;
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        unsigned long long total = 0;
+        for (int t = 0; t < int(blockDim.x); ++t) total += scan[t];
+        shared_rem = (unsigned long long)(double(p.top_p) * double(total));
+      }
+      __syncthreads();
+      const uint64_t target = shared_rem > 0 ? shared_rem : 1;
+      __syncthreads();
+      floor = radix_select(w, vocab, floor, target, true, top, hist, &shared_bin, &shared_rem);
+    }
+    if (p.min_p > 0.0f) {
+      const uint32_t k = order_key(top + logf(p.min_p));
+      floor = floor > k ? floor : k;
+    }
+    // Inverse CDF in id order: each thread owns a contiguous range of ids.
+    const int chunk = (vocab + blockDim.x - 1) / blockDim.x;
+    const int begin = min(vocab, int(threadIdx.x) * chunk), end = min(vocab, begin + chunk);
+    unsigned long long local = 0;
+    for (int i = begin; i < end; ++i)
+      if (order_key(w[i]) >= floor) local += mass_of(w[i], top);
+    scan[threadIdx.x] = local;
+    __syncthreads();
+    for (int off = 1; off < int(blockDim.x); off <<= 1) {  // inclusive scan
+      const unsigned long long add = threadIdx.x >= unsigned(off) ? scan[threadIdx.x - off] : 0ull;
+      __syncthreads();
+      scan[threadIdx.x] += add;
+      __syncthreads();
+    }
+    const unsigned long long total = scan[blockDim.x - 1];
+    const unsigned long long u = (unsigned long long)(double(uniform01(p.seed, p.counter)) * double(total));
+    if (threadIdx.x == 0) chosen_shared = -1;
+    __syncthreads();
+    const unsigned long long before = scan[threadIdx.x] - local;
+    if (total > 0 && u >= before && u < scan[threadIdx.x]) {
+      unsigned long long cum = before;
+      for (int i = begin; i < end; ++i) {
+        if (order_key(w[i]) < floor) continue;
+        cum += mass_of(w[i], top);
+        if (u < cum) {
+          chosen_shared = i;
+          break;
+        }
+      }
+    }
+    __syncthreads();
+    chosen = chosen_shared;
+    if (chosen < 0) chosen = block_argmax(w, vocab, false, ArgMax{0, 0}, ascratch).i;
+  }
+
+  if (threadIdx.x == 0) {
+    out[row].token = chosen;
+    out[row].logprob = lg[chosen] - log_z;
+  }
+  // Top alternatives by raw logit.
+  ArgMax prev{0, 0};
+  const int n_top = min(p.top_logprobs, kMaxTopLogprobs);
+  for (int j = 0; j < n_top; ++j) {
+    prev = block_argmax(lg, vocab, j > 0, prev, ascratch);
+    if (threadIdx.x == 0) {
+      out[row].top_ids[j] = prev.i;
+      out[row].top_logprobs[j] = prev.v - log_z;
+    }
+  }
+}
+
+}  // namespace
+
+void sample(const float* logits, int rows, int vocab, const SampleRowDevice* params, const PenaltyToken* penalties,
+            float* work, SampleOutDevice* out, gpuStream_t s) {
+  if (rows == 0) return;
+  sample_kernel<<<rows, kThreads, 0, s>>>(logits, vocab, params, penalties, work, out);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+}  // namespace rf::gpu

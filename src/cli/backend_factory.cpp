@@ -1,0 +1,79 @@
+// Backend selection and KV sizing for the CLI commands.
+#include "cli/backend_factory.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/log.h"
+#include "model/kv_cache.h"
+#ifdef ROCMFORGE_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
+
+namespace rf::cli {
+
+void add_backend_options(CLI::App& cmd, BackendOptions& o) {
+  cmd.add_option("--device", o.device, "Backend: auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  cmd.add_option("-t,--threads", o.threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
+  cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                 "Share of GPU memory for weights, workspace and KV cache")
+      ->check(CLI::Range(0.05, 0.99))
+      ->capture_default_str();
+}
+
+std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
+  std::string device = o.device;
+#ifdef ROCMFORGE_HAVE_CUDA
+  if (device == "auto") device = CudaBackend::device_count() > 0 ? "cuda" : "cpu";
+  if (device == "cuda") {
+    auto b = std::make_unique<CudaBackend>();
+    log_info("backend: ", b->name());
+    return b;
+  }
+#else
+  if (device == "cuda") fail("this build has no CUDA backend (build with the cuda preset)");
+  if (device == "auto") device = "cpu";
+#endif
+  auto b = std::make_unique<CpuBackend>(size_t(o.threads));
+  log_info("backend: ", b->name());
+  return b;
+}
+
+void size_kv_cache(Backend& backend, const BackendOptions& o, EngineConfig& cfg, const ModelConfig& mc) {
+  if (cfg.num_blocks > 0 || cfg.kv_memory_bytes > 0) return;
+  if (backend.device() == DeviceKind::CPU) {
+    const int32_t ctx = cfg.max_model_len > 0 ? cfg.max_model_len : mc.n_ctx_train;
+    const size_t per_block = KVCache::bytes_per_block(mc, cfg.block_size, backend.kv_type());
+    const size_t blocks = size_t(cfg.max_num_seqs) * size_t((ctx + cfg.block_size - 1) / cfg.block_size);
+    cfg.kv_memory_bytes = std::min(blocks * per_block, size_t(4) << 30);
+    return;
+  }
+  cfg.memory_utilization = o.gpu_memory_utilization;
+}
+
+std::string resolve_model_path(const std::string& given, const char* argv0) {
+  if (!given.empty()) return given;
+  if (const char* env = std::getenv("ROCMFORGE_MODEL"); env && *env) return env;
+  std::vector<std::filesystem::path> dirs;
+  if (const char* td = std::getenv("ROCMFORGE_TESTDATA"); td && *td) dirs.emplace_back(td);
+  dirs.emplace_back("../shared/testdata");
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec)  // build/<preset>/src/rocmforge -> <repo>/../shared/testdata
+    dirs.push_back(exe.parent_path().parent_path().parent_path().parent_path().parent_path() / "shared" / "testdata");
+  (void)argv0;
+  for (const auto& d : dirs) {
+    const auto p = d / "stories260K.gguf";
+    if (std::filesystem::exists(p, ec)) return p.string();
+  }
+  fail("no model given: pass -m MODEL.gguf, set ROCMFORGE_MODEL, or put stories260K.gguf in ../shared/testdata "
+       "(or set ROCMFORGE_TESTDATA to its folder)");
+}
+
+}  // namespace rf::cli

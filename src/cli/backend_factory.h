@@ -1,0 +1,34 @@
+// Choosing and creating a backend from command-line options, and finding the
+// demo model. "auto" picks CUDA when this build has it and a GPU is present,
+// else the CPU — and says which; naming "cuda" without a GPU is an error.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "engine/engine.h"
+
+namespace rf::cli {
+
+struct BackendOptions {
+  std::string device = "auto";  // auto | cpu | cuda
+  int threads = 0;              // CPU threads (0: all cores)
+  float gpu_memory_utilization = 0.9f;
+};
+
+void add_backend_options(CLI::App& cmd, BackendOptions& o);
+std::unique_ptr<Backend> make_backend(const BackendOptions& o);
+
+// The KV cache budget for an engine on this backend: on GPUs the share of
+// device memory left after weights and workspace within the utilization
+// target; on the CPU enough for `max_seqs` full contexts, at most 4 GiB.
+void size_kv_cache(Backend& backend, const BackendOptions& o, EngineConfig& cfg, const ModelConfig& mc);
+
+// -m MODEL, else $ROCMFORGE_MODEL, else stories260K.gguf from the test data
+// (ROCMFORGE_TESTDATA, ../shared/testdata); otherwise an error saying where
+// to put a model.
+std::string resolve_model_path(const std::string& given, const char* argv0 = nullptr);
+
+}  // namespace rf::cli

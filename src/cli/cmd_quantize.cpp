@@ -1,0 +1,82 @@
+// `rocmforge quantize IN OUT TYPE`: re-encode a model's weights (plain
+// types or the q4_k_m / q5_k_m mixtures of model/quant_plan.h), keeping its
+// metadata; rows are converted on every core.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/log.h"
+#include "core/quant.h"
+#include "core/thread_pool.h"
+#include "gguf/reader.h"
+#include "gguf/writer.h"
+#include "model/quant_plan.h"
+
+namespace rf::cli {
+namespace {
+
+struct QuantOptions {
+  std::string in, out, type;
+  int threads = 0;
+};
+
+void quantize(const QuantOptions& o) {
+  const auto plan = quant_plan(o.type);
+  RF_CHECK(plan, "unknown type '", o.type, "' (known: ", quant_plan_names(), ")");
+  auto f = gguf::File::open(o.in);
+  const std::string arch = f->get_string("general.architecture", "llama");
+  const int n_layer = int(f->get_int(arch + ".block_count", 0));
+  ThreadPool pool(size_t(o.threads));
+  gguf::Writer w;
+  for (const auto& [k, v] : f->metadata())
+    if (k != "general.alignment") w.set(k, v);
+  w.set_u32("general.file_type", uint32_t(plan->file_type));
+  uint64_t in_bytes = 0, out_bytes = 0;
+  for (const auto& t : f->tensors()) {
+    const DType target = plan_tensor_type(*plan, t.name, int64_t(t.ne(0)), int(t.dims.size()), n_layer);
+    RF_CHECK(can_dequantize(t.type), "tensor '", t.name, "' has type ", dtype_name(t.type), " which cannot be read");
+    const gguf::TensorInfo* info = &t;
+    const gguf::File* file = f.get();
+    in_bytes += t.n_bytes;
+    out_bytes += row_bytes(target, t.ne(0)) * t.rows();
+    w.add_tensor(t.name, target, t.dims, [info, file, target, &pool](uint8_t* dst) {
+      const uint8_t* src = file->tensor_data(*info);
+      if (target == info->type) {
+        std::memcpy(dst, src, info->n_bytes);
+        return;
+      }
+      const size_t cols = info->ne(0), in_rb = row_bytes(info->type, cols), out_rb = row_bytes(target, cols);
+      pool.parallel_for(info->rows(), 16, [&](size_t r0, size_t r1) {
+        std::vector<float> row(cols);
+        for (size_t r = r0; r < r1; ++r) {
+          dequantize_row(info->type, src + r * in_rb, row.data(), cols);
+          quantize_row(target, row.data(), dst + r * out_rb, cols);
+        }
+      });
+    });
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  Progress bar("quantizing to " + o.type, double(f->tensors().size()), "tensors");
+  w.write(o.out, [&](size_t done, size_t) { bar.update(double(done)); });
+  bar.finish();
+  std::fprintf(stderr, "%s: %.2f GB -> %.2f GB (%s) in %.1f s\n", o.out.c_str(), double(in_bytes) / 1e9,
+               double(out_bytes) / 1e9, o.type.c_str(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+void add_quantize_command(CLI::App& app) {
+  auto o = std::make_shared<QuantOptions>();
+  auto* cmd = app.add_subcommand("quantize", "Re-encode a model's weights: IN OUT TYPE");
+  cmd->add_option("input", o->in, "Input GGUF")->required();
+  cmd->add_option("output", o->out, "Output GGUF")->required();
+  cmd->add_option("type", o->type, "Target: " + quant_plan_names())->required();
+  cmd->add_option("-t,--threads", o->threads, "Threads (0: all cores)");
+  cmd->callback([o] { quantize(*o); });
+}
+
+RF_REGISTER_COMMAND(80, add_quantize_command);
+
+}  // namespace
+}  // namespace rf::cli

@@ -1,0 +1,306 @@
+// Engine implementation: admission, the step, token processing and finish.
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/log.h"
+
+namespace rf {
+
+using Clock = std::chrono::steady_clock;
+
+struct Engine::Active {
+  Active(const Tokenizer& tok, Request r, uint64_t id)
+      : req(std::move(r)), handle(std::make_shared<RequestStream>(id)), detok(tok, false, true), stop(req.stop) {
+    seq.id = id;
+  }
+  Sequence seq;
+  Request req;
+  RequestHandle handle;
+  IncrementalDetokenizer detok;
+  StopMatcher stop;
+  std::unordered_map<int32_t, PenaltyToken> penalties;  // tokens seen, for penalties
+  Clock::time_point last_token;
+  bool got_first = false;
+  bool admitted = false;
+};
+
+Engine::Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend, EngineConfig config)
+    : model_(model), tokenizer_(tokenizer), backend_(backend), config_(config) {
+  const ModelConfig& mc = model.config();
+  RF_CHECK(config_.block_size > 0 && config_.block_size <= 1024, "engine: bad block size ", config_.block_size);
+  if (config_.max_model_len <= 0) config_.max_model_len = mc.n_ctx_train;
+  config_.max_num_batched_tokens = std::max(config_.max_num_batched_tokens, 1);
+  BackendLimits limits;
+  limits.max_tokens = config_.max_num_batched_tokens;
+  limits.max_seqs = config_.max_num_seqs;
+  limits.max_logits = config_.max_num_seqs;
+  limits.max_blocks_per_seq = (config_.max_model_len + config_.block_size - 1) / config_.block_size;
+  transformer_ = std::make_unique<Transformer>(model.config(), model.weights(), backend, limits);
+  const size_t per_block = KVCache::bytes_per_block(mc, config_.block_size, backend.kv_type());
+  if (config_.num_blocks <= 0) {
+    if (config_.kv_memory_bytes == 0 && config_.memory_utilization > 0) {
+      const double budget = double(backend.total_memory()) * config_.memory_utilization;
+      const double used = double(backend.allocated_bytes()) + double(size_t(512) << 20);  // graphs, library state
+      RF_CHECK(budget > used, "--gpu-memory-utilization ", config_.memory_utilization, " leaves no room for the KV cache: ",
+               used / 1e9, " GB already used of a ", budget / 1e9, " GB budget");
+      config_.kv_memory_bytes = size_t(budget - used);
+    }
+    config_.num_blocks = int32_t(std::min<size_t>(config_.kv_memory_bytes / per_block, size_t(1) << 30));
+    RF_CHECK(config_.num_blocks > 0, "not enough memory for the KV cache: one block needs ", per_block, " bytes, ",
+             config_.kv_memory_bytes, " available");
+  }
+  kv_ = std::make_unique<KVCache>(backend, mc, config_.num_blocks, config_.block_size);
+  pool_ = std::make_unique<BlockPool>(config_.num_blocks, config_.block_size);
+  scheduler_ = std::make_unique<Scheduler>(
+      SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens, config_.prefix_caching}, *pool_);
+  transformer_->warmup(*kv_);
+  for (int32_t t = 0; t < mc.n_vocab && t < tokenizer.n_vocab(); ++t)
+    if (tokenizer.is_eog(t)) eog_tokens_.push_back(t);
+  metrics_.kv_blocks_total = config_.num_blocks;
+  metrics_.kv_blocks_free = config_.num_blocks;
+  log_info("engine: ", config_.num_blocks, " KV blocks of ", config_.block_size, " tokens (",
+           double(kv_->bytes()) / 1e6, " MB), max ", config_.max_num_seqs, " sequences, ",
+           config_.max_num_batched_tokens, " tokens per step, context ", config_.max_model_len);
+}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Whatever is left ends as cancelled.
+  admit_new();
+  std::vector<Active*> left;
+  for (auto& [id, a] : active_) left.push_back(a.get());
+  for (Active* a : left) finish(*a, FinishReason::Cancelled);
+}
+
+size_t Engine::active_requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return inbox_.size() + size_t(metrics_.running.load()) + size_t(metrics_.queue_depth.load());
+}
+
+RequestHandle Engine::submit(Request req) {
+  const int32_t n_prompt = int32_t(req.prompt.size());
+  RF_CHECK(n_prompt > 0, "the prompt is empty");
+  for (int32_t t : req.prompt)
+    RF_CHECK(t >= 0 && t < model_.config().n_vocab, "prompt token id ", t, " is out of range [0, ",
+             model_.config().n_vocab, ")");
+  RF_CHECK(req.max_tokens >= 1, "max_tokens must be at least 1");
+  RF_CHECK(int64_t(n_prompt) + req.max_tokens <= config_.max_model_len, "this model's maximum context length is ",
+           config_.max_model_len, " tokens; the request has ", n_prompt, " prompt tokens and asks for ",
+           req.max_tokens, " more (", int64_t(n_prompt) + req.max_tokens, " in total)");
+  RF_CHECK(int64_t(n_prompt) + req.max_tokens <= int64_t(config_.num_blocks) * config_.block_size,
+           "the request needs ", int64_t(n_prompt) + req.max_tokens, " tokens of KV cache; the whole cache holds ",
+           int64_t(config_.num_blocks) * config_.block_size);
+  RF_CHECK(req.min_tokens >= 0 && req.min_tokens <= req.max_tokens, "min_tokens must be in [0, max_tokens]");
+  req.sampling.top_logprobs = std::clamp(req.sampling.top_logprobs, 0, kMaxTopLogprobs);
+  std::unique_ptr<Active> a;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && thread_.joinable()) throw EngineBusy("the server is shutting down");
+    if (int64_t(inbox_.size()) + metrics_.queue_depth.load() >= config_.max_queue)
+      throw EngineBusy(str("the request queue is full (", config_.max_queue, " waiting)"));
+    a = std::make_unique<Active>(tokenizer_, std::move(req), next_id_++);
+  }
+  a->seq.tokens = a->req.prompt;
+  a->seq.n_prompt = n_prompt;
+  for (int32_t t : a->seq.tokens) a->penalties[t] = PenaltyToken{t, 0, 1};
+  RequestHandle h = a->handle;
+  metrics_.requests_total++;
+  metrics_.prompt_tokens += uint64_t(n_prompt);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.push_back(std::move(a));
+  }
+  cv_.notify_all();
+  return h;
+}
+
+void Engine::loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
+    bool worked = false;
+    try {
+      worked = step();
+    } catch (const std::exception& e) {
+      log_error("engine step failed: ", e.what());
+    }
+    if (!worked) {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return stopping_ || !inbox_.empty(); });
+    }
+  }
+}
+
+void Engine::admit_new() {
+  std::list<std::unique_ptr<Active>> fresh;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fresh.swap(inbox_);
+  }
+  for (auto& a : fresh) {
+    Active* p = a.get();
+    by_seq_[&p->seq] = p;
+    active_[p->seq.id] = std::move(a);
+    scheduler_->add(&p->seq);
+  }
+}
+
+void Engine::handle_cancellations() {
+  std::vector<Active*> cancelled;
+  for (auto& [id, a] : active_)
+    if (a->handle->cancelled()) cancelled.push_back(a.get());
+  for (Active* a : cancelled) finish(*a, FinishReason::Cancelled);
+}
+
+void Engine::update_gauges() {
+  metrics_.queue_depth = int64_t(scheduler_->num_waiting());
+  metrics_.running = int64_t(scheduler_->num_running());
+  metrics_.kv_blocks_free = pool_->num_free();
+  metrics_.preemptions = scheduler_->num_preemptions();
+}
+
+bool Engine::step() {
+  admit_new();
+  handle_cancellations();
+  const std::vector<ScheduledSeq> sched = scheduler_->schedule();
+  update_gauges();
+  if (sched.empty()) return false;
+
+  batch_.reset(config_.block_size, transformer_->limits().max_blocks_per_seq);
+  rows_.clear();
+  penalties_.clear();
+  sampled_.clear();
+  for (const ScheduledSeq& e : sched) {
+    Active* a = by_seq_.at(e.seq);
+    if (!a->admitted) {  // first scheduled: account the prefix-cache lookup
+      a->admitted = true;
+      metrics_.prefix_cache_queried_tokens += uint64_t(a->seq.n_prompt);
+      metrics_.prefix_cache_hit_tokens += uint64_t(a->seq.n_cached);
+    }
+    batch_.add_sequence(std::span<const int32_t>(e.seq->tokens.data() + e.start, size_t(e.n_new)), e.start,
+                        e.seq->table.blocks, e.sample);
+    if (!e.sample) continue;
+    SampleRow row;
+    row.params = a->req.sampling;
+    row.rng_counter = uint64_t(e.seq->n_generated());
+    row.penalty_offset = int32_t(penalties_.size());
+    if (row.params.has_penalties())
+      for (const auto& [tok, p] : a->penalties) penalties_.push_back(p);
+    // Before min_tokens, end-of-generation tokens cannot be drawn.
+    if (e.seq->n_generated() < a->req.min_tokens && !a->req.ignore_eos) {
+      for (int32_t t : eog_tokens_) penalties_.push_back(PenaltyToken{t, 0, 0, 1});
+      for (int32_t t : a->req.stop_token_ids) penalties_.push_back(PenaltyToken{t, 0, 0, 1});
+    }
+    row.penalty_count = int32_t(penalties_.size()) - row.penalty_offset;
+    rows_.push_back(row);
+    sampled_.push_back(a);
+  }
+
+  try {
+    const Tensor logits = transformer_->forward(batch_, *kv_);
+    if (!rows_.empty()) backend_.sample(logits, rows_, penalties_, results_);
+  } catch (const std::exception& e) {
+    log_error("forward pass failed: ", e.what());
+    fail_step(sched, e.what());
+    update_gauges();
+    return true;
+  }
+  scheduler_->complete(sched);
+  metrics_.steps++;
+  for (size_t i = 0; i < sampled_.size(); ++i) process_token(*sampled_[i], results_[i]);
+  update_gauges();
+  return true;
+}
+
+void Engine::run_until_idle() {
+  while (step() || scheduler_->has_work()) {
+  }
+}
+
+void Engine::process_token(Active& a, const SampleResult& r) {
+  Sequence& s = a.seq;
+  const int32_t tok = r.token;
+  s.tokens.push_back(tok);
+  auto [it, fresh] = a.penalties.try_emplace(tok, PenaltyToken{tok, 0, 1});
+  it->second.output_count++;
+  metrics_.generation_tokens++;
+  const auto now = Clock::now();
+  if (!a.got_first) {
+    a.got_first = true;
+    metrics_.ttft.observe(std::chrono::duration<double>(now - a.handle->created()).count());
+  } else {
+    metrics_.tpot.observe(std::chrono::duration<double>(now - a.last_token).count());
+  }
+  a.last_token = now;
+
+  const int32_t n_gen = s.n_generated();
+  const bool past_min = n_gen > a.req.min_tokens;
+  const bool is_stop_token = std::find(a.req.stop_token_ids.begin(), a.req.stop_token_ids.end(), tok) !=
+                             a.req.stop_token_ids.end();
+  const bool eos = past_min && ((!a.req.ignore_eos && tokenizer_.is_eog(tok)) || is_stop_token);
+
+  StreamEvent ev;
+  ev.tokens.push_back(tok);
+  if (a.req.logprobs) ev.logprobs.push_back(TokenLogprob{tok, r.logprob, r.top});
+  FinishReason reason = FinishReason::None;
+  if (eos) {
+    reason = FinishReason::Stop;
+  } else {
+    const std::string piece = a.detok.push(tok);
+    ev.text = past_min ? a.stop.push(piece) : a.stop.flush() + piece;
+    if (a.stop.stopped()) reason = FinishReason::Stop;
+    else if (n_gen >= a.req.max_tokens || s.n_tokens() >= config_.max_model_len) reason = FinishReason::Length;
+  }
+  if (reason == FinishReason::None) {
+    a.handle->push(std::move(ev));
+    return;
+  }
+  if (!a.stop.stopped()) ev.text += a.stop.push(a.detok.flush()) + a.stop.flush();
+  a.handle->push(std::move(ev));
+  finish(a, reason);
+}
+
+void Engine::finish(Active& a, FinishReason reason, const std::string& error) {
+  StreamEvent ev;
+  ev.finished = true;
+  ev.finish_reason = reason;
+  ev.error = error;
+  ev.prompt_tokens = a.seq.n_prompt;
+  ev.completion_tokens = a.seq.n_generated();
+  ev.cached_prompt_tokens = a.seq.n_cached;
+  if (a.seq.status != SeqStatus::Finished) scheduler_->finish(&a.seq);
+  metrics_.requests_finished++;
+  if (reason == FinishReason::Cancelled) metrics_.requests_cancelled++;
+  if (reason == FinishReason::Error) metrics_.requests_failed++;
+  if (a.got_first) metrics_.e2e.observe(std::chrono::duration<double>(Clock::now() - a.handle->created()).count());
+  a.handle->push(std::move(ev));
+  by_seq_.erase(&a.seq);
+  active_.erase(a.seq.id);  // destroys a
+}
+
+void Engine::fail_step(const std::vector<ScheduledSeq>& step, const std::string& error) {
+  for (const ScheduledSeq& e : step) {
+    auto it = by_seq_.find(e.seq);
+    if (it != by_seq_.end()) finish(*it->second, FinishReason::Error, error);
+  }
+}
+
+}  // namespace rf

@@ -1,0 +1,115 @@
+// Engine: the step loop (DESIGN.md, "One engine step"). Server threads call
+// submit() and read the returned handle; one engine thread schedules,
+// flattens the batch, runs the forward pass, samples, appends tokens,
+// detokenizes, checks stop conditions and streams text back. Cancellation
+// is a flag on the handle, honoured within one step.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.h"
+#include "engine/metrics.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "engine/stop_matcher.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/transformer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace rf {
+
+struct EngineConfig {
+  int32_t max_num_seqs = 64;
+  int32_t max_num_batched_tokens = 2048;
+  int32_t block_size = 16;
+  int32_t num_blocks = 0;        // 0: as many as kv_memory_bytes holds
+  size_t kv_memory_bytes = 0;    // 0: from memory_utilization
+  float memory_utilization = 0;  // GPUs: share of device memory for weights, workspace and KV
+  int32_t max_model_len = 0;     // 0: the model's training context
+  int32_t max_queue = 4096;      // waiting requests beyond this are refused (EngineBusy)
+  bool prefix_caching = true;
+};
+
+// submit() refuses a request because the queue is full (HTTP 503).
+class EngineBusy : public Error {
+ public:
+  using Error::Error;
+};
+
+class Engine {
+ public:
+  Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend, EngineConfig config);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Starts / stops the engine thread. stop() cancels what is still running.
+  void start();
+  void stop();
+
+  // Validates and queues a request (thread-safe). Throws rf::Error for an
+  // invalid request (message suitable for a 400) and EngineBusy when full.
+  RequestHandle submit(Request request);
+
+  // Runs one step on the calling thread (when not started); false if idle.
+  bool step();
+  // Steps until no work is left (when not started).
+  void run_until_idle();
+
+  const EngineMetrics& metrics() const { return metrics_; }
+  const EngineConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const ModelConfig& model_config() const { return model_.config(); }
+  int32_t max_model_len() const { return config_.max_model_len; }
+  int32_t num_blocks() const { return config_.num_blocks; }
+  int32_t free_blocks() const { return int32_t(metrics_.kv_blocks_free.load()); }
+  size_t active_requests() const;
+
+ private:
+  struct Active;
+  void loop();
+  void admit_new();
+  void handle_cancellations();
+  void process_token(Active& a, const SampleResult& r);
+  void finish(Active& a, FinishReason reason, const std::string& error = "");
+  void fail_step(const std::vector<ScheduledSeq>& step, const std::string& error);
+  void update_gauges();
+
+  const Model& model_;
+  const Tokenizer& tokenizer_;
+  Backend& backend_;
+  EngineConfig config_;
+  std::unique_ptr<KVCache> kv_;
+  std::unique_ptr<BlockPool> pool_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Transformer> transformer_;
+  EngineMetrics metrics_;
+
+  // Engine-thread state.
+  std::unordered_map<uint64_t, std::unique_ptr<Active>> active_;
+  std::unordered_map<const Sequence*, Active*> by_seq_;
+  Batch batch_;
+  std::vector<SampleRow> rows_;
+  std::vector<PenaltyToken> penalties_;
+  std::vector<SampleResult> results_;
+  std::vector<Active*> sampled_;
+  std::vector<int32_t> eog_tokens_;
+
+  // Shared with submitters.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::list<std::unique_ptr<Active>> inbox_;
+  uint64_t next_id_ = 1;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace rf

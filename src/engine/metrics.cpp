@@ -1,0 +1,73 @@
+// Metrics rendering.
+#include "engine/metrics.h"
+
+#include <cstdio>
+
+namespace rf {
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), buckets_(bounds_.size()) {}
+
+void Histogram::observe(double v) {
+  for (size_t i = 0; i < bounds_.size(); ++i)
+    if (v <= bounds_[i]) {
+      buckets_[i].fetch_add(1);
+      break;
+    }
+  count_.fetch_add(1);
+  sum_micros_.fetch_add(uint64_t(v * 1e6));
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
+  char line[256];
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  uint64_t cum = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cum += buckets_[i].load();
+    std::snprintf(line, sizeof line, "%s_bucket{le=\"%g\"} %llu\n", name.c_str(), bounds_[i], (unsigned long long)cum);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name.c_str(),
+                (unsigned long long)count_.load(), name.c_str(), double(sum_micros_.load()) / 1e6, name.c_str(),
+                (unsigned long long)count_.load());
+  out += line;
+}
+
+std::string EngineMetrics::prometheus_text() const {
+  std::string out;
+  char line[256];
+  auto metric = [&](const char* name, const char* type, const char* help, double v) {
+    std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+    out += line;
+  };
+  metric("rocmforge_requests_total", "counter", "Requests submitted.", double(requests_total.load()));
+  metric("rocmforge_requests_finished_total", "counter", "Requests finished (any reason).",
+         double(requests_finished.load()));
+  metric("rocmforge_requests_cancelled_total", "counter", "Requests cancelled by the client.",
+         double(requests_cancelled.load()));
+  metric("rocmforge_requests_failed_total", "counter", "Requests that ended with an error.",
+         double(requests_failed.load()));
+  metric("rocmforge_prompt_tokens_total", "counter", "Prompt tokens received.", double(prompt_tokens.load()));
+  metric("rocmforge_generation_tokens_total", "counter", "Tokens generated.", double(generation_tokens.load()));
+  metric("rocmforge_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
+         double(prefix_cache_queried_tokens.load()));
+  metric("rocmforge_prefix_cache_hits_total", "counter", "Prompt tokens served from the prefix cache.",
+         double(prefix_cache_hit_tokens.load()));
+  const double q = double(prefix_cache_queried_tokens.load());
+  metric("rocmforge_prefix_cache_hit_rate", "gauge", "Share of looked-up prompt tokens found in the cache.",
+         q > 0 ? double(prefix_cache_hit_tokens.load()) / q : 0.0);
+  metric("rocmforge_preemptions_total", "counter", "Sequences preempted for KV space.", double(preemptions.load()));
+  metric("rocmforge_engine_steps_total", "counter", "Engine steps run.", double(steps.load()));
+  metric("rocmforge_queue_depth", "gauge", "Requests waiting to be scheduled.", double(queue_depth.load()));
+  metric("rocmforge_running_sequences", "gauge", "Sequences being generated.", double(running.load()));
+  metric("rocmforge_kv_blocks_total", "gauge", "KV cache blocks.", double(kv_blocks_total.load()));
+  metric("rocmforge_kv_blocks_free", "gauge", "KV cache blocks free (cached ones included).",
+         double(kv_blocks_free.load()));
+  metric("rocmforge_kv_blocks_used", "gauge", "KV cache blocks held by sequences.",
+         double(kv_blocks_total.load() - kv_blocks_free.load()));
+  ttft.render(out, "rocmforge_time_to_first_token_seconds", "Time from request arrival to its first token.");
+  tpot.render(out, "rocmforge_time_per_output_token_seconds", "Time between consecutive output tokens.");
+  e2e.render(out, "rocmforge_request_latency_seconds", "Time from request arrival to its last token.");
+  return out;
+}
+
+}  // namespace rf

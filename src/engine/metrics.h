@@ -1,0 +1,50 @@
+// Engine metrics: counters, gauges and latency histograms, updated by the
+// engine thread and read from any thread (all atomics), rendered in the
+// Prometheus text format by prometheus_text().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rf {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double v);
+  // Appends "<name>_bucket{le=...}", _sum and _count lines.
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+  uint64_t count() const { return count_.load(); }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<std::atomic<uint64_t>> buckets_;  // cumulative at render time
+  std::atomic<uint64_t> count_{0};
+  std::atomic<uint64_t> sum_micros_{0};
+};
+
+struct EngineMetrics {
+  std::atomic<uint64_t> requests_total{0};
+  std::atomic<uint64_t> requests_finished{0};
+  std::atomic<uint64_t> requests_cancelled{0};
+  std::atomic<uint64_t> requests_failed{0};
+  std::atomic<uint64_t> prompt_tokens{0};
+  std::atomic<uint64_t> generation_tokens{0};
+  std::atomic<uint64_t> prefix_cache_queried_tokens{0};
+  std::atomic<uint64_t> prefix_cache_hit_tokens{0};
+  std::atomic<uint64_t> preemptions{0};
+  std::atomic<uint64_t> steps{0};
+  std::atomic<int64_t> queue_depth{0};
+  std::atomic<int64_t> running{0};
+  std::atomic<int64_t> kv_blocks_total{0};
+  std::atomic<int64_t> kv_blocks_free{0};
+  Histogram ttft{{0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10, 30}};
+  Histogram tpot{{0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1}};
+  Histogram e2e{{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120}};
+
+  std::string prometheus_text() const;
+};
+
+}  // namespace rf

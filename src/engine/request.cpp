@@ -1,0 +1,45 @@
+// RequestStream: a mutex-guarded queue of events between the engine thread
+// and one consumer.
+#include "engine/request.h"
+
+namespace rf {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::Error: return "error";
+    default: return "none";
+  }
+}
+
+std::optional<StreamEvent> RequestStream::next(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto ready = [&] { return !events_.empty(); };
+  if (timeout == std::chrono::milliseconds::max()) {
+    cv_.wait(lock, ready);
+  } else if (!cv_.wait_for(lock, timeout, ready)) {
+    return std::nullopt;
+  }
+  StreamEvent ev = std::move(events_.front());
+  events_.pop_front();
+  return ev;
+}
+
+void RequestStream::push(StreamEvent ev) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    done_ = ev.finished;
+    events_.push_back(std::move(ev));
+  }
+  cv_.notify_all();
+}
+
+bool RequestStream::finished() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+}  // namespace rf

@@ -1,0 +1,82 @@
+// A generation request and its handle: the thread-safe stream of events a
+// client reads (text deltas, token ids, logprobs, the finish) and cancel().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/sampling.h"
+
+namespace rf {
+
+enum class FinishReason { None, Stop, Length, Cancelled, Error };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", ...
+
+struct Request {
+  std::vector<int32_t> prompt;        // token ids (BOS included if wanted)
+  SamplingParams sampling;
+  int32_t max_tokens = 16;            // new tokens at most
+  int32_t min_tokens = 0;             // EOS and stop strings ignored before this many
+  bool ignore_eos = false;
+  std::vector<std::string> stop;      // stop strings (not included in the output)
+  std::vector<int32_t> stop_token_ids;
+  bool logprobs = false;              // report the chosen token's logprob (and top_logprobs alternatives)
+};
+
+struct TokenLogprob {
+  int32_t token;
+  float logprob;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
+// One chunk of output. Text that might be the start of a stop string is held
+// back until it cannot be, so `text` never contains any part of a stop string.
+struct StreamEvent {
+  std::string text;
+  std::vector<int32_t> tokens;
+  std::vector<TokenLogprob> logprobs;  // parallel to tokens when requested
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::None;
+  std::string error;                   // when finish_reason == Error
+  int32_t prompt_tokens = 0;           // set on the final event
+  int32_t completion_tokens = 0;
+  int32_t cached_prompt_tokens = 0;
+};
+
+class RequestStream {
+ public:
+  explicit RequestStream(uint64_t id) : id_(id), created_(std::chrono::steady_clock::now()) {}
+  uint64_t id() const { return id_; }
+
+  // Consumer side: waits for the next event (or the timeout); nullopt on timeout.
+  std::optional<StreamEvent> next(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
+  // Asks the engine to stop this request; its blocks are freed within a step.
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+  // Producer side (engine thread).
+  void push(StreamEvent ev);
+  bool finished() const;
+  std::chrono::steady_clock::time_point created() const { return created_; }
+
+ private:
+  uint64_t id_;
+  std::chrono::steady_clock::time_point created_;
+  std::atomic<bool> cancelled_{false};
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<StreamEvent> events_;
+  bool done_ = false;
+};
+
+using RequestHandle = std::shared_ptr<RequestStream>;
+
+}  // namespace rf

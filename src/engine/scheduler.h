@@ -1,0 +1,66 @@
+// Scheduler: decides each step's work with no GPU code (DESIGN.md step 2).
+// Iteration-level batching under a token budget: running sequences first
+// (one decode token each, or their next prompt chunk), then waiting ones in
+// arrival order (chunked prefill), as long as there is budget, a sequence
+// slot and KV blocks. When blocks run out it preempts the newest running
+// sequence (frees its blocks; it is recomputed later). Prefix caching: full
+// blocks are registered by chained hash and reused at admission.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "kv/block_pool.h"
+
+namespace rf {
+
+struct SchedulerConfig {
+  int32_t max_num_seqs = 64;
+  int32_t max_num_batched_tokens = 2048;
+  bool prefix_caching = true;
+};
+
+struct ScheduledSeq {
+  Sequence* seq;
+  int32_t start;   // first position computed this step (== seq->n_computed before the step)
+  int32_t n_new;   // tokens computed this step
+  bool sample;     // the chunk reaches the last token: sample the next one
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& config, BlockPool& pool);
+
+  // Queues a sequence (status Waiting) behind the others.
+  void add(Sequence* seq);
+  // This step's work; empty when nothing can run.
+  std::vector<ScheduledSeq> schedule();
+  // After the forward pass: marks the scheduled tokens computed and
+  // registers newly full blocks in the prefix cache.
+  void complete(const std::vector<ScheduledSeq>& step);
+  // Removes a sequence wherever it is and releases its blocks.
+  void finish(Sequence* seq);
+
+  bool has_work() const { return !waiting_.empty() || !running_.empty(); }
+  size_t num_waiting() const { return waiting_.size(); }
+  size_t num_running() const { return running_.size(); }
+  uint64_t num_preemptions() const { return preemptions_; }
+  const BlockPool& pool() const { return pool_; }
+
+ private:
+  void preempt(Sequence* seq);
+  void release_blocks(Sequence* seq);
+  // Takes cached blocks for the sequence's leading full blocks.
+  void apply_prefix_hits(Sequence* seq);
+  bool allocate_for(Sequence* seq, int32_t n_tokens);
+
+  SchedulerConfig config_;
+  BlockPool& pool_;
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> running_;  // admission order; the last is preempted first
+  uint64_t preemptions_ = 0;
+};
+
+}  // namespace rf

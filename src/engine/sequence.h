@@ -1,0 +1,32 @@
+// Sequence: the scheduler's view of one request — its tokens (prompt, then
+// generated), how many have KV in the cache, and its block table. The
+// engine keeps the generation state (sampler, detokenizer, stream) beside it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kv/block_pool.h"
+
+namespace rf {
+
+enum class SeqStatus { Waiting, Running, Finished };
+
+struct Sequence {
+  uint64_t id = 0;
+  std::vector<int32_t> tokens;   // prompt followed by generated tokens
+  int32_t n_prompt = 0;
+  int32_t n_computed = 0;        // leading tokens whose KV is in the cache
+  int32_t n_cached = 0;          // of those, taken from the prefix cache at admission
+  BlockTable table;
+  int32_t n_hashed_blocks = 0;   // leading full blocks registered in the prefix cache
+  uint64_t last_hash = 0;        // chain hash of block n_hashed_blocks - 1
+  SeqStatus status = SeqStatus::Waiting;
+  int32_t n_preemptions = 0;
+
+  int32_t n_tokens() const { return int32_t(tokens.size()); }
+  int32_t n_generated() const { return n_tokens() - n_prompt; }
+  int32_t n_pending() const { return n_tokens() - n_computed; }
+};
+
+}  // namespace rf

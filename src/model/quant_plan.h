@@ -1,0 +1,31 @@
+// Which GGUF type each tensor gets when quantizing (rocmforge quantize and
+// mkmodel). Plain types quantize every 2-D weight to that type. The mixtures
+// follow llama.cpp's recipes:
+//   q4_k_m: Q4_K everywhere; Q6_K for output.weight, and for attn_v and
+//           ffn_down in "more bits" layers (the first and last eighth of the
+//           layers, and every third layer in between);
+//   q5_k_m: the same with Q5_K as the base.
+// 1-D tensors (norms, rope factors) stay F32. A tensor whose row length is
+// not a multiple of the chosen type's block size falls back to Q8_0, then F16.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/dtype.h"
+
+namespace rf {
+
+struct QuantPlan {
+  std::string name;     // "q4_k_m"
+  DType base;           // Q4_K
+  bool mixture = false;
+  int32_t file_type;    // general.file_type (llama.cpp's numbering)
+};
+
+std::optional<QuantPlan> quant_plan(const std::string& name);
+std::string quant_plan_names();  // for help texts
+// The type for tensor `name` of shape [cols, rows] in a model of n_layer layers.
+DType plan_tensor_type(const QuantPlan& plan, const std::string& name, int64_t cols, int n_dims, int n_layer);
+
+}  // namespace rf

@@ -1,0 +1,117 @@
+// Whole models on the CUDA backend against the CPU backend: stories260K and
+// the qtest models (logits within 1e-2 relative L2, same argmax), greedy
+// tokens equal the golden file, decode graphs give the same logits as eager
+// steps, and many steps allocate no device memory.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "gpu/gpu_test_util.h"
+#include "model/runner.h"
+
+namespace rf {
+namespace {
+
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> out;
+  std::string line;
+  const std::regex lone_surrogate(R"(\\u[dD][c-fC-F][0-9a-fA-F]{2})");  // see model_golden_test.cpp
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(nlohmann::json::parse(std::regex_replace(line, lone_surrogate, "\\ufffd")));
+  return out;
+}
+
+TEST(CudaModel, Stories260KGreedyMatchesGolden) {
+  RF_REQUIRE_GPU();
+  RF_REQUIRE_TESTDATA("stories260K.gguf");
+  auto gpu = test::make_gpu();
+  test::ModelRunner runner(test::testdata_path("stories260K.gguf"), *gpu);
+  for (const auto& g : read_jsonl(test::testdata_path("stories260K.golden.jsonl"))) {
+    const auto prompt = g["prompt_tokens"].get<std::vector<int32_t>>();
+    const auto expect = g["greedy_tokens"].get<std::vector<int32_t>>();
+    std::vector<float> first;
+    EXPECT_EQ(runner.greedy(prompt, int(expect.size()), 2, &first), expect) << g["prompt"];
+    for (const auto& pair : g["first_step_top10"])
+      EXPECT_NEAR(first[pair[0].get<size_t>()], pair[1].get<float>(), 2e-2);
+  }
+}
+
+class CudaModelVsCpu : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaModelVsCpu, LogitsMatchCpu) {
+  RF_REQUIRE_GPU();
+  const std::string rel = GetParam();
+  RF_REQUIRE_TESTDATA(rel);
+  auto gpu = test::make_gpu();
+  CpuBackend cpu(2);
+  test::ModelRunner g(test::testdata_path(rel), *gpu), c(test::testdata_path(rel), cpu);
+  std::vector<int32_t> prompt;
+  std::mt19937 rng(5);
+  for (int i = 0; i < 40; ++i) prompt.push_back(int32_t(rng() % uint32_t(c.vocab())));
+  test::ModelRunner::Seq sg, sc;
+  sg.tokens = sc.tokens = prompt;
+  // Prefill, then a few decode steps (graph path on the GPU).
+  for (int step = 0; step < 6; ++step) {
+    const auto lg = g.step({&sg})[0];
+    const auto lc = c.step({&sc})[0];
+    EXPECT_LT(test::rel_l2(lg, lc), 1e-2) << rel << " step " << step;
+    EXPECT_EQ(test::ModelRunner::argmax(lg), test::ModelRunner::argmax(lc)) << rel << " step " << step;
+    const int32_t next = test::ModelRunner::argmax(lc);
+    sg.tokens.push_back(next);
+    sc.tokens.push_back(next);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaModelVsCpu,
+                         ::testing::Values("stories260K.gguf", "quant/qtest-f16.gguf", "quant/qtest-q8_0.gguf",
+                                           "quant/qtest-q4_0.gguf", "quant/qtest-q4_1.gguf", "quant/qtest-q5_0.gguf",
+                                           "quant/qtest-q5_1.gguf", "quant/qtest-q2_k.gguf", "quant/qtest-q3_k.gguf",
+                                           "quant/qtest-q4_k.gguf", "quant/qtest-q5_k.gguf", "quant/qtest-q6_k.gguf",
+                                           "quant/qtest-q4_k_m.gguf"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& ch : s)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
+TEST(CudaModel, BatchOf32MatchesAloneAndNoAllocationPerStep) {
+  RF_REQUIRE_GPU();
+  RF_REQUIRE_TESTDATA("stories260K.gguf");
+  auto gpu = test::make_gpu();
+  test::ModelRunner runner(test::testdata_path("stories260K.gguf"), *gpu, 1024, 32, 512, 16);
+  std::mt19937 rng(9);
+  std::vector<test::ModelRunner::Seq> seqs(32);
+  std::vector<test::ModelRunner::Seq*> ptrs;
+  for (auto& s : seqs) {
+    for (int i = 0; i < 5 + int(rng() % 20); ++i) s.tokens.push_back(int32_t(rng() % 512));
+    ptrs.push_back(&s);
+  }
+  // Sequence 0 alone (prefill + 8 decode steps).
+  test::ModelRunner::Seq alone;
+  alone.tokens = seqs[0].tokens;
+  std::vector<std::vector<float>> alone_logits;
+  for (int step = 0; step < 9; ++step) {
+    alone_logits.push_back(runner.step({&alone})[0]);
+    alone.tokens.push_back(test::ModelRunner::argmax(alone_logits.back()));
+  }
+  runner.release(alone);
+  runner.warmup();
+  gpu->synchronize();
+  const size_t free_before = gpu->free_memory();
+  for (int step = 0; step < 9; ++step) {
+    auto logits = runner.step(ptrs);
+    EXPECT_LT(test::rel_l2(logits[0], alone_logits[size_t(step)]), 1e-2) << "step " << step;
+    EXPECT_EQ(test::ModelRunner::argmax(logits[0]), test::ModelRunner::argmax(alone_logits[size_t(step)]));
+    for (size_t i = 0; i < seqs.size(); ++i) seqs[i].tokens.push_back(test::ModelRunner::argmax(logits[i]));
+  }
+  gpu->synchronize();
+  EXPECT_EQ(gpu->free_memory(), free_before) << "device memory was allocated during steps";
+  for (auto& s : seqs) runner.release(s);
+}
+
+}  // namespace
+}  // namespace rf

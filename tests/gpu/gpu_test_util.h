@@ -1,0 +1,86 @@
+// GPU test helpers: skip without a GPU (fail instead under
+// ROCMFORGE_REQUIRE_GPU=1), device buffers from host vectors, normalized
+// error against the CPU backend's results.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/cuda_backend.h"
+#include "core/fp16.h"
+#include "testdata.h"
+
+#define RF_REQUIRE_GPU()                                                                     \
+  do {                                                                                       \
+    if (::rf::CudaBackend::device_count() == 0) {                                            \
+      if (::rf::test::env_flag("ROCMFORGE_REQUIRE_GPU")) FAIL() << "no CUDA device found";   \
+      GTEST_SKIP() << "no CUDA device";                                                      \
+    }                                                                                        \
+  } while (0)
+
+namespace rf::test {
+
+// Small explicit budgets so GPU tests can run in parallel.
+inline std::unique_ptr<CudaBackend> make_gpu() {
+  CudaOptions o;
+  o.dequant_scratch_bytes = size_t(32) << 20;
+  return std::make_unique<CudaBackend>(o);
+}
+
+inline std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Rounds to f16 and back (what the GPU's activations hold).
+inline std::vector<float> round_f16(std::vector<float> v) {
+  for (auto& x : v) x = f16_to_f32(f32_to_f16(x));
+  return v;
+}
+
+inline std::vector<uint16_t> to_f16(const std::vector<float>& v) {
+  std::vector<uint16_t> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = f32_to_f16(v[i]);
+  return h;
+}
+
+inline std::vector<float> from_f16(const std::vector<uint16_t>& h) {
+  std::vector<float> v(h.size());
+  for (size_t i = 0; i < h.size(); ++i) v[i] = f16_to_f32(h[i]);
+  return v;
+}
+
+// ||a - b|| / ||b||
+inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const double d = double(a[i]) - double(b[i]);
+    num += d * d;
+    den += double(b[i]) * double(b[i]);
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// A device copy of host data.
+template <typename T>
+void* upload(Backend& gpu, const std::vector<T>& host) {
+  void* p = gpu.alloc(host.size() * sizeof(T), "test buffer");
+  gpu.copy_to_device(p, host.data(), host.size() * sizeof(T));
+  return p;
+}
+
+template <typename T>
+std::vector<T> download(Backend& gpu, const void* p, size_t n) {
+  std::vector<T> h(n);
+  gpu.copy_to_host(h.data(), p, n * sizeof(T));
+  return h;
+}
+
+}  // namespace rf::test
