@@ -50,11 +50,20 @@ Value make_list(Renderer& r, std::vector<Value> items) {
   return Value::of(l);
 }
 
+// What Jinja2's lazy filters (map, select, batch, unique, ...) return.
+Value make_generator(Renderer& r, std::vector<Value> items) {
+  Value g = make_list(r, std::move(items));
+  g.list->seq = SeqKind::Generator;
+  return g;
+}
+
 size_t py_len(const Value& v) {
   switch (v.kind) {
     case Kind::Undefined: return 0;
     case Kind::String: return utf8_length(v.str());
-    case Kind::List: return v.list->items.size();
+    case Kind::List:
+      if (v.list->seq == SeqKind::Generator) break;
+      return v.list->items.size();
     case Kind::Dict:
       if (v.dict->kind == DictKind::Plain) return v.dict->entries.size();
       break;
@@ -85,7 +94,7 @@ Value f_batch(Renderer& r, const Value& v, const CallArgs& a) {
       while (static_cast<int64_t>(cur.size()) < n) r.budget().charge(1), cur.push_back(fill);
     rows.push_back(make_list(r, std::move(cur)));
   }
-  return make_list(r, std::move(rows));
+  return make_generator(r, std::move(rows));
 }
 
 Value f_length(Renderer&, const Value& v, const CallArgs&) { return Value::integer(static_cast<int64_t>(py_len(v))); }
@@ -119,17 +128,18 @@ Value f_first(Renderer& r, const Value& v, const CallArgs&) {
 }
 
 Value f_last(Renderer& r, const Value& v, const CallArgs&) {
+  if (v.is_list() && v.list->seq == SeqKind::Generator) runtime_error("'generator' object is not reversible");
   if (v.is_list()) return v.list->items.empty() ? Value::undefined() : v.list->items.back();
   const std::vector<Value> items = r.iterate(v);
   return items.empty() ? Value::undefined() : items.back();
 }
 
 Value f_items(Renderer& r, const Value& v, const CallArgs&) {
-  if (v.is_undefined()) return make_list(r, {});
+  if (v.is_undefined()) return make_generator(r, {});
   if (v.kind != Kind::Dict || v.dict->kind != DictKind::Plain) runtime_error("items() needs a mapping");
   std::vector<Value> out;
   for (const auto& [k, val] : v.dict->entries) out.push_back(r.heap().make_tuple({k, val}));
-  return make_list(r, std::move(out));
+  return make_generator(r, std::move(out));
 }
 
 Value f_join(Renderer& r, const Value& v, const CallArgs& a) {
@@ -157,7 +167,7 @@ Value f_map(Renderer& r, const Value& v, const CallArgs& a) {
       Value x = get_path(r, item, *attr);
       out.push_back(x.is_undefined() && !fallback.is_undefined() ? fallback : x);
     }
-    return make_list(r, std::move(out));
+    return make_generator(r, std::move(out));
   }
   if (a.positional.empty() || !a.positional[0].is_string()) runtime_error("map() needs a filter name or attribute=");
   const std::string& name = a.positional[0].str();
@@ -166,7 +176,7 @@ Value f_map(Renderer& r, const Value& v, const CallArgs& a) {
   rest.positional.assign(a.positional.begin() + 1, a.positional.end());
   rest.keyword = a.keyword;
   for (const Value& item : r.iterate(v)) out.push_back(apply_filter(r, name, item, rest));
-  return make_list(r, std::move(out));
+  return make_generator(r, std::move(out));
 }
 
 Value min_max(Renderer& r, const Value& v, const CallArgs& a, bool want_max) {
@@ -189,7 +199,7 @@ Value f_reverse(Renderer& r, const Value& v, const CallArgs&) {
   if (v.is_string()) return r.slice(v, Value::none(), Value::none(), Value::integer(-1));
   std::vector<Value> items = r.iterate(v);
   std::reverse(items.begin(), items.end());
-  return make_list(r, std::move(items));
+  return make_generator(r, std::move(items));
 }
 
 Value select_impl(Renderer& r, const Value& v, const CallArgs& a, bool by_attr, bool keep_if) {
@@ -213,7 +223,7 @@ Value select_impl(Renderer& r, const Value& v, const CallArgs& a, bool by_attr, 
     const bool pass = test.empty() ? truthy(x) : apply_test(r, test, x, rest);
     if (pass == keep_if) out.push_back(item);
   }
-  return make_list(r, std::move(out));
+  return make_generator(r, std::move(out));
 }
 Value f_select(Renderer& r, const Value& v, const CallArgs& a) { return select_impl(r, v, a, false, true); }
 Value f_reject(Renderer& r, const Value& v, const CallArgs& a) { return select_impl(r, v, a, false, false); }
@@ -273,7 +283,7 @@ Value f_unique(Renderer& r, const Value& v, const CallArgs& a) {
     }
     if (!dup) seen.push_back(key), out.push_back(item);
   }
-  return make_list(r, std::move(out));
+  return make_generator(r, std::move(out));
 }
 
 const std::unordered_map<std::string_view, FilterFn>& filter_table() {

@@ -300,7 +300,9 @@ Value dict_method(Renderer& r, const Value& self, std::string_view m, const Call
     out.reserve(d.entries.size());
     for (const auto& [k, v] : d.entries)
       out.push_back(m == "items" ? r.heap().make_tuple({k, v}) : m == "keys" ? k : v);
-    return list_of(r, std::move(out));
+    Value view = list_of(r, std::move(out));
+    view.list->seq = m == "items" ? SeqKind::ItemsView : m == "keys" ? SeqKind::KeysView : SeqKind::ValuesView;
+    return view;
   }
   if (m == "copy") {
     DictObj* c = r.heap().make_dict();
@@ -464,7 +466,7 @@ Value dict_from_args(Renderer& r, const CallArgs& a, DictKind kind) {
 bool has_method(const Value& self, std::string_view name) {
   switch (self.kind) {
     case Kind::String: return in(kStringMethods, name);
-    case Kind::List: return in(kListMethods, name);
+    case Kind::List: return self.list->seq == SeqKind::List && in(kListMethods, name);
     case Kind::Dict: return self.dict->kind == DictKind::Plain && in(kDictMethods, name);
     default: return false;
   }

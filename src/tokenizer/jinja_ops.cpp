@@ -96,6 +96,7 @@ Value Renderer::get_item(const Value& obj, const Value& key) {
       if (key.kind == Kind::String) return get_attr(obj, key.str());
       return Value::undefined();
     case Kind::List:
+      if (obj.list->seq != SeqKind::List) return Value::undefined();  // generators and views are not subscriptable
       if (key.is_int()) {
         const auto n = static_cast<int64_t>(obj.list->items.size());
         int64_t i = key.as_int();
@@ -128,7 +129,8 @@ Value Renderer::get_item(const Value& obj, const Value& key) {
 
 Value Renderer::slice(const Value& obj, const Value& start_v, const Value& stop_v, const Value& step_v) {
   if (obj.is_undefined()) undefined_error(obj);
-  if (obj.kind != Kind::List && obj.kind != Kind::String) return Value::undefined();
+  if (!obj.is_plain_list() && obj.kind != Kind::String)
+    runtime_error(str("'", type_name(obj), "' object is not subscriptable"));
   auto as_index = [](const Value& v, const char* what) -> std::optional<int64_t> {
     if (v.is_none()) return std::nullopt;
     if (!v.is_int()) runtime_error(str("slice ", what, " must be an integer or none"));
@@ -181,7 +183,10 @@ std::vector<Value> Renderer::iterate(const Value& v) {
   std::vector<Value> out;
   switch (v.kind) {
     case Kind::Undefined: return out;
-    case Kind::List: out = v.list->items; break;
+    case Kind::List:
+      out = v.list->items;
+      if (v.list->seq == SeqKind::Generator) v.list->items.clear();  // a generator is consumed
+      break;
     case Kind::Dict:
       if (v.dict->kind != DictKind::Plain) runtime_error(str("'", type_name(v), "' object is not iterable"));
       out.reserve(v.dict->entries.size());
@@ -216,7 +221,7 @@ Value Renderer::binary_op(BinOp op, const Value& a, const Value& b) {
         budget_.check_string_size(a.str().size() + b.str().size());
         return make_string(a.str() + b.str());
       }
-      if (a.is_list() && b.is_list() && a.list->is_tuple == b.list->is_tuple) {
+      if (a.is_plain_list() && b.is_plain_list() && a.list->is_tuple == b.list->is_tuple) {
         ListObj* out = heap_.make_list(a.list->items.size() + b.list->items.size());
         out->is_tuple = a.list->is_tuple;
         out->items = a.list->items;
@@ -235,7 +240,7 @@ Value Renderer::binary_op(BinOp op, const Value& a, const Value& b) {
       if (nums) return Value::number(a.as_double() * b.as_double());
       const Value& seq = b.is_int() ? a : b;
       const Value& count = b.is_int() ? b : a;
-      if (count.is_int() && (seq.is_string() || seq.is_list())) {
+      if (count.is_int() && (seq.is_string() || seq.is_plain_list())) {
         const int64_t times = std::max<int64_t>(0, count.as_int());
         if (seq.is_string()) {
           const size_t len = seq.str().size();
@@ -305,8 +310,9 @@ bool Renderer::contains(const Value& container, const Value& item) {
       }
       return false;
     case Kind::Dict:
-      if (container.dict->kind == DictKind::Plain) return container.dict->find(item) != nullptr;
-      break;
+      if (container.dict->kind != DictKind::Plain) break;
+      if (item.kind == Kind::List || item.kind == Kind::Dict) runtime_error(str("unhashable type: '", type_name(item), "'"));
+      return container.dict->find(item) != nullptr;
     default: break;
   }
   runtime_error(str("argument of type '", type_name(container), "' is not iterable"));

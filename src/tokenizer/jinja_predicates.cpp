@@ -29,7 +29,9 @@ bool t_mapping(Renderer&, const Value& v, const CallArgs&) { return v.is_dict() 
 bool t_iterable(Renderer&, const Value& v, const CallArgs&) {
   return v.is_undefined() || v.is_string() || v.is_list() || (v.is_dict() && v.dict->kind == DictKind::Plain);
 }
-bool t_sequence(Renderer& r, const Value& v, const CallArgs& a) { return t_iterable(r, v, a); }
+bool t_sequence(Renderer&, const Value& v, const CallArgs&) {
+  return v.is_undefined() || v.is_string() || v.is_plain_list() || (v.is_dict() && v.dict->kind == DictKind::Plain);
+}
 bool t_callable(Renderer&, const Value& v, const CallArgs&) { return v.kind == Kind::Func || v.is_undefined(); }
 bool t_escaped(Renderer&, const Value&, const CallArgs&) { return false; }
 bool t_lower(Renderer&, const Value& v, const CallArgs&) {
@@ -38,17 +40,14 @@ bool t_lower(Renderer&, const Value& v, const CallArgs&) {
 bool t_upper(Renderer&, const Value& v, const CallArgs&) {
   return v.is_string() && py_upper(v.str()) == v.str() && py_lower(v.str()) != v.str();
 }
-int64_t int_operand(const Value& v, const char* test) {
-  if (!v.is_int()) runtime_error(str("the '", test, "' test needs an integer, not ", type_name(v)));
-  return v.as_int();
+// Python's value % divisor == remainder, for ints and floats alike.
+bool mod_is(Renderer& r, const Value& v, const Value& divisor, int64_t remainder) {
+  const Value m = r.binary_op(BinOp::Mod, v, divisor);
+  return equals(m, Value::integer(remainder));
 }
-bool t_odd(Renderer&, const Value& v, const CallArgs&) { return int_operand(v, "odd") % 2 != 0; }
-bool t_even(Renderer&, const Value& v, const CallArgs&) { return int_operand(v, "even") % 2 == 0; }
-bool t_divisibleby(Renderer&, const Value& v, const CallArgs& a) {
-  const int64_t d = int_operand(a.get(0, "num"), "divisibleby");
-  if (d == 0) runtime_error("integer division or modulo by zero");
-  return d == -1 || int_operand(v, "divisibleby") % d == 0;
-}
+bool t_odd(Renderer& r, const Value& v, const CallArgs&) { return mod_is(r, v, Value::integer(2), 1); }
+bool t_even(Renderer& r, const Value& v, const CallArgs&) { return mod_is(r, v, Value::integer(2), 0); }
+bool t_divisibleby(Renderer& r, const Value& v, const CallArgs& a) { return mod_is(r, v, a.get(0, "num"), 0); }
 bool t_eq(Renderer&, const Value& v, const CallArgs& a) { return equals(v, a.get(0, "other")); }
 bool t_ne(Renderer&, const Value& v, const CallArgs& a) { return !equals(v, a.get(0, "other")); }
 bool t_lt(Renderer& r, const Value& v, const CallArgs& a) { return r.compare(CmpOp::Lt, v, a.get(0, "other")); }

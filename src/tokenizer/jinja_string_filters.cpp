@@ -134,6 +134,7 @@ Value f_format(Renderer& r, const Value& v, const CallArgs& a) {
 
 Value f_indent(Renderer& r, const Value& v, const CallArgs& a) {
   if (v.is_undefined()) undefined_input(v);
+  if (!v.is_string()) runtime_error(str("indent() needs a string, not ", type_name(v)));
   const Value w = a.get(0, "width", Value::integer(4));
   const std::string unit = w.is_string() ? w.str() : std::string(static_cast<size_t>(std::clamp<int64_t>(int_arg(w, "width"), 0, 1 << 16)), ' ');
   const bool first = truthy(a.get(1, "first", Value::boolean(false)));
@@ -259,8 +260,15 @@ Value f_trim(Renderer& r, const Value& v, const CallArgs& a) {
 }
 
 Value f_truncate(Renderer& r, const Value& v, const CallArgs& a) {
-  const std::string s = as_text(r, v);
   const int64_t length = int_arg(a.get(0, "length", Value::integer(255)), "length");
+  if (!v.is_string() && !v.is_undefined()) {  // Jinja2 compares len(value) and returns short values unchanged
+    const bool sized = v.is_plain_list() || (v.is_dict() && v.dict->kind == DictKind::Plain);
+    if (!sized) runtime_error(str("object of type '", type_name(v), "' has no len()"));
+    const size_t n = v.is_list() ? v.list->items.size() : v.dict->entries.size();
+    const Value leeway = a.get(3, "leeway", Value::integer(5));
+    if (static_cast<int64_t>(n) <= length + (leeway.is_int() ? leeway.as_int() : 5)) return v;
+  }
+  const std::string s = as_text(r, v);
   const bool killwords = truthy(a.get(1, "killwords", Value::boolean(false)));
   const Value end_v = a.get(2, "end", Value::undefined());
   const std::string end = end_v.is_string() ? end_v.str() : "...";

@@ -144,7 +144,7 @@ bool truthy(const Value& v) {
     case Kind::Int: return v.i != 0;
     case Kind::Float: return v.f != 0.0;
     case Kind::String: return !v.s->empty();
-    case Kind::List: return !v.list->items.empty();
+    case Kind::List: return v.list->seq == SeqKind::Generator || !v.list->items.empty();
     case Kind::Dict: return v.dict->kind != DictKind::Plain || !v.dict->entries.empty();
     case Kind::Func: return true;
   }
@@ -159,7 +159,15 @@ std::string type_name(const Value& v) {
     case Kind::Int: return "int";
     case Kind::Float: return "float";
     case Kind::String: return "str";
-    case Kind::List: return v.list->is_tuple ? "tuple" : "list";
+    case Kind::List:
+      switch (v.list->seq) {
+        case SeqKind::Generator: return "generator";
+        case SeqKind::ItemsView: return "dict_items";
+        case SeqKind::KeysView: return "dict_keys";
+        case SeqKind::ValuesView: return "dict_values";
+        case SeqKind::List: break;
+      }
+      return v.list->is_tuple ? "tuple" : "list";
     case Kind::Dict:
       return v.dict->kind == DictKind::Namespace ? "Namespace" : v.dict->kind == DictKind::Loop ? "LoopContext" : "dict";
     case Kind::Func: return "function";
@@ -181,6 +189,21 @@ void append_scalar(std::string& out, const Value& v) {
 
 void append_container(std::string& out, const Value& v, size_t max_bytes, int depth) {
   if (depth > kMaxValueDepth) too_deep();
+  if (v.kind == Kind::List && v.list->seq == SeqKind::Generator) {
+    out += "<generator object>";
+    return;
+  }
+  if (v.kind == Kind::List && v.list->seq != SeqKind::List) {  // dict_items([...]) and friends
+    ListObj plain;
+    plain.items = v.list->items;
+    out += type_name(v) + "(";
+    Value shown;
+    shown.kind = Kind::List;
+    shown.list = &plain;
+    append_container(out, shown, max_bytes, depth + 1);
+    out += ')';
+    return;
+  }
   if (v.kind == Kind::List) {
     const auto& items = v.list->items;
     out += v.list->is_tuple ? '(' : '[';
@@ -254,6 +277,7 @@ bool equals(const Value& a, const Value& b, int depth) {
     case Kind::String: return a.str() == b.str();
     case Kind::List: {
       if (a.list == b.list) return true;
+      if (a.list->seq == SeqKind::Generator || a.list->seq == SeqKind::ValuesView || a.list->seq != b.list->seq) return false;
       if (a.list->is_tuple != b.list->is_tuple || a.list->items.size() != b.list->items.size()) return false;
       for (size_t k = 0; k < a.list->items.size(); ++k)
         if (!equals(a.list->items[k], b.list->items[k], depth + 1)) return false;
@@ -281,7 +305,7 @@ bool less_than(const Value& a, const Value& b, int depth) {
     return a.as_int() < b.as_int();
   }
   if (a.kind == Kind::String && b.kind == Kind::String) return a.str() < b.str();
-  if (a.kind == Kind::List && b.kind == Kind::List && a.list->is_tuple == b.list->is_tuple) {
+  if (a.is_plain_list() && b.is_plain_list() && a.list->is_tuple == b.list->is_tuple) {
     const auto& x = a.list->items;
     const auto& y = b.list->items;
     for (size_t k = 0; k < x.size() && k < y.size(); ++k) {
@@ -331,6 +355,7 @@ void append_json(std::string& out, const Value& v, const JsonStyle& style, size_
       return;
     case Kind::String: append_json_string(out, v.str(), style.ensure_ascii); check_size(out, max_bytes); return;
     case Kind::List: {
+      if (v.list->seq != SeqKind::List) break;
       const auto& items = v.list->items;
       if (items.empty()) { out += "[]"; return; }
       out += '[';

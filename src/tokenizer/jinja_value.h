@@ -98,17 +98,27 @@ struct Value {
   bool is_string() const { return kind == Kind::String; }
   bool is_int() const { return kind == Kind::Int || kind == Kind::Bool; }  // Python: bool is an int
   bool is_number() const { return is_int() || kind == Kind::Float; }
-  bool is_list() const { return kind == Kind::List; }
+  bool is_list() const { return kind == Kind::List; }  // any sequence: list, tuple, generator, dict view
+  bool is_plain_list() const;  // list or tuple (not a generator or dict view)
   bool is_dict() const { return kind == Kind::Dict; }
   const std::string& str() const { return *s; }
   int64_t as_int() const { return kind == Kind::Bool ? int64_t(b) : i; }
   double as_double() const { return kind == Kind::Float ? f : double(as_int()); }
 };
 
+// What a sequence is in Python terms. Filters such as map/select return
+// generators (always truthy, no len(), not subscriptable, consumed when
+// iterated); dict.items()/keys()/values() return views (len() but no
+// indexing). Both print as Python prints them.
+enum class SeqKind : uint8_t { List, Generator, ItemsView, KeysView, ValuesView };
+
 struct ListObj {
   std::vector<Value> items;
   bool is_tuple = false;
+  SeqKind seq = SeqKind::List;
 };
+
+inline bool Value::is_plain_list() const { return kind == Kind::List && list->seq == SeqKind::List; }
 
 enum class DictKind : uint8_t { Plain, Namespace, Loop };
 

@@ -154,6 +154,8 @@ c)J"},
     {R"J({{ a.b['c'].d }})J", R"J({"a": {"b": {}}})J", nullptr},
     {R"J({{ loop }})J", R"J({})J", R"J()J"},
     {R"J({{ messages[0].content + 'x' }})J", R"J({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]})J", nullptr},
+    {R"J({{ {'a': 1}.keys()[0] }})J", R"J({})J", R"J()J"},
+    {R"J({{ 4.0 is divisibleby 2 }}{{ 3.0 is odd }}{{ 2.5 is even }})J", R"J({})J", R"J(TrueTrueFalse)J"},
 };
 
 TEST(Jinja, ExpressionsMatchJinja2) {

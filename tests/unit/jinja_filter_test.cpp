@@ -212,6 +212,14 @@ b'|indent(2, true) }})J", R"J({})J", R"J(line1
     {"{{ '\\r\\n' }}|{{ 'x\r\ny' }}", R"J({})J", "\r\n|x\ny"},
     {R"J({{ messages[0]['content'][0]['text']|trim }})J", R"J({"messages": [{"role": "user", "content": [{"type": "text", "text": "  hi  "}]}]})J", R"J(hi)J"},
     {R"J({{ (messages[0].content|first).text }}{{ messages[0].content|selectattr('type', 'equalto', 'text')|map(attribute='text')|join('') }})J", R"J({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "image_url"}, {"type": "text", "text": "!"}]}]})J", R"J(hihi!)J"},
+    {R"J({{ [1, 2]|map('string')|length }})J", R"J({})J", nullptr},
+    {R"J({{ [1, 2]|select|last }})J", R"J({})J", nullptr},
+    {R"J({{ {'a': 1}.items() }}{{ {'a': 1}.keys() }}{{ {'a': 1}.values() }}{{ {'a': 1}.items()|length }}{{ {'a': 1}.keys()|list }})J", R"J({})J", R"J(dict_items([('a', 1)])dict_keys(['a'])dict_values([1])1['a'])J"},
+    {R"J({{ ([1]|select)[0] }})J", R"J({})J", R"J()J"},
+    {R"J({{ [1]|select is sequence }}{{ [1]|select is iterable }}{{ {}.items() is sequence }})J", R"J({})J", R"J(FalseTrueFalse)J"},
+    {R"J({{ [1]|select|tojson }})J", R"J({})J", nullptr},
+    {R"J({{ [1]|select + [2] }})J", R"J({})J", nullptr},
+    {R"J({{ xs|selectattr('role', 'equalto', 'user')|first }}{{ (xs|selectattr('role', 'equalto', 'user')|list)[0].c }})J", R"J({"xs": [{"role": "user", "c": 1}]})J", R"J({'role': 'user', 'c': 1}1)J"},
 };
 
 TEST(Jinja, FiltersMatchJinja2) {

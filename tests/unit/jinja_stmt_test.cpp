@@ -140,6 +140,10 @@ b)J", R"J({})J", R"J(a
 b)J"},
     {R"J(  {% raw -%}  x  {%- endraw %}  )J", R"J({})J", R"J(x  )J"},
     {R"J({% for i in [1] %}{{ loop.index0 }}{{ loop['index'] }}{{ loop.nonexistent is defined }}{% endfor %})J", R"J({})J", R"J(01False)J"},
+    {R"J({% if [1]|select('odd') %}a{% endif %}{% if []|select %}b{% endif %}{% if []|map('string') %}c{% endif %}{% if {}.items() %}d{% endif %}{% if {'a':1}.keys() %}e{% endif %})J", R"J({})J", R"J(abce)J"},
+    {R"J({% set g = [1, 2, 3]|select('odd') %}{{ g|list }}{{ g|list }})J", R"J({})J", R"J([1, 3][])J"},
+    {R"J({{ [3, 1]|reverse|list }}{% if []|reverse %}r{% endif %})J", R"J({})J", R"J([1, 3]r)J"},
+    {R"J({% for k, v in {'a': 1}.items() %}{{ k }}{{ v }}{% endfor %}{{ 'a' in {'a': 1}.keys() }})J", R"J({})J", R"J(a1True)J"},
 };
 
 TEST(Jinja, StatementsMatchJinja2) {
