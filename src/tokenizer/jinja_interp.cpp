@@ -151,8 +151,8 @@ Renderer::Flow Renderer::exec(const Stmt& s) {
     case StmtKind::If: return exec_if(s);
     case StmtKind::For: return exec_for(s);
     case StmtKind::Set: exec_set(s); break;
-    case StmtKind::SetBlock: {
-      Value v = make_string(capture(s.body));
+    case StmtKind::SetBlock: {  // the body runs in its own scope, as in Jinja2
+      Value v = make_string(capture_scoped(s.body));
       scope_->set(s.targets[0], apply_filter_chain(s.filters, v));
       break;
     }
@@ -167,31 +167,50 @@ Renderer::Flow Renderer::exec(const Stmt& s) {
       break;
     }
     case StmtKind::FilterBlock: {
-      Value v = make_string(capture(s.body));
+      Value v = make_string(capture_scoped(s.body));
       emit_value(apply_filter_chain(s.filters, v));
       break;
     }
     case StmtKind::With: {
       Scope* inner = acquire_scope(scope_);
       for (const auto& [name, expr] : s.params) inner->set(name, eval(*expr));
-      Scope* saved = scope_;
-      scope_ = inner;
-      Flow f;
-      try {
-        f = exec_body(s.body);
-      } catch (...) {
-        scope_ = saved;
-        throw;
-      }
-      scope_ = saved;
-      release_scope(inner);
-      return f;
+      return exec_scoped(s.body, inner);
     }
-    case StmtKind::Generation: return exec_body(s.body);
+    // transformers renders {% generation %} through a call block: a scope of its own.
+    case StmtKind::Generation: return exec_scoped(s.body, acquire_scope(scope_));
     case StmtKind::Break: return Flow::Break;
     case StmtKind::Continue: return Flow::Continue;
   }
   return Flow::Normal;
+}
+
+Renderer::Flow Renderer::exec_scoped(const Body& body, Scope* inner) {
+  Scope* saved = scope_;
+  scope_ = inner;
+  Flow f;
+  try {
+    f = exec_body(body);
+  } catch (...) {
+    scope_ = saved;
+    throw;
+  }
+  scope_ = saved;
+  release_scope(inner);
+  return f;
+}
+
+std::string Renderer::capture_scoped(const Body& body) {
+  std::string buf;
+  std::string* saved = out_;
+  out_ = &buf;
+  try {
+    exec_scoped(body, acquire_scope(scope_));
+  } catch (...) {
+    out_ = saved;
+    throw;
+  }
+  out_ = saved;
+  return buf;
 }
 
 Renderer::Flow Renderer::exec_if(const Stmt& s) {
@@ -253,7 +272,9 @@ Renderer::Flow Renderer::exec_for(const Stmt& s) {
   e[10].second = Value::integer(0);
   e[11].second = Value::of(cycle);
 
-  Flow result = Flow::Normal;
+  // Jinja2 renders the else block unless some iteration ran its body to the
+  // end: a loop whose every pass ends in break or continue also gets it.
+  bool completed_one = false;
   for (int64_t i = 0; i < n; ++i) {
     budget_.charge(1);
     e[0].second = Value::integer(i + 1);
@@ -277,9 +298,10 @@ Renderer::Flow Renderer::exec_for(const Stmt& s) {
     }
     scope_ = outer;
     release_scope(iter);
+    if (f == Flow::Normal) completed_one = true;
     if (f == Flow::Break) break;
   }
-  return result;
+  return completed_one ? Flow::Normal : exec_body(s.else_body);
 }
 
 void Renderer::exec_set(const Stmt& s) {

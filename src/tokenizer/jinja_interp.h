@@ -103,6 +103,8 @@ class Renderer {
   Flow exec_for(const Stmt& s);
   void exec_set(const Stmt& s);
   std::string capture(const Body& body);
+  Flow exec_scoped(const Body& body, Scope* inner);  // runs body in `inner`, then releases it
+  std::string capture_scoped(const Body& body);     // output of body run in a child scope
   Value apply_filter_chain(const std::vector<ExprPtr>& chain, Value v);
 
   Value eval(const Expr& e);

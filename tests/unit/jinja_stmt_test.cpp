@@ -144,6 +144,13 @@ b)J"},
     {R"J({% set g = [1, 2, 3]|select('odd') %}{{ g|list }}{{ g|list }})J", R"J({})J", R"J([1, 3][])J"},
     {R"J({{ [3, 1]|reverse|list }}{% if []|reverse %}r{% endif %})J", R"J({})J", R"J([1, 3]r)J"},
     {R"J({% for k, v in {'a': 1}.items() %}{{ k }}{{ v }}{% endfor %}{{ 'a' in {'a': 1}.keys() }})J", R"J({})J", R"J(a1True)J"},
+    {R"J({% for x in [1, 2] %}{% break %}{% else %}else-after-break{% endfor %}|{% for x in [1, 2] %}{% if x == 2 %}{% break %}{% endif %}{% else %}never{% endfor %}|{% for x in [1] %}{% continue %}{% else %}else-after-continue{% endfor %})J", R"J({})J", R"J(else-after-break||else-after-continue)J"},
+    {R"J({% set a = 1 %}{% set c %}{% set a = 2 %}{{ a }}{% endset %}{{ a }}{{ c }})J", R"J({})J", R"J(12)J"},
+    {R"J({% set a = 1 %}{% filter upper %}{% set a = 'x' %}{{ a }}{% endfilter %}{{ a }})J", R"J({})J", R"J(X1)J"},
+    {R"J({% set ns = namespace(v=1) %}{% set c %}{% set ns.v = 2 %}{% endset %}{{ ns.v }})J", R"J({})J", R"J(2)J"},
+    {R"J({% set a = 1 %}{% with %}{% set a = 2 %}{% endwith %}{{ a }}{% with b = a + 1 %}{{ b }}{% endwith %}{{ b }})J", R"J({})J", R"J(12)J"},
+    {R"J({% set a = 1 %}{% for i in [1] %}{% set a = 5 %}{% macro m() %}{{ a }}{% endmacro %}{{ m() }}{% endfor %}{{ a }})J", R"J({})J", R"J(51)J"},
+    {R"J({% macro m() %}{% set a = 'in' %}{{ a }}{% endmacro %}{% set a = 'out' %}{{ m() }}{{ a }})J", R"J({})J", R"J(inout)J"},
 };
 
 TEST(Jinja, StatementsMatchJinja2) {
