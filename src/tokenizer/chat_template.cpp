@@ -64,8 +64,14 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const C
 }
 
 std::string ChatTemplate::chatml_source() {
+  // ChatML; content may be a string or a list of parts (their text is joined).
   return "{% for message in messages %}"
-         "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+         "{{ '<|im_start|>' + message['role'] + '\\n' }}"
+         "{% if message['content'] is string %}{{ message['content'] }}"
+         "{% elif message['content'] is iterable %}"
+         "{% for part in message['content'] if part is mapping and part['type'] == 'text' %}{{ part['text'] }}{% endfor %}"
+         "{% endif %}"
+         "{{ '<|im_end|>\\n' }}"
          "{% endfor %}"
          "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 }

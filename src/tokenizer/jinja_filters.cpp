@@ -90,8 +90,10 @@ Value f_batch(Renderer& r, const Value& v, const CallArgs& a) {
     if (static_cast<int64_t>(cur.size()) == n) rows.push_back(make_list(r, std::move(cur))), cur.clear();
   }
   if (!cur.empty()) {
-    if (!fill.is_none())
-      while (static_cast<int64_t>(cur.size()) < n) r.budget().charge(1), cur.push_back(fill);
+    if (!fill.is_none()) {
+      r.budget().charge(static_cast<uint64_t>(n) - cur.size());
+      cur.resize(static_cast<size_t>(n), fill);
+    }
     rows.push_back(make_list(r, std::move(cur)));
   }
   return make_generator(r, std::move(rows));

@@ -324,9 +324,12 @@ bool less_than(const Value& a, const Value& b, int depth) {
 
 namespace {
 
-void json_newline(std::string& out, const JsonStyle& style, int level) {
+void json_newline(std::string& out, const JsonStyle& style, int level, size_t max_bytes) {
   out += '\n';
-  for (int k = 0; k < level; ++k) out += style.indent_unit;
+  for (int k = 0; k < level; ++k) {
+    out += style.indent_unit;
+    check_size(out, max_bytes);
+  }
 }
 
 std::string json_key(const Value& k) {
@@ -361,11 +364,11 @@ void append_json(std::string& out, const Value& v, const JsonStyle& style, size_
       out += '[';
       for (size_t k = 0; k < items.size(); ++k) {
         if (k) out += style.item_sep;
-        if (style.indent) json_newline(out, style, depth + 1);
+        if (style.indent) json_newline(out, style, depth + 1, max_bytes);
         append_json(out, items[k], style, max_bytes, depth + 1);
         check_size(out, max_bytes);
       }
-      if (style.indent) json_newline(out, style, depth);
+      if (style.indent) json_newline(out, style, depth, max_bytes);
       out += ']';
       return;
     }
@@ -381,13 +384,13 @@ void append_json(std::string& out, const Value& v, const JsonStyle& style, size_
       out += '{';
       for (size_t k = 0; k < items.size(); ++k) {
         if (k) out += style.item_sep;
-        if (style.indent) json_newline(out, style, depth + 1);
+        if (style.indent) json_newline(out, style, depth + 1, max_bytes);
         append_json_string(out, items[k].first, style.ensure_ascii);
         out += style.key_sep;
         append_json(out, *items[k].second, style, max_bytes, depth + 1);
         check_size(out, max_bytes);
       }
-      if (style.indent) json_newline(out, style, depth);
+      if (style.indent) json_newline(out, style, depth, max_bytes);
       out += '}';
       return;
     }

@@ -82,6 +82,11 @@ TEST(ChatTemplate, ChatMLFallback) {
   EXPECT_EQ(chatml.render(nlohmann::json::array({{{"role", "user"}, {"content", "x"}}}), opts),
             "<|im_start|>user\nx<|im_end|>\n");
   EXPECT_EQ(chatml.render(nlohmann::json::array(), opts), "");
+  // Content given as parts: the text parts, in order; a null content is empty.
+  const auto parts = nlohmann::json::parse(R"([
+    {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url"}, {"type": "text", "text": "b"}]},
+    {"role": "assistant", "content": null}])");
+  EXPECT_EQ(chatml.render(parts, opts), "<|im_start|>user\nab<|im_end|>\n<|im_start|>assistant\n<|im_end|>\n");
 }
 
 TEST(ChatTemplate, ContextVariables) {
