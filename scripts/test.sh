@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-stages="${ROCMFORGE_STAGES:-cpu asan fuzz}"
+stages="${ROCMFORGE_STAGES:-cpu asan fuzz cuda hip}"
 has_stage() { [[ " $stages " == *" $1 "* ]]; }
 jobs="${ROCMFORGE_JOBS:-$(nproc)}"
 

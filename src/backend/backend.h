@@ -64,6 +64,10 @@ struct StepMeta {
   const int32_t* context_lens = nullptr;  // [n_seqs]
   const int32_t* block_tables = nullptr;  // [n_seqs, max_blocks_per_seq]
   const int32_t* logits_rows = nullptr;   // [n_logits]
+  // Query tiles for prefill kernels (backends that build them): pairs of
+  // (first token, count) of up to 16 consecutive tokens of one sequence.
+  const int32_t* q_tiles = nullptr;
+  int32_t n_q_tiles = 0;
   int32_t n_tokens = 0, n_seqs = 0, n_logits = 0;
   int32_t max_blocks_per_seq = 0, block_size = 0;
   int32_t max_new_tokens = 0, max_context_len = 0;

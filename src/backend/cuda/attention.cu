@@ -4,6 +4,8 @@
 // one pass over the keys. With several splits (flash-decoding for long
 // contexts) each block covers a slice of the keys and a second kernel
 // combines the slices. Tokens with a negative position (padding) output 0.
+#include <algorithm>
+
 #include "backend/cuda/kernels.h"
 
 namespace rf::gpu {
@@ -88,7 +90,7 @@ __global__ void attention_kernel(AttnArgs a) {
       const float corr = __expf(m - m_new);
       l = l * corr + psum;
       m = m_new;
-      __syncwarp();
+      RF_SYNCWARP();
 #pragma unroll
       for (int i = 0; i < kMaxDimsPerLane; ++i) {
         const int d = lane + i * RF_WARP_SIZE;
@@ -120,6 +122,96 @@ __global__ void attention_kernel(AttnArgs a) {
       }
     }
   }
+}
+
+// Prefill (several new tokens per sequence): a block takes a tile of up to
+// kPrefillQ consecutive query tokens of one sequence and all query heads of
+// one KV head, four threads per (query, head) row each owning HD/4 dims.
+// K/V tiles of kPrefillK keys are staged in shared memory once for every
+// head of the group; scores of a key tile go through one online-softmax
+// update.
+constexpr int kPrefillQ = 16, kPrefillK = 32;
+
+template <int HD>
+__global__ void attention_prefill_kernel(AttnArgs a, const int32_t* __restrict__ tiles) {
+  constexpr int DPT = HD / 4;
+  __shared__ __align__(16) __half ks[kPrefillK][HD + 8];
+  __shared__ __align__(16) __half vs[kPrefillK][HD + 8];
+  const int t0 = tiles[2 * blockIdx.x], nq = tiles[2 * blockIdx.x + 1];
+  const int kvh = blockIdx.y;
+  const int group = a.n_heads / a.n_kv;
+  const int row = threadIdx.x / 4, part = threadIdx.x % 4;
+  const int qi = row / group, h = kvh * group + row % group;
+  const bool active = qi < nq;
+  const int tok = t0 + (active ? qi : 0);
+  const int pos = active ? a.positions[tok] : -1;
+  const int max_pos = a.positions[t0 + nq - 1];
+  const int32_t* table = a.block_tables + size_t(a.token_seq[t0]) * a.max_blocks_per_seq;
+  const int kv_dim = a.n_kv * HD;
+
+  float q[DPT], acc[DPT];
+  const __half* qp = a.q + (size_t(tok) * a.n_heads + h) * HD + part * DPT;
+#pragma unroll
+  for (int d = 0; d < DPT; ++d) {
+    q[d] = active ? __half2float(qp[d]) * a.scale : 0.0f;
+    acc[d] = 0.0f;
+  }
+  float m = -INFINITY, l = 0.0f;
+  constexpr int kChunks = HD * 2 / 16;  // 16-byte chunks per key row
+  for (int k0 = 0; k0 <= max_pos; k0 += kPrefillK) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < kPrefillK * kChunks; i += blockDim.x) {
+      const int j = i / kChunks, c = i % kChunks, p = k0 + j;
+      uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
+      if (p <= max_pos) {
+        const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
+        kv = reinterpret_cast<const uint4*>(a.kc + slot * kv_dim + kvh * HD)[c];
+        vv = reinterpret_cast<const uint4*>(a.vc + slot * kv_dim + kvh * HD)[c];
+      }
+      reinterpret_cast<uint4*>(&ks[j][0])[c] = kv;
+      reinterpret_cast<uint4*>(&vs[j][0])[c] = vv;
+    }
+    __syncthreads();
+    float sc[kPrefillK];
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kPrefillK; ++j) {
+      float s = 0.0f;
+#pragma unroll
+      for (int d = 0; d < DPT; d += 2) {
+        const float2 kf = __half22float2(*reinterpret_cast<const __half2*>(&ks[j][part * DPT + d]));
+        s = fmaf(q[d], kf.x, fmaf(q[d + 1], kf.y, s));
+      }
+      s += RF_SHFL_XOR(s, 1);
+      s += RF_SHFL_XOR(s, 2);
+      sc[j] = (k0 + j <= pos) ? s : -INFINITY;
+      tile_max = fmaxf(tile_max, sc[j]);
+    }
+    if (tile_max == -INFINITY) continue;  // nothing visible to this row in the tile
+    const float m_new = fmaxf(m, tile_max);
+    const float corr = __expf(m - m_new);
+    l *= corr;
+#pragma unroll
+    for (int d = 0; d < DPT; ++d) acc[d] *= corr;
+#pragma unroll
+    for (int j = 0; j < kPrefillK; ++j) {
+      const float p = __expf(sc[j] - m_new);
+      l += p;
+#pragma unroll
+      for (int d = 0; d < DPT; d += 2) {
+        const float2 vf = __half22float2(*reinterpret_cast<const __half2*>(&vs[j][part * DPT + d]));
+        acc[d] = fmaf(p, vf.x, acc[d]);
+        acc[d + 1] = fmaf(p, vf.y, acc[d + 1]);
+      }
+    }
+    m = m_new;
+  }
+  if (!active) return;
+  const float inv = (pos >= 0 && l > 0.0f) ? 1.0f / l : 0.0f;
+  __half* o = a.out + (size_t(tok) * a.n_heads + h) * HD + part * DPT;
+#pragma unroll
+  for (int d = 0; d < DPT; d += 2)
+    *reinterpret_cast<__half2*>(&o[d]) = __floats2half2_rn(acc[d] * inv, acc[d + 1] * inv);
 }
 
 // Combines the splits of one (token, head): one block of hd threads or more.
@@ -154,6 +246,9 @@ __global__ void attention_combine_kernel(const float* __restrict__ part_out, con
 void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tokens, const AttentionParams& p,
                int n_splits, const AttentionScratch& scratch, void* out, gpuStream_t s) {
   if (n_tokens == 0) return;
+  const int group_size = p.n_heads / std::max(p.n_kv_heads, 1);
+  const bool tiled = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && (p.head_dim == 64 || p.head_dim == 128) &&
+                     p.n_heads % p.n_kv_heads == 0 && group_size * kPrefillQ * 4 <= 1024;
   RF_CHECK(cache.type == DType::F16, "cuda attention: KV cache must be f16");
   RF_CHECK(p.head_dim <= kMaxDimsPerLane * 32, "cuda attention: head_dim ", p.head_dim, " > 256 is not supported");
   RF_CHECK(p.n_heads % p.n_kv_heads == 0, "cuda attention: heads not divisible by KV heads");
@@ -185,6 +280,16 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   a.out = static_cast<__half*>(out);
   a.part_out = scratch.partial_out;
   a.part_ml = scratch.partial_ml;
+  if (tiled) {
+    const dim3 grid(unsigned(m.n_q_tiles), unsigned(p.n_kv_heads));
+    const int threads = group_size * kPrefillQ * 4;
+    if (p.head_dim == 128)
+      attention_prefill_kernel<128><<<grid, threads, 0, s>>>(a, m.q_tiles);
+    else
+      attention_prefill_kernel<64><<<grid, threads, 0, s>>>(a, m.q_tiles);
+    RF_GPU_CHECK_LAUNCH();
+    return;
+  }
   if (smem > 48 * 1024) RF_GPU_CHECK(gpuFuncSetAttribute(attention_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   attention_kernel<<<dim3(n_tokens, p.n_kv_heads, n_splits), threads, smem, s>>>(a);
   RF_GPU_CHECK_LAUNCH();

@@ -31,7 +31,7 @@ struct CudaBackend::Impl {
   int32_t* meta_dev = nullptr;
   int32_t* meta_host = nullptr;  // pinned
   size_t off_tokens = 0, off_pos = 0, off_slots = 0, off_tseq = 0, off_starts = 0, off_ctx = 0, off_logits = 0,
-         off_tables = 0, meta_ints = 0;
+         off_tiles = 0, off_tables = 0, meta_ints = 0;
   gpuEvent_t meta_copied = nullptr;
   // Sampling.
   gpu::SampleRowDevice* rows_dev = nullptr;
@@ -192,7 +192,8 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   I.off_starts = I.off_tseq + T;
   I.off_ctx = I.off_starts + Sq + 1;
   I.off_logits = I.off_ctx + Sq;
-  I.off_tables = I.off_logits + L;
+  I.off_tiles = I.off_logits + L;
+  I.off_tables = I.off_tiles + 2 * (T + Sq);
   I.meta_ints = I.off_tables + Sq * B;
   I.meta_dev = static_cast<int32_t*>(alloc(I.meta_ints * 4, "step metadata"));
   RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.meta_host), I.meta_ints * 4, gpuHostAllocDefault));
@@ -234,6 +235,14 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   std::memcpy(h + I.off_ctx, b.context_lens.data(), size_t(ns) * 4);
   std::memcpy(h + I.off_logits, b.logits_rows.data(), size_t(nl) * 4);
   std::memcpy(h + I.off_tables, b.block_tables.data(), b.block_tables.size() * 4);
+  // Query tiles of up to 16 tokens within each sequence (prefill attention).
+  int32_t n_tiles = 0;
+  for (int32_t sq = 0; sq < ns; ++sq)
+    for (int32_t t = b.seq_starts[size_t(sq)]; t < b.seq_starts[size_t(sq) + 1]; t += 16) {
+      h[I.off_tiles + 2 * size_t(n_tiles)] = t;
+      h[I.off_tiles + 2 * size_t(n_tiles) + 1] = std::min(16, b.seq_starts[size_t(sq) + 1] - t);
+      ++n_tiles;
+    }
   const size_t used = I.off_tables + b.block_tables.size();
   RF_GPU_CHECK(gpuMemcpyAsync(I.meta_dev, h, used * 4, gpuMemcpyHostToDevice, S(stream_)));
   RF_GPU_CHECK(gpuEventRecord(I.meta_copied, S(stream_)));
@@ -246,6 +255,8 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   m.context_lens = I.meta_dev + I.off_ctx;
   m.block_tables = I.meta_dev + I.off_tables;
   m.logits_rows = I.meta_dev + I.off_logits;
+  m.q_tiles = I.meta_dev + I.off_tiles;
+  m.n_q_tiles = n_tiles;
   m.n_tokens = nt;
   m.n_seqs = ns;
   m.n_logits = nl;

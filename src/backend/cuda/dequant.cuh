@@ -13,6 +13,10 @@ namespace rf::gpu {
 __device__ __forceinline__ float h2f(uint16_t h) {
   return __half2float(*reinterpret_cast<const __half*>(&h));
 }
+// Exact float of a small unsigned integer without an int->float instruction.
+__device__ __forceinline__ float small_uint_to_float(uint32_t q) {
+  return __uint_as_float(0x4B000000u | q) - 8388608.0f;
+}
 __device__ __forceinline__ uint16_t ld16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
 
 template <DType T> struct WeightFormat;
@@ -119,10 +123,14 @@ template <> struct WeightFormat<DType::Q5_1> {
 template <> struct WeightFormat<DType::Q8_0> {
   static constexpr int kBlockElems = 32, kBlockBytes = 34;
   __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
-    const uint8_t* b = row + size_t(sub) * 34;
-    const float d = h2f(ld16(b));
+    const uint16_t* b = reinterpret_cast<const uint16_t*>(row + size_t(sub) * 34);  // 2-byte aligned
+    const float d = h2f(b[0]);
 #pragma unroll
-    for (int j = 0; j < 32; ++j) v[j] = d * float(int8_t(b[2 + j]));
+    for (int j = 0; j < 16; ++j) {
+      const uint16_t w = b[1 + j];
+      v[2 * j] = d * float(int8_t(w & 0xff));
+      v[2 * j + 1] = d * float(int8_t(w >> 8));
+    }
   }
 };
 
@@ -178,18 +186,34 @@ __device__ __forceinline__ void k4_scale_min_dev(const uint8_t* s, int j, int* s
     *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
   }
 }
+// Q4_K (144 bytes) and Q5_K (176 bytes) blocks are 16-byte aligned in a row.
+__device__ __forceinline__ void k4_scales(const uint8_t* b, int j, float* d1, float* m1) {
+  const uint32_t dm = *reinterpret_cast<const uint32_t*>(b);
+  uint32_t s32[3];
+  s32[0] = *reinterpret_cast<const uint32_t*>(b + 4);
+  s32[1] = *reinterpret_cast<const uint32_t*>(b + 8);
+  s32[2] = *reinterpret_cast<const uint32_t*>(b + 12);
+  const uint8_t* s = reinterpret_cast<const uint8_t*>(s32);
+  int sc, m;
+  k4_scale_min_dev(s, j, &sc, &m);
+  *d1 = h2f(uint16_t(dm & 0xffff)) * float(sc);
+  *m1 = h2f(uint16_t(dm >> 16)) * float(m);
+}
 template <> struct WeightFormat<DType::Q4_K> {
   static constexpr int kBlockElems = 256, kBlockBytes = 144;
   __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
     const uint8_t* b = row + size_t(sub / 8) * 144;
     const int j = sub % 8;
-    int sc, m;
-    k4_scale_min_dev(b + 4, j, &sc, &m);
-    const float d1 = h2f(ld16(b)) * float(sc), m1 = h2f(ld16(b + 2)) * float(m);
-    const uint8_t* qs = b + 16 + 32 * (j / 2);
+    float d1, m1;
+    k4_scales(b, j, &d1, &m1);
+    const uint4* qp = reinterpret_cast<const uint4*>(b + 16 + 32 * (j / 2));
+    const uint4 q0 = qp[0], q1 = qp[1];
+    const uint32_t w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
     const int shift = (j & 1) * 4;
 #pragma unroll
-    for (int l = 0; l < 32; ++l) v[l] = d1 * float((qs[l] >> shift) & 15) - m1;
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) v[4 * i + c] = d1 * small_uint_to_float((w[i] >> (8 * c + shift)) & 15u) - m1;
   }
 };
 template <> struct WeightFormat<DType::Q5_K> {
@@ -197,34 +221,44 @@ template <> struct WeightFormat<DType::Q5_K> {
   __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
     const uint8_t* b = row + size_t(sub / 8) * 176;
     const int j = sub % 8;
-    int sc, m;
-    k4_scale_min_dev(b + 4, j, &sc, &m);
-    const float d1 = h2f(ld16(b)) * float(sc), m1 = h2f(ld16(b + 2)) * float(m);
-    const uint8_t* qh = b + 16;
-    const uint8_t* qs = b + 48 + 32 * (j / 2);
+    float d1, m1;
+    k4_scales(b, j, &d1, &m1);
+    const uint4* hp = reinterpret_cast<const uint4*>(b + 16);
+    const uint4* qp = reinterpret_cast<const uint4*>(b + 48 + 32 * (j / 2));
+    const uint4 h0 = hp[0], h1 = hp[1], q0 = qp[0], q1 = qp[1];
+    const uint32_t hw[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+    const uint32_t w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
     const int shift = (j & 1) * 4;
 #pragma unroll
-    for (int l = 0; l < 32; ++l) v[l] = d1 * float(((qs[l] >> shift) & 15) | (((qh[l] >> j) & 1) << 4)) - m1;
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const uint32_t q = ((w[i] >> (8 * c + shift)) & 15u) | (((hw[i] >> (8 * c + j)) & 1u) << 4);
+        v[4 * i + c] = d1 * small_uint_to_float(q) - m1;
+      }
   }
 };
 template <> struct WeightFormat<DType::Q6_K> {
   static constexpr int kBlockElems = 256, kBlockBytes = 210;
   __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
-    const uint8_t* b = row + size_t(sub / 8) * 210;
+    const uint8_t* b = row + size_t(sub / 8) * 210;  // 2-byte aligned
     const int j = sub % 8, n = j / 4, k = j % 4;
-    const uint8_t* ql = b + 64 * n + 32 * (k & 1);
-    const uint8_t* qh = b + 128 + 32 * n;
+    const uint16_t* ql = reinterpret_cast<const uint16_t*>(b + 64 * n + 32 * (k & 1));
+    const uint16_t* qh = reinterpret_cast<const uint16_t*>(b + 128 + 32 * n);
     const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
     const float d = h2f(ld16(b + 208));
+    const int lshift = k < 2 ? 0 : 4, hshift = 2 * k;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float dl = d * float(sc[2 * j + h]);
 #pragma unroll
-      for (int l = 0; l < 16; ++l) {
-        const int e = 16 * h + l;
-        const int low = k < 2 ? (ql[e] & 15) : (ql[e] >> 4);
-        const int high = (qh[e] >> (2 * k)) & 3;
-        v[e] = dl * float((low | (high << 4)) - 32);
+      for (int p = 0; p < 8; ++p) {
+        const uint32_t lw = ql[8 * h + p], hw = qh[8 * h + p];
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const uint32_t q = ((lw >> (8 * c + lshift)) & 15u) | (((hw >> (8 * c + hshift)) & 3u) << 4);
+          v[16 * h + 2 * p + c] = dl * (small_uint_to_float(q) - 32.0f);
+        }
       }
     }
   }

@@ -9,8 +9,8 @@ namespace rf::gpu {
 namespace {
 
 constexpr int kMaxCols = 8;        // activation rows per GEMV launch
-constexpr int kGemvThreads = 128;
-constexpr int kGemvRowsPerBlock = 8;
+constexpr int kGemvThreads = 256;
+constexpr int kGemvRows = 4;        // rows per block: 64 threads per row (2 warps of 32, or 1 of 64)
 
 template <typename T> __device__ __forceinline__ void store_out(T* p, float v) { *p = from_float<T>(v); }
 
@@ -27,59 +27,143 @@ template <> __device__ __forceinline__ float load1<DType::BF16>(const uint8_t* r
 }
 template <DType T> constexpr bool kPlain = T == DType::F32 || T == DType::F16 || T == DType::BF16;
 
+__device__ __forceinline__ void half8_to_float(const uint4& u, float (&f)[8]) {
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float2 p = __half22float2(*reinterpret_cast<const __half2*>(&w[j]));
+    f[2 * j] = p.x;
+    f[2 * j + 1] = p.y;
+  }
+}
+
 __device__ __forceinline__ float dot32_half(const float (&v)[32], const __half* x) {
   const uint4* p = reinterpret_cast<const uint4*>(x);
   float s = 0.0f;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const uint4 u = p[i];
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+    float f[8];
+    half8_to_float(p[i], f);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const __half2 h = *reinterpret_cast<const __half2*>(&w[j]);
-      const float2 f = __half22float2(h);
-      s = fmaf(v[8 * i + 2 * j], f.x, s);
-      s = fmaf(v[8 * i + 2 * j + 1], f.y, s);
-    }
+    for (int j = 0; j < 8; ++j) s = fmaf(v[8 * i + j], f[j], s);
   }
   return s;
 }
 
+// 16 bytes of a plain-format row as floats: 8 (f16/bf16) or 4 (f32) values.
+template <DType T> struct PlainVec;
+template <> struct PlainVec<DType::F16> {
+  static constexpr int kElems = 8;
+  __device__ static void load(const uint4& u, float (&f)[8]) { half8_to_float(u, f); }
+};
+template <> struct PlainVec<DType::BF16> {
+  static constexpr int kElems = 8;
+  __device__ static void load(const uint4& u, float (&f)[8]) {
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      f[2 * j] = __uint_as_float(w[j] << 16);
+      f[2 * j + 1] = __uint_as_float(w[j] & 0xffff0000u);
+    }
+  }
+};
+template <> struct PlainVec<DType::F32> {
+  static constexpr int kElems = 4;
+  __device__ static void load(const uint4& u, float (&f)[8]) {
+    f[0] = __uint_as_float(u.x); f[1] = __uint_as_float(u.y); f[2] = __uint_as_float(u.z); f[3] = __uint_as_float(u.w);
+  }
+};
+
+// Dot of kElems weights (as floats) with the same span of activation row c.
+template <int E>
+__device__ __forceinline__ float dot_span(const float (&w)[8], const __half* x) {
+  float s = 0.0f;
+  if constexpr (E == 8) {
+    float f[8];
+    half8_to_float(*reinterpret_cast<const uint4*>(x), f);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s = fmaf(w[j], f[j], s);
+  } else {
+    const uint2 u = *reinterpret_cast<const uint2*>(x);
+    const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
+    const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
+    s = fmaf(w[0], a.x, fmaf(w[1], a.y, fmaf(w[2], b.x, w[3] * b.y)));
+  }
+  return s;
+}
+
+// One block: kGemvRows rows of kGemvThreads / kGemvRows threads each; the
+// warps of a row split its columns and combine through shared memory.
 template <DType T, typename OutT>
 __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int m,
                                                             int k, const __half* __restrict__ x, int n,
                                                             OutT* __restrict__ out, int ldo) {
+  __shared__ float partial[kGemvThreads / 32][kMaxCols];
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
-  const int n_warps = blockDim.x / RF_WARP_SIZE;
-  const int row_end = min(m, (blockIdx.x + 1) * kGemvRowsPerBlock);
-  const bool vectorized = (k % 32) == 0;
-  for (int r = blockIdx.x * kGemvRowsPerBlock + warp; r < row_end; r += n_warps) {
-    const uint8_t* row = w + size_t(r) * row_bytes;
-    float acc[kMaxCols];
+  const int warps_per_row = blockDim.x / RF_WARP_SIZE / kGemvRows;
+  const int r = blockIdx.x * kGemvRows + warp / warps_per_row;
+  const int part = warp % warps_per_row;
+  const int id = part * RF_WARP_SIZE + lane, stride = warps_per_row * RF_WARP_SIZE;
+  float acc[kMaxCols];
 #pragma unroll
-    for (int c = 0; c < kMaxCols; ++c) acc[c] = 0.0f;
-    if (vectorized) {
-      for (int sb = lane; sb < k / 32; sb += RF_WARP_SIZE) {
+  for (int c = 0; c < kMaxCols; ++c) acc[c] = 0.0f;
+  if (r < m) {
+    const uint8_t* row = w + size_t(r) * row_bytes;
+    if constexpr (kPlain<T>) {
+      constexpr int E = PlainVec<T>::kElems;
+      if (k % (E * 4) == 0 && row_bytes % 16 == 0) {
+        const int nv = k / E;
+        const uint4* rv = reinterpret_cast<const uint4*>(row);
+        int v = id;
+        for (; v + 3 * stride < nv; v += 4 * stride) {  // four 16-byte loads in flight
+          uint4 u[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) u[i] = rv[v + i * stride];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            float f[8];
+            PlainVec<T>::load(u[i], f);
+#pragma unroll
+            for (int c = 0; c < kMaxCols; ++c)
+              if (c < n) acc[c] += dot_span<E>(f, x + size_t(c) * k + size_t(v + i * stride) * E);
+          }
+        }
+        for (; v < nv; v += stride) {
+          float f[8];
+          PlainVec<T>::load(rv[v], f);
+#pragma unroll
+          for (int c = 0; c < kMaxCols; ++c)
+            if (c < n) acc[c] += dot_span<E>(f, x + size_t(c) * k + size_t(v) * E);
+        }
+      } else {
+        for (int i = id; i < k; i += stride) {
+          const float wv = load1<T>(row, i);
+#pragma unroll
+          for (int c = 0; c < kMaxCols; ++c)
+            if (c < n) acc[c] = fmaf(wv, __half2float(x[size_t(c) * k + i]), acc[c]);
+        }
+      }
+    } else {
+      for (int sb = id; sb < k / 32; sb += stride) {
         float v[32];
         WeightFormat<T>::load32(row, sb, v);
 #pragma unroll
         for (int c = 0; c < kMaxCols; ++c)
           if (c < n) acc[c] += dot32_half(v, x + size_t(c) * k + size_t(sb) * 32);
       }
-    } else if constexpr (kPlain<T>) {
-      for (int i = lane; i < k; i += RF_WARP_SIZE) {
-        const float wv = load1<T>(row, i);
-#pragma unroll
-        for (int c = 0; c < kMaxCols; ++c)
-          if (c < n) acc[c] = fmaf(wv, __half2float(x[size_t(c) * k + i]), acc[c]);
-      }
     }
+  }
 #pragma unroll
-    for (int c = 0; c < kMaxCols; ++c) {
-      if (c >= n) break;
-      const float s = warp_sum(acc[c]);
-      if (lane == 0) store_out(out + size_t(c) * ldo + r, s);
-    }
+  for (int c = 0; c < kMaxCols; ++c) {
+    if (c >= n) break;
+    const float s = warp_sum(acc[c]);
+    if (lane == 0) partial[warp][c] = s;
+  }
+  __syncthreads();
+  if (part == 0 && lane < n && r < m) {
+    float s = 0.0f;
+    for (int p = 0; p < warps_per_row; ++p) s += partial[warp + p][lane];
+    store_out(out + size_t(lane) * ldo + r, s);
   }
 }
 
@@ -93,9 +177,17 @@ __global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, size_t row_by
     const int r = int(idx / subs), sb = int(idx % subs);
     float v[32];
     WeightFormat<T>::load32(w + size_t(row0 + r) * row_bytes, sb, v);
-    __half* o = dst + size_t(r) * k + size_t(sb) * 32;
+    uint4* o = reinterpret_cast<uint4*>(dst + size_t(r) * k + size_t(sb) * 32);  // 64-byte aligned
 #pragma unroll
-    for (int i = 0; i < 32; ++i) o[i] = __float2half_rn(v[i]);
+    for (int i = 0; i < 4; ++i) {
+      uint32_t packed[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const __half2 h = __floats2half2_rn(v[8 * i + 2 * j], v[8 * i + 2 * j + 1]);
+        packed[j] = *reinterpret_cast<const uint32_t*>(&h);
+      }
+      o[i] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    }
   } else if constexpr (kPlain<T>) {
     if (idx >= int64_t(rows) * k) return;
     const int r = int(idx / k), i = int(idx % k);
@@ -106,7 +198,7 @@ __global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, size_t row_by
 template <DType T>
 void launch_gemv(const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out, DType out_type,
                  gpuStream_t s) {
-  const int blocks = (m + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
+  const int blocks = (m + kGemvRows - 1) / kGemvRows;
   for (int c0 = 0; c0 < n; c0 += kMaxCols) {
     const int cols = min(kMaxCols, n - c0);
     const auto* xp = static_cast<const __half*>(x) + size_t(c0) * k;

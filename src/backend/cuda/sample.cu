@@ -93,6 +93,71 @@ __device__ uint32_t radix_select(const float* x, int n, uint32_t floor, uint64_t
   return prefix > floor ? prefix : floor;
 }
 
+// Plain greedy rows (temperature 0, no penalties, no alternatives) take a
+// wide path: kGreedySplits blocks per row reduce chunks of the vocabulary,
+// a second kernel combines them. Chunk results live in the row's own slice
+// of the work buffer.
+constexpr int kGreedySplits = 32;
+struct ChunkStats {
+  float max, sum_exp, best_v;
+  int best_i;
+};
+
+__device__ __forceinline__ bool plain_greedy(const SampleRowDevice& p) {
+  return p.temperature <= 0.0f && p.penalty_count == 0 && p.top_logprobs == 0;
+}
+
+__global__ void __launch_bounds__(256) greedy_partial_kernel(const float* __restrict__ logits, int vocab,
+                                                              const SampleRowDevice* __restrict__ params,
+                                                              float* __restrict__ work) {
+  __shared__ float fscratch[32];
+  __shared__ ArgMax ascratch[32];
+  const int row = blockIdx.x, split = blockIdx.y;
+  if (!plain_greedy(params[row])) return;
+  const float* lg = logits + size_t(row) * vocab;
+  const int chunk = (vocab + kGreedySplits - 1) / kGreedySplits;
+  const int begin = min(vocab, split * chunk), end = min(vocab, begin + chunk);
+  float mx = -INFINITY;
+  ArgMax best{-INFINITY, 0x7fffffff};
+  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const float v = lg[i];
+    mx = fmaxf(mx, v);
+    best = better(best, ArgMax{v, i});
+  }
+  mx = block_max(mx, fscratch);
+  float se = 0.0f;
+  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) se += __expf(lg[i] - mx);
+  se = block_sum(se, fscratch);
+  for (int m = RF_WARP_SIZE / 2; m > 0; m >>= 1) best = better(best, ArgMax{RF_SHFL_XOR(best.v, m), RF_SHFL_XOR(best.i, m)});
+  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
+  if (lane == 0) ascratch[warp] = best;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < int(blockDim.x / RF_WARP_SIZE); ++w) best = better(best, ascratch[w]);
+    ChunkStats* out = reinterpret_cast<ChunkStats*>(work + size_t(row) * vocab) + split;
+    *out = ChunkStats{mx, se, best.v, best.i};
+  }
+}
+
+__global__ void greedy_final_kernel(const float* __restrict__ logits, int vocab,
+                                    const SampleRowDevice* __restrict__ params, const float* __restrict__ work,
+                                    SampleOutDevice* __restrict__ out) {
+  const int row = blockIdx.x;
+  if (!plain_greedy(params[row]) || threadIdx.x != 0) return;
+  const ChunkStats* c = reinterpret_cast<const ChunkStats*>(work + size_t(row) * vocab);
+  float mx = -INFINITY;
+  ArgMax best{-INFINITY, 0x7fffffff};
+  for (int s = 0; s < kGreedySplits; ++s) {
+    mx = fmaxf(mx, c[s].max);
+    if (c[s].best_i != 0x7fffffff) best = better(best, ArgMax{c[s].best_v, c[s].best_i});
+  }
+  float z = 0.0f;
+  for (int s = 0; s < kGreedySplits; ++s)
+    if (c[s].max > -INFINITY) z += c[s].sum_exp * __expf(c[s].max - mx);
+  out[row].token = best.i;
+  out[row].logprob = logits[size_t(row) * vocab + best.i] - (mx + logf(z));
+}
+
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int vocab,
                                                           const SampleRowDevice* __restrict__ params,
                                                           const PenaltyToken* __restrict__ penalties,
@@ -107,6 +172,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
 
   const int row = blockIdx.x;
   const SampleRowDevice p = params[row];
+  if (plain_greedy(p)) return;  // the wide greedy kernels handle it
   const float* lg = logits + size_t(row) * vocab;
   float* w = work + size_t(row) * vocab;
 
@@ -224,6 +290,11 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
 void sample(const float* logits, int rows, int vocab, const SampleRowDevice* params, const PenaltyToken* penalties,
             float* work, SampleOutDevice* out, gpuStream_t s) {
   if (rows == 0) return;
+  RF_CHECK(size_t(vocab) * sizeof(float) >= kGreedySplits * sizeof(ChunkStats), "cuda sample: vocab too small");
+  greedy_partial_kernel<<<dim3(rows, kGreedySplits), 256, 0, s>>>(logits, vocab, params, work);
+  RF_GPU_CHECK_LAUNCH();
+  greedy_final_kernel<<<rows, 32, 0, s>>>(logits, vocab, params, work, out);
+  RF_GPU_CHECK_LAUNCH();
   sample_kernel<<<rows, kThreads, 0, s>>>(logits, vocab, params, penalties, work, out);
   RF_GPU_CHECK_LAUNCH();
 }
