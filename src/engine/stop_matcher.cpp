@@ -11,14 +11,16 @@ StopMatcher::StopMatcher(std::vector<std::string> stops) {
     if (!s.empty()) stops_.push_back(std::move(s));
 }
 
-std::string StopMatcher::push(std::string_view text) {
+std::string StopMatcher::push(std::string_view text, bool can_stop) {
   if (stopped_) return {};
   held_.append(text);
   if (stops_.empty()) return std::exchange(held_, std::string());
-  // Earliest complete stop string.
+  if (!can_stop) ignored_ = held_.size();
+  // Earliest stop string that ends in text allowed to stop.
   size_t best = std::string::npos;
   for (const auto& s : stops_) {
-    const size_t at = held_.find(s);
+    const size_t from = ignored_ >= s.size() ? ignored_ - s.size() + 1 : 0;
+    const size_t at = held_.find(s, from);
     if (at != std::string::npos && at < best) {
       best = at;
       matched_ = s;
@@ -40,13 +42,16 @@ std::string StopMatcher::push(std::string_view text) {
         break;
       }
   }
-  std::string out = held_.substr(0, held_.size() - keep);
-  held_.erase(0, held_.size() - keep);
+  const size_t n_out = held_.size() - keep;
+  std::string out = held_.substr(0, n_out);
+  held_.erase(0, n_out);
+  ignored_ = ignored_ > n_out ? ignored_ - n_out : 0;
   return out;
 }
 
 std::string StopMatcher::flush() {
   if (stopped_) return {};
+  ignored_ = 0;
   return std::exchange(held_, std::string());
 }
 

@@ -108,23 +108,47 @@ TEST(StopMatcher, MultiByteText) {
   EXPECT_TRUE(m.stopped());
 }
 
-// The engine before min_tokens: flush() + piece (no matching); after: push.
-TEST(StopMatcher, PassThroughBeforeMinTokens) {
-  StopMatcher m({"ab"});
-  std::string out;
-  out += m.flush() + "a";
-  out += m.flush() + "b";  // "ab" completes, but stops are not checked yet
-  EXPECT_FALSE(m.stopped());
-  out += m.push("xa");
-  EXPECT_EQ(out, "abx");
-  out += m.push("b");
-  EXPECT_TRUE(m.stopped());
-  EXPECT_EQ(out, "abx");
+// Before min_tokens the engine pushes with can_stop = false: text is held
+// back as usual, but only a stop string ending in later text counts.
+TEST(StopMatcher, BeforeMinTokens) {
+  {
+    StopMatcher m({"ab"});
+    std::string out = m.push("a", false);
+    EXPECT_EQ(out, "");  // could start "ab": held
+    out += m.push("b", false);
+    EXPECT_EQ(out, "ab");  // completed too early: released
+    EXPECT_FALSE(m.stopped());
+    out += m.push("xa");
+    EXPECT_EQ(out, "abx");
+    out += m.push("b");
+    EXPECT_TRUE(m.stopped());
+    EXPECT_EQ(out, "abx");
+  }
+  {
+    // Starts before min_tokens, completes after: it counts.
+    StopMatcher m({"abc"});
+    EXPECT_EQ(m.push("xa", false), "x");
+    EXPECT_EQ(m.push("b", false), "");
+    EXPECT_EQ(m.push("c"), "");
+    EXPECT_TRUE(m.stopped());
+  }
+  {
+    // "b" completed early inside text still held for "abc": it stays ignored.
+    StopMatcher m({"b", "abc"});
+    EXPECT_EQ(m.push("ab", false), "");
+    EXPECT_EQ(m.push("x"), "abx");
+    EXPECT_FALSE(m.stopped());
+    EXPECT_EQ(m.push("b"), "");
+    EXPECT_TRUE(m.stopped());
+    EXPECT_EQ(m.matched(), "b");
+  }
 }
 
-// Streams random pieces and compares with a search over the whole text: the
-// output stops at the first piece whose text completes a stop string, cut
-// at the earliest match start in the text so far; never any part of a stop.
+// Streams random pieces (the first ones with can_stop = false, as before
+// min_tokens) and compares with a search over the whole text: the output
+// stops at the first allowed piece that completes a stop string ending
+// after the disallowed text, cut at the earliest start of such a match;
+// never any part of a stop.
 TEST(StopMatcher, RandomizedAgainstWholeTextSearch) {
   std::mt19937 rng(1234);
   const std::string alphabet = "abc";
@@ -141,15 +165,21 @@ TEST(StopMatcher, RandomizedAgainstWholeTextSearch) {
     const int n_pieces = 1 + int(rng() % 8);
     for (int i = 0; i < n_pieces; ++i) pieces.push_back(rand_str(0, 3));
 
+    const size_t n_min = rng() % 3 == 0 ? rng() % (pieces.size() + 1) : 0;
     StopMatcher m(stops);
     std::string text, out, expect;
+    size_t ignored = 0;  // text before this pushed with can_stop = false
     bool expect_stop = false;
-    for (const auto& p : pieces) {
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const std::string& p = pieces[i];
       text += p;
-      const std::string got = m.push(p);
-      out += got;
+      const bool can_stop = i >= n_min;
+      if (!can_stop) ignored = text.size();
+      out += m.push(p, can_stop);
       size_t first = std::string::npos;
-      for (const auto& s : stops) first = std::min(first, text.find(s));
+      for (const auto& s : stops)
+        for (size_t at = text.find(s); at != std::string::npos; at = text.find(s, at + 1))
+          if (at + s.size() > ignored) first = std::min(first, at);
       if (first != std::string::npos) {
         expect_stop = true;
         expect = text.substr(0, first);
