@@ -24,6 +24,7 @@ struct Engine::Active {
   Clock::time_point last_token;
   bool got_first = false;
   bool admitted = false;
+  int32_t cached_prompt = 0;  // prompt tokens found in the prefix cache at first admission
 };
 
 Engine::Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend, EngineConfig config)
@@ -71,6 +72,7 @@ void Engine::start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
+  threaded_ = true;
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -81,11 +83,16 @@ void Engine::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    threaded_ = false;
+  }
   // Whatever is left ends as cancelled.
   admit_new();
   std::vector<Active*> left;
   for (auto& [id, a] : active_) left.push_back(a.get());
   for (Active* a : left) finish(*a, FinishReason::Cancelled);
+  update_gauges();
 }
 
 size_t Engine::active_requests() const {
@@ -111,7 +118,7 @@ RequestHandle Engine::submit(Request req) {
   std::unique_ptr<Active> a;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ && thread_.joinable()) throw EngineBusy("the server is shutting down");
+    if (stopping_ && threaded_) throw EngineBusy("the server is shutting down");
     if (int64_t(inbox_.size()) + metrics_.queue_depth.load() >= config_.max_queue)
       throw EngineBusy(str("the request queue is full (", config_.max_queue, " waiting)"));
     a = std::make_unique<Active>(tokenizer_, std::move(req), next_id_++);
@@ -192,8 +199,9 @@ bool Engine::step() {
     Active* a = by_seq_.at(e.seq);
     if (!a->admitted) {  // first scheduled: account the prefix-cache lookup
       a->admitted = true;
+      a->cached_prompt = a->seq.n_cached;
       metrics_.prefix_cache_queried_tokens += uint64_t(a->seq.n_prompt);
-      metrics_.prefix_cache_hit_tokens += uint64_t(a->seq.n_cached);
+      metrics_.prefix_cache_hit_tokens += uint64_t(a->cached_prompt);
     }
     batch_.add_sequence(std::span<const int32_t>(e.seq->tokens.data() + e.start, size_t(e.n_new)), e.start,
                         e.seq->table.blocks, e.sample);
@@ -252,7 +260,9 @@ void Engine::process_token(Active& a, const SampleResult& r) {
   a.last_token = now;
 
   const int32_t n_gen = s.n_generated();
-  const bool past_min = n_gen > a.req.min_tokens;
+  // Stops count from the min_tokens-th token on (EOS could not be drawn
+  // before it; a stop string may have started in earlier text).
+  const bool past_min = n_gen >= a.req.min_tokens;
   const bool is_stop_token = std::find(a.req.stop_token_ids.begin(), a.req.stop_token_ids.end(), tok) !=
                              a.req.stop_token_ids.end();
   const bool eos = past_min && ((!a.req.ignore_eos && tokenizer_.is_eog(tok)) || is_stop_token);
@@ -265,7 +275,7 @@ void Engine::process_token(Active& a, const SampleResult& r) {
     reason = FinishReason::Stop;
   } else {
     const std::string piece = a.detok.push(tok);
-    ev.text = past_min ? a.stop.push(piece) : a.stop.flush() + piece;
+    ev.text = a.stop.push(piece, past_min);
     if (a.stop.stopped()) reason = FinishReason::Stop;
     else if (n_gen >= a.req.max_tokens || s.n_tokens() >= config_.max_model_len) reason = FinishReason::Length;
   }
@@ -273,7 +283,7 @@ void Engine::process_token(Active& a, const SampleResult& r) {
     a.handle->push(std::move(ev));
     return;
   }
-  if (!a.stop.stopped()) ev.text += a.stop.push(a.detok.flush()) + a.stop.flush();
+  if (!a.stop.stopped()) ev.text += a.stop.push(a.detok.flush(), past_min) + a.stop.flush();
   a.handle->push(std::move(ev));
   finish(a, reason);
 }
@@ -285,7 +295,7 @@ void Engine::finish(Active& a, FinishReason reason, const std::string& error) {
   ev.error = error;
   ev.prompt_tokens = a.seq.n_prompt;
   ev.completion_tokens = a.seq.n_generated();
-  ev.cached_prompt_tokens = a.seq.n_cached;
+  ev.cached_prompt_tokens = a.cached_prompt;  // not n_cached: a recompute after preemption may hit generated tokens
   if (a.seq.status != SeqStatus::Finished) scheduler_->finish(&a.seq);
   metrics_.requests_finished++;
   if (reason == FinishReason::Cancelled) metrics_.requests_cancelled++;

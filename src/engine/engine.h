@@ -109,6 +109,7 @@ class Engine {
   std::list<std::unique_ptr<Active>> inbox_;
   uint64_t next_id_ = 1;
   bool stopping_ = false;
+  bool threaded_ = false;  // start() ran and stop() has not finished joining (thread_ itself is not read under mu_)
   std::thread thread_;
 };
 
