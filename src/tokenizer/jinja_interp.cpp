@@ -40,9 +40,12 @@ void Scope::set(std::string_view name, const Value& v) {
 
 // ---- Renderer ----
 
+// Runtime nesting (statements, expressions, calls) may reach 4x the parse
+// depth, which leaves room for macro recursion while bounding the stack.
 Renderer::DepthGuard::DepthGuard(Renderer& renderer) : r(renderer) {
-  if (++r.depth_ > r.options_.limits.max_depth * 4)
+  if (r.depth_ + 1 > r.options_.limits.max_depth * 4)
     throw TemplateError(TemplateError::Kind::Limit, "recursion too deep (nested macro calls or expressions)");
+  ++r.depth_;
 }
 
 Renderer::Renderer(const RenderOptions& options) : options_(options), budget_(options_.limits), heap_(budget_) {}
