@@ -1,0 +1,51 @@
+// Chat prompts: renders a chat request's messages with the model's chat
+// template (the GGUF key tokenizer.chat_template, ChatML when the model has
+// none, or a file given on the command line) and tokenizes the result with
+// special tokens parsed. BOS is added when the vocabulary wants one and the
+// rendered text does not already start with it (llama.cpp's rule: never two).
+// A template that does not parse does not stop the server: chat requests
+// then fail with a 400 carrying the parse error. Thread-safe (const).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/protocol.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace rf {
+namespace gguf { class File; }
+}
+
+namespace rf::server {
+
+class ChatPrompt {
+ public:
+  // `origin` names where the template came from, for messages.
+  ChatPrompt(const Tokenizer& tok, std::string source, std::string origin);
+
+  // The rendered prompt text; throws ApiError 400 when the template fails.
+  std::string render(const Json& messages, bool add_generation_prompt) const;
+  // render() then tokenize.
+  std::vector<int32_t> tokenize(const Json& messages, bool add_generation_prompt) const;
+
+  bool valid() const { return tmpl_ != nullptr; }
+  const std::string& error() const { return error_; }  // why the template did not parse
+  const std::string& origin() const { return origin_; }
+
+ private:
+  const Tokenizer& tok_;
+  std::unique_ptr<ChatTemplate> tmpl_;
+  std::string error_, origin_;
+  std::string bos_text_, eos_text_;
+};
+
+// The template text to use: the file's if `file` is not empty (throws
+// rf::Error if it cannot be read), else the model's, else ChatML. `origin`
+// receives a description ("file x", "the model", "ChatML").
+std::string chat_template_source(const gguf::File& model, const std::string& file, std::string& origin);
+
+}  // namespace rf::server

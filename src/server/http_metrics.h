@@ -1,0 +1,29 @@
+// HTTP-level counters for /metrics, beside the engine's: responses by
+// status code, clients that left mid-stream, requests in flight and the
+// connection threads. All atomics; rendered in the Prometheus text format.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace rf::server {
+
+class HttpMetrics {
+ public:
+  void count_response(int status);
+  void count_disconnect() { disconnects_.fetch_add(1); }
+  uint64_t responses(int status) const;
+  uint64_t disconnects() const { return disconnects_.load(); }
+
+  std::string prometheus_text(size_t in_flight, size_t connection_threads, bool ready) const;
+
+ private:
+  static constexpr std::array<int, 10> kCodes = {200, 400, 401, 404, 405, 413, 414, 429, 500, 503};
+  std::array<std::atomic<uint64_t>, kCodes.size() + 1> responses_{};  // the last slot: any other code
+  std::atomic<uint64_t> disconnects_{0};
+};
+
+}  // namespace rf::server

@@ -1,0 +1,63 @@
+// The OpenAI request model: what a POST /v1/completions or
+// /v1/chat/completions body means once parsed and validated. Parsing checks
+// JSON well-formedness, types and ranges and throws ApiError (400, naming
+// the parameter) for anything wrong; unknown fields are ignored, known
+// OpenAI parameters this server lacks are refused by name. Turning prompts
+// into token ids needs the model and happens later (generation.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/sampling.h"
+
+namespace rf::server {
+
+using Json = nlohmann::ordered_json;  // keeps the client's key order (chat templates' tojson shows it)
+
+enum class Endpoint { Completions, ChatCompletions };
+
+// One prompt of a completions request: text, or token ids given as they are.
+struct PromptInput {
+  bool is_tokens = false;
+  std::string text;
+  std::vector<int32_t> tokens;
+};
+
+struct GenerationRequest {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string model;                 // "" when the client named none
+  std::vector<PromptInput> prompts;  // completions: one choice per prompt
+  Json messages = Json::array();     // chat: [{role, content: string, ...}]
+  bool add_generation_prompt = true; // chat (extension)
+
+  std::optional<int64_t> max_tokens; // unset: 16 (completions) or the rest of the context (chat)
+  int32_t min_tokens = 0;            // extension
+  bool ignore_eos = false;           // extension
+  SamplingParams sampling;           // top_logprobs included
+  bool seed_given = false;
+  std::vector<std::string> stop;
+  bool logprobs = false;             // completions: `logprobs` is set; chat: `logprobs: true`
+  bool stream = false;
+  bool include_usage = false;        // stream_options.include_usage
+};
+
+// Request limits the parser enforces.
+constexpr size_t kMaxPrompts = 256;       // prompts in one completions batch
+constexpr size_t kMaxStopStrings = 16;
+constexpr size_t kMaxJsonDepth = 64;
+constexpr int32_t kMaxLogprobs = kMaxTopLogprobs;
+
+// Parses a request body: malformed JSON, a body that is not an object, or
+// nesting deeper than kMaxJsonDepth -> ApiError 400.
+Json parse_json_body(std::string_view body);
+
+GenerationRequest parse_completion_request(const Json& body);
+GenerationRequest parse_chat_request(const Json& body);
+
+}  // namespace rf::server

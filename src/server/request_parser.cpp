@@ -1,0 +1,229 @@
+// Parsing and validation of completions and chat completions bodies into a
+// GenerationRequest (protocol.h). Ranges follow OpenAI's API reference;
+// extensions (min_tokens, ignore_eos, top_k, min_p, repetition_penalty,
+// add_generation_prompt) follow vLLM and llama.cpp.
+#include <limits>
+
+#include "server/api_error.h"
+#include "server/protocol.h"
+#include "server/request_fields.h"
+
+namespace rf::server {
+namespace {
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+struct TooDeep {};
+
+void parse_stop(const FieldReader& f, GenerationRequest& r) {
+  const Json* v = f.get("stop");
+  if (!v) return;
+  auto add = [&](const Json& s) {
+    if (!s.is_string()) throw invalid_request("'stop' must be a string or a list of strings", "stop");
+    std::string text = s.get<std::string>();
+    if (!text.empty()) r.stop.push_back(std::move(text));
+  };
+  if (v->is_string()) {
+    add(*v);
+  } else if (v->is_array()) {
+    if (v->size() > kMaxStopStrings)
+      throw invalid_request("'stop' may hold at most " + std::to_string(kMaxStopStrings) + " strings", "stop");
+    for (const Json& s : *v) add(s);
+  } else {
+    throw invalid_request(std::string("'stop' must be a string or a list of strings, not ") + json_type_name(*v),
+                          "stop");
+  }
+}
+
+// A known parameter that is fine only at its "off" value.
+void refuse_if(bool present, const char* param, const std::string& detail = "") {
+  if (present) throw unsupported_parameter(param, detail);
+}
+
+bool non_empty(const Json* v) { return v && !((v->is_array() || v->is_object() || v->is_string()) && v->empty()); }
+
+// Fields shared by both endpoints.
+void parse_common(const FieldReader& f, GenerationRequest& r) {
+  if (auto model = f.string("model")) r.model = *model;
+  r.stream = f.boolean("stream").value_or(false);
+  if (const Json* so = f.get("stream_options")) {
+    if (!so->is_object())
+      throw invalid_request(std::string("'stream_options' must be an object, not ") + json_type_name(*so),
+                            "stream_options");
+    if (!r.stream) throw invalid_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
+    r.include_usage = FieldReader(*so).boolean("include_usage").value_or(false);
+  }
+  SamplingParams& sp = r.sampling;
+  sp.temperature = float(f.number("temperature", 0.0, 2.0).value_or(1.0));
+  sp.top_p = float(f.number("top_p", 0.0, 1.0, /*lo_open=*/true).value_or(1.0));
+  const int64_t top_k = f.integer("top_k", -1, kInt32Max).value_or(0);
+  sp.top_k = top_k < 0 ? 0 : int32_t(top_k);
+  sp.min_p = float(f.number("min_p", 0.0, 1.0).value_or(0.0));
+  sp.presence_penalty = float(f.number("presence_penalty", -2.0, 2.0).value_or(0.0));
+  sp.frequency_penalty = float(f.number("frequency_penalty", -2.0, 2.0).value_or(0.0));
+  sp.repetition_penalty = float(f.number("repetition_penalty", 0.0, 10.0, /*lo_open=*/true).value_or(1.0));
+  if (auto seed = f.integer("seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
+    sp.seed = uint64_t(*seed);
+    r.seed_given = true;
+  }
+  parse_stop(f, r);
+  r.min_tokens = int32_t(f.integer("min_tokens", 0, kInt32Max).value_or(0));
+  r.ignore_eos = f.boolean("ignore_eos").value_or(false);
+  if (f.integer("n", 1, 128).value_or(1) > 1) throw unsupported_parameter("n", "only n = 1 is supported");
+  if (const Json* bias = f.get("logit_bias")) {
+    if (!bias->is_object())
+      throw invalid_request(std::string("'logit_bias' must be an object, not ") + json_type_name(*bias), "logit_bias");
+    refuse_if(!bias->empty(), "logit_bias");
+  }
+}
+
+PromptInput token_prompt(const Json& ids, const char* what) {
+  PromptInput p;
+  p.is_tokens = true;
+  p.tokens.reserve(ids.size());
+  for (const Json& t : ids) {
+    if (!t.is_number_integer() && !t.is_number_unsigned())
+      throw invalid_request(std::string("'prompt' ") + what + " must hold integer token ids", "prompt");
+    const int64_t id = t.is_number_unsigned() ? (t.get<uint64_t>() > uint64_t(kInt32Max) ? -1 : int64_t(t.get<uint64_t>()))
+                                              : t.get<int64_t>();
+    if (id < 0 || id > kInt32Max) throw invalid_request("'prompt' holds an invalid token id", "prompt");
+    p.tokens.push_back(int32_t(id));
+  }
+  if (p.tokens.empty()) throw invalid_request("'prompt' holds an empty list of token ids", "prompt");
+  return p;
+}
+
+void parse_prompt(const FieldReader& f, GenerationRequest& r) {
+  const Json* v = f.get("prompt");
+  if (!v) throw invalid_request("'prompt' is required", "prompt");
+  if (v->is_string()) {
+    r.prompts.push_back(PromptInput{false, v->get<std::string>(), {}});
+    return;
+  }
+  if (!v->is_array())
+    throw invalid_request(std::string("'prompt' must be a string, a list of strings, a list of token ids or a list of "
+                                      "lists of token ids, not ") + json_type_name(*v), "prompt");
+  if (v->empty()) throw invalid_request("'prompt' is an empty list", "prompt");
+  const Json& first = v->front();
+  if (first.is_number()) {
+    r.prompts.push_back(token_prompt(*v, "as a list of token ids"));
+    return;
+  }
+  if (v->size() > kMaxPrompts)
+    throw invalid_request("'prompt' may hold at most " + std::to_string(kMaxPrompts) + " prompts", "prompt");
+  for (const Json& p : *v) {
+    if (p.is_string() && first.is_string()) r.prompts.push_back(PromptInput{false, p.get<std::string>(), {}});
+    else if (p.is_array() && first.is_array()) r.prompts.push_back(token_prompt(p, "as a list of lists"));
+    else
+      throw invalid_request("'prompt' must be a list of strings or a list of lists of token ids, without mixing",
+                            "prompt");
+  }
+}
+
+// Chat content: a string, null, or a list of text parts (joined by newlines).
+std::string message_content(const Json& content, size_t index) {
+  const std::string param = "messages[" + std::to_string(index) + "].content";
+  if (content.is_null()) return "";
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array())
+    throw invalid_request("'" + param + "' must be a string or a list of content parts", param);
+  std::string text;
+  bool first = true;
+  for (const Json& part : content) {
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+      throw invalid_request("each part of '" + param + "' must be an object with a 'type'", param);
+    const std::string type = part["type"].get<std::string>();
+    if (type != "text") throw unsupported_parameter(param, "content parts of type '" + type + "'");
+    auto t = part.find("text");
+    if (t == part.end() || !t->is_string()) throw invalid_request("a text part of '" + param + "' needs a 'text' string", param);
+    if (!first) text += '\n';
+    text += t->get<std::string>();
+    first = false;
+  }
+  return text;
+}
+
+void parse_messages(const FieldReader& f, GenerationRequest& r) {
+  const Json* v = f.get("messages");
+  if (!v) throw invalid_request("'messages' is required", "messages");
+  if (!v->is_array()) throw invalid_request(std::string("'messages' must be a list, not ") + json_type_name(*v), "messages");
+  if (v->empty()) throw invalid_request("'messages' must not be empty", "messages");
+  r.messages = Json::array();
+  for (size_t i = 0; i < v->size(); ++i) {
+    const Json& m = (*v)[i];
+    const std::string param = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) throw invalid_request("'" + param + "' must be an object", param);
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string())
+      throw invalid_request("'" + param + ".role' is required and must be a string", param + ".role");
+    Json msg = m;
+    auto content = m.find("content");
+    msg["content"] = message_content(content == m.end() ? Json() : *content, i);
+    r.messages.push_back(std::move(msg));
+  }
+}
+
+}  // namespace
+
+Json parse_json_body(std::string_view body) {
+  const Json::parser_callback_t limit_depth = [](int depth, Json::parse_event_t, Json&) {
+    if (size_t(depth) > kMaxJsonDepth) throw TooDeep{};
+    return true;
+  };
+  Json j;
+  try {
+    j = Json::parse(body.begin(), body.end(), limit_depth);
+  } catch (const Json::parse_error& e) {
+    throw invalid_request(std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json");
+  } catch (const TooDeep&) {
+    throw invalid_request("the body nests JSON deeper than " + std::to_string(kMaxJsonDepth) + " levels", "",
+                          "invalid_json");
+  }
+  if (!j.is_object())
+    throw invalid_request(std::string("the body must be a JSON object, not ") + json_type_name(j), "", "invalid_json");
+  return j;
+}
+
+GenerationRequest parse_completion_request(const Json& body) {
+  GenerationRequest r;
+  r.endpoint = Endpoint::Completions;
+  const FieldReader f(body);
+  parse_common(f, r);
+  parse_prompt(f, r);
+  r.max_tokens = f.integer("max_tokens", 1, kInt32Max);
+  if (auto lp = f.integer("logprobs", 0, kMaxLogprobs)) {
+    r.logprobs = true;
+    r.sampling.top_logprobs = int32_t(*lp);
+  }
+  refuse_if(f.boolean("echo").value_or(false), "echo");
+  refuse_if(!f.string("suffix").value_or("").empty(), "suffix");
+  refuse_if(f.integer("best_of", 1, 128).value_or(1) > 1, "best_of", "only best_of = 1 is supported");
+  return r;
+}
+
+GenerationRequest parse_chat_request(const Json& body) {
+  GenerationRequest r;
+  r.endpoint = Endpoint::ChatCompletions;
+  const FieldReader f(body);
+  parse_common(f, r);
+  parse_messages(f, r);
+  r.max_tokens = f.integer("max_completion_tokens", 1, kInt32Max);
+  if (!r.max_tokens) r.max_tokens = f.integer("max_tokens", 1, kInt32Max);
+  r.logprobs = f.boolean("logprobs").value_or(false);
+  if (auto top = f.integer("top_logprobs", 0, kMaxLogprobs)) {
+    if (!r.logprobs) throw invalid_request("'top_logprobs' needs 'logprobs' set to true", "top_logprobs");
+    r.sampling.top_logprobs = int32_t(*top);
+  }
+  r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+  refuse_if(non_empty(f.get("tools")), "tools");
+  refuse_if(non_empty(f.get("functions")), "functions");
+  if (const Json* tc = f.get("tool_choice")) refuse_if(!(tc->is_string() && *tc == "none"), "tool_choice");
+  if (const Json* fc = f.get("function_call")) refuse_if(!(fc->is_string() && *fc == "none"), "function_call");
+  if (const Json* rf = f.get("response_format")) {
+    const bool plain_text = rf->is_object() && rf->contains("type") && (*rf)["type"] == "text";
+    refuse_if(!plain_text, "response_format", "only {\"type\": \"text\"} is supported");
+  }
+  return r;
+}
+
+}  // namespace rf::server

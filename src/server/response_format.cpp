@@ -1,0 +1,218 @@
+// OpenAI response and SSE chunk formatting (response_format.h).
+#include "server/response_format.h"
+
+#include <unordered_set>
+
+#include "server/json_text.h"
+
+namespace rf::server {
+
+const char* openai_finish_reason(FinishReason r) { return r == FinishReason::Length ? "length" : "stop"; }
+
+ResponseFormatter::ResponseFormatter(ResponseMeta meta, const Tokenizer& tok) : meta_(std::move(meta)), tok_(tok) {
+  const bool chat = meta_.endpoint == Endpoint::ChatCompletions;
+  std::string head = "{\"id\":";
+  append_json_string(head, meta_.id);
+  head += chat ? ",\"object\":\"chat.completion.chunk\"" : ",\"object\":\"text_completion\"";
+  head += ",\"created\":" + std::to_string(meta_.created) + ",\"model\":";
+  append_json_string(head, meta_.model);
+  prefix_ = "data: " + head + ",\"choices\":[{\"index\":";
+  suffix_ = meta_.include_usage ? "}],\"usage\":null}\n\n" : "}]}\n\n";
+}
+
+std::string ResponseFormatter::piece(int32_t token) const {
+  try {
+    return tok_.token_to_piece(token, /*render_special=*/true);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+namespace {
+
+void append_bytes(std::string& out, const std::string& s) {
+  out += '[';
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(static_cast<unsigned char>(s[i]));
+  }
+  out += ']';
+}
+
+void append_usage(std::string& out, const Usage& u) {
+  out += "{\"prompt_tokens\":" + std::to_string(u.prompt_tokens) +
+         ",\"completion_tokens\":" + std::to_string(u.completion_tokens) +
+         ",\"total_tokens\":" + std::to_string(u.prompt_tokens + u.completion_tokens) +
+         ",\"prompt_tokens_details\":{\"cached_tokens\":" + std::to_string(u.cached_tokens) + "}}";
+}
+
+}  // namespace
+
+// {"content":[{"token","logprob","bytes","top_logprobs":[...]}],"refusal":null}
+void ResponseFormatter::append_chat_logprobs(std::string& out, const std::vector<TokenLogprob>& lps) const {
+  auto entry = [&](int32_t token, float logprob) {
+    const std::string p = piece(token);
+    out += "{\"token\":";
+    append_json_string(out, p);
+    out += ",\"logprob\":";
+    append_json_number(out, logprob);
+    out += ",\"bytes\":";
+    append_bytes(out, p);
+  };
+  out += "{\"content\":[";
+  for (size_t i = 0; i < lps.size(); ++i) {
+    if (i) out += ',';
+    entry(lps[i].token, lps[i].logprob);
+    out += ",\"top_logprobs\":[";
+    const size_t n = std::min(lps[i].top.size(), size_t(meta_.top_logprobs));
+    for (size_t k = 0; k < n; ++k) {
+      if (k) out += ',';
+      entry(lps[i].top[k].first, lps[i].top[k].second);
+      out += '}';
+    }
+    out += "]}";
+  }
+  out += "],\"refusal\":null}";
+}
+
+// {"tokens":[..],"token_logprobs":[..],"top_logprobs":[{piece: lp}],"text_offset":[..]}
+// As OpenAI's legacy API: the top alternatives plus the sampled token.
+void ResponseFormatter::append_completion_logprobs(std::string& out, const std::vector<TokenLogprob>& lps,
+                                                   size_t& text_offset) const {
+  std::vector<std::string> pieces;
+  pieces.reserve(lps.size());
+  for (const auto& lp : lps) pieces.push_back(piece(lp.token));
+  out += "{\"tokens\":[";
+  for (size_t i = 0; i < lps.size(); ++i) {
+    if (i) out += ',';
+    append_json_string(out, pieces[i]);
+  }
+  out += "],\"token_logprobs\":[";
+  for (size_t i = 0; i < lps.size(); ++i) {
+    if (i) out += ',';
+    append_json_number(out, lps[i].logprob);
+  }
+  out += "],\"top_logprobs\":[";
+  for (size_t i = 0; i < lps.size(); ++i) {
+    if (i) out += ',';
+    out += '{';
+    std::unordered_set<std::string> seen;  // one key per distinct piece
+    bool first = true;
+    auto add = [&](const std::string& p, float lp) {
+      if (!seen.insert(p).second) return;
+      if (!first) out += ',';
+      first = false;
+      append_json_string(out, p);
+      out += ':';
+      append_json_number(out, lp);
+    };
+    const size_t n = std::min(lps[i].top.size(), size_t(meta_.top_logprobs));
+    for (size_t k = 0; k < n; ++k) add(piece(lps[i].top[k].first), lps[i].top[k].second);
+    add(pieces[i], lps[i].logprob);
+    out += '}';
+  }
+  out += "],\"text_offset\":[";
+  for (size_t i = 0; i < lps.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(text_offset);
+    text_offset += pieces[i].size();
+  }
+  out += "]}";
+}
+
+std::string ResponseFormatter::full_response(const std::vector<ChoiceResult>& choices) const {
+  const bool chat = meta_.endpoint == Endpoint::ChatCompletions;
+  std::string out = "{\"id\":";
+  append_json_string(out, meta_.id);
+  out += chat ? ",\"object\":\"chat.completion\"" : ",\"object\":\"text_completion\"";
+  out += ",\"created\":" + std::to_string(meta_.created) + ",\"model\":";
+  append_json_string(out, meta_.model);
+  out += ",\"choices\":[";
+  Usage usage;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& c = choices[i];
+    usage.add(c);
+    if (i) out += ',';
+    out += "{\"index\":" + std::to_string(i);
+    if (chat) {
+      out += ",\"message\":{\"role\":\"assistant\",\"content\":";
+      append_json_string(out, c.text);
+      out += ",\"refusal\":null}";
+    } else {
+      out += ",\"text\":";
+      append_json_string(out, c.text);
+    }
+    out += ",\"logprobs\":";
+    if (!meta_.logprobs) {
+      out += "null";
+    } else if (chat) {
+      append_chat_logprobs(out, c.logprobs);
+    } else {
+      size_t offset = 0;
+      append_completion_logprobs(out, c.logprobs, offset);
+    }
+    out += ",\"finish_reason\":\"";
+    out += openai_finish_reason(c.finish);
+    out += "\"}";
+  }
+  out += "],\"usage\":";
+  append_usage(out, usage);
+  out += '}';
+  return out;
+}
+
+void ResponseFormatter::role_chunk(std::string& out, int index) const {
+  out += prefix_;
+  out += std::to_string(index);
+  out += ",\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null";
+  out += suffix_;
+}
+
+void ResponseFormatter::delta_chunk(std::string& out, int index, std::string_view text,
+                                    const std::vector<TokenLogprob>& logprobs, size_t& text_offset) const {
+  const bool chat = meta_.endpoint == Endpoint::ChatCompletions;
+  out += prefix_;
+  out += std::to_string(index);
+  if (chat) {
+    out += ",\"delta\":{\"content\":";
+    append_json_string(out, text);
+    out += "},\"logprobs\":";
+  } else {
+    out += ",\"text\":";
+    append_json_string(out, text);
+    out += ",\"logprobs\":";
+  }
+  if (!meta_.logprobs) out += "null";
+  else if (chat) append_chat_logprobs(out, logprobs);
+  else append_completion_logprobs(out, logprobs, text_offset);
+  out += ",\"finish_reason\":null";
+  out += suffix_;
+}
+
+void ResponseFormatter::finish_chunk(std::string& out, int index, FinishReason reason) const {
+  const bool chat = meta_.endpoint == Endpoint::ChatCompletions;
+  out += prefix_;
+  out += std::to_string(index);
+  out += chat ? ",\"delta\":{}" : ",\"text\":\"\"";
+  out += ",\"logprobs\":null,\"finish_reason\":\"";
+  out += openai_finish_reason(reason);
+  out += '"';
+  out += suffix_;
+}
+
+void ResponseFormatter::usage_chunk(std::string& out, const Usage& usage) const {
+  // The prefix without its open choice: `data: {head},"choices":[],"usage":{...}}`.
+  const size_t head_end = prefix_.size() - std::string_view(",\"choices\":[{\"index\":").size();
+  out.append(prefix_, 0, head_end);
+  out += ",\"choices\":[],\"usage\":";
+  append_usage(out, usage);
+  out += "}\n\n";
+}
+
+void ResponseFormatter::error_event(std::string& out, const ApiError& e) {
+  out += "data: ";
+  out += error_body(e);
+  out += "\n\n";
+}
+
+}  // namespace rf::server
