@@ -1,15 +1,30 @@
-// `rocmforge bench -m MODEL -p 512 -n 128 -r 5 [--parallel 1,8,32,64] [--json]`:
-// through the engine (its scheduler, batching, graphs and GPU sampling),
-// P sequences each prefill p random tokens and then decode n tokens
-// (greedy, end-of-generation ignored). Reports prompt and generation
-// tokens/s (mean and standard deviation over r runs after one warm-up),
-// the weight bandwidth of decode and its share of the device's copy
-// bandwidth measured in the same run.
+// `rocmforge bench`, two modes, both through the engine (its scheduler,
+// batching, graphs and GPU sampling), on random-token prompts with
+// end-of-generation ignored:
+// - Phases (default): `-m MODEL -p 512 -n 128 -r 5 [--parallel 1,8,32,64]`:
+//   P sequences each prefill p tokens, then decode n (greedy). Reports
+//   prompt and generation tokens/s (mean and standard deviation over r runs
+//   after one warm-up), the weight bandwidth of decode and its share of the
+//   device's copy bandwidth measured in the same run.
+// - Serving throughput: `-m MODEL --requests N --concurrency C
+//   --input-len I[:J] --output-len O[:P] [--temp T]`: the engine runs on its
+//   own thread; C client threads each submit requests back to back (closed
+//   loop) until N are done, reading each stream as a client would. Lengths
+//   given as ranges are drawn uniformly (seeded). Reports output tokens/s,
+//   requests/s, time to first token and time per output token (per request:
+//   (t_last - t_first) / (tokens - 1)) at p50/p90/p99.
+// Both take --json.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "cli/backend_factory.h"
 #include "cli/commands.h"
@@ -30,6 +45,11 @@ struct BenchOptions {
   int max_batch_tokens = 8192;
   bool json = false;
   BackendOptions backend;
+  // Serving throughput mode (when requests > 0).
+  int requests = 0, concurrency = 1;
+  std::string input_len = "512", output_len = "128";
+  float temp = 0.0f;
+  uint64_t seed = 1;
 };
 
 struct Phase {
@@ -86,8 +106,215 @@ Phase run_once(Engine& engine, int P, const BenchOptions& o, uint64_t seed) {
   return {std::chrono::duration<double>(t_prompt - t0).count(), std::chrono::duration<double>(t1 - t_prompt).count()};
 }
 
+// ---- serving throughput ----------------------------------------------------
+
+struct Range {
+  int lo = 0, hi = 0;
+};
+
+// "512" or "100:1000" (inclusive), both at least 1.
+Range parse_range(const std::string& s, const char* what) {
+  Range r;
+  const size_t colon = s.find(':');
+  try {
+    size_t used = 0;
+    r.lo = std::stoi(s.substr(0, colon), &used);
+    RF_CHECK(used == (colon == std::string::npos ? s.size() : colon), "");
+    r.hi = r.lo;
+    if (colon != std::string::npos) {
+      r.hi = std::stoi(s.substr(colon + 1), &used);
+      RF_CHECK(used == s.size() - colon - 1, "");
+    }
+  } catch (const std::exception&) {
+    fail(what, " must be a number or a range LO:HI, got '", s, "'");
+  }
+  RF_CHECK(r.lo >= 1 && r.lo <= r.hi, what, " must satisfy 1 <= LO <= HI, got '", s, "'");
+  return r;
+}
+
+// One request as its client saw it.
+struct Sample {
+  int input = 0, output = 0;
+  double ttft = 0, tpot = -1, e2e = 0;  // seconds; tpot < 0: fewer than 2 tokens
+};
+
+// Linear interpolation between closest ranks (numpy's default); v sorted.
+double percentile(const std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const double x = p / 100.0 * double(v.size() - 1);
+  const size_t i = size_t(x);
+  return i + 1 < v.size() ? v[i] + (v[i + 1] - v[i]) * (x - double(i)) : v.back();
+}
+
+nlohmann::json stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {{"mean", mean(v)}, {"p50", percentile(v, 50)}, {"p90", percentile(v, 90)}, {"p99", percentile(v, 99)}};
+}
+
+// The i-th request: lengths and prompt drawn from (seed, i) only, so the
+// workload does not depend on which client thread sends it.
+Request make_request(const BenchOptions& o, Range in, Range out, int vocab, int i) {
+  std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + uint64_t(i));
+  Request r;
+  r.prompt.resize(size_t(std::uniform_int_distribution<int>(in.lo, in.hi)(rng)));
+  for (auto& t : r.prompt) t = int32_t(3 + rng() % uint64_t(vocab - 3));
+  r.max_tokens = std::uniform_int_distribution<int>(out.lo, out.hi)(rng);
+  r.ignore_eos = true;
+  r.sampling.temperature = o.temp;
+  r.sampling.seed = o.seed + uint64_t(i);
+  return r;
+}
+
+// A streaming client: submits, then reads events until the finish.
+Sample run_request(Engine& engine, Request req) {
+  Sample s;
+  s.input = int(req.prompt.size());
+  const auto t0 = Clock::now();
+  RequestHandle h;
+  for (;;) {
+    try {
+      h = engine.submit(req);
+      break;
+    } catch (const EngineBusy&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  Clock::time_point t_first{}, t_last{};
+  for (;;) {
+    const StreamEvent ev = *h->next();
+    if (!ev.tokens.empty()) {
+      t_last = Clock::now();
+      if (s.output == 0) t_first = t_last;
+      s.output += int(ev.tokens.size());
+    }
+    if (ev.finished) {
+      RF_CHECK(ev.finish_reason == FinishReason::Length, "bench: a request ended with '",
+               finish_reason_name(ev.finish_reason), "'", ev.error.empty() ? "" : ": ", ev.error);
+      break;
+    }
+  }
+  RF_CHECK(s.output == req.max_tokens, "bench: a request produced ", s.output, " tokens, not ", req.max_tokens);
+  s.ttft = std::chrono::duration<double>(t_first - t0).count();
+  s.e2e = std::chrono::duration<double>(t_last - t0).count();
+  if (s.output > 1) s.tpot = std::chrono::duration<double>(t_last - t_first).count() / double(s.output - 1);
+  return s;
+}
+
+void report_serving(const BenchOptions& o, Range in, Range out, const Engine& engine, const std::string& device,
+                    const std::string& path, const std::vector<Sample>& samples, double wall) {
+  std::vector<double> ttft, tpot, e2e;
+  int64_t n_in = 0, n_out = 0;
+  for (const Sample& s : samples) {
+    n_in += s.input;
+    n_out += s.output;
+    ttft.push_back(s.ttft);
+    e2e.push_back(s.e2e);
+    if (s.tpot >= 0) tpot.push_back(s.tpot);
+  }
+  const EngineMetrics& m = engine.metrics();
+  const double queried = double(m.prefix_cache_queried_tokens.load());
+  const nlohmann::json r = {
+      {"model", path}, {"device", device}, {"requests", o.requests}, {"concurrency", o.concurrency},
+      {"input_len", {in.lo, in.hi}}, {"output_len", {out.lo, out.hi}}, {"temperature", std::round(double(o.temp) * 1e6) / 1e6},
+      {"max_batch_tokens", engine.config().max_num_batched_tokens}, {"kv_blocks", engine.num_blocks()},
+      {"duration_s", wall}, {"input_tokens", n_in}, {"output_tokens", n_out},
+      {"output_tok_s", double(n_out) / wall}, {"total_tok_s", double(n_in + n_out) / wall},
+      {"requests_s", double(o.requests) / wall}, {"ttft_s", stats(ttft)}, {"tpot_s", stats(tpot)},
+      {"e2e_s", stats(e2e)}, {"preemptions", m.preemptions.load()}, {"engine_steps", m.steps.load()},
+      {"prefix_cache_hit_rate", queried > 0 ? double(m.prefix_cache_hit_tokens.load()) / queried : 0.0}};
+  if (o.json) {
+    std::printf("%s\n", r.dump(2).c_str());
+    return;
+  }
+  auto range = [](Range x) { return x.lo == x.hi ? std::to_string(x.lo) : str(x.lo, ":", x.hi); };
+  std::printf("requests: %d, concurrency %d, input %s tokens, output %s tokens, %s\n", o.requests, o.concurrency,
+              range(in).c_str(), range(out).c_str(), o.temp > 0 ? str("temperature ", o.temp).c_str() : "greedy");
+  std::printf("duration: %.2f s, %lld input and %lld output tokens, %llu engine steps, %llu preemptions\n", wall,
+              (long long)n_in, (long long)n_out, (unsigned long long)m.steps.load(),
+              (unsigned long long)m.preemptions.load());
+  std::printf("throughput: %.1f output tokens/s, %.2f requests/s (%.1f tokens/s with input)\n\n",
+              r["output_tok_s"].get<double>(), r["requests_s"].get<double>(), r["total_tok_s"].get<double>());
+  std::printf("| ms | mean | p50 | p90 | p99 |\n|---|---|---|---|---|\n");
+  const std::pair<const char*, const char*> rows[] = {
+      {"ttft_s", "time to first token"}, {"tpot_s", "time per output token"}, {"e2e_s", "request latency"}};
+  for (const auto& [key, label] : rows) {
+    const auto& x = r[key];
+    std::printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", label, 1e3 * x["mean"].get<double>(),
+                1e3 * x["p50"].get<double>(), 1e3 * x["p90"].get<double>(), 1e3 * x["p99"].get<double>());
+  }
+}
+
+void serve_bench(const BenchOptions& o) {
+  RF_CHECK(o.concurrency >= 1, "--concurrency must be >= 1");
+  const Range in = parse_range(o.input_len, "--input-len"), out = parse_range(o.output_len, "--output-len");
+  const std::string path = resolve_model_path(o.model);
+  auto backend = make_backend(o.backend);
+  auto model = Model::load(path, *backend, true);
+  auto tok = Tokenizer::from_gguf(model->file());
+  const ModelConfig& mc = model->config();
+  RF_CHECK(in.hi + out.hi <= mc.n_ctx_train, "--input-len + --output-len (up to ", in.hi + out.hi,
+           " tokens) exceed the model's context of ", mc.n_ctx_train);
+  EngineConfig cfg;
+  cfg.max_num_seqs = o.concurrency;
+  cfg.max_model_len = in.hi + out.hi;
+  cfg.max_num_batched_tokens = std::max(o.max_batch_tokens, o.concurrency);
+  cfg.prefix_caching = true;
+  size_kv_cache(*backend, o.backend, cfg, mc);
+  Engine engine(*model, *tok, *backend, cfg);
+  std::fprintf(stderr, "model: %s\ndevice: %s, %d KV blocks of %d tokens, %d tokens per step\n",
+               mc.summary().c_str(), backend->name().c_str(), engine.num_blocks(), cfg.block_size,
+               cfg.max_num_batched_tokens);
+
+  std::vector<Sample> samples(size_t(o.requests));
+  std::atomic<int> next{0}, done{0}, clients_left{std::min(o.concurrency, o.requests)};
+  std::mutex err_mu;
+  std::string error;
+  engine.start();
+  const auto t0 = Clock::now();
+  std::vector<Clock::time_point> ends(size_t(clients_left.load()), t0);  // when each client finished
+  std::vector<std::thread> clients;
+  for (int c = clients_left.load() - 1; c >= 0; --c)
+    clients.emplace_back([&, c] {
+      for (int i = next++; i < o.requests; i = next++) {
+        try {
+          samples[size_t(i)] = run_request(engine, make_request(o, in, out, mc.n_vocab, i));
+          ++done;
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lock(err_mu);
+          if (error.empty()) error = e.what();
+          next = o.requests;  // the other clients stop after their current request
+        }
+      }
+      ends[size_t(c)] = Clock::now();
+      --clients_left;
+    });
+  // Progress on stderr: a live line on a terminal, else a line every 10%.
+  const bool tty = isatty(fileno(stderr));
+  for (int shown = -1; shown < o.requests;) {
+    const bool last = clients_left.load() == 0;
+    const int d = done.load();
+    if (d != shown && (tty || last || d * 10 / o.requests != std::max(shown, 0) * 10 / o.requests)) {
+      std::fprintf(stderr, tty ? "\rrequests: %d/%d done, %.1f s" : "requests: %d/%d done, %.1f s\n", d, o.requests,
+                   std::chrono::duration<double>(Clock::now() - t0).count());
+      shown = d;
+    }
+    if (last) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (auto& t : clients) t.join();
+  const double wall = std::chrono::duration<double>(*std::max_element(ends.begin(), ends.end()) - t0).count();
+  if (tty) std::fputc('\n', stderr);
+  engine.stop();
+  if (!error.empty()) fail(error);
+  report_serving(o, in, out, engine, backend->name(), path, samples, wall);
+}
+
 void bench(const BenchOptions& o) {
   set_log_level(LogLevel::Warn);
+  if (o.requests > 0) {
+    serve_bench(o);
+    return;
+  }
   const std::string path = resolve_model_path(o.model);
   auto backend = make_backend(o.backend);
   const double copy_bw = backend->measure_copy_bandwidth();
@@ -146,7 +373,23 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-n,--n-gen", o->n_gen, "Tokens generated per sequence")->check(CLI::Range(2, 1 << 20))->capture_default_str();
   cmd->add_option("-r,--reps", o->reps, "Measured runs (after one warm-up)")->check(CLI::Range(1, 1000))->capture_default_str();
   cmd->add_option("--parallel", o->parallel, "Sequences decoding together (comma-separated list)")->delimiter(',');
-  cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Token budget per engine step")->capture_default_str();
+  cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Token budget per engine step")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  cmd->add_option("--requests", o->requests,
+                  "Serving throughput mode: requests to complete (closed loop; replaces -p/-n/-r/--parallel)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--concurrency", o->concurrency, "Serving mode: client threads, each with one request in flight")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  cmd->add_option("--input-len", o->input_len, "Serving mode: prompt tokens, N or a range LO:HI drawn uniformly")
+      ->capture_default_str();
+  cmd->add_option("--output-len", o->output_len, "Serving mode: output tokens, N or a range LO:HI drawn uniformly")
+      ->capture_default_str();
+  cmd->add_option("--temp", o->temp, "Serving mode: temperature (0: greedy)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Serving mode: seed for prompts, lengths and sampling")->capture_default_str();
   cmd->add_flag("--json", o->json, "JSON output");
   add_backend_options(*cmd, o->backend);
   cmd->callback([o] { bench(*o); });
