@@ -133,15 +133,17 @@ __global__ void attention_kernel(AttnArgs a) {
 constexpr int kPrefillQ = 16, kPrefillK = 32;
 
 template <int HD>
-__global__ void attention_prefill_kernel(AttnArgs a, const int32_t* __restrict__ tiles) {
+__global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, const int32_t* __restrict__ tiles,
+                                                                int heads_per_block) {
   constexpr int DPT = HD / 4;
   __shared__ __align__(16) __half ks[kPrefillK][HD + 8];
   __shared__ __align__(16) __half vs[kPrefillK][HD + 8];
   const int t0 = tiles[2 * blockIdx.x], nq = tiles[2 * blockIdx.x + 1];
   const int kvh = blockIdx.y;
   const int group = a.n_heads / a.n_kv;
+  const int hb = heads_per_block;  // this block's heads: blockIdx.z * hb ... of the group
   const int row = threadIdx.x / 4, part = threadIdx.x % 4;
-  const int qi = row / group, h = kvh * group + row % group;
+  const int qi = row / hb, h = kvh * group + blockIdx.z * hb + row % hb;
   const bool active = qi < nq;
   const int tok = t0 + (active ? qi : 0);
   const int pos = active ? a.positions[tok] : -1;
@@ -248,7 +250,9 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   if (n_tokens == 0) return;
   const int group_size = p.n_heads / std::max(p.n_kv_heads, 1);
   const bool tiled = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && (p.head_dim == 64 || p.head_dim == 128) &&
-                     p.n_heads % p.n_kv_heads == 0 && group_size * kPrefillQ * 4 <= 1024;
+                     p.n_heads % p.n_kv_heads == 0;
+  int heads_per_block = std::min(group_size, 4);  // <= 256 threads: 16 queries x 4 heads x 4 threads
+  while (group_size % heads_per_block) --heads_per_block;
   RF_CHECK(cache.type == DType::F16, "cuda attention: KV cache must be f16");
   RF_CHECK(p.head_dim <= kMaxDimsPerLane * 32, "cuda attention: head_dim ", p.head_dim, " > 256 is not supported");
   RF_CHECK(p.n_heads % p.n_kv_heads == 0, "cuda attention: heads not divisible by KV heads");
@@ -281,12 +285,12 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   a.part_out = scratch.partial_out;
   a.part_ml = scratch.partial_ml;
   if (tiled) {
-    const dim3 grid(unsigned(m.n_q_tiles), unsigned(p.n_kv_heads));
-    const int threads = group_size * kPrefillQ * 4;
+    const dim3 grid(unsigned(m.n_q_tiles), unsigned(p.n_kv_heads), unsigned(group_size / heads_per_block));
+    const int threads = heads_per_block * kPrefillQ * 4;
     if (p.head_dim == 128)
-      attention_prefill_kernel<128><<<grid, threads, 0, s>>>(a, m.q_tiles);
+      attention_prefill_kernel<128><<<grid, threads, 0, s>>>(a, m.q_tiles, heads_per_block);
     else
-      attention_prefill_kernel<64><<<grid, threads, 0, s>>>(a, m.q_tiles);
+      attention_prefill_kernel<64><<<grid, threads, 0, s>>>(a, m.q_tiles, heads_per_block);
     RF_GPU_CHECK_LAUNCH();
     return;
   }

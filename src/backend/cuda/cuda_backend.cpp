@@ -3,7 +3,10 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "backend/cuda/blas.h"
 #include "backend/cuda/gpu.h"
@@ -23,7 +26,16 @@ gpuStream_t S(void* s) { return static_cast<gpuStream_t>(s); }
 constexpr size_t kStagingBytes = size_t(64) << 20;
 }  // namespace
 
+struct ProfileState {
+  static constexpr int kEvents = 1 << 14;
+  std::vector<gpuEvent_t> events;
+  int next = 0;
+  std::vector<std::pair<std::string, int>> pending;  // name, index of the start event
+  std::map<std::string, std::pair<double, long>> totals;  // ms, count
+};
+
 struct CudaBackend::Impl {
+  ProfileState prof;
   std::unique_ptr<gpu::Blas> blas;
   void* blas_workspace = nullptr;
   void* staging = nullptr;  // pinned, for weight uploads
@@ -49,6 +61,44 @@ struct CudaBackend::Impl {
   std::unordered_map<uint64_t, std::pair<gpuGraph_t, gpuGraphExec_t>> graphs;
 };
 
+class OpTimer {
+ public:
+  OpTimer(CudaBackend* b, const char* what) : OpTimer(b, std::string(what)) {}
+  OpTimer(CudaBackend* b, std::string what) : b_(b) {
+    if (!b->profiling_) return;
+    ProfileState& P = b->impl_->prof;
+    if (P.next + 2 > ProfileState::kEvents) b->collect_profile();
+    if (P.next + 2 > ProfileState::kEvents) return;
+    idx_ = P.next;
+    P.next += 2;
+    RF_GPU_CHECK(gpuEventRecord(P.events[size_t(idx_)], static_cast<gpuStream_t>(b->stream_)));
+    P.pending.emplace_back(std::move(what), idx_);
+  }
+  ~OpTimer() {
+    if (idx_ >= 0)
+      (void)gpuEventRecord(b_->impl_->prof.events[size_t(idx_ + 1)], static_cast<gpuStream_t>(b_->stream_));
+  }
+
+ private:
+  CudaBackend* b_;
+  int idx_ = -1;
+};
+
+void CudaBackend::collect_profile() {
+  ProfileState& P = impl_->prof;
+  if (P.pending.empty()) return;
+  RF_GPU_CHECK(gpuStreamSynchronize(S(stream_)));
+  for (const auto& [name, i] : P.pending) {
+    float ms = 0;
+    RF_GPU_CHECK(gpuEventElapsedTime(&ms, P.events[size_t(i)], P.events[size_t(i + 1)]));
+    auto& t = P.totals[name];
+    t.first += ms;
+    t.second++;
+  }
+  P.pending.clear();
+  P.next = 0;
+}
+
 int CudaBackend::device_count() {
   int n = 0;
   if (gpuGetDeviceCount(&n) != gpuSuccess) {
@@ -71,11 +121,31 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options), impl_(
   RF_GPU_CHECK(gpuEventCreate(&impl_->meta_copied));
   RF_GPU_CHECK(gpuHostAlloc(&impl_->staging, kStagingBytes, gpuHostAllocDefault));
   if (gpu::Blas::workspace_bytes() > 0) impl_->blas_workspace = alloc(gpu::Blas::workspace_bytes(), "BLAS workspace");
+  if (const char* p = std::getenv("ROCMFORGE_PROFILE"); p && *p && std::string(p) != "0") {
+    profiling_ = true;
+    impl_->prof.events.resize(ProfileState::kEvents);
+    for (auto& e : impl_->prof.events) RF_GPU_CHECK(gpuEventCreate(&e));
+  }
   impl_->blas = std::make_unique<gpu::Blas>(s, impl_->blas_workspace, gpu::Blas::workspace_bytes());
 }
 
 CudaBackend::~CudaBackend() {
   if (stream_) (void)gpuStreamSynchronize(S(stream_));
+  if (profiling_) {
+    try {
+      collect_profile();
+    } catch (...) {
+    }
+    std::vector<std::pair<std::string, std::pair<double, long>>> rows(impl_->prof.totals.begin(),
+                                                                      impl_->prof.totals.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    double total = 0;
+    for (const auto& r : rows) total += r.second.first;
+    std::fprintf(stderr, "\nGPU op profile (%.1f ms in ops):\n%10s %8s %9s  %s\n", total, "ms", "count", "us/op", "op");
+    for (const auto& [name, t] : rows)
+      std::fprintf(stderr, "%10.2f %8ld %9.1f  %s\n", t.first, t.second, 1e3 * t.first / double(t.second), name.c_str());
+    for (auto& e : impl_->prof.events) (void)gpuEventDestroy(e);
+  }
   clear_graphs();
   impl_->blas.reset();
   for (void* p : {static_cast<void*>(impl_->staging), static_cast<void*>(impl_->meta_host),
@@ -268,12 +338,14 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
 }
 
 void CudaBackend::embed(const Tensor& table, const StepMeta& m, Tensor& out) {
+  OpTimer timer(this, "embed");
   RF_CHECK(out.type == DType::F32 && out.cols() == table.cols(), "cuda embed: output must be f32 [n, embd]");
   gpu::embed_rows(table.type, table.data, table.row_bytes(), int(table.cols()), m.token_ids, m.n_tokens,
                   int(table.rows()), out.ptr<float>(), S(stream_));
 }
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
+  OpTimer timer(this, "rms_norm");
   RF_CHECK(x.type == DType::F32 && w.type == DType::F32 && w.cols() == x.cols(), "cuda rms_norm: bad inputs");
   gpu::rms_norm(x.ptr<float>(), w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, S(stream_));
 }
@@ -283,6 +355,10 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
   RF_CHECK(x.type == DType::F16 && x.cols() == k, "cuda matmul: x must be f16 [n, ", k, "], is ", x.shape_string());
   RF_CHECK(out.cols() == m && out.rows() >= n, "cuda matmul: out is ", out.shape_string());
   RF_CHECK(reserved_, "cuda: reserve() must precede matmul");
+  OpTimer timer(this, profiling_ ? str("matmul ", n <= 8 ? "gemv" : (w.type == DType::F16 ? "blas" : "dequant+blas"), " ",
+                                       dtype_name(w.type), " n", n <= 8 ? str(n) : (n <= 64 ? str("<=64") : str(">64")),
+                                       " m", m, " k", k)
+                                 : std::string());
   if (n <= 8) {
     gpu::gemv(w.type, w.data, w.row_bytes(), m, k, x.data, n, out.data, out.type, S(stream_));
     return;
@@ -306,6 +382,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
 void CudaBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
                                 const KVLayer& cache) {
   RF_CHECK(q.type == DType::F16 && k.type == DType::F16 && v.type == DType::F16, "cuda rope: f16 activations");
+  OpTimer timer(this, "rope+kv store");
   gpu::rope_store_kv(q.data, k.data, v.data, m, m.n_tokens, int(q.cols() / cache.head_dim), rope, cache, S(stream_));
 }
 
@@ -321,23 +398,27 @@ void CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMet
   RF_CHECK(q.type == DType::F16 && out.type == DType::F16, "cuda attention: f16 activations");
   Impl& I = *impl_;
   const int splits = attention_splits(m);
+  OpTimer timer(this, m.max_new_tokens > 1 ? "attention prefill" : str("attention decode splits ", splits));
   RF_CHECK(p.n_heads <= limits_.n_heads && p.head_dim <= limits_.head_dim, "cuda attention: shape exceeds reserve()");
   gpu::attention(q.data, cache, m, m.n_tokens, p, splits, I.attn, out.data, S(stream_));
 }
 
 void CudaBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
   RF_CHECK(gate.type == DType::F16 && up.type == DType::F16 && out.type == DType::F16, "cuda swiglu: f16 only");
+  OpTimer timer(this, "swiglu");
   gpu::swiglu(gate.data, up.data, out.data, gate.numel(), S(stream_));
 }
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
   RF_CHECK(a.type == DType::F32 && out.data == a.data && b.type == DType::F16 && a.numel() == b.numel(),
            "cuda add: supports residual (f32) += f16 in place");
+  OpTimer timer(this, "add");
   gpu::add_f16_to_f32(out.ptr<float>(), b.data, a.numel(), S(stream_));
 }
 
 void CudaBackend::gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) {
   RF_CHECK(x.type == DType::F32 && out.type == DType::F32, "cuda gather_rows: f32 only");
+  OpTimer timer(this, "gather");
   gpu::gather_rows_f32(x.ptr<float>(), m.logits_rows, m.n_logits, int(x.cols()), out.ptr<float>(), S(stream_));
 }
 
@@ -372,10 +453,14 @@ void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, 
     RF_GPU_CHECK(gpuMemcpyAsync(I.pen_dev, I.pen_host, penalties.size() * sizeof(PenaltyToken), gpuMemcpyHostToDevice,
                                 S(stream_)));
   }
-  gpu::sample(logits.ptr<float>(), n, int(logits.cols()), I.rows_dev, I.pen_dev, I.sample_work, I.out_dev, S(stream_));
+  {
+    OpTimer timer(this, "sample");
+    gpu::sample(logits.ptr<float>(), n, int(logits.cols()), I.rows_dev, I.pen_dev, I.sample_work, I.out_dev, S(stream_));
+  }
   RF_GPU_CHECK(gpuMemcpyAsync(I.out_host, I.out_dev, size_t(n) * sizeof(gpu::SampleOutDevice), gpuMemcpyDeviceToHost,
                               S(stream_)));
   RF_GPU_CHECK(gpuStreamSynchronize(S(stream_)));
+  if (profiling_) collect_profile();
   out.resize(size_t(n));
   for (int i = 0; i < n; ++i) {
     const gpu::SampleOutDevice& o = I.out_host[i];

@@ -17,6 +17,8 @@
 
 namespace rf {
 
+class OpTimer;
+
 struct CudaOptions {
   int device = 0;
   size_t dequant_scratch_bytes = size_t(256) << 20;  // cap for quantized large-batch matmuls
@@ -61,7 +63,7 @@ class CudaBackend final : public Backend {
               std::vector<SampleResult>& out) override;
   void synchronize() override;
 
-  bool supports_graphs() const override { return options_.graphs; }
+  bool supports_graphs() const override { return options_.graphs && !profiling_; }
   void run_graph(uint64_t key, const std::function<void()>& record) override;
   void clear_graphs() override;
   double measure_copy_bandwidth() override;
@@ -73,6 +75,11 @@ class CudaBackend final : public Backend {
   struct Impl;
   int attention_splits(const StepMeta& m) const;
   void release_reserved();
+  // Op profiling (ROCMFORGE_PROFILE=1; graphs off): events around each op,
+  // summed by name once the stream is synchronized, printed at exit.
+  friend class OpTimer;
+  void collect_profile();
+  bool profiling_ = false;
 
   CudaOptions options_;
   std::string name_;
