@@ -39,7 +39,12 @@ std::string ChatPrompt::render(const Json& messages, bool add_generation_prompt)
 
 std::vector<int32_t> ChatPrompt::tokenize(const Json& messages, bool add_generation_prompt) const {
   const std::string text = render(messages, add_generation_prompt);
-  std::vector<int32_t> ids = tok_.encode(text, /*add_special=*/false, /*parse_special=*/true);
+  std::vector<int32_t> ids;
+  try {
+    ids = tok_.encode(text, /*add_special=*/false, /*parse_special=*/true);
+  } catch (const Error& e) {
+    throw invalid_request(e.what(), "messages");
+  }
   if (tok_.add_bos() && tok_.bos() >= 0 && (ids.empty() || ids.front() != tok_.bos()))
     ids.insert(ids.begin(), tok_.bos());
   return ids;

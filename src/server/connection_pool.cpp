@@ -1,6 +1,8 @@
 // ConnectionPool: a thread pool that grows with demand (connection_pool.h).
 #include "server/connection_pool.h"
 
+#include "core/log.h"
+
 namespace rf::server {
 
 ConnectionPool::ConnectionPool(size_t min_threads, size_t max_threads, std::chrono::milliseconds idle_timeout)
@@ -53,7 +55,13 @@ void ConnectionPool::worker() {
       tasks_.pop_front();
       ++busy_;
       lock.unlock();
-      task();
+      try {
+        task();
+      } catch (const std::exception& e) {  // a task's failure must not end the thread (or the process)
+        log_error("connection thread: ", e.what());
+      } catch (...) {
+        log_error("connection thread: unknown exception");
+      }
       task = nullptr;  // release captures before taking the lock again
       lock.lock();
       --busy_;

@@ -16,7 +16,13 @@ constexpr std::chrono::milliseconds kHeartbeat{1000};
 constexpr std::chrono::milliseconds kBatchPoll{5};
 
 std::vector<int32_t> prompt_tokens(ModelService& svc, const PromptInput& p) {
-  if (!p.is_tokens) return svc.tokenizer().encode(p.text, /*add_special=*/true, /*parse_special=*/true);
+  if (!p.is_tokens) {
+    try {
+      return svc.tokenizer().encode(p.text, /*add_special=*/true, /*parse_special=*/true);
+    } catch (const Error& e) {  // the tokenizer refuses the text
+      throw invalid_request(e.what(), "prompt");
+    }
+  }
   for (int32_t t : p.tokens)
     if (t >= svc.n_vocab())
       throw invalid_request("prompt token id " + std::to_string(t) + " is out of range [0, " +

@@ -225,14 +225,20 @@ void HttpServer::Impl::handle_generation(const httplib::Request& req, httplib::R
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     // Runs after the headers are sent; owns the request until the stream ends.
+    // Runs outside httplib's exception handling: nothing may escape it.
     res.set_chunked_content_provider("text/event-stream", [this, gen, token](size_t, httplib::DataSink& sink) {
-      const bool ok = gen->stream([&sink](std::string_view s) { return sink.write(s.data(), s.size()); });
-      if (!ok) {
-        metrics.count_disconnect();
+      try {
+        if (!gen->stream([&sink](std::string_view s) { return sink.write(s.data(), s.size()); })) {
+          metrics.count_disconnect();
+          return false;
+        }
+        sink.done();
+        return true;
+      } catch (const std::exception& e) {
+        log_error("http: stream failed: ", e.what());
+        gen->cancel();
         return false;
       }
-      sink.done();
-      return true;
     });
   });
 }

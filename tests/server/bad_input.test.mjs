@@ -181,10 +181,10 @@ describe('bad requests', () => {
   });
 });
 
-describe('API key', () => {
+describe('API key (and a served model name)', () => {
   let server;
   before(async () => {
-    server = await startServer(['--api-key', 'sk-test-123']);
+    server = await startServer(['--api-key', 'sk-test-123', '--served-model-name', 'tiny-stories']);
   });
   after(async () => {
     const { code } = await server.stop();
@@ -200,8 +200,11 @@ describe('API key', () => {
     assertOpenAIError(assert, prefix, 401);
     assert.equal((await fetch(`${server.url}/v1/models`)).status, 401);
     await assert.rejects(client(server, { apiKey: 'nope' }).models.list(), (e) => e.status === 401);
-    const ok = await client(server, { apiKey: 'sk-test-123' }).completions.create({ prompt: 'x', max_tokens: 2 });
+    const openai = client(server, { apiKey: 'sk-test-123' });
+    const ok = await openai.completions.create({ model: 'tiny-stories', prompt: 'x', max_tokens: 2 });
     assert.equal(ok.usage.completion_tokens, 2);
+    assert.equal(ok.model, 'tiny-stories');
+    assert.deepEqual((await openai.models.list()).data.map((m) => m.id), ['tiny-stories']);
     // Health and metrics stay open (for load balancers and scrapers).
     assert.equal((await fetch(`${server.url}/health`)).status, 200);
     assert.equal((await fetch(`${server.url}/metrics`)).status, 200);
