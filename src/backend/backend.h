@@ -68,6 +68,9 @@ struct StepMeta {
   // (first token, count) of up to 16 consecutive tokens of one sequence.
   const int32_t* q_tiles = nullptr;
   int32_t n_q_tiles = 0;
+  // Keys per split-K slice of decode attention for this step (one value on
+  // the device, so a captured graph adapts to the context length).
+  const int32_t* attn_split_len = nullptr;
   int32_t n_tokens = 0, n_seqs = 0, n_logits = 0;
   int32_t max_blocks_per_seq = 0, block_size = 0;
   int32_t max_new_tokens = 0, max_context_len = 0;

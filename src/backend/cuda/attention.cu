@@ -25,6 +25,7 @@ struct AttnArgs {
   int n_heads, n_kv, hd;
   float scale;
   int n_splits, split_len;
+  const int32_t* split_len_dev;  // when set: keys per split for this step (graph-stable launch shape)
   __half* out;
   float* part_out;
   float* part_ml;
@@ -44,8 +45,9 @@ __global__ void attention_kernel(AttnArgs a) {
 
   const int pos = a.positions[t];
   const int n_ctx = pos + 1;
-  const int k_begin = split * a.split_len;
-  const int k_end = min(n_ctx, k_begin + a.split_len);
+  const int split_len = a.split_len_dev ? *a.split_len_dev : a.split_len;
+  const int k_begin = split * split_len;
+  const int k_end = min(n_ctx, k_begin + split_len);
   const int32_t* table = a.block_tables + size_t(a.token_seq[t]) * a.max_blocks_per_seq;
   const int kv_dim = a.n_kv * hd;
 
@@ -63,11 +65,31 @@ __global__ void attention_kernel(AttnArgs a) {
     for (int k0 = k_begin; k0 < k_end; k0 += kTileKeys) {
       const int nk = min(kTileKeys, k_end - k0);
       __syncthreads();
-      for (int i = threadIdx.x; i < nk * hd; i += blockDim.x) {
-        const int j = i / hd, d = i % hd, p = k0 + j;
-        const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
-        ks[j * kstride + d] = __half2float(a.kc[slot * kv_dim + kvh * hd + d]);
-        vs[j * kstride + d] = __half2float(a.vc[slot * kv_dim + kvh * hd + d]);
+      if (hd % 8 == 0) {  // 16-byte loads of 8 halves
+        const int chunks = hd / 8;
+        for (int i = threadIdx.x; i < nk * chunks; i += blockDim.x) {
+          const int j = i / chunks, c = i % chunks, p = k0 + j;
+          const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
+          const uint4 kv = reinterpret_cast<const uint4*>(a.kc + slot * kv_dim + kvh * hd)[c];
+          const uint4 vv = reinterpret_cast<const uint4*>(a.vc + slot * kv_dim + kvh * hd)[c];
+          const __half2* kh = reinterpret_cast<const __half2*>(&kv);
+          const __half2* vh = reinterpret_cast<const __half2*>(&vv);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float2 kf = __half22float2(kh[e]), vf = __half22float2(vh[e]);
+            ks[j * kstride + 8 * c + 2 * e] = kf.x;
+            ks[j * kstride + 8 * c + 2 * e + 1] = kf.y;
+            vs[j * kstride + 8 * c + 2 * e] = vf.x;
+            vs[j * kstride + 8 * c + 2 * e + 1] = vf.y;
+          }
+        }
+      } else {
+        for (int i = threadIdx.x; i < nk * hd; i += blockDim.x) {
+          const int j = i / hd, d = i % hd, p = k0 + j;
+          const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
+          ks[j * kstride + d] = __half2float(a.kc[slot * kv_dim + kvh * hd + d]);
+          vs[j * kstride + d] = __half2float(a.vc[slot * kv_dim + kvh * hd + d]);
+        }
       }
       __syncthreads();
       if (!active) continue;
@@ -277,10 +299,12 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   a.hd = p.head_dim;
   a.scale = p.scale;
   a.n_splits = n_splits;
-  // Keys per split: the cache's context capacity divided evenly (fixed for a
-  // given split count, so a captured graph stays valid).
+  a.split_len_dev = nullptr;
+  // Keys per split: this step's value from the device when the backend
+  // provides it, else the context capacity divided evenly.
   const int capacity = m.max_blocks_per_seq * cache.block_size;
   a.split_len = (capacity + n_splits - 1) / n_splits;
+  a.split_len_dev = n_splits > 1 ? m.attn_split_len : nullptr;
   a.out = static_cast<__half*>(out);
   a.part_out = scratch.partial_out;
   a.part_ml = scratch.partial_ml;

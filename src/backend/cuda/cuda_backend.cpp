@@ -43,7 +43,7 @@ struct CudaBackend::Impl {
   int32_t* meta_dev = nullptr;
   int32_t* meta_host = nullptr;  // pinned
   size_t off_tokens = 0, off_pos = 0, off_slots = 0, off_tseq = 0, off_starts = 0, off_ctx = 0, off_logits = 0,
-         off_tiles = 0, off_tables = 0, meta_ints = 0;
+         off_tiles = 0, off_split = 0, off_tables = 0, meta_ints = 0;
   gpuEvent_t meta_copied = nullptr;
   // Sampling.
   gpu::SampleRowDevice* rows_dev = nullptr;
@@ -263,7 +263,8 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   I.off_ctx = I.off_starts + Sq + 1;
   I.off_logits = I.off_ctx + Sq;
   I.off_tiles = I.off_logits + L;
-  I.off_tables = I.off_tiles + 2 * (T + Sq);
+  I.off_split = I.off_tiles + 2 * (T + Sq);
+  I.off_tables = I.off_split + 4;
   I.meta_ints = I.off_tables + Sq * B;
   I.meta_dev = static_cast<int32_t*>(alloc(I.meta_ints * 4, "step metadata"));
   RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.meta_host), I.meta_ints * 4, gpuHostAllocDefault));
@@ -313,6 +314,11 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
       h[I.off_tiles + 2 * size_t(n_tiles) + 1] = std::min(16, b.seq_starts[size_t(sq) + 1] - t);
       ++n_tiles;
     }
+  // Decode attention splits the longest context evenly over a fixed number of
+  // slices (at least 32 keys each).
+  const int32_t max_ctx = b.max_context_len();
+  const int32_t slices = decode_slices(b.max_blocks_per_seq * b.block_size);
+  h[I.off_split] = std::max<int32_t>(32, (max_ctx + slices - 1) / slices);
   const size_t used = I.off_tables + b.block_tables.size();
   RF_GPU_CHECK(gpuMemcpyAsync(I.meta_dev, h, used * 4, gpuMemcpyHostToDevice, S(stream_)));
   RF_GPU_CHECK(gpuEventRecord(I.meta_copied, S(stream_)));
@@ -326,6 +332,7 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   m.block_tables = I.meta_dev + I.off_tables;
   m.logits_rows = I.meta_dev + I.off_logits;
   m.q_tiles = I.meta_dev + I.off_tiles;
+  m.attn_split_len = I.meta_dev + I.off_split;
   m.n_q_tiles = n_tiles;
   m.n_tokens = nt;
   m.n_seqs = ns;
@@ -387,10 +394,15 @@ void CudaBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const Ste
 }
 
 int CudaBackend::attention_splits(const StepMeta& m) const {
-  // Split long contexts for small batches (decode); prefill has enough blocks.
+  // Decode steps: a fixed number of key slices (their length is read from
+  // the device per step), so that every KV head of every sequence is spread
+  // over many blocks. Prefill batches use the tiled kernel instead.
   if (m.n_tokens > impl_->attn.max_tokens) return 1;
-  const int capacity = m.max_blocks_per_seq * m.block_size;
-  return std::clamp((capacity + 511) / 512, 1, impl_->attn.max_splits);
+  return decode_slices(m.max_blocks_per_seq * m.block_size);
+}
+
+int CudaBackend::decode_slices(int capacity) const {
+  return std::clamp((capacity + 31) / 32, 1, impl_->attn.max_splits);
 }
 
 void CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,

@@ -92,6 +92,81 @@ __device__ __forceinline__ float dot_span(const float (&w)[8], const __half* x) 
   return s;
 }
 
+// Packed-half dot products for the hot k-quants. Two 4- or 6-bit quants
+// become half2(1024 + q0, 1024 + q1) with one byte permute and one LOP3
+// (1024 + q is exact in f16); subtracting the bias and multiplying by the
+// activations run two elements per instruction. Sums over 16 elements stay
+// in f16 (|q| < 64: well inside f16's range at activation scale), the group
+// scale and min are applied in f32.
+__device__ __forceinline__ __half2 pair_to_half2(uint32_t bytes_lo_hi) {
+  // bytes 0 and 1 of the argument -> halves (1024 + b0, 1024 + b1)
+  const uint32_t spread = __byte_perm(bytes_lo_hi, 0, 0x7170) | 0x64006400u;
+  return *reinterpret_cast<const __half2*>(&spread);
+}
+
+// Q4_K sub-block `sb` of a row against one activation row: returns
+// d1 * sum(q x) - m1 * sum(x).
+__device__ __forceinline__ float q4k_dot32(const uint8_t* row, int sb, const __half* x) {
+  const uint8_t* b = row + size_t(sb / 8) * 144;
+  const int j = sb % 8;
+  float d1, m1;
+  k4_scales(b, j, &d1, &m1);
+  const uint4* qp = reinterpret_cast<const uint4*>(b + 16 + 32 * (j / 2));
+  const uint4 q0 = qp[0], q1 = qp[1];
+  const uint32_t w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+  const int shift = (j & 1) * 4;
+  const uint4* xp = reinterpret_cast<const uint4*>(x);
+  const __half2 k1024 = __float2half2_rn(1024.0f);
+  __half2 acc = __float2half2_rn(0.0f), xsum = acc;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint4 xv = xp[i];
+    const __half2* xh = reinterpret_cast<const __half2*>(&xv);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t nib = (w[2 * i + h] >> shift) & 0x0F0F0F0Fu;  // 4 quants, one per byte
+      acc = __hfma2(__hsub2(pair_to_half2(nib), k1024), xh[2 * h], acc);
+      acc = __hfma2(__hsub2(pair_to_half2(nib >> 16), k1024), xh[2 * h + 1], acc);
+      xsum = __hadd2(xsum, __hadd2(xh[2 * h], xh[2 * h + 1]));
+    }
+  }
+  const float2 a = __half22float2(acc), xs = __half22float2(xsum);
+  return d1 * (a.x + a.y) - m1 * (xs.x + xs.y);
+}
+
+// Q6_K sub-block against one activation row: two groups of 16 with their
+// own scales; quants are q - 32.
+__device__ __forceinline__ float q6k_dot32(const uint8_t* row, int sb, const __half* x) {
+  const uint8_t* b = row + size_t(sb / 8) * 210;
+  const int j = sb % 8, n = j / 4, k = j % 4;
+  const uint16_t* ql = reinterpret_cast<const uint16_t*>(b + 64 * n + 32 * (k & 1));
+  const uint16_t* qh = reinterpret_cast<const uint16_t*>(b + 128 + 32 * n);
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = h2f(ld16(b + 208));
+  const int lshift = k < 2 ? 0 : 4, hshift = 2 * k;
+  const uint4* xp = reinterpret_cast<const uint4*>(x);
+  const __half2 k1056 = __float2half2_rn(1056.0f);  // 1024 + 32
+  float total = 0.0f;
+#pragma unroll
+  for (int g = 0; g < 2; ++g) {
+    __half2 acc = __float2half2_rn(0.0f);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const uint4 xv = xp[2 * g + i];
+      const __half2* xh = reinterpret_cast<const __half2*>(&xv);
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+        const uint32_t lw = ql[8 * g + 4 * i + p], hw = qh[8 * g + 4 * i + p];
+        const uint32_t q = ((lw >> lshift) & 0x0F0Fu) | (((hw >> hshift) & 0x0303u) << 4);
+        acc = __hfma2(__hsub2(pair_to_half2(q), k1056), xh[p], acc);
+      }
+    }
+    const float2 a = __half22float2(acc);
+    total += d * float(sc[2 * j + g]) * (a.x + a.y);
+  }
+  return total;
+}
+
 // One block: kGemvRows rows of kGemvThreads / kGemvRows threads each; the
 // warps of a row split its columns and combine through shared memory.
 template <DType T, typename OutT>
@@ -142,6 +217,15 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const uint8_t* __res
           for (int c = 0; c < kMaxCols; ++c)
             if (c < n) acc[c] = fmaf(wv, __half2float(x[size_t(c) * k + i]), acc[c]);
         }
+      }
+    } else if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
+      for (int sb = id; sb < k / 32; sb += stride) {
+#pragma unroll
+        for (int c = 0; c < kMaxCols; ++c)
+          if (c < n) {
+            const __half* xc = x + size_t(c) * k + size_t(sb) * 32;
+            acc[c] += T == DType::Q4_K ? q4k_dot32(row, sb, xc) : q6k_dot32(row, sb, xc);
+          }
       }
     } else {
       for (int sb = id; sb < k / 32; sb += stride) {
