@@ -27,6 +27,7 @@ namespace rf::test {
 
 struct Output {
   std::vector<int32_t> tokens;
+  std::vector<TokenLogprob> logprobs;  // parallel to tokens when requested
   std::string text;
   std::vector<std::string> texts;  // per event
   FinishReason reason = FinishReason::None;
@@ -41,6 +42,7 @@ inline void read_events(RequestStream& h, Output& o, bool wait) {
     auto ev = wait ? h.next() : h.next(std::chrono::milliseconds(0));
     if (!ev) return;
     o.tokens.insert(o.tokens.end(), ev->tokens.begin(), ev->tokens.end());
+    o.logprobs.insert(o.logprobs.end(), ev->logprobs.begin(), ev->logprobs.end());
     o.text += ev->text;
     o.texts.push_back(ev->text);
     if (ev->finished) {

@@ -1,0 +1,245 @@
+// The engine on the CUDA backend: batch invariance of greedy output (alone
+// vs among 32 concurrent requests, under a KV cache small enough to force
+// preemption, with chunked prefill, decode graphs and GPU sampling) on
+// stories260K, every qtest model and a synthetic f16 model; and, for the
+// synthetic model, logits of a sequence alone vs in a batch of 32 (mixed
+// prefill and decode) within relative L2 1e-2. GPU kernels may reduce in a
+// different order for different batch shapes, so greedy outputs may part
+// only where the alone run's two best tokens were within 1e-2 nats of each
+// other (checked with its logprobs) and the batch took the runner-up;
+// anywhere else is a failure. (Seen on an H200: 0-3 of 33 requests per
+// model part, at gaps of 1e-5 to 4e-3 nats.)
+// Explicit small memory budgets (KV blocks, dequant scratch) so that GPU
+// tests can run side by side.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "gpu/gpu_test_util.h"
+#include "model/runner.h"
+#include "model/synthetic.h"
+#include "unit/engine_test_util.h"
+
+namespace rf {
+namespace {
+
+// A synthetic model written to a temporary file for the test's lifetime.
+class TempModel {
+ public:
+  TempModel(const std::string& preset, const std::string& type) {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("rf_engine_test_" + preset + "_" + type + "_" + std::to_string(getpid()) + ".gguf"))
+                .string();
+    const auto p = synthetic_preset(preset);
+    const auto plan = quant_plan(type);
+    RF_CHECK(p && plan, "no preset ", preset, " or type ", type);
+    ThreadPool pool(2);
+    write_synthetic_model(*p, *plan, path_, 7, pool, [](uint64_t, uint64_t) {});
+  }
+  ~TempModel() {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Greedy, with the two best alternatives' logprobs when `logprobs`.
+Request greedy_req(std::vector<int32_t> prompt, int32_t max_tokens, bool logprobs) {
+  Request r = test::greedy(std::move(prompt), max_tokens);
+  r.ignore_eos = true;  // random-weight models: lengths stay as asked
+  r.logprobs = logprobs;
+  r.sampling.top_logprobs = logprobs ? 2 : 0;
+  return r;
+}
+
+// Same tokens, or they first differ where the alone run's best two tokens
+// were within `tie` nats and the batched run took the runner-up.
+::testing::AssertionResult same_up_to_near_tie(const test::Output& alone, const test::Output& batched, double tie,
+                                               int* near_ties) {
+  if (alone.tokens == batched.tokens) return ::testing::AssertionSuccess();
+  size_t k = 0;
+  while (k < alone.tokens.size() && k < batched.tokens.size() && alone.tokens[k] == batched.tokens[k]) ++k;
+  if (k >= alone.tokens.size() || k >= batched.tokens.size() || k >= alone.logprobs.size())
+    return ::testing::AssertionFailure() << "lengths differ: " << alone.tokens.size() << " alone, "
+                                         << batched.tokens.size() << " batched";
+  const auto& top = alone.logprobs[k].top;
+  if (top.size() < 2) return ::testing::AssertionFailure() << "no top logprobs at token " << k;
+  const double gap = double(top[0].second) - double(top[1].second);
+  if (gap <= tie && batched.tokens[k] == top[1].first) {
+    ++*near_ties;
+    std::printf("  parted at token %zu of %zu: best two %d, %d, %.2e nats apart\n", k, alone.tokens.size(), top[0].first,
+                top[1].first, gap);
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "token " << k << ": alone " << alone.tokens[k] << ", batched "
+                                       << batched.tokens[k] << "; alone's best two " << top[0].first << " ("
+                                       << top[0].second << "), " << top[1].first << " (" << top[1].second
+                                       << "): gap " << gap;
+}
+
+class CudaEngineBatch : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaEngineBatch, GreedyAloneEqualsAmong32) {
+  RF_REQUIRE_GPU();
+  const std::string name = GetParam();
+  std::unique_ptr<TempModel> temp;
+  std::string path;
+  if (name == "synthetic-tiny-f16") {
+    temp = std::make_unique<TempModel>("tiny", "f16");
+    path = temp->path();
+  } else {
+    RF_REQUIRE_TESTDATA(name);
+    path = test::testdata_path(name);
+  }
+  auto gpu = test::make_gpu();
+  auto model = Model::load(path, *gpu, false);
+  auto tok = Tokenizer::from_gguf(model->file());
+  const int32_t vocab = model->config().n_vocab;
+
+  // The first request, then 32 others of random lengths (prompts up to 60
+  // tokens, up to 64 new), some sharing a 40-token prefix.
+  std::mt19937 rng(11);
+  auto rand_tokens = [&](int n) {
+    std::vector<int32_t> v;
+    for (int i = 0; i < n; ++i) v.push_back(3 + int32_t(rng() % uint32_t(vocab - 3)));
+    return v;
+  };
+  const auto shared = rand_tokens(40);
+  std::vector<std::vector<int32_t>> prompts = {rand_tokens(12)};
+  std::vector<int32_t> lens = {64};
+  for (int i = 0; i < 32; ++i) {
+    auto p = i % 3 == 0 ? shared : rand_tokens(1 + int(rng() % 60));
+    if (i % 3 == 0) {
+      const auto tail = rand_tokens(int(rng() % 10));
+      p.insert(p.end(), tail.begin(), tail.end());
+    }
+    prompts.push_back(p);
+    lens.push_back(1 + int32_t(rng() % 64));
+  }
+
+  std::vector<test::Output> alone;
+  {
+    auto engine = std::make_unique<Engine>(*model, *tok, *gpu, test::config(16, 16, 256, 1, false));
+    for (size_t i = 0; i < prompts.size(); ++i)
+      alone.push_back(test::run_one(*engine, greedy_req(prompts[i], lens[i], true)));
+    test::expect_idle(*engine);
+  }
+  // 48 blocks of 16 for 33 requests of up to 124 tokens: preemption; 128
+  // tokens per step: chunked prefill beside decode tokens.
+  auto engine = std::make_unique<Engine>(*model, *tok, *gpu, test::config(48, 16, 128, 64, true));
+  std::vector<Request> reqs;
+  for (size_t i = 0; i < prompts.size(); ++i) reqs.push_back(greedy_req(prompts[i], lens[i], false));
+  const auto batched = test::run_all(*engine, reqs);
+  EXPECT_GT(engine->metrics().preemptions.load(), 0u);
+  EXPECT_GT(engine->metrics().prefix_cache_hit_tokens.load(), 0u);
+  int near_ties = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(batched[i].reason, FinishReason::Length) << name << " request " << i;
+    EXPECT_EQ(batched[i].tokens.size(), size_t(lens[i])) << name << " request " << i;
+    EXPECT_TRUE(same_up_to_near_tie(alone[i], batched[i], 1e-2, &near_ties)) << name << " request " << i;
+  }
+  // On an H200, 0 to 3 of the 33 part per model, all within 4e-3 nats.
+  EXPECT_LE(near_ties, 8) << name << ": too many requests parted, even at near-ties";
+  if (near_ties > 0) std::printf("%s: %d request(s) parted at a near-tie\n", name.c_str(), near_ties);
+  test::expect_idle(*engine);
+}
+
+TEST(CudaEngineBatch, StoriesGoldenAmong32) {
+  RF_REQUIRE_GPU();
+  RF_REQUIRE_TESTDATA("stories260K.gguf");
+  auto gpu = test::make_gpu();
+  auto model = Model::load(test::testdata_path("stories260K.gguf"), *gpu, false);
+  auto tok = Tokenizer::from_gguf(model->file());
+  const auto golden = test::read_golden();
+  std::vector<Request> reqs;
+  for (int i = 0; i < 33; ++i) {
+    const auto& g = golden[size_t(i) % golden.size()];
+    reqs.push_back(test::greedy(g.prompt_tokens, 16 + 48 * (i % 2)));
+  }
+  auto engine = std::make_unique<Engine>(*model, *tok, *gpu, test::config(64, 16, 128, 64, true));
+  const auto outs = test::run_all(*engine, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const auto& g = golden[i % golden.size()];
+    EXPECT_EQ(outs[i].tokens, std::vector<int32_t>(g.greedy_tokens.begin(),
+                                                   g.greedy_tokens.begin() + long(reqs[i].max_tokens)))
+        << g.prompt;
+    EXPECT_EQ(g.greedy_text.rfind(outs[i].text, 0), 0u) << "text is not a prefix of the golden text: " << g.prompt;
+  }
+  test::expect_idle(*engine);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaEngineBatch,
+                         ::testing::Values("stories260K.gguf", "synthetic-tiny-f16", "quant/qtest-f16.gguf",
+                                           "quant/qtest-q8_0.gguf", "quant/qtest-q4_0.gguf", "quant/qtest-q4_1.gguf",
+                                           "quant/qtest-q5_0.gguf", "quant/qtest-q5_1.gguf", "quant/qtest-q2_k.gguf",
+                                           "quant/qtest-q3_k.gguf", "quant/qtest-q4_k.gguf", "quant/qtest-q5_k.gguf",
+                                           "quant/qtest-q6_k.gguf", "quant/qtest-q4_k_m.gguf"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& ch : s)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
+// Logits of sequences 0 and 31 alone vs in a batch of 32: prefill, decode
+// steps, and decode steps beside new prompt chunks of other sequences.
+TEST(CudaEngineLogits, SyntheticAloneVsBatchOf32) {
+  RF_REQUIRE_GPU();
+  TempModel tiny("tiny", "f16");
+  auto gpu = test::make_gpu();
+  test::ModelRunner runner(tiny.path(), *gpu, 2048, 32, 768, 16);
+  runner.warmup();
+  std::mt19937 rng(21);
+  std::vector<test::ModelRunner::Seq> seqs(32);
+  for (auto& s : seqs)
+    for (int i = 0, n = 5 + int(rng() % 40); i < n; ++i) s.tokens.push_back(int32_t(rng() % 1024));
+  std::vector<std::vector<int32_t>> extra(32);  // prompt chunks appended at step 4
+  for (size_t i = 1; i < 32; i += 2)
+    for (int j = 0; j < 20; ++j) extra[i].push_back(int32_t(rng() % 1024));
+
+  constexpr int kSteps = 9;
+  std::vector<test::ModelRunner::Seq*> ptrs;
+  for (auto& s : seqs) ptrs.push_back(&s);
+  // Batched run; the tokens fed after each step are the batch's own argmax.
+  std::vector<std::vector<std::vector<float>>> batched(kSteps);  // [step][seq]
+  std::vector<std::vector<int32_t>> start(32);
+  for (size_t i = 0; i < 32; ++i) start[i] = seqs[i].tokens;
+  for (int step = 0; step < kSteps; ++step) {
+    batched[size_t(step)] = runner.step(ptrs);
+    for (size_t i = 0; i < 32; ++i) {
+      seqs[i].tokens.push_back(test::ModelRunner::argmax(batched[size_t(step)][i]));
+      if (step == 3) seqs[i].tokens.insert(seqs[i].tokens.end(), extra[i].begin(), extra[i].end());
+    }
+  }
+  const std::vector<std::vector<int32_t>> fed = [&] {
+    std::vector<std::vector<int32_t>> f;
+    for (auto& s : seqs) f.push_back(s.tokens);
+    return f;
+  }();
+  for (auto& s : seqs) runner.release(s);
+  // Each of sequences 0 and 31 alone, fed exactly the same tokens per step.
+  for (size_t i : {size_t(0), size_t(31)}) {
+    test::ModelRunner::Seq s;
+    s.tokens = start[i];
+    size_t pos = start[i].size();
+    for (int step = 0; step < kSteps; ++step) {
+      const auto logits = runner.step({&s})[0];
+      EXPECT_LT(test::rel_l2(logits, batched[size_t(step)][i]), 1e-2) << "sequence " << i << " step " << step;
+      const size_t n_next = 1 + (step == 3 ? extra[i].size() : 0);
+      s.tokens.insert(s.tokens.end(), fed[i].begin() + long(pos), fed[i].begin() + long(pos + n_next));
+      pos += n_next;
+    }
+    runner.release(s);
+  }
+  EXPECT_EQ(runner.pool().num_free(), runner.pool().num_blocks());
+}
+
+}  // namespace
+}  // namespace rf
