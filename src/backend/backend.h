@@ -146,6 +146,16 @@ class Backend {
   // Waits for all queued work.
   virtual void synchronize() = 0;
 
+  // --- fused ops (defaults compose the ops above; backends may fuse) -------
+  // outs[i] = x . ws[i]^T for each weight (e.g. the q, k and v projections).
+  virtual void matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs);
+  // out = silu(x . w_gate^T) * (x . w_up^T); gate and up are scratch the
+  // default uses ([n, n_ff] each).
+  virtual void matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
+                                     Tensor& up, Tensor& out);
+  // x += y, then out = rms_norm(x) * w.
+  virtual void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
+
   // --- graphs ----------------------------------------------------------------
   // Backends that can record a sequence of ops once and replay it (CUDA
   // graphs) run `record` under capture the first time a key is seen and

@@ -126,23 +126,24 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
   ap.scale = 1.0f / std::sqrt(float(c_.head_dim));
 
   backend_.embed(w_.tok_embd, m, x);
+  backend_.rms_norm(x, w_.layers[0].attn_norm, c_.rms_eps, xn);
   for (int32_t il = 0; il < c_.n_layer; ++il) {
     const LayerWeights& l = w_.layers[size_t(il)];
     const KVLayer& cache = kv.layer(il);
-    backend_.rms_norm(x, l.attn_norm, c_.rms_eps, xn);
-    backend_.matmul(xn, l.wq, q);
-    backend_.matmul(xn, l.wk, k);
-    backend_.matmul(xn, l.wv, v);
+    const Tensor qkv_w[3] = {l.wq, l.wk, l.wv};
+    Tensor qkv[3] = {q, k, v};
+    backend_.matmul_multi(xn, qkv_w, qkv);
     backend_.rope_store_kv(q, k, v, m, c_.rope, cache);
     backend_.attention(q, cache, m, ap, attn);
     backend_.matmul(attn, l.wo, proj);
-    backend_.add(x, proj, x);
-    backend_.rms_norm(x, l.ffn_norm, c_.rms_eps, xn);
-    backend_.matmul(xn, l.w_gate, gate);
-    backend_.matmul(xn, l.w_up, up);
-    backend_.swiglu(gate, up, gate);
+    backend_.add_rms_norm(x, proj, l.ffn_norm, c_.rms_eps, xn);
+    backend_.matmul_gate_up_swiglu(xn, l.w_gate, l.w_up, gate, up, gate);
     backend_.matmul(gate, l.w_down, proj);
-    backend_.add(x, proj, x);
+    if (il + 1 < c_.n_layer) {
+      backend_.add_rms_norm(x, proj, w_.layers[size_t(il) + 1].attn_norm, c_.rms_eps, xn);
+    } else {
+      backend_.add(x, proj, x);
+    }
   }
   const int32_t nl = m.n_logits;
   if (nl == 0) return;

@@ -485,6 +485,56 @@ void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, 
 
 void CudaBackend::synchronize() { RF_GPU_CHECK(gpuStreamSynchronize(S(stream_))); }
 
+namespace {
+// The fused GEMV paths need a few activation rows, f16 input and weights of
+// one type and width.
+bool gemv_fusable(const Tensor& x, std::span<const Tensor> ws) {
+  if (x.type != DType::F16 || x.rows() > 8 || ws.empty()) return false;
+  for (const Tensor& w : ws)
+    if (w.type != ws[0].type || w.cols() != ws[0].cols() || w.cols() != x.cols()) return false;
+  return true;
+}
+}  // namespace
+
+void CudaBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs) {
+  RF_CHECK(ws.size() == outs.size(), "matmul_multi: weights and outputs differ in number");
+  bool same_out = true;
+  for (const Tensor& o : outs) same_out = same_out && o.type == outs[0].type;
+  if (!gemv_fusable(x, ws) || ws.size() > 3 || !same_out) return Backend::matmul_multi(x, ws, outs);
+  OpTimer timer(this, profiling_ ? str("matmul gemv x", ws.size(), " ", dtype_name(ws[0].type), " n", x.rows(), " k",
+                                       x.cols())
+                                 : std::string());
+  gpu::GemvSegment segs[3];
+  for (size_t i = 0; i < ws.size(); ++i) {
+    RF_CHECK(outs[i].cols() == ws[i].rows(), "matmul_multi: output ", i, " has the wrong width");
+    segs[i] = {ws[i].data, outs[i].data, int(ws[i].rows())};
+  }
+  gpu::gemv_segments(ws[0].type, segs, int(ws.size()), nullptr, ws[0].row_bytes(), int(x.cols()), x.data,
+                     int(x.rows()), outs[0].type, S(stream_));
+}
+
+void CudaBackend::matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
+                                        Tensor& up, Tensor& out) {
+  const Tensor pair[2] = {w_gate, w_up};
+  if (!gemv_fusable(x, pair) || w_gate.rows() != w_up.rows() || out.type != DType::F16)
+    return Backend::matmul_gate_up_swiglu(x, w_gate, w_up, gate, up, out);
+  OpTimer timer(this, profiling_ ? str("matmul gemv gate*up ", dtype_name(w_gate.type), " n", x.rows(), " m",
+                                       w_gate.rows(), " k", x.cols())
+                                 : std::string());
+  const gpu::GemvSegment seg{w_gate.data, out.data, int(w_gate.rows())};
+  gpu::gemv_segments(w_gate.type, &seg, 1, w_up.data, w_gate.row_bytes(), int(x.cols()), x.data, int(x.rows()),
+                     DType::F16, S(stream_));
+}
+
+void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
+  RF_CHECK(x.type == DType::F32 && y.type == DType::F16 && w.type == DType::F32 && x.numel() == y.numel() &&
+               w.cols() == x.cols(),
+           "cuda add_rms_norm: bad inputs");
+  OpTimer timer(this, "add+rms_norm");
+  gpu::add_rms_norm(x.ptr<float>(), y.data, w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps,
+                    S(stream_));
+}
+
 void CudaBackend::run_graph(uint64_t key, const std::function<void()>& record) {
   Impl& I = *impl_;
   auto it = I.graphs.find(key);

@@ -62,6 +62,10 @@ class CudaBackend final : public Backend {
   void sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
               std::vector<SampleResult>& out) override;
   void synchronize() override;
+  void matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs) override;
+  void matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
+                             Tensor& out) override;
+  void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override;
 
   bool supports_graphs() const override { return options_.graphs && !profiling_; }
   void run_graph(uint64_t key, const std::function<void()>& record) override;

@@ -45,6 +45,25 @@ __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __rest
   for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(xr[i] * scale * w[i]);
 }
 
+// Residual add and the next RMSNorm in one pass over the row.
+template <typename OutT>
+__global__ void add_rms_norm_kernel(float* __restrict__ x, const __half* __restrict__ y, const float* __restrict__ w,
+                                    OutT* __restrict__ out, int cols, float eps) {
+  __shared__ float scratch[32];
+  float* xr = x + size_t(blockIdx.x) * cols;
+  const __half* yr = y + size_t(blockIdx.x) * cols;
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+    const float v = xr[i] + __half2float(yr[i]);
+    xr[i] = v;
+    ss += v * v;
+  }
+  ss = block_sum(ss, scratch);
+  const float scale = rsqrtf(ss / float(cols) + eps);
+  OutT* o = out + size_t(blockIdx.x) * cols;
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(xr[i] * scale * w[i]);
+}
+
 __global__ void swiglu_kernel(const __half* __restrict__ g, const __half* __restrict__ u, __half* __restrict__ o,
                               int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
@@ -99,6 +118,19 @@ void rms_norm(const float* x, const float* w, void* out, DType out_type, int row
     rms_norm_kernel<float><<<rows, threads, 0, s>>>(x, w, static_cast<float*>(out), cols, eps);
   else
     rms_norm_kernel<__half><<<rows, threads, 0, s>>>(x, w, static_cast<__half*>(out), cols, eps);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void add_rms_norm(float* x, const void* y, const float* w, void* out, DType out_type, int rows, int cols, float eps,
+                  gpuStream_t s) {
+  if (rows == 0) return;
+  const int threads = cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 64);
+  if (out_type == DType::F32)
+    add_rms_norm_kernel<float><<<rows, threads, 0, s>>>(x, static_cast<const __half*>(y), w, static_cast<float*>(out),
+                                                        cols, eps);
+  else
+    add_rms_norm_kernel<__half><<<rows, threads, 0, s>>>(x, static_cast<const __half*>(y), w,
+                                                         static_cast<__half*>(out), cols, eps);
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -16,6 +16,19 @@ namespace rf::gpu {
 // per launch (the launcher loops). out_type F16 or F32.
 void gemv(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
           DType out_type, gpuStream_t s);
+// Several weight matrices of one type and width in one launch (each row
+// writes its own output [n, rows]); with w_up (one segment: the gate
+// weights) the output is silu(x . gate^T) * (x . up^T). n <= 8 per launch.
+struct GemvSegment {
+  const void* w;
+  void* out;
+  int rows;
+};
+void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, size_t row_bytes, int k,
+                   const void* x, int n, DType out_type, gpuStream_t s);
+// x (f32) += y (f16), then out = rms_norm(x) * w (f16 or f32), per row.
+void add_rms_norm(float* x, const void* y, const float* w, void* out, DType out_type, int rows, int cols, float eps,
+                  gpuStream_t s);
 // dst[r, :] = dequant(w[r, :]) as f16, for rows [row0, row0 + rows).
 void dequant_rows_f16(DType w_type, const void* w, size_t w_row_bytes, int row0, int rows, int k, void* dst,
                       gpuStream_t s);

@@ -104,8 +104,10 @@ __device__ __forceinline__ __half2 pair_to_half2(uint32_t bytes_lo_hi) {
   return *reinterpret_cast<const __half2*>(&spread);
 }
 
-// Q4_K sub-block `sb` of a row against one activation row: returns
-// d1 * sum(q x) - m1 * sum(x).
+// Q4_K sub-block `sb` of a row against one activation row. The quants are
+// centered (q - 8 in [-8, 7]) so that the f16 partial sums stay small next to
+// the result: d1*q - m1 = d1*(q - 8) + (8*d1 - m1), and the second term
+// multiplies sum(x). Partials go to f32 every 16 elements.
 __device__ __forceinline__ float q4k_dot32(const uint8_t* row, int sb, const __half* x) {
   const uint8_t* b = row + size_t(sb / 8) * 144;
   const int j = sb % 8;
@@ -116,22 +118,28 @@ __device__ __forceinline__ float q4k_dot32(const uint8_t* row, int sb, const __h
   const uint32_t w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
   const int shift = (j & 1) * 4;
   const uint4* xp = reinterpret_cast<const uint4*>(x);
-  const __half2 k1024 = __float2half2_rn(1024.0f);
-  __half2 acc = __float2half2_rn(0.0f), xsum = acc;
+  const __half2 k1032 = __float2half2_rn(1032.0f);  // 1024 + 8
+  float qx = 0.0f, sx = 0.0f;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint4 xv = xp[i];
-    const __half2* xh = reinterpret_cast<const __half2*>(&xv);
+  for (int g = 0; g < 2; ++g) {
+    __half2 acc = __float2half2_rn(0.0f), xsum = acc;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t nib = (w[2 * i + h] >> shift) & 0x0F0F0F0Fu;  // 4 quants, one per byte
-      acc = __hfma2(__hsub2(pair_to_half2(nib), k1024), xh[2 * h], acc);
-      acc = __hfma2(__hsub2(pair_to_half2(nib >> 16), k1024), xh[2 * h + 1], acc);
-      xsum = __hadd2(xsum, __hadd2(xh[2 * h], xh[2 * h + 1]));
+    for (int i = 2 * g; i < 2 * g + 2; ++i) {
+      const uint4 xv = xp[i];
+      const __half2* xh = reinterpret_cast<const __half2*>(&xv);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t nib = (w[2 * i + h] >> shift) & 0x0F0F0F0Fu;  // 4 quants, one per byte
+        acc = __hfma2(__hsub2(pair_to_half2(nib), k1032), xh[2 * h], acc);
+        acc = __hfma2(__hsub2(pair_to_half2(nib >> 16), k1032), xh[2 * h + 1], acc);
+        xsum = __hadd2(xsum, __hadd2(xh[2 * h], xh[2 * h + 1]));
+      }
     }
+    const float2 a = __half22float2(acc), xs = __half22float2(xsum);
+    qx += a.x + a.y;
+    sx += xs.x + xs.y;
   }
-  const float2 a = __half22float2(acc), xs = __half22float2(xsum);
-  return d1 * (a.x + a.y) - m1 * (xs.x + xs.y);
+  return d1 * qx + (8.0f * d1 - m1) * sx;
 }
 
 // Q6_K sub-block against one activation row: two groups of 16 with their
@@ -167,87 +175,125 @@ __device__ __forceinline__ float q6k_dot32(const uint8_t* row, int sb, const __h
   return total;
 }
 
+// Dot products of one weight row (all columns `n` of x) for this thread's
+// share of the row (elements id, id + stride, ...), added to acc.
+template <DType T>
+__device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, int k, const __half* x, int n, int id,
+                                        int stride, float (&acc)[kMaxCols]) {
+  if constexpr (kPlain<T>) {
+    constexpr int E = PlainVec<T>::kElems;
+    if (k % (E * 4) == 0 && row_bytes % 16 == 0) {
+      const int nv = k / E;
+      const uint4* rv = reinterpret_cast<const uint4*>(row);
+      int v = id;
+      for (; v + 3 * stride < nv; v += 4 * stride) {  // four 16-byte loads in flight
+        uint4 u[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) u[i] = rv[v + i * stride];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float f[8];
+          PlainVec<T>::load(u[i], f);
+#pragma unroll
+          for (int c = 0; c < kMaxCols; ++c)
+            if (c < n) acc[c] += dot_span<E>(f, x + size_t(c) * k + size_t(v + i * stride) * E);
+        }
+      }
+      for (; v < nv; v += stride) {
+        float f[8];
+        PlainVec<T>::load(rv[v], f);
+#pragma unroll
+        for (int c = 0; c < kMaxCols; ++c)
+          if (c < n) acc[c] += dot_span<E>(f, x + size_t(c) * k + size_t(v) * E);
+      }
+    } else {
+      for (int i = id; i < k; i += stride) {
+        const float wv = load1<T>(row, i);
+#pragma unroll
+        for (int c = 0; c < kMaxCols; ++c)
+          if (c < n) acc[c] = fmaf(wv, __half2float(x[size_t(c) * k + i]), acc[c]);
+      }
+    }
+  } else if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
+    for (int sb = id; sb < k / 32; sb += stride) {
+#pragma unroll
+      for (int c = 0; c < kMaxCols; ++c)
+        if (c < n) {
+          const __half* xc = x + size_t(c) * k + size_t(sb) * 32;
+          acc[c] += T == DType::Q4_K ? q4k_dot32(row, sb, xc) : q6k_dot32(row, sb, xc);
+        }
+    }
+  } else {
+    for (int sb = id; sb < k / 32; sb += stride) {
+      float v[32];
+      WeightFormat<T>::load32(row, sb, v);
+#pragma unroll
+      for (int c = 0; c < kMaxCols; ++c)
+        if (c < n) acc[c] += dot32_half(v, x + size_t(c) * k + size_t(sb) * 32);
+    }
+  }
+}
+
+// Up to 3 weight matrices of the same type and width, stacked: global row r
+// belongs to the first segment whose row_end exceeds it and writes that
+// segment's output. Paired mode: segment 0 is gate, w_up the matching up
+// rows, and out[0] receives silu(gate) * up.
+struct GemvArgs {
+  const uint8_t* w[3];
+  void* out[3];
+  int row_end[3];
+  int n_segs;
+  const uint8_t* w_up;
+  size_t row_bytes;
+  int k, n;
+  const __half* x;
+};
+
 // One block: kGemvRows rows of kGemvThreads / kGemvRows threads each; the
 // warps of a row split its columns and combine through shared memory.
-template <DType T, typename OutT>
-__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int m,
-                                                            int k, const __half* __restrict__ x, int n,
-                                                            OutT* __restrict__ out, int ldo) {
-  __shared__ float partial[kGemvThreads / 32][kMaxCols];
+template <DType T, typename OutT, bool kPaired>
+__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
+  __shared__ float partial[kGemvThreads / 32][2 * kMaxCols];
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
   const int warps_per_row = blockDim.x / RF_WARP_SIZE / kGemvRows;
   const int r = blockIdx.x * kGemvRows + warp / warps_per_row;
   const int part = warp % warps_per_row;
   const int id = part * RF_WARP_SIZE + lane, stride = warps_per_row * RF_WARP_SIZE;
-  float acc[kMaxCols];
+  const int m = a.row_end[a.n_segs - 1];
+  int seg = 0;
+  while (seg + 1 < a.n_segs && r >= a.row_end[seg]) ++seg;
+  const int local = r - (seg ? a.row_end[seg - 1] : 0);
+  const int seg_rows = a.row_end[seg] - (seg ? a.row_end[seg - 1] : 0);
+  float acc[kMaxCols], acc_up[kMaxCols];
 #pragma unroll
-  for (int c = 0; c < kMaxCols; ++c) acc[c] = 0.0f;
+  for (int c = 0; c < kMaxCols; ++c) acc[c] = acc_up[c] = 0.0f;
   if (r < m) {
-    const uint8_t* row = w + size_t(r) * row_bytes;
-    if constexpr (kPlain<T>) {
-      constexpr int E = PlainVec<T>::kElems;
-      if (k % (E * 4) == 0 && row_bytes % 16 == 0) {
-        const int nv = k / E;
-        const uint4* rv = reinterpret_cast<const uint4*>(row);
-        int v = id;
-        for (; v + 3 * stride < nv; v += 4 * stride) {  // four 16-byte loads in flight
-          uint4 u[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) u[i] = rv[v + i * stride];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            float f[8];
-            PlainVec<T>::load(u[i], f);
-#pragma unroll
-            for (int c = 0; c < kMaxCols; ++c)
-              if (c < n) acc[c] += dot_span<E>(f, x + size_t(c) * k + size_t(v + i * stride) * E);
-          }
-        }
-        for (; v < nv; v += stride) {
-          float f[8];
-          PlainVec<T>::load(rv[v], f);
-#pragma unroll
-          for (int c = 0; c < kMaxCols; ++c)
-            if (c < n) acc[c] += dot_span<E>(f, x + size_t(c) * k + size_t(v) * E);
-        }
-      } else {
-        for (int i = id; i < k; i += stride) {
-          const float wv = load1<T>(row, i);
-#pragma unroll
-          for (int c = 0; c < kMaxCols; ++c)
-            if (c < n) acc[c] = fmaf(wv, __half2float(x[size_t(c) * k + i]), acc[c]);
-        }
-      }
-    } else if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
-      for (int sb = id; sb < k / 32; sb += stride) {
-#pragma unroll
-        for (int c = 0; c < kMaxCols; ++c)
-          if (c < n) {
-            const __half* xc = x + size_t(c) * k + size_t(sb) * 32;
-            acc[c] += T == DType::Q4_K ? q4k_dot32(row, sb, xc) : q6k_dot32(row, sb, xc);
-          }
-      }
-    } else {
-      for (int sb = id; sb < k / 32; sb += stride) {
-        float v[32];
-        WeightFormat<T>::load32(row, sb, v);
-#pragma unroll
-        for (int c = 0; c < kMaxCols; ++c)
-          if (c < n) acc[c] += dot32_half(v, x + size_t(c) * k + size_t(sb) * 32);
-      }
-    }
+    row_dot<T>(a.w[seg] + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc);
+    if constexpr (kPaired) row_dot<T>(a.w_up + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc_up);
   }
 #pragma unroll
   for (int c = 0; c < kMaxCols; ++c) {
-    if (c >= n) break;
+    if (c >= a.n) break;
     const float s = warp_sum(acc[c]);
     if (lane == 0) partial[warp][c] = s;
+    if constexpr (kPaired) {
+      const float u = warp_sum(acc_up[c]);
+      if (lane == 0) partial[warp][kMaxCols + c] = u;
+    }
   }
   __syncthreads();
-  if (part == 0 && lane < n && r < m) {
-    float s = 0.0f;
-    for (int p = 0; p < warps_per_row; ++p) s += partial[warp + p][lane];
-    store_out(out + size_t(lane) * ldo + r, s);
+  if (part == 0 && lane < a.n && r < m) {
+    float s = 0.0f, u = 0.0f;
+    for (int p = 0; p < warps_per_row; ++p) {
+      s += partial[warp + p][lane];
+      if constexpr (kPaired) u += partial[warp + p][kMaxCols + lane];
+    }
+    if constexpr (kPaired) {
+      // Round gate and up to f16 first, as the unfused path stores them.
+      const float g = __half2float(__float2half_rn(s)), up = __half2float(__float2half_rn(u));
+      s = g / (1.0f + __expf(-g)) * up;
+    }
+    store_out(static_cast<OutT*>(a.out[seg]) + size_t(lane) * seg_rows + local, s);
   }
 }
 
@@ -280,18 +326,27 @@ __global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, size_t row_by
 }
 
 template <DType T>
-void launch_gemv(const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out, DType out_type,
-                 gpuStream_t s) {
+void launch_gemv(GemvArgs a, DType out_type, bool paired, gpuStream_t s) {
+  const int m = a.row_end[a.n_segs - 1];
   const int blocks = (m + kGemvRows - 1) / kGemvRows;
+  const int n = a.n;
+  const __half* x0 = a.x;
+  void* out0[3] = {a.out[0], a.out[1], a.out[2]};
   for (int c0 = 0; c0 < n; c0 += kMaxCols) {
-    const int cols = min(kMaxCols, n - c0);
-    const auto* xp = static_cast<const __half*>(x) + size_t(c0) * k;
-    if (out_type == DType::F32)
-      gemv_kernel<T, float><<<blocks, kGemvThreads, 0, s>>>(static_cast<const uint8_t*>(w), row_bytes, m, k, xp, cols,
-                                                            static_cast<float*>(out) + size_t(c0) * m, m);
-    else
-      gemv_kernel<T, __half><<<blocks, kGemvThreads, 0, s>>>(static_cast<const uint8_t*>(w), row_bytes, m, k, xp,
-                                                             cols, static_cast<__half*>(out) + size_t(c0) * m, m);
+    a.n = min(kMaxCols, n - c0);
+    a.x = x0 + size_t(c0) * a.k;
+    const size_t elem = out_type == DType::F32 ? 4 : 2;
+    for (int i = 0; i < a.n_segs; ++i) {
+      const int rows = a.row_end[i] - (i ? a.row_end[i - 1] : 0);
+      a.out[i] = static_cast<uint8_t*>(out0[i]) + size_t(c0) * rows * elem;
+    }
+    if (out_type == DType::F32) {
+      if (paired) gemv_kernel<T, float, true><<<blocks, kGemvThreads, 0, s>>>(a);
+      else gemv_kernel<T, float, false><<<blocks, kGemvThreads, 0, s>>>(a);
+    } else {
+      if (paired) gemv_kernel<T, __half, true><<<blocks, kGemvThreads, 0, s>>>(a);
+      else gemv_kernel<T, __half, false><<<blocks, kGemvThreads, 0, s>>>(a);
+    }
     RF_GPU_CHECK_LAUNCH();
   }
 }
@@ -348,16 +403,37 @@ __global__ void __launch_bounds__(256) gemm_tiled_kernel(const __half* __restric
 
 }  // namespace
 
-void gemv(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out, DType out_type,
-          gpuStream_t s) {
+void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, size_t row_bytes, int k,
+                   const void* x, int n, DType out_type, gpuStream_t s) {
   RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "gemv: output must be f32 or f16");
+  RF_CHECK(n_segs >= 1 && n_segs <= 3 && (!w_up || n_segs == 1), "gemv: 1..3 segments (one when paired)");
+  GemvArgs a{};
+  int end = 0;
+  for (int i = 0; i < n_segs; ++i) {
+    a.w[i] = static_cast<const uint8_t*>(segs[i].w);
+    a.out[i] = segs[i].out;
+    end += segs[i].rows;
+    a.row_end[i] = end;
+  }
+  a.n_segs = n_segs;
+  a.w_up = static_cast<const uint8_t*>(w_up);
+  a.row_bytes = row_bytes;
+  a.k = k;
+  a.n = n;
+  a.x = static_cast<const __half*>(x);
   switch (w_type) {
 #define RF_CASE(T) \
-  case DType::T: return launch_gemv<DType::T>(w, row_bytes, m, k, x, n, out, out_type, s);
+  case DType::T: return launch_gemv<DType::T>(a, out_type, w_up != nullptr, s);
     RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
 #undef RF_CASE
     default: fail("cuda matmul: weight type ", dtype_name(w_type), " is not supported");
   }
+}
+
+void gemv(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out, DType out_type,
+          gpuStream_t s) {
+  const GemvSegment seg{w, out, m};
+  gemv_segments(w_type, &seg, 1, nullptr, row_bytes, k, x, n, out_type, s);
 }
 
 void dequant_rows_f16(DType w_type, const void* w, size_t row_bytes, int row0, int rows, int k, void* dst,

@@ -1,0 +1,26 @@
+// Default implementations of the Backend's fused ops: the plain ops in
+// sequence (what the CPU reference runs).
+#include "backend/backend.h"
+
+#include "core/error.h"
+
+namespace rf {
+
+void Backend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs) {
+  RF_CHECK(ws.size() == outs.size(), "matmul_multi: ", ws.size(), " weights for ", outs.size(), " outputs");
+  for (size_t i = 0; i < ws.size(); ++i) matmul(x, ws[i], outs[i]);
+}
+
+void Backend::matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
+                                    Tensor& up, Tensor& out) {
+  matmul(x, w_gate, gate);
+  matmul(x, w_up, up);
+  swiglu(gate, up, out);
+}
+
+void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
+  add(x, y, x);
+  rms_norm(x, w, eps, out);
+}
+
+}  // namespace rf
