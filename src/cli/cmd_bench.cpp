@@ -367,7 +367,8 @@ void bench(const BenchOptions& o) {
 
 void add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
-  auto* cmd = app.add_subcommand("bench", "Measure prompt and generation speed through the engine");
+  auto* cmd = app.add_subcommand(
+      "bench", "Measure prompt and generation speed through the engine (serving throughput with --requests)");
   cmd->add_option("-m,--model", o->model, "GGUF model");
   cmd->add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens per sequence")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_option("-n,--n-gen", o->n_gen, "Tokens generated per sequence")->check(CLI::Range(2, 1 << 20))->capture_default_str();
