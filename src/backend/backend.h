@@ -85,6 +85,7 @@ struct BackendLimits {
   int64_t max_weight_elems = 0;  // largest weight matrix (rows * cols)
   int32_t n_heads = 0;           // attention query heads
   int32_t head_dim = 0;
+  int32_t n_kv_heads = 0;
 };
 
 class Backend {

@@ -17,6 +17,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   limits_.vocab = c_.n_vocab;
   limits_.n_heads = c_.n_head;
   limits_.head_dim = c_.head_dim;
+  limits_.n_kv_heads = c_.n_head_kv;
   auto elems = [](const Tensor& t) { return t.cols() * t.rows(); };
   limits_.max_weight_elems = std::max(elems(w_.tok_embd), elems(w_.output));
   for (const LayerWeights& l : w_.layers)

@@ -317,7 +317,7 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   // Decode attention splits the longest context evenly over a fixed number of
   // slices (at least 32 keys each).
   const int32_t max_ctx = b.max_context_len();
-  const int32_t slices = decode_slices(b.max_blocks_per_seq * b.block_size);
+  const int32_t slices = decode_slices(b.max_blocks_per_seq * b.block_size, nt);
   h[I.off_split] = std::max<int32_t>(32, (max_ctx + slices - 1) / slices);
   const size_t used = I.off_tables + b.block_tables.size();
   RF_GPU_CHECK(gpuMemcpyAsync(I.meta_dev, h, used * 4, gpuMemcpyHostToDevice, S(stream_)));
@@ -398,11 +398,15 @@ int CudaBackend::attention_splits(const StepMeta& m) const {
   // the device per step), so that every KV head of every sequence is spread
   // over many blocks. Prefill batches use the tiled kernel instead.
   if (m.n_tokens > impl_->attn.max_tokens) return 1;
-  return decode_slices(m.max_blocks_per_seq * m.block_size);
+  return decode_slices(m.max_blocks_per_seq * m.block_size, m.n_tokens);
 }
 
-int CudaBackend::decode_slices(int capacity) const {
-  return std::clamp((capacity + 31) / 32, 1, impl_->attn.max_splits);
+int CudaBackend::decode_slices(int capacity, int n_tokens) const {
+  // About 2048 blocks (tokens x KV heads x slices) fill the GPU without
+  // making each block's key range tiny; at most one slice per 32 keys.
+  const int per_slice = std::max(1, n_tokens * std::max(limits_.n_kv_heads, 1));
+  const int wanted = (2048 + per_slice - 1) / per_slice;
+  return std::clamp(std::min(wanted, (capacity + 31) / 32), 1, impl_->attn.max_splits);
 }
 
 void CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,

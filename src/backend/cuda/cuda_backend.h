@@ -78,7 +78,7 @@ class CudaBackend final : public Backend {
  private:
   struct Impl;
   int attention_splits(const StepMeta& m) const;
-  int decode_slices(int capacity) const;  // key slices of decode attention for a context capacity
+  int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
   void release_reserved();
   // Op profiling (ROCMFORGE_PROFILE=1; graphs off): events around each op,
   // summed by name once the stream is synchronized, printed at exit.

@@ -259,26 +259,31 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
   const int r = blockIdx.x * kGemvRows + warp / warps_per_row;
   const int part = warp % warps_per_row;
   const int id = part * RF_WARP_SIZE + lane, stride = warps_per_row * RF_WARP_SIZE;
-  const int m = a.row_end[a.n_segs - 1];
-  int seg = 0;
-  while (seg + 1 < a.n_segs && r >= a.row_end[seg]) ++seg;
-  const int local = r - (seg ? a.row_end[seg - 1] : 0);
-  const int seg_rows = a.row_end[seg] - (seg ? a.row_end[seg - 1] : 0);
+  // Segment lookup with constant indices only: indexing the kernel
+  // parameters at run time would copy them to local memory in every thread.
+  const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
+  const int seg = (a.n_segs > 1 && r >= a.row_end[0]) + (a.n_segs > 2 && r >= a.row_end[1]);
+  const int start = seg == 0 ? 0 : (seg == 1 ? a.row_end[0] : a.row_end[1]);
+  const int local = r - start;
+  const int seg_rows = (seg == 0 ? a.row_end[0] : (seg == 1 ? a.row_end[1] : a.row_end[2])) - start;
+  const uint8_t* wseg = seg == 0 ? a.w[0] : (seg == 1 ? a.w[1] : a.w[2]);
+  void* oseg = seg == 0 ? a.out[0] : (seg == 1 ? a.out[1] : a.out[2]);
   float acc[kMaxCols], acc_up[kMaxCols];
 #pragma unroll
   for (int c = 0; c < kMaxCols; ++c) acc[c] = acc_up[c] = 0.0f;
   if (r < m) {
-    row_dot<T>(a.w[seg] + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc);
+    row_dot<T>(wseg + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc);
     if constexpr (kPaired) row_dot<T>(a.w_up + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc_up);
   }
 #pragma unroll
   for (int c = 0; c < kMaxCols; ++c) {
-    if (c >= a.n) break;
-    const float s = warp_sum(acc[c]);
-    if (lane == 0) partial[warp][c] = s;
-    if constexpr (kPaired) {
-      const float u = warp_sum(acc_up[c]);
-      if (lane == 0) partial[warp][kMaxCols + c] = u;
+    if (c < a.n) {  // no break: every acc index stays a compile-time constant (registers, not local memory)
+      const float s = warp_sum(acc[c]);
+      if (lane == 0) partial[warp][c] = s;
+      if constexpr (kPaired) {
+        const float u = warp_sum(acc_up[c]);
+        if (lane == 0) partial[warp][kMaxCols + c] = u;
+      }
     }
   }
   __syncthreads();
@@ -293,7 +298,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
       const float g = __half2float(__float2half_rn(s)), up = __half2float(__float2half_rn(u));
       s = g / (1.0f + __expf(-g)) * up;
     }
-    store_out(static_cast<OutT*>(a.out[seg]) + size_t(lane) * seg_rows + local, s);
+    store_out(static_cast<OutT*>(oseg) + size_t(lane) * seg_rows + local, s);
   }
 }
 
