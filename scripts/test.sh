@@ -23,6 +23,8 @@ if has_stage cpu; then
   cmake --preset cpu >/dev/null
   cmake --build --preset cpu -j "$jobs"
   ctest --preset cpu -j "$jobs"
+  step "server: rocmforge serve on stories260K driven by the openai npm client"
+  bash scripts/server_test.sh build/cpu/src/rocmforge
 fi
 
 if has_stage asan; then
