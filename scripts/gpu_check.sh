@@ -14,6 +14,14 @@ stage="${1:-all}"
 MODELS="${RF_MODELS:-/tmp/rf-models}"
 mkdir -p "$MODELS"
 
+if [ "$stage" = ctest ]; then
+  # ctest -L gpu over the build tree's test lists (carried in .carry/ctest;
+  # they hold this checkout's absolute paths).
+  mkdir -p build/cuda && cp -r .carry/ctest/. build/cuda/
+  ctest --test-dir build/cuda -L gpu -j 4 --output-on-failure > "$OUT/ctest_gpu.log" 2>&1; echo "ctest -L gpu rc=$?"
+  grep -E "tests passed|tests failed|Total Test" "$OUT/ctest_gpu.log"
+fi
+
 if [ "$stage" = all ] || [ "$stage" = tests ]; then
   echo "== gpu tests"
   "$BIN/test_gpu" > "$OUT/test_gpu.log" 2>&1; echo "test_gpu rc=$?"
