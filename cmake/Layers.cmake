@@ -12,14 +12,18 @@ function(rf_add_layer name dir)
   endif()
 endfunction()
 
-# rf_add_test(NAME LABEL SOURCES... LIBS libs...): a GoogleTest binary whose
-# tests are registered with ctest under LABEL.
+# rf_add_test(NAME LABEL [SERIAL] SOURCES... LIBS libs...): a GoogleTest
+# binary whose tests are registered with ctest under LABEL (run alone when
+# SERIAL).
 function(rf_add_test name label)
-  cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
     ROCMFORGE_TESTDATA_DEFAULT="${CMAKE_SOURCE_DIR}/../shared/testdata")
-  gtest_discover_tests(${name} PROPERTIES LABELS ${label}
-                       DISCOVERY_TIMEOUT 60)
+  set(props LABELS ${label})
+  if(T_SERIAL)  # tests that read device-wide state must not share the machine
+    list(APPEND props RUN_SERIAL TRUE)
+  endif()
+  gtest_discover_tests(${name} PROPERTIES ${props} DISCOVERY_TIMEOUT 60)
 endfunction()
