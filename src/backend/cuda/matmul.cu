@@ -186,12 +186,14 @@ __device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, in
       const int nv = k / E;
       const uint4* rv = reinterpret_cast<const uint4*>(row);
       int v = id;
-      for (; v + 3 * stride < nv; v += 4 * stride) {  // four 16-byte loads in flight
-        uint4 u[4];
+      // Two 16-byte loads in flight per lane (measured on the H200: 2 beats
+      // 4 and 8, which cost registers and occupancy; docs/PERFORMANCE.md).
+      for (; v + 1 * stride < nv; v += 2 * stride) {
+        uint4 u[2];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) u[i] = rv[v + i * stride];
+        for (int i = 0; i < 2; ++i) u[i] = rv[v + i * stride];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < 2; ++i) {
           float f[8];
           PlainVec<T>::load(u[i], f);
 #pragma unroll
