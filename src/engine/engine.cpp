@@ -118,7 +118,9 @@ RequestHandle Engine::submit(Request req) {
   std::unique_ptr<Active> a;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) throw EngineBusy("the server is shutting down");  // stop() was called; only start() reopens
+    // While stop() runs. Afterwards the engine is back in manual mode (step()),
+    // where submitting is valid; servers refuse late requests themselves.
+    if (stopping_ && threaded_) throw EngineBusy("the server is shutting down");
     if (int64_t(inbox_.size()) + metrics_.queue_depth.load() >= config_.max_queue)
       throw EngineBusy(str("the request queue is full (", config_.max_queue, " waiting)"));
     a = std::make_unique<Active>(tokenizer_, std::move(req), next_id_++);
