@@ -24,9 +24,12 @@ TEST_P(CudaMatmul, MatchesCpu) {
   const DType type = GetParam();
   std::mt19937 rng(100 + int(type));
   auto gpu = test::make_gpu();
-  gpu->reserve(BackendLimits{64, 4, 4, 4, 100, 512 * 300, 1, 1});
+  gpu->reserve(BackendLimits{128, 4, 4, 4, 100, 2048 * 300, 1, 1});
   CpuBackend cpu(2);
-  const std::vector<std::array<int, 3>> shapes = {{1, 256, 96}, {3, 512, 40}, {8, 256, 130}, {17, 512, 64}, {64, 256, 300}};
+  // n <= 8: GEMV; 9..64 (and 100 = 64 + 36): the tensor-core path for
+  // F16/Q4_K/Q6_K, split over k when k >= 2048; else dequantize + BLAS.
+  const std::vector<std::array<int, 3>> shapes = {{1, 256, 96},   {3, 512, 40},     {8, 256, 130}, {17, 512, 64},
+                                                  {64, 256, 300}, {37, 2048, 200}, {100, 1024, 72}};
   for (auto [n, k, m] : shapes) {
     for (DType out_type : {DType::F16, DType::F32}) {
       auto wf = test::randn(size_t(m) * k, rng, 0.3f);

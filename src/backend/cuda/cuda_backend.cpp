@@ -19,6 +19,20 @@ namespace gpu {
 void throw_gpu_error(gpuError_t err, const char* what, const char* file, int line) {
   fail("GPU error '", gpuGetErrorString(err), "' in ", what, " at ", file, ":", line);
 }
+bool pdl_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("ROCMFORGE_PDL");
+    return !(v && std::string(v) == "0");
+  }();
+  return enabled;
+}
+bool l2_prefetch_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("ROCMFORGE_L2_PREFETCH");
+    return !(v && std::string(v) == "0");
+  }();
+  return enabled;
+}
 }  // namespace gpu
 
 namespace {
@@ -121,6 +135,10 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options), impl_(
   RF_GPU_CHECK(gpuEventCreate(&impl_->meta_copied));
   RF_GPU_CHECK(gpuHostAlloc(&impl_->staging, kStagingBytes, gpuHostAllocDefault));
   if (gpu::Blas::workspace_bytes() > 0) impl_->blas_workspace = alloc(gpu::Blas::workspace_bytes(), "BLAS workspace");
+  n_sms_ = prop.multiProcessorCount;
+  if (const char* p = std::getenv("ROCMFORGE_MMA"); p && std::string(p) == "0")
+    options_.mma_max_rows_quant = options_.mma_max_rows_f16 = 0;
+  if (const char* p = std::getenv("ROCMFORGE_MMA_F16"); p && std::string(p) == "0") options_.mma_max_rows_f16 = 0;
   if (const char* p = std::getenv("ROCMFORGE_PROFILE"); p && *p && std::string(p) != "0") {
     profiling_ = true;
     impl_->prof.events.resize(ProfileState::kEvents);
@@ -362,12 +380,28 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
   RF_CHECK(x.type == DType::F16 && x.cols() == k, "cuda matmul: x must be f16 [n, ", k, "], is ", x.shape_string());
   RF_CHECK(out.cols() == m && out.rows() >= n, "cuda matmul: out is ", out.shape_string());
   RF_CHECK(reserved_, "cuda: reserve() must precede matmul");
-  OpTimer timer(this, profiling_ ? str("matmul ", n <= 8 ? "gemv" : (w.type == DType::F16 ? "blas" : "dequant+blas"), " ",
+  const bool mma = n > 8 && n <= (w.type == DType::F16 ? options_.mma_max_rows_f16 : options_.mma_max_rows_quant) &&
+                   gpu::mma_matmul_supported(w.type, k);
+  OpTimer timer(this, profiling_ ? str("matmul ", n <= 8 ? "gemv" : mma ? "mma" : (w.type == DType::F16 ? "blas" : "dequant+blas"), " ",
                                        dtype_name(w.type), " n", n <= 8 ? str(n) : (n <= 64 ? str("<=64") : str(">64")),
                                        " m", m, " k", k)
                                  : std::string());
   if (n <= 8) {
     gpu::gemv(w.type, w.data, w.row_bytes(), m, k, x.data, n, out.data, out.type, S(stream_));
+    return;
+  }
+  if (mma) {
+    // 64 activation rows per launch; the k-split partials live in the
+    // dequantization scratch (unused on this path).
+    const size_t out_elem = out.type == DType::F32 ? 4 : 2;
+    for (int c0 = 0; c0 < n; c0 += 64) {
+      const int rows = std::min(64, n - c0);
+      int splits = gpu::mma_matmul_splits(m, k, n_sms_);
+      while (splits > 1 && size_t(splits) * size_t(rows) * size_t(m) * 4 > impl_->dequant_bytes) --splits;
+      gpu::mma_matmul(w.type, w.data, w.row_bytes(), m, k, static_cast<const uint8_t*>(x.data) + size_t(c0) * k * 2,
+                      rows, static_cast<uint8_t*>(out.data) + size_t(c0) * m * out_elem, out.type, splits,
+                      static_cast<float*>(impl_->dequant), S(stream_));
+    }
     return;
   }
   if (w.type == DType::F16) {

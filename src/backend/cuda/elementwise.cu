@@ -11,6 +11,8 @@ namespace {
 template <DType T>
 __global__ void embed_kernel(const uint8_t* __restrict__ table, size_t row_bytes, int cols, const int32_t* ids,
                              int vocab, float* __restrict__ out) {
+  pdl_wait();
+  pdl_trigger();
   const int t = blockIdx.x;
   int id = ids[t];
   if (id < 0 || id >= vocab) id = 0;  // validated on the host; never read out of bounds
@@ -35,6 +37,8 @@ __global__ void embed_kernel(const uint8_t* __restrict__ table, size_t row_bytes
 template <typename OutT>
 __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, OutT* __restrict__ out,
                                 int cols, float eps) {
+  pdl_wait();
+  pdl_trigger();
   __shared__ float scratch[32];
   const float* xr = x + size_t(blockIdx.x) * cols;
   float ss = 0.0f;
@@ -49,6 +53,8 @@ __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __rest
 template <typename OutT>
 __global__ void add_rms_norm_kernel(float* __restrict__ x, const __half* __restrict__ y, const float* __restrict__ w,
                                     OutT* __restrict__ out, int cols, float eps) {
+  pdl_wait();
+  pdl_trigger();
   __shared__ float scratch[32];
   float* xr = x + size_t(blockIdx.x) * cols;
   const __half* yr = y + size_t(blockIdx.x) * cols;
@@ -66,6 +72,8 @@ __global__ void add_rms_norm_kernel(float* __restrict__ x, const __half* __restr
 
 __global__ void swiglu_kernel(const __half* __restrict__ g, const __half* __restrict__ u, __half* __restrict__ o,
                               int64_t n) {
+  pdl_wait();
+  pdl_trigger();
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const float a = __half2float(g[i]);
     o[i] = __float2half_rn(a / (1.0f + __expf(-a)) * __half2float(u[i]));
@@ -73,17 +81,23 @@ __global__ void swiglu_kernel(const __half* __restrict__ g, const __half* __rest
 }
 
 __global__ void add_kernel(float* __restrict__ x, const __half* __restrict__ y, int64_t n) {
+  pdl_wait();
+  pdl_trigger();
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     x[i] += __half2float(y[i]);
 }
 
 __global__ void gather_kernel(const float* __restrict__ x, const int32_t* __restrict__ rows, int cols,
                               float* __restrict__ out) {
+  pdl_wait();
+  pdl_trigger();
   const float* src = x + size_t(rows[blockIdx.x]) * cols;
   for (int i = threadIdx.x; i < cols; i += blockDim.x) out[size_t(blockIdx.x) * cols + i] = src[i];
 }
 
 __global__ void f32_to_f16_kernel(const float* __restrict__ x, __half* __restrict__ o, int64_t n) {
+  pdl_wait();
+  pdl_trigger();
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     o[i] = __float2half_rn(x[i]);
 }
@@ -101,7 +115,7 @@ void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const
   switch (type) {
 #define RF_CASE(T)                                                                                              \
   case DType::T:                                                                                                \
-    embed_kernel<DType::T><<<n, 128, 0, s>>>(static_cast<const uint8_t*>(table), row_bytes, cols, ids, vocab, out); \
+    launch(embed_kernel<DType::T>, n, 128, 0, s, static_cast<const uint8_t*>(table), row_bytes, cols, ids, vocab, out); \
     break;
     RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
 #undef RF_CASE
@@ -115,9 +129,9 @@ void rms_norm(const float* x, const float* w, void* out, DType out_type, int row
   if (rows == 0) return;
   const int threads = cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 64);
   if (out_type == DType::F32)
-    rms_norm_kernel<float><<<rows, threads, 0, s>>>(x, w, static_cast<float*>(out), cols, eps);
+    launch(rms_norm_kernel<float>, rows, threads, 0, s, x, w, static_cast<float*>(out), cols, eps);
   else
-    rms_norm_kernel<__half><<<rows, threads, 0, s>>>(x, w, static_cast<__half*>(out), cols, eps);
+    launch(rms_norm_kernel<__half>, rows, threads, 0, s, x, w, static_cast<__half*>(out), cols, eps);
   RF_GPU_CHECK_LAUNCH();
 }
 
@@ -126,36 +140,36 @@ void add_rms_norm(float* x, const void* y, const float* w, void* out, DType out_
   if (rows == 0) return;
   const int threads = cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 64);
   if (out_type == DType::F32)
-    add_rms_norm_kernel<float><<<rows, threads, 0, s>>>(x, static_cast<const __half*>(y), w, static_cast<float*>(out),
+    launch(add_rms_norm_kernel<float>, rows, threads, 0, s, x, static_cast<const __half*>(y), w, static_cast<float*>(out),
                                                         cols, eps);
   else
-    add_rms_norm_kernel<__half><<<rows, threads, 0, s>>>(x, static_cast<const __half*>(y), w,
+    launch(add_rms_norm_kernel<__half>, rows, threads, 0, s, x, static_cast<const __half*>(y), w,
                                                          static_cast<__half*>(out), cols, eps);
   RF_GPU_CHECK_LAUNCH();
 }
 
 void swiglu(const void* gate, const void* up, void* out, int64_t n, gpuStream_t s) {
   if (n == 0) return;
-  swiglu_kernel<<<grid_for(n, 256), 256, 0, s>>>(static_cast<const __half*>(gate), static_cast<const __half*>(up),
+  launch(swiglu_kernel, grid_for(n, 256), 256, 0, s, static_cast<const __half*>(gate), static_cast<const __half*>(up),
                                                  static_cast<__half*>(out), n);
   RF_GPU_CHECK_LAUNCH();
 }
 
 void add_f16_to_f32(float* x, const void* y, int64_t n, gpuStream_t s) {
   if (n == 0) return;
-  add_kernel<<<grid_for(n, 256), 256, 0, s>>>(x, static_cast<const __half*>(y), n);
+  launch(add_kernel, grid_for(n, 256), 256, 0, s, x, static_cast<const __half*>(y), n);
   RF_GPU_CHECK_LAUNCH();
 }
 
 void gather_rows_f32(const float* x, const int32_t* rows, int n_rows, int cols, float* out, gpuStream_t s) {
   if (n_rows == 0) return;
-  gather_kernel<<<n_rows, 256, 0, s>>>(x, rows, cols, out);
+  launch(gather_kernel, n_rows, 256, 0, s, x, rows, cols, out);
   RF_GPU_CHECK_LAUNCH();
 }
 
 void f32_to_f16(const float* x, void* out, int64_t n, gpuStream_t s) {
   if (n == 0) return;
-  f32_to_f16_kernel<<<grid_for(n, 256), 256, 0, s>>>(x, static_cast<__half*>(out), n);
+  launch(f32_to_f16_kernel, grid_for(n, 256), 256, 0, s, x, static_cast<__half*>(out), n);
   RF_GPU_CHECK_LAUNCH();
 }
 

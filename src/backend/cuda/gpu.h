@@ -130,6 +130,66 @@ namespace rf::gpu {
 // After every kernel launch.
 #define RF_GPU_CHECK_LAUNCH() RF_GPU_CHECK(gpuGetLastError())
 
+namespace rf::gpu {
+
+// Programmatic dependent launch (CUDA, sm_90+): a kernel started through
+// launch() may begin while the previous kernel of the stream is finishing.
+// Such a kernel must call pdl_wait() before it reads or writes anything an
+// earlier kernel touches (activations, the KV cache, outputs); before that it
+// may only read constant data (weights), e.g. to prefetch them. Kernels call
+// pdl_trigger() once past their own pdl_wait(), so the next kernel starts at
+// most one launch ahead. ROCMFORGE_PDL=0 turns it off (plain launches).
+bool pdl_enabled();
+// GEMVs prefetch their weight rows into L2 (ROCMFORGE_L2_PREFETCH=0: off).
+bool l2_prefetch_enabled();
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+__device__ __forceinline__ void pdl_wait() {
+#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+// Pulls [p, p + bytes) into L2 without waiting (sm_90 bulk prefetch; p and
+// bytes multiples of 16). A hint: no effect on results.
+__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
+#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+// Launches kernel<<<grid, block, smem, s>>>(args...) as a programmatic
+// dependent launch where supported (see pdl_wait), and checks the launch.
+template <typename... KArgs, typename... Args>
+void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, gpuStream_t s, Args&&... args) {
+#ifdef RF_HIP
+  hipLaunchKernelGGL(kernel, grid, block, smem, s, static_cast<KArgs>(args)...);
+  RF_GPU_CHECK_LAUNCH();
+#else
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  RF_GPU_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...));
+#endif
+}
+#endif
+
+}  // namespace rf::gpu
+
 #if defined(__CUDACC__) || defined(__HIPCC__)
 namespace rf::gpu {
 

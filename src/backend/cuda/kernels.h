@@ -26,6 +26,14 @@ struct GemvSegment {
 };
 void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, size_t row_bytes, int k,
                    const void* x, int n, DType out_type, gpuStream_t s);
+// Tensor-core matmul for 1..64 activation rows straight from F16, Q4_K or
+// Q6_K weights (k % 256 == 0; NVIDIA only — supported() is false elsewhere).
+// With splits > 1 the k range is split over blocks and `partials` must hold
+// splits * n * m floats. mma_matmul_splits() picks the split count.
+bool mma_matmul_supported(DType w_type, int k);
+int mma_matmul_splits(int m, int k, int n_sms);
+void mma_matmul(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
+                DType out_type, int splits, float* partials, gpuStream_t s);
 // x (f32) += y (f16), then out = rms_norm(x) * w (f16 or f32), per row.
 void add_rms_norm(float* x, const void* y, const float* w, void* out, DType out_type, int rows, int cols, float eps,
                   gpuStream_t s);

@@ -92,87 +92,97 @@ __device__ __forceinline__ float dot_span(const float (&w)[8], const __half* x) 
   return s;
 }
 
-// Packed-half dot products for the hot k-quants. Two 4- or 6-bit quants
-// become half2(1024 + q0, 1024 + q1) with one byte permute and one LOP3
-// (1024 + q is exact in f16); subtracting the bias and multiplying by the
-// activations run two elements per instruction. Sums over 16 elements stay
-// in f16 (|q| < 64: well inside f16's range at activation scale), the group
+// Packed-half dot products for the hot k-quants. A warp's 32 lanes cover one
+// 256-element super-block, lane l the 8 elements [8l, 8l + 8) (sub-block
+// l / 4), so the activation loads of a warp are one contiguous 512-byte
+// run. Two quants become half2(1024 + q0, 1024 + q1) with one byte permute;
+// subtracting the (exact) bias centers them, and the products with the
+// activations run two per instruction in f16 over 8 elements; the group
 // scale and min are applied in f32.
-__device__ __forceinline__ __half2 pair_to_half2(uint32_t bytes_lo_hi) {
-  // bytes 0 and 1 of the argument -> halves (1024 + b0, 1024 + b1)
-  const uint32_t spread = __byte_perm(bytes_lo_hi, 0, 0x7170) | 0x64006400u;
-  return *reinterpret_cast<const __half2*>(&spread);
+template <uint32_t kSel>
+__device__ __forceinline__ __half2 quant_pair(uint32_t bytes, __half2 bias) {
+  const uint32_t h = __byte_perm(bytes, 0x6464u, kSel);  // bytes (b_i, 0x64, b_j, 0x64)
+  return __hsub2(*reinterpret_cast<const __half2*>(&h), bias);
 }
 
-// Q4_K sub-block `sb` of a row against one activation row. The quants are
-// centered (q - 8 in [-8, 7]) so that the f16 partial sums stay small next to
-// the result: d1*q - m1 = d1*(q - 8) + (8*d1 - m1), and the second term
-// multiplies sum(x). Partials go to f32 every 16 elements.
-__device__ __forceinline__ float q4k_dot32(const uint8_t* row, int sb, const __half* x) {
-  const uint8_t* b = row + size_t(sb / 8) * 144;
-  const int j = sb % 8;
-  float d1, m1;
-  k4_scales(b, j, &d1, &m1);
-  const uint4* qp = reinterpret_cast<const uint4*>(b + 16 + 32 * (j / 2));
-  const uint4 q0 = qp[0], q1 = qp[1];
-  const uint32_t w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-  const int shift = (j & 1) * 4;
-  const uint4* xp = reinterpret_cast<const uint4*>(x);
-  const __half2 k1032 = __float2half2_rn(1032.0f);  // 1024 + 8
-  float qx = 0.0f, sx = 0.0f;
+// Sum over 8 elements of q[i] * x[i] (q: four half2 from two words of
+// quant bytes) for each column, scaled: acc[c] += scale * dot + bias * sum(x).
+template <bool kBias>
+__device__ __forceinline__ void dot8_cols(uint32_t q0, uint32_t q1, __half2 qbias, float scale, float bias,
+                                          const __half* x, int n, int k, float (&acc)[kMaxCols]) {
+  const __half2 w[4] = {quant_pair<0x4140>(q0, qbias), quant_pair<0x4342>(q0, qbias),
+                        quant_pair<0x4140>(q1, qbias), quant_pair<0x4342>(q1, qbias)};
 #pragma unroll
-  for (int g = 0; g < 2; ++g) {
-    __half2 acc = __float2half2_rn(0.0f), xsum = acc;
-#pragma unroll
-    for (int i = 2 * g; i < 2 * g + 2; ++i) {
-      const uint4 xv = xp[i];
+  for (int c = 0; c < kMaxCols; ++c) {
+    if (c < n) {
+      const uint4 xv = *reinterpret_cast<const uint4*>(x + size_t(c) * k);
       const __half2* xh = reinterpret_cast<const __half2*>(&xv);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t nib = (w[2 * i + h] >> shift) & 0x0F0F0F0Fu;  // 4 quants, one per byte
-        acc = __hfma2(__hsub2(pair_to_half2(nib), k1032), xh[2 * h], acc);
-        acc = __hfma2(__hsub2(pair_to_half2(nib >> 16), k1032), xh[2 * h + 1], acc);
-        xsum = __hadd2(xsum, __hadd2(xh[2 * h], xh[2 * h + 1]));
+      __half2 d = __hmul2(w[0], xh[0]);  // w[i] and xh[i] both hold elements (2i, 2i + 1)
+      d = __hfma2(w[1], xh[1], d);
+      d = __hfma2(w[2], xh[2], d);
+      d = __hfma2(w[3], xh[3], d);
+      const float2 df = __half22float2(d);
+      float v = scale * (df.x + df.y);
+      if constexpr (kBias) {
+        const __half2 xs = __hadd2(__hadd2(xh[0], xh[1]), __hadd2(xh[2], xh[3]));
+        const float2 xf = __half22float2(xs);
+        v = fmaf(bias, xf.x + xf.y, v);
       }
+      acc[c] += v;
     }
-    const float2 a = __half22float2(acc), xs = __half22float2(xsum);
-    qx += a.x + a.y;
-    sx += xs.x + xs.y;
   }
-  return d1 * qx + (8.0f * d1 - m1) * sx;
 }
 
-// Q6_K sub-block against one activation row: two groups of 16 with their
-// own scales; quants are q - 32.
-__device__ __forceinline__ float q6k_dot32(const uint8_t* row, int sb, const __half* x) {
-  const uint8_t* b = row + size_t(sb / 8) * 210;
-  const int j = sb % 8, n = j / 4, k = j % 4;
-  const uint16_t* ql = reinterpret_cast<const uint16_t*>(b + 64 * n + 32 * (k & 1));
-  const uint16_t* qh = reinterpret_cast<const uint16_t*>(b + 128 + 32 * n);
-  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float d = h2f(ld16(b + 208));
-  const int lshift = k < 2 ? 0 : 4, hshift = 2 * k;
-  const uint4* xp = reinterpret_cast<const uint4*>(x);
-  const __half2 k1056 = __float2half2_rn(1056.0f);  // 1024 + 32
-  float total = 0.0f;
-#pragma unroll
-  for (int g = 0; g < 2; ++g) {
-    __half2 acc = __float2half2_rn(0.0f);
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const uint4 xv = xp[2 * g + i];
-      const __half2* xh = reinterpret_cast<const __half2*>(&xv);
-#pragma unroll
-      for (int p = 0; p < 4; ++p) {
-        const uint32_t lw = ql[8 * g + 4 * i + p], hw = qh[8 * g + 4 * i + p];
-        const uint32_t q = ((lw >> lshift) & 0x0F0Fu) | (((hw >> hshift) & 0x0303u) << 4);
-        acc = __hfma2(__hsub2(pair_to_half2(q), k1056), xh[p], acc);
-      }
-    }
-    const float2 a = __half22float2(acc);
-    total += d * float(sc[2 * j + g]) * (a.x + a.y);
+// 6-bit scale and min j (0..7) of a Q4_K/Q5_K super-block from its three
+// scale words, with run-time j and no byte addressing of registers.
+__device__ __forceinline__ void k4_scale_min_words(uint32_t w0, uint32_t w1, uint32_t w2, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = (w0 >> (8 * j)) & 63;
+    *m = (w1 >> (8 * j)) & 63;
+  } else {
+    const int b = 8 * (j - 4);
+    *sc = ((w2 >> b) & 0xF) | (((w0 >> (b + 6)) & 3) << 4);
+    *m = ((w2 >> (b + 4)) & 0xF) | (((w1 >> (b + 6)) & 3) << 4);
   }
-  return total;
+}
+
+// Lane l's 8 elements of Q4_K super-block `s` against x (at the super-block).
+__device__ __forceinline__ void q4k_dot8(const uint8_t* row, int s, int l, const __half* x, int n, int k,
+                                         float (&acc)[kMaxCols]) {
+  const uint8_t* b = row + size_t(s) * 144;
+  const uint4 head = *reinterpret_cast<const uint4*>(b);
+  const int j = l / 4;
+  const uint2 qs = *reinterpret_cast<const uint2*>(b + 16 + 32 * (j / 2) + 8 * (l % 4));
+  int sc, mn;
+  k4_scale_min_words(head.y, head.z, head.w, j, &sc, &mn);
+  const float d1 = h2f(uint16_t(head.x & 0xffff)) * float(sc), m1 = h2f(uint16_t(head.x >> 16)) * float(mn);
+  const int shift = 4 * (j & 1);
+  // d1 * q - m1 = d1 * (q - 8) + (8 * d1 - m1)
+  dot8_cols<true>((qs.x >> shift) & 0x0F0F0F0Fu, (qs.y >> shift) & 0x0F0F0F0Fu, __float2half2_rn(1032.0f), d1,
+                  8.0f * d1 - m1, x + 8 * l, n, k, acc);
+}
+
+// 8 bytes at a 2-byte aligned address, as two words (three aligned loads).
+__device__ __forceinline__ uint2 load8_a2(const uint8_t* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~uintptr_t(3));
+  const uint32_t sh = uint32_t(a & 2) * 8;
+  const uint32_t u0 = w[0], u1 = w[1], u2 = w[2];
+  return make_uint2(__funnelshift_r(u0, u1, sh), __funnelshift_r(u1, u2, sh));
+}
+
+// Lane l's 8 elements of Q6_K super-block `s` (one 16-element scale group).
+__device__ __forceinline__ void q6k_dot8(const uint8_t* row, int s, int l, const __half* x, int n, int k,
+                                         float (&acc)[kMaxCols]) {
+  const uint8_t* b = row + size_t(s) * 210;
+  const int j = l / 4, u = l % 4, half = j / 4, kk = j % 4;
+  const uint2 ql = load8_a2(b + 64 * half + 32 * (kk & 1) + 8 * u);
+  const uint2 qh = load8_a2(b + 128 + 32 * half + 8 * u);
+  const float scale = h2f(ld16(b + 208)) * float(int8_t(b[192 + 2 * j + (u >= 2)]));
+  const int lshift = kk < 2 ? 0 : 4, hshift = 2 * kk;
+  const uint32_t q0 = ((ql.x >> lshift) & 0x0F0F0F0Fu) | (((qh.x >> hshift) & 0x03030303u) << 4);
+  const uint32_t q1 = ((ql.y >> lshift) & 0x0F0F0F0Fu) | (((qh.y >> hshift) & 0x03030303u) << 4);
+  dot8_cols<false>(q0, q1, __float2half2_rn(1056.0f), scale, 0.0f, x + 8 * l, n, k, acc);  // q - 32
 }
 
 // Dot products of one weight row (all columns `n` of x) for this thread's
@@ -217,13 +227,12 @@ __device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, in
       }
     }
   } else if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
-    for (int sb = id; sb < k / 32; sb += stride) {
-#pragma unroll
-      for (int c = 0; c < kMaxCols; ++c)
-        if (c < n) {
-          const __half* xc = x + size_t(c) * k + size_t(sb) * 32;
-          acc[c] += T == DType::Q4_K ? q4k_dot32(row, sb, xc) : q6k_dot32(row, sb, xc);
-        }
+    // Groups of 32 consecutive ids take whole super-blocks (stride % 32 == 0).
+    const int l = id % 32, group = id / 32, groups = stride / 32;
+#pragma unroll 2
+    for (int sbk = group; sbk < k / 256; sbk += groups) {
+      if constexpr (T == DType::Q4_K) q4k_dot8(row, sbk, l, x + size_t(sbk) * 256, n, k, acc);
+      else q6k_dot8(row, sbk, l, x + size_t(sbk) * 256, n, k, acc);
     }
   } else {
     for (int sb = id; sb < k / 32; sb += stride) {
@@ -249,6 +258,7 @@ struct GemvArgs {
   size_t row_bytes;
   int k, n;
   const __half* x;
+  bool prefetch;  // bulk L2 prefetch of each row (16-byte aligned rows only)
 };
 
 // One block: kGemvRows rows of kGemvThreads / kGemvRows threads each; the
@@ -270,6 +280,14 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
   const int seg_rows = (seg == 0 ? a.row_end[0] : (seg == 1 ? a.row_end[1] : a.row_end[2])) - start;
   const uint8_t* wseg = seg == 0 ? a.w[0] : (seg == 1 ? a.w[1] : a.w[2]);
   void* oseg = seg == 0 ? a.out[0] : (seg == 1 ? a.out[1] : a.out[2]);
+  // Weights are constant: start pulling this block's rows into L2 before
+  // waiting for the previous kernel (which produces x).
+  if (a.prefetch && part == 0 && lane == 0 && r < m) {
+    prefetch_l2(wseg + size_t(local) * a.row_bytes, uint32_t(a.row_bytes));
+    if constexpr (kPaired) prefetch_l2(a.w_up + size_t(local) * a.row_bytes, uint32_t(a.row_bytes));
+  }
+  pdl_wait();
+  pdl_trigger();
   float acc[kMaxCols], acc_up[kMaxCols];
 #pragma unroll
   for (int c = 0; c < kMaxCols; ++c) acc[c] = acc_up[c] = 0.0f;
@@ -307,6 +325,8 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
 template <DType T>
 __global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int row0, int rows, int k,
                                     __half* __restrict__ dst) {
+  pdl_wait();
+  pdl_trigger();
   const int subs = k / 32;
   const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (k % 32 == 0) {
@@ -348,11 +368,11 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, gpuStream_t s) {
       a.out[i] = static_cast<uint8_t*>(out0[i]) + size_t(c0) * rows * elem;
     }
     if (out_type == DType::F32) {
-      if (paired) gemv_kernel<T, float, true><<<blocks, kGemvThreads, 0, s>>>(a);
-      else gemv_kernel<T, float, false><<<blocks, kGemvThreads, 0, s>>>(a);
+      if (paired) launch(gemv_kernel<T, float, true>, blocks, kGemvThreads, 0, s, a);
+      else launch(gemv_kernel<T, float, false>, blocks, kGemvThreads, 0, s, a);
     } else {
-      if (paired) gemv_kernel<T, __half, true><<<blocks, kGemvThreads, 0, s>>>(a);
-      else gemv_kernel<T, __half, false><<<blocks, kGemvThreads, 0, s>>>(a);
+      if (paired) launch(gemv_kernel<T, __half, true>, blocks, kGemvThreads, 0, s, a);
+      else launch(gemv_kernel<T, __half, false>, blocks, kGemvThreads, 0, s, a);
     }
     RF_GPU_CHECK_LAUNCH();
   }
@@ -362,7 +382,7 @@ template <DType T>
 void launch_dequant(const void* w, size_t row_bytes, int row0, int rows, int k, void* dst, gpuStream_t s) {
   const int64_t work = k % 32 == 0 ? int64_t(rows) * (k / 32) : int64_t(rows) * k;
   const int threads = 256;
-  dequant_rows_kernel<T><<<unsigned((work + threads - 1) / threads), threads, 0, s>>>(
+  launch(dequant_rows_kernel<T>, unsigned((work + threads - 1) / threads), threads, 0, s, 
       static_cast<const uint8_t*>(w), row_bytes, row0, rows, k, static_cast<__half*>(dst));
   RF_GPU_CHECK_LAUNCH();
 }
@@ -372,6 +392,8 @@ constexpr int kTile = 64, kTileK = 16;
 template <typename OutT>
 __global__ void __launch_bounds__(256) gemm_tiled_kernel(const __half* __restrict__ x, const __half* __restrict__ w,
                                                           OutT* __restrict__ out, int n, int m, int k, int ldo) {
+  pdl_wait();
+  pdl_trigger();
   __shared__ float xs[kTileK][kTile + 1];
   __shared__ float ws[kTileK][kTile + 1];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -428,6 +450,10 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
   a.k = k;
   a.n = n;
   a.x = static_cast<const __half*>(x);
+  bool aligned = row_bytes % 16 == 0 && row_bytes < (size_t(1) << 31);
+  for (int i = 0; i < n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(segs[i].w) % 16 == 0;
+  if (w_up) aligned = aligned && reinterpret_cast<uintptr_t>(w_up) % 16 == 0;
+  a.prefetch = aligned && l2_prefetch_enabled();
   switch (w_type) {
 #define RF_CASE(T) \
   case DType::T: return launch_gemv<DType::T>(a, out_type, w_up != nullptr, s);
@@ -458,10 +484,10 @@ void gemm_f16_tiled(const void* x, const void* w, void* out, DType out_type, int
                     gpuStream_t s) {
   const dim3 grid((m + kTile - 1) / kTile, (n + kTile - 1) / kTile);
   if (out_type == DType::F32)
-    gemm_tiled_kernel<float><<<grid, 256, 0, s>>>(static_cast<const __half*>(x), static_cast<const __half*>(w),
+    launch(gemm_tiled_kernel<float>, grid, 256, 0, s, static_cast<const __half*>(x), static_cast<const __half*>(w),
                                                   static_cast<float*>(out), n, m, k, ldo);
   else
-    gemm_tiled_kernel<__half><<<grid, 256, 0, s>>>(static_cast<const __half*>(x), static_cast<const __half*>(w),
+    launch(gemm_tiled_kernel<__half>, grid, 256, 0, s, static_cast<const __half*>(x), static_cast<const __half*>(w),
                                                    static_cast<__half*>(out), n, m, k, ldo);
   RF_GPU_CHECK_LAUNCH();
 }

@@ -15,6 +15,8 @@ __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict_
                                      const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
                                      int n_heads, int n_kv, int hd, RopeParams rope, YarnCorrDims corr,
                                      __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots) {
+  pdl_wait();
+  pdl_trigger();
   const int t = blockIdx.x;
   const int item = blockIdx.y * blockDim.x + threadIdx.x;
   const int half_hd = hd / 2;
@@ -76,7 +78,7 @@ void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tok
   const YarnCorrDims corr = yarn_corr_dims(rope.n_rot, rope.n_ctx_orig, rope.freq_base, rope.beta_fast, rope.beta_slow);
   const int items = (n_heads + 2 * cache.n_kv_heads) * (cache.head_dim / 2);
   const dim3 grid(unsigned(n_tokens), unsigned((items + kThreads - 1) / kThreads));
-  rope_store_kv_kernel<<<grid, kThreads, 0, s>>>(
+  launch(rope_store_kv_kernel, grid, kThreads, 0, s, 
       static_cast<__half*>(q), static_cast<__half*>(k), static_cast<const __half*>(v), m.positions, m.slot_mapping,
       n_heads, cache.n_kv_heads, cache.head_dim, rope, corr, static_cast<__half*>(cache.k),
       static_cast<__half*>(cache.v), int64_t(cache.num_blocks) * cache.block_size);

@@ -110,6 +110,8 @@ __device__ __forceinline__ bool plain_greedy(const SampleRowDevice& p) {
 __global__ void __launch_bounds__(256) greedy_partial_kernel(const float* __restrict__ logits, int vocab,
                                                               const SampleRowDevice* __restrict__ params,
                                                               float* __restrict__ work) {
+  pdl_wait();
+  pdl_trigger();
   __shared__ float fscratch[32];
   __shared__ ArgMax ascratch[32];
   const int row = blockIdx.x, split = blockIdx.y;
@@ -142,6 +144,8 @@ __global__ void __launch_bounds__(256) greedy_partial_kernel(const float* __rest
 __global__ void greedy_final_kernel(const float* __restrict__ logits, int vocab,
                                     const SampleRowDevice* __restrict__ params, const float* __restrict__ work,
                                     SampleOutDevice* __restrict__ out) {
+  pdl_wait();
+  pdl_trigger();
   const int row = blockIdx.x;
   if (!plain_greedy(params[row]) || threadIdx.x != 0) return;
   const ChunkStats* c = reinterpret_cast<const ChunkStats*>(work + size_t(row) * vocab);
@@ -162,6 +166,8 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
                                                           const SampleRowDevice* __restrict__ params,
                                                           const PenaltyToken* __restrict__ penalties,
                                                           float* __restrict__ work, SampleOutDevice* __restrict__ out) {
+  pdl_wait();
+  pdl_trigger();
   __shared__ float fscratch[32];
   __shared__ ArgMax ascratch[32];
   __shared__ unsigned long long hist[256];
@@ -291,11 +297,11 @@ void sample(const float* logits, int rows, int vocab, const SampleRowDevice* par
             float* work, SampleOutDevice* out, gpuStream_t s) {
   if (rows == 0) return;
   RF_CHECK(size_t(vocab) * sizeof(float) >= kGreedySplits * sizeof(ChunkStats), "cuda sample: vocab too small");
-  greedy_partial_kernel<<<dim3(rows, kGreedySplits), 256, 0, s>>>(logits, vocab, params, work);
+  launch(greedy_partial_kernel, dim3(rows, kGreedySplits), 256, 0, s, logits, vocab, params, work);
   RF_GPU_CHECK_LAUNCH();
-  greedy_final_kernel<<<rows, 32, 0, s>>>(logits, vocab, params, work, out);
+  launch(greedy_final_kernel, rows, 32, 0, s, logits, vocab, params, work, out);
   RF_GPU_CHECK_LAUNCH();
-  sample_kernel<<<rows, kThreads, 0, s>>>(logits, vocab, params, penalties, work, out);
+  launch(sample_kernel, rows, kThreads, 0, s, logits, vocab, params, penalties, work, out);
   RF_GPU_CHECK_LAUNCH();
 }
 

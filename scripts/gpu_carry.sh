@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Here (no GPU): fills .carry/ (git-ignored) with what a GPU-machine run
+# needs — stripped binaries of the cuda build, the ctest lists of
+# build/cuda (tests of label gpu only need those) and a copy of the test
+# data. Run after `cmake --build build/cuda --target rocmforge test_gpu test_gpu_serial`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=build/cuda
+mkdir -p .carry/bin .carry/testdata/quant .carry/tools
+cp $B/src/rocmforge $B/tests/test_gpu $B/tests/test_gpu_serial .carry/bin/
+strip .carry/bin/*
+T=../shared/testdata
+cp $T/stories260K.gguf $T/stories260K.golden.jsonl .carry/testdata/
+for f in $T/quant/qtest-*.gguf; do case $f in *.deq.gguf) ;; *) cp "$f" .carry/testdata/quant/ ;; esac; done
+cp $T/quant/qtest.logits.jsonl .carry/testdata/quant/
+cp ../shared/tools/loadgen.py .carry/tools/
+# ctest lists: the files CTest reads, with this checkout's absolute paths.
+rm -rf .carry/ctest && mkdir -p .carry/ctest
+(cd $B && find . -path ./_deps -prune -o \( -name CTestTestfile.cmake -o -name '*_include.cmake' -o -name '*_tests.cmake' \) -print |
+  tar -cf - -T -) | tar -C .carry/ctest -xf -
+mkdir -p .carry/ctest/src && touch .carry/ctest/src/CTestTestfile.cmake
+cp $B/tests/test_gpu $B/tests/test_gpu_serial .carry/ctest/tests/ && strip .carry/ctest/tests/test_gpu*
+du -sh .carry

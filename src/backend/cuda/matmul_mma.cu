@@ -1,0 +1,350 @@
+// Tensor-core matmul for small batches (9..64 activation rows per launch)
+// straight from the weights' storage format: each warp loads its rows'
+// quantized bytes into registers and dequantizes them to f16 directly in the
+// mma.sync A-fragment layout, so weights cross memory once in their packed
+// form (the batched-decode case: 64 sequences on a Q4_K_M model). Activations
+// are staged per 256-wide k chunk in shared memory (double-buffered with
+// cp.async). Long k ranges are split over blocks; the splits' f32 partials
+// are summed in a fixed order (deterministic results).
+//
+// Within each 32-wide k slice the k order is permuted identically for weights
+// and activations: lane quad t holds physical elements 8t..8t+7, which keeps
+// both operands' loads contiguous (a dot product does not depend on the
+// order of its terms).
+//
+// Formats: F16, Q4_K, Q6_K (k % 256 == 0). NVIDIA only (mma.sync, cp.async);
+// other formats and HIP use dequantization to f16 + BLAS.
+#include <algorithm>
+
+#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace rf::gpu {
+
+#if !defined(RF_HIP)
+namespace {
+
+constexpr int kMmaCols = 64;      // activation rows per launch (8 n-tiles of 8)
+constexpr int kMmaRows = 64;      // weight rows per block: 4 warps x 16
+constexpr int kMmaThreads = 128;
+constexpr int kChunk = 256;       // k elements per pipeline stage
+constexpr int kXStride = kChunk + 32;  // halves per staged activation row (bank-conflict-free 16-byte reads)
+
+// Four f16 pairs of one weight row for one 32-wide k slice: step 0 uses
+// (.x, .y), step 1 (.z, .w) as the a0/a2 (or a1/a3) registers.
+using Frag = uint4;
+
+__device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
+__device__ __forceinline__ __half2 bits_h2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
+
+// Bytes b_i, b_j of v (each < 64) -> half2(b_i, b_j), exact.
+template <uint32_t kSel>
+__device__ __forceinline__ __half2 bytes_to_h2(uint32_t v, __half2 bias) {
+  return __hsub2(bits_h2(__byte_perm(v, 0x6464u, kSel)), bias);  // (1024 + b) - bias
+}
+
+// ---- per-format register loaders -------------------------------------------------
+
+template <DType T> struct MmaFormat;
+
+template <> struct MmaFormat<DType::F16> {
+  struct Raw {
+    uint4 v[8];
+  };
+  static constexpr bool kPrefetch = false;
+  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
+    const uint4* p = reinterpret_cast<const uint4*>(row + size_t(chunk) * 512) + t;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) r.v[j] = __ldg(p + 4 * j);
+  }
+  __device__ static Frag frag(const Raw& r, int j, int) { return r.v[j]; }
+};
+
+template <> struct MmaFormat<DType::Q4_K> {
+  struct Raw {
+    uint4 head;  // d, dmin, 12 bytes of 6-bit scales and mins
+    uint2 qs[4];
+  };
+  static constexpr bool kPrefetch = true;
+  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
+    const uint8_t* b = row + size_t(chunk) * 144;
+    r.head = __ldg(reinterpret_cast<const uint4*>(b));
+#pragma unroll
+    for (int p = 0; p < 4; ++p) r.qs[p] = __ldg(reinterpret_cast<const uint2*>(b + 16 + 32 * p + 8 * t));
+  }
+  __device__ static Frag frag(const Raw& r, int j, int) {
+    const uint8_t* s = reinterpret_cast<const uint8_t*>(&r.head) + 4;
+    int sc, mn;
+    k4_scale_min_dev(s, j, &sc, &mn);
+    const float d = __half2float(__ushort_as_half(uint16_t(r.head.x & 0xffff)));
+    const float dmin = __half2float(__ushort_as_half(uint16_t(r.head.x >> 16)));
+    const __half2 d1 = __float2half2_rn(d * float(sc)), m1 = __float2half2_rn(-dmin * float(mn));
+    const uint2 q = r.qs[j / 2];
+    const int shift = (j & 1) * 4;
+    const uint32_t lo = (q.x >> shift) & 0x0F0F0F0Fu, hi = (q.y >> shift) & 0x0F0F0F0Fu;
+    const __half2 bias = __float2half2_rn(1024.0f);
+    Frag f;
+    f.x = h2_bits(__hfma2(bytes_to_h2<0x4140>(lo, bias), d1, m1));
+    f.y = h2_bits(__hfma2(bytes_to_h2<0x4342>(lo, bias), d1, m1));
+    f.z = h2_bits(__hfma2(bytes_to_h2<0x4140>(hi, bias), d1, m1));
+    f.w = h2_bits(__hfma2(bytes_to_h2<0x4342>(hi, bias), d1, m1));
+    return f;
+  }
+};
+
+// Q6_K blocks are 210 bytes: only 2-byte alignment, so 16-bit loads.
+__device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t* p) {
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+  return uint32_t(__ldg(h)) | (uint32_t(__ldg(h + 1)) << 16);
+}
+
+template <> struct MmaFormat<DType::Q6_K> {
+  struct Raw {
+    uint32_t ql[4][2];  // [64n + 32h + 8t .. +8) for n, h in {0, 1}
+    uint32_t qh[2][2];  // [128 + 32n + 8t .. +8)
+    uint32_t sc[2];     // scales 2j + (t >= 2) for j = 0..7, as int8
+    uint32_t d;
+  };
+  static constexpr bool kPrefetch = true;
+  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
+    const uint8_t* b = row + size_t(chunk) * 210;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      r.ql[i][0] = ld_u32_a2(b + 32 * i + 8 * t);
+      r.ql[i][1] = ld_u32_a2(b + 32 * i + 8 * t + 4);
+    }
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      r.qh[n][0] = ld_u32_a2(b + 128 + 32 * n + 8 * t);
+      r.qh[n][1] = ld_u32_a2(b + 128 + 32 * n + 8 * t + 4);
+    }
+    // scales[2j + half] for j = 0..7: bytes 192 + half, 194 + half, ...
+    const int half = t >= 2;
+    uint32_t s[2] = {0, 0};
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s[j / 4] |= uint32_t(b[192 + 2 * j + half]) << (8 * (j % 4));
+    r.sc[0] = s[0];
+    r.sc[1] = s[1];
+    r.d = __ldg(reinterpret_cast<const uint16_t*>(b + 208));
+  }
+  __device__ static Frag frag(const Raw& r, int j, int) {
+    const int n = j / 4, kk = j % 4;
+    const int8_t sc = int8_t((r.sc[j / 4] >> (8 * (j % 4))) & 0xff);
+    const __half2 dl = __float2half2_rn(__half2float(__ushort_as_half(uint16_t(r.d))) * float(sc));
+    const int lshift = kk < 2 ? 0 : 4, hshift = 2 * kk;
+    const uint32_t* ql = r.ql[2 * n + (kk & 1)];
+    const uint32_t* qh = r.qh[n];
+    const uint32_t q0 = ((ql[0] >> lshift) & 0x0F0F0F0Fu) | (((qh[0] >> hshift) & 0x03030303u) << 4);
+    const uint32_t q1 = ((ql[1] >> lshift) & 0x0F0F0F0Fu) | (((qh[1] >> hshift) & 0x03030303u) << 4);
+    const __half2 bias = __float2half2_rn(1056.0f);  // 1024 + 32: quants are q - 32
+    Frag f;
+    f.x = h2_bits(__hmul2(bytes_to_h2<0x4140>(q0, bias), dl));
+    f.y = h2_bits(__hmul2(bytes_to_h2<0x4342>(q0, bias), dl));
+    f.z = h2_bits(__hmul2(bytes_to_h2<0x4140>(q1, bias), dl));
+    f.w = h2_bits(__hmul2(bytes_to_h2<0x4342>(q1, bias), dl));
+    return f;
+  }
+};
+
+// ---- the kernel ---------------------------------------------------------------------
+
+__device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                          uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+struct MmaArgs {
+  const uint8_t* w;
+  size_t row_bytes;
+  int m, k, n;
+  const __half* x;      // [n, k]
+  void* out;            // [n, m], f16 or f32 (when not split)
+  float* partials;      // [splits, n, m] when split
+  int chunks_per_split;
+};
+
+// Stages activation chunk `c` (columns [256c, 256c + 256) of all n rows).
+__device__ __forceinline__ void stage_x(const MmaArgs& a, int c, __half* xs) {
+  constexpr int kVecs = kChunk / 8;  // 16-byte pieces per row
+  for (int i = threadIdx.x; i < kMmaCols * kVecs; i += kMmaThreads) {
+    const int row = i / kVecs, v = i % kVecs;
+    const bool valid = row < a.n;
+    const __half* src = a.x + size_t(valid ? row : 0) * a.k + size_t(c) * kChunk + 8 * v;
+    cp_async16(xs + row * kXStride + 8 * v, src, valid);
+  }
+  cp_async_commit();
+}
+
+template <DType T, typename OutT>
+__global__ void __launch_bounds__(kMmaThreads) mma_matmul_kernel(MmaArgs a) {
+  using F = MmaFormat<T>;
+  extern __shared__ __align__(16) __half xs_all[];  // [2][kMmaCols][kXStride]
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int row_g = blockIdx.x * kMmaRows + warp * 16 + g, row_g8 = row_g + 8;
+  const uint8_t* wg = a.w + size_t(min(row_g, a.m - 1)) * a.row_bytes;
+  const uint8_t* wg8 = a.w + size_t(min(row_g8, a.m - 1)) * a.row_bytes;
+  const int n_chunks = a.k / kChunk;
+  const int c_begin = blockIdx.y * a.chunks_per_split;
+  const int c_end = min(n_chunks, c_begin + a.chunks_per_split);
+  const int n_tiles = (a.n + 7) / 8;
+
+  typename F::Raw cur_g, cur_g8, next_g, next_g8;
+  F::load(wg, c_begin, t, cur_g);  // weights are constant: load before waiting on the previous kernel
+  F::load(wg8, c_begin, t, cur_g8);
+  pdl_wait();
+  pdl_trigger();
+
+  float acc[8][4];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+
+  stage_x(a, c_begin, xs_all);
+  for (int c = c_begin; c < c_end; ++c) {
+    const int buf = (c - c_begin) & 1;
+    cp_async_wait_all();
+    __syncthreads();  // chunk c staged; everyone is done with the other buffer
+    if (c + 1 < c_end) stage_x(a, c + 1, xs_all + (buf ^ 1) * kMmaCols * kXStride);
+    if constexpr (F::kPrefetch) {
+      if (c + 1 < c_end) {
+        F::load(wg, c + 1, t, next_g);
+        F::load(wg8, c + 1, t, next_g8);
+      }
+    } else if (c != c_begin) {
+      F::load(wg, c, t, cur_g);
+      F::load(wg8, c, t, cur_g8);
+    }
+    const __half* xs = xs_all + buf * kMmaCols * kXStride;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const Frag ag = F::frag(cur_g, j, t), ag8 = F::frag(cur_g8, j, t);
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        if (nt < n_tiles) {
+          const uint4 xb = *reinterpret_cast<const uint4*>(xs + (8 * nt + g) * kXStride + 32 * j + 8 * t);
+          mma_16816(acc[nt], ag.x, ag8.x, ag.y, ag8.y, xb.x, xb.y);
+          mma_16816(acc[nt], ag.z, ag8.z, ag.w, ag8.w, xb.z, xb.w);
+        }
+      }
+    }
+    if constexpr (F::kPrefetch) {
+      cur_g = next_g;
+      cur_g8 = next_g8;
+    }
+  }
+
+  // C fragment: acc[nt] = out^T rows (g, g, g+8, g+8), columns (2t, 2t+1, 2t, 2t+1).
+  const bool split = gridDim.y > 1;
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+    if (nt >= n_tiles) continue;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int col = 8 * nt + 2 * t + (i & 1), row = i < 2 ? row_g : row_g8;
+      if (col >= a.n || row >= a.m) continue;
+      const size_t o = size_t(col) * a.m + row;
+      if (split)
+        a.partials[size_t(blockIdx.y) * a.n * a.m + o] = acc[nt][i];
+      else
+        static_cast<OutT*>(a.out)[o] = from_float<OutT>(acc[nt][i]);
+    }
+  }
+}
+
+// out = sum over splits of the partials, in split order.
+template <typename OutT>
+__global__ void sum_splits_kernel(const float* __restrict__ partials, int splits, int64_t count, OutT* __restrict__ out) {
+  pdl_wait();
+  pdl_trigger();
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  float s = 0.0f;
+  for (int p = 0; p < splits; ++p) s += partials[p * count + i];
+  out[i] = from_float<OutT>(s);
+}
+
+template <DType T, typename OutT>
+void launch_mma(const MmaArgs& a, int splits, gpuStream_t s) {
+  constexpr size_t kSmem = size_t(2) * kMmaCols * kXStride * sizeof(__half);
+  static const bool attr_set = [] {  // once per instantiation (thread-safe static init)
+    auto* kernel = mma_matmul_kernel<T, OutT>;
+    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kSmem)));
+    return true;
+  }();
+  (void)attr_set;
+  const dim3 grid(unsigned((a.m + kMmaRows - 1) / kMmaRows), unsigned(splits));
+  launch(mma_matmul_kernel<T, OutT>, grid, dim3(kMmaThreads), kSmem, s, a);
+  if (splits > 1) {
+    const int64_t count = int64_t(a.n) * a.m;
+    launch(sum_splits_kernel<OutT>, dim3(unsigned((count + 255) / 256)), dim3(256), 0, s,
+           static_cast<const float*>(a.partials), splits, count, static_cast<OutT*>(a.out));
+  }
+}
+
+template <DType T>
+void dispatch_out(const MmaArgs& a, int splits, DType out_type, gpuStream_t s) {
+  if (out_type == DType::F32) launch_mma<T, float>(a, splits, s);
+  else launch_mma<T, __half>(a, splits, s);
+}
+
+}  // namespace
+
+bool mma_matmul_supported(DType w_type, int k) {
+  return (w_type == DType::F16 || w_type == DType::Q4_K || w_type == DType::Q6_K) && k % kChunk == 0;
+}
+
+int mma_matmul_splits(int m, int k, int n_sms) {
+  // Enough blocks for ~3 per SM, each keeping >= 4 chunks (1024 k) so that
+  // the partials stay small next to the weights.
+  const int row_blocks = (m + kMmaRows - 1) / kMmaRows;
+  const int want = (3 * n_sms + row_blocks - 1) / row_blocks;
+  return std::max(1, std::min(want, k / (4 * kChunk)));
+}
+
+void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out,
+                DType out_type, int splits, float* partials, gpuStream_t s) {
+  RF_CHECK(mma_matmul_supported(w_type, k) && n >= 1 && n <= kMmaCols, "mma matmul: unsupported shape");
+  RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "mma matmul: output must be f32 or f16");
+  const int n_chunks = k / kChunk;
+  splits = std::clamp(splits, 1, n_chunks);
+  MmaArgs a{};
+  a.w = static_cast<const uint8_t*>(w);
+  a.row_bytes = row_bytes;
+  a.m = m;
+  a.k = k;
+  a.n = n;
+  a.x = static_cast<const __half*>(x);
+  a.out = out;
+  a.chunks_per_split = (n_chunks + splits - 1) / splits;
+  splits = (n_chunks + a.chunks_per_split - 1) / a.chunks_per_split;  // no empty split
+  a.partials = partials;
+  RF_CHECK(splits == 1 || partials, "mma matmul: split without a partials buffer");
+  switch (w_type) {
+    case DType::F16: return dispatch_out<DType::F16>(a, splits, out_type, s);
+    case DType::Q4_K: return dispatch_out<DType::Q4_K>(a, splits, out_type, s);
+    case DType::Q6_K: return dispatch_out<DType::Q6_K>(a, splits, out_type, s);
+    default: fail("mma matmul: unsupported weight type ", dtype_name(w_type));
+  }
+}
+
+#else  // HIP: no mma.sync; large batches go through dequantization + BLAS.
+
+bool mma_matmul_supported(DType, int) { return false; }
+int mma_matmul_splits(int, int, int) { return 1; }
+void mma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, DType, int, float*, gpuStream_t) {
+  fail("mma matmul: not available on this GPU vendor");
+}
+
+#endif
+
+}  // namespace rf::gpu
