@@ -19,5 +19,5 @@ rm -rf .carry/ctest && mkdir -p .carry/ctest
 (cd $B && find . -path ./_deps -prune -o \( -name CTestTestfile.cmake -o -name '*_include.cmake' -o -name '*_tests.cmake' \) -print |
   tar -cf - -T -) | tar -C .carry/ctest -xf -
 mkdir -p .carry/ctest/src && touch .carry/ctest/src/CTestTestfile.cmake
-cp $B/tests/test_gpu $B/tests/test_gpu_serial .carry/ctest/tests/ && strip .carry/ctest/tests/test_gpu*
+cp $B/tests/test_gpu $B/tests/test_gpu_serial .carry/ctest/tests/ && strip .carry/ctest/tests/test_gpu .carry/ctest/tests/test_gpu_serial
 du -sh .carry

@@ -25,8 +25,8 @@ namespace rf::gpu {
 namespace {
 
 constexpr int kMmaCols = 64;      // activation rows per launch (8 n-tiles of 8)
-constexpr int kMmaRows = 64;      // weight rows per block: 4 warps x 16
-constexpr int kMmaThreads = 128;
+constexpr int kMmaRows = 64;      // weight rows per block: 4 row groups of 16
+constexpr int kMmaThreads = 256;  // 8 warps: 4 row groups x 2 column halves (32 activation rows each)
 constexpr int kChunk = 256;       // k elements per pipeline stage
 constexpr int kXStride = kChunk + 32;  // halves per staged activation row (bank-conflict-free 16-byte reads)
 
@@ -51,7 +51,6 @@ template <> struct MmaFormat<DType::F16> {
   struct Raw {
     uint4 v[8];
   };
-  static constexpr bool kPrefetch = false;
   __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
     const uint4* p = reinterpret_cast<const uint4*>(row + size_t(chunk) * 512) + t;
 #pragma unroll
@@ -65,7 +64,6 @@ template <> struct MmaFormat<DType::Q4_K> {
     uint4 head;  // d, dmin, 12 bytes of 6-bit scales and mins
     uint2 qs[4];
   };
-  static constexpr bool kPrefetch = true;
   __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
     const uint8_t* b = row + size_t(chunk) * 144;
     r.head = __ldg(reinterpret_cast<const uint4*>(b));
@@ -105,7 +103,6 @@ template <> struct MmaFormat<DType::Q6_K> {
     uint32_t sc[2];     // scales 2j + (t >= 2) for j = 0..7, as int8
     uint32_t d;
   };
-  static constexpr bool kPrefetch = true;
   __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
     const uint8_t* b = row + size_t(chunk) * 210;
 #pragma unroll
@@ -186,12 +183,13 @@ __device__ __forceinline__ void stage_x(const MmaArgs& a, int c, __half* xs) {
 }
 
 template <DType T, typename OutT>
-__global__ void __launch_bounds__(kMmaThreads) mma_matmul_kernel(MmaArgs a) {
+__global__ void __launch_bounds__(kMmaThreads, T == DType::F16 ? 2 : 3) mma_matmul_kernel(MmaArgs a) {
   using F = MmaFormat<T>;
   extern __shared__ __align__(16) __half xs_all[];  // [2][kMmaCols][kXStride]
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
-  const int row_g = blockIdx.x * kMmaRows + warp * 16 + g, row_g8 = row_g + 8;
+  const int row_g = blockIdx.x * kMmaRows + (warp % 4) * 16 + g, row_g8 = row_g + 8;
+  const int tile0 = (warp / 4) * 4;  // this warp's 4 n-tiles of 8 activation rows
   const uint8_t* wg = a.w + size_t(min(row_g, a.m - 1)) * a.row_bytes;
   const uint8_t* wg8 = a.w + size_t(min(row_g8, a.m - 1)) * a.row_bytes;
   const int n_chunks = a.k / kChunk;
@@ -199,58 +197,52 @@ __global__ void __launch_bounds__(kMmaThreads) mma_matmul_kernel(MmaArgs a) {
   const int c_end = min(n_chunks, c_begin + a.chunks_per_split);
   const int n_tiles = (a.n + 7) / 8;
 
-  typename F::Raw cur_g, cur_g8, next_g, next_g8;
-  F::load(wg, c_begin, t, cur_g);  // weights are constant: load before waiting on the previous kernel
-  F::load(wg8, c_begin, t, cur_g8);
+  typename F::Raw raw_g, raw_g8;
+  F::load(wg, c_begin, t, raw_g);  // weights are constant: load before waiting on the previous kernel
+  F::load(wg8, c_begin, t, raw_g8);
   pdl_wait();
   pdl_trigger();
 
-  float acc[8][4];
+  float acc[4][4];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+  for (int i = 0; i < 4; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
 
   stage_x(a, c_begin, xs_all);
   for (int c = c_begin; c < c_end; ++c) {
     const int buf = (c - c_begin) & 1;
+    if (c != c_begin) {  // issue this chunk's weight loads before the barrier wait
+      F::load(wg, c, t, raw_g);
+      F::load(wg8, c, t, raw_g8);
+    }
     cp_async_wait_all();
     __syncthreads();  // chunk c staged; everyone is done with the other buffer
     if (c + 1 < c_end) stage_x(a, c + 1, xs_all + (buf ^ 1) * kMmaCols * kXStride);
-    if constexpr (F::kPrefetch) {
-      if (c + 1 < c_end) {
-        F::load(wg, c + 1, t, next_g);
-        F::load(wg8, c + 1, t, next_g8);
-      }
-    } else if (c != c_begin) {
-      F::load(wg, c, t, cur_g);
-      F::load(wg8, c, t, cur_g8);
-    }
-    const __half* xs = xs_all + buf * kMmaCols * kXStride;
+    const __half* xs = xs_all + buf * kMmaCols * kXStride + (8 * tile0 + g) * kXStride + 8 * t;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const Frag ag = F::frag(cur_g, j, t), ag8 = F::frag(cur_g8, j, t);
+      uint4 xb[4];
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        if (nt < n_tiles) {
-          const uint4 xb = *reinterpret_cast<const uint4*>(xs + (8 * nt + g) * kXStride + 32 * j + 8 * t);
-          mma_16816(acc[nt], ag.x, ag8.x, ag.y, ag8.y, xb.x, xb.y);
-          mma_16816(acc[nt], ag.z, ag8.z, ag.w, ag8.w, xb.z, xb.w);
-        }
-      }
-    }
-    if constexpr (F::kPrefetch) {
-      cur_g = next_g;
-      cur_g8 = next_g8;
+      for (int nt = 0; nt < 4; ++nt)
+        xb[nt] = tile0 + nt < n_tiles ? *reinterpret_cast<const uint4*>(xs + 8 * nt * kXStride + 32 * j)
+                                      : make_uint4(0, 0, 0, 0);
+      const Frag ag = F::frag(raw_g, j, t), ag8 = F::frag(raw_g8, j, t);
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+        if (tile0 + nt < n_tiles) mma_16816(acc[nt], ag.x, ag8.x, ag.y, ag8.y, xb[nt].x, xb[nt].y);
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+        if (tile0 + nt < n_tiles) mma_16816(acc[nt], ag.z, ag8.z, ag.w, ag8.w, xb[nt].z, xb[nt].w);
     }
   }
 
   // C fragment: acc[nt] = out^T rows (g, g, g+8, g+8), columns (2t, 2t+1, 2t, 2t+1).
   const bool split = gridDim.y > 1;
 #pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
-    if (nt >= n_tiles) continue;
+  for (int nt = 0; nt < 4; ++nt) {
+    if (tile0 + nt >= n_tiles) continue;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int col = 8 * nt + 2 * t + (i & 1), row = i < 2 ? row_g : row_g8;
+      const int col = 8 * (tile0 + nt) + 2 * t + (i & 1), row = i < 2 ? row_g : row_g8;
       if (col >= a.n || row >= a.m) continue;
       const size_t o = size_t(col) * a.m + row;
       if (split)
@@ -304,11 +296,11 @@ bool mma_matmul_supported(DType w_type, int k) {
 }
 
 int mma_matmul_splits(int m, int k, int n_sms) {
-  // Enough blocks for ~3 per SM, each keeping >= 4 chunks (1024 k) so that
-  // the partials stay small next to the weights.
+  // Enough blocks for ~3 per SM (8 warps each), each keeping >= 2 chunks
+  // (512 k) so that the partials stay small next to the weights.
   const int row_blocks = (m + kMmaRows - 1) / kMmaRows;
   const int want = (3 * n_sms + row_blocks - 1) / row_blocks;
-  return std::max(1, std::min(want, k / (4 * kChunk)));
+  return std::max(1, std::min(want, k / (2 * kChunk)));
 }
 
 void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out,
