@@ -25,8 +25,14 @@ namespace rf::gpu {
 namespace {
 
 constexpr int kMmaCols = 64;      // activation rows per launch (8 n-tiles of 8)
-constexpr int kMmaRows = 64;      // weight rows per block: 4 row groups of 16
-constexpr int kMmaThreads = 256;  // 8 warps: 4 row groups x 2 column halves (32 activation rows each)
+// A block's warps each take 16 weight rows and all 64 activation rows. The
+// activation chunk staged in shared memory is shared by all 16 warps: per
+// weight byte, the staging traffic (L2 -> shared memory) falls with the
+// rows per block; with 64 rows per block it was 3.5x the weight bytes and
+// bounded the kernel (measured on the H200: ~2 TB/s of staging).
+constexpr int kMmaWarps = 16;
+constexpr int kMmaRows = 16 * kMmaWarps;
+constexpr int kMmaThreads = 32 * kMmaWarps;
 constexpr int kChunk = 256;       // k elements per pipeline stage
 constexpr int kXStride = kChunk + 32;  // halves per staged activation row (bank-conflict-free 16-byte reads)
 
@@ -183,13 +189,12 @@ __device__ __forceinline__ void stage_x(const MmaArgs& a, int c, __half* xs) {
 }
 
 template <DType T, typename OutT>
-__global__ void __launch_bounds__(kMmaThreads, T == DType::F16 ? 2 : 3) mma_matmul_kernel(MmaArgs a) {
+__global__ void __launch_bounds__(kMmaThreads, 1) mma_matmul_kernel(MmaArgs a) {
   using F = MmaFormat<T>;
   extern __shared__ __align__(16) __half xs_all[];  // [2][kMmaCols][kXStride]
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
-  const int row_g = blockIdx.x * kMmaRows + (warp % 4) * 16 + g, row_g8 = row_g + 8;
-  const int tile0 = (warp / 4) * 4;  // this warp's 4 n-tiles of 8 activation rows
+  const int row_g = blockIdx.x * kMmaRows + warp * 16 + g, row_g8 = row_g + 8;
   const uint8_t* wg = a.w + size_t(min(row_g, a.m - 1)) * a.row_bytes;
   const uint8_t* wg8 = a.w + size_t(min(row_g8, a.m - 1)) * a.row_bytes;
   const int n_chunks = a.k / kChunk;
@@ -203,9 +208,9 @@ __global__ void __launch_bounds__(kMmaThreads, T == DType::F16 ? 2 : 3) mma_matm
   pdl_wait();
   pdl_trigger();
 
-  float acc[4][4];
+  float acc[8][4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+  for (int i = 0; i < 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
 
   stage_x(a, c_begin, xs_all);
   for (int c = c_begin; c < c_end; ++c) {
@@ -217,32 +222,29 @@ __global__ void __launch_bounds__(kMmaThreads, T == DType::F16 ? 2 : 3) mma_matm
     cp_async_wait_all();
     __syncthreads();  // chunk c staged; everyone is done with the other buffer
     if (c + 1 < c_end) stage_x(a, c + 1, xs_all + (buf ^ 1) * kMmaCols * kXStride);
-    const __half* xs = xs_all + buf * kMmaCols * kXStride + (8 * tile0 + g) * kXStride + 8 * t;
+    const __half* xs = xs_all + buf * kMmaCols * kXStride + g * kXStride + 8 * t;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      uint4 xb[4];
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-        xb[nt] = tile0 + nt < n_tiles ? *reinterpret_cast<const uint4*>(xs + 8 * nt * kXStride + 32 * j)
-                                      : make_uint4(0, 0, 0, 0);
       const Frag ag = F::frag(raw_g, j, t), ag8 = F::frag(raw_g8, j, t);
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-        if (tile0 + nt < n_tiles) mma_16816(acc[nt], ag.x, ag8.x, ag.y, ag8.y, xb[nt].x, xb[nt].y);
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-        if (tile0 + nt < n_tiles) mma_16816(acc[nt], ag.z, ag8.z, ag.w, ag8.w, xb[nt].z, xb[nt].w);
+      for (int nt = 0; nt < 8; ++nt) {
+        if (nt < n_tiles) {
+          const uint4 xb = *reinterpret_cast<const uint4*>(xs + 8 * nt * kXStride + 32 * j);
+          mma_16816(acc[nt], ag.x, ag8.x, ag.y, ag8.y, xb.x, xb.y);
+          mma_16816(acc[nt], ag.z, ag8.z, ag.w, ag8.w, xb.z, xb.w);
+        }
+      }
     }
   }
 
   // C fragment: acc[nt] = out^T rows (g, g, g+8, g+8), columns (2t, 2t+1, 2t, 2t+1).
   const bool split = gridDim.y > 1;
 #pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
-    if (tile0 + nt >= n_tiles) continue;
+  for (int nt = 0; nt < 8; ++nt) {
+    if (nt >= n_tiles) continue;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int col = 8 * (tile0 + nt) + 2 * t + (i & 1), row = i < 2 ? row_g : row_g8;
+      const int col = 8 * nt + 2 * t + (i & 1), row = i < 2 ? row_g : row_g8;
       if (col >= a.n || row >= a.m) continue;
       const size_t o = size_t(col) * a.m + row;
       if (split)
@@ -296,10 +298,10 @@ bool mma_matmul_supported(DType w_type, int k) {
 }
 
 int mma_matmul_splits(int m, int k, int n_sms) {
-  // Enough blocks for ~3 per SM (8 warps each), each keeping >= 2 chunks
+  // About two blocks per SM (one runs at a time), each keeping >= 2 chunks
   // (512 k) so that the partials stay small next to the weights.
   const int row_blocks = (m + kMmaRows - 1) / kMmaRows;
-  const int want = (3 * n_sms + row_blocks - 1) / row_blocks;
+  const int want = (2 * n_sms + row_blocks - 1) / row_blocks;
   return std::max(1, std::min(want, k / (2 * kChunk)));
 }
 
