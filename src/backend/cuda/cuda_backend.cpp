@@ -136,9 +136,7 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options), impl_(
   RF_GPU_CHECK(gpuHostAlloc(&impl_->staging, kStagingBytes, gpuHostAllocDefault));
   if (gpu::Blas::workspace_bytes() > 0) impl_->blas_workspace = alloc(gpu::Blas::workspace_bytes(), "BLAS workspace");
   n_sms_ = prop.multiProcessorCount;
-  if (const char* p = std::getenv("ROCMFORGE_MMA"); p && std::string(p) == "0")
-    options_.mma_max_rows_quant = options_.mma_max_rows_f16 = 0;
-  if (const char* p = std::getenv("ROCMFORGE_MMA_F16"); p && std::string(p) == "0") options_.mma_max_rows_f16 = 0;
+  if (const char* p = std::getenv("ROCMFORGE_MMA"); p && std::string(p) == "0") options_.mma_max_rows_quant = 0;
   if (const char* p = std::getenv("ROCMFORGE_PROFILE"); p && *p && std::string(p) != "0") {
     profiling_ = true;
     impl_->prof.events.resize(ProfileState::kEvents);
@@ -380,8 +378,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
   RF_CHECK(x.type == DType::F16 && x.cols() == k, "cuda matmul: x must be f16 [n, ", k, "], is ", x.shape_string());
   RF_CHECK(out.cols() == m && out.rows() >= n, "cuda matmul: out is ", out.shape_string());
   RF_CHECK(reserved_, "cuda: reserve() must precede matmul");
-  const bool mma = n > 8 && n <= (w.type == DType::F16 ? options_.mma_max_rows_f16 : options_.mma_max_rows_quant) &&
-                   gpu::mma_matmul_supported(w.type, k);
+  const bool mma = n > 8 && n <= options_.mma_max_rows_quant && gpu::mma_matmul_supported(w.type, k);
   OpTimer timer(this, profiling_ ? str("matmul ", n <= 8 ? "gemv" : mma ? "mma" : (w.type == DType::F16 ? "blas" : "dequant+blas"), " ",
                                        dtype_name(w.type), " n", n <= 8 ? str(n) : (n <= 64 ? str("<=64") : str(">64")),
                                        " m", m, " k", k)

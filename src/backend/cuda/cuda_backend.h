@@ -24,11 +24,10 @@ struct CudaOptions {
   size_t dequant_scratch_bytes = size_t(256) << 20;  // cap for quantized large-batch matmuls
   int max_attention_splits = 32;
   bool graphs = true;
-  // Batches of 9..N rows on F16 / Q4_K / Q6_K weights use the tensor-core
-  // matmul reading the stored format (0: dequantize + BLAS instead).
-  // ROCMFORGE_MMA=0 / ROCMFORGE_MMA_F16=0 turn them off (measurements).
+  // Batches of 9..N rows on Q4_K / Q6_K weights use the tensor-core matmul
+  // reading the stored format (0: dequantize + BLAS instead).
+  // ROCMFORGE_MMA=0 turns it off (measurements).
   int mma_max_rows_quant = 256;
-  int mma_max_rows_f16 = 64;
 };
 
 class CudaBackend final : public Backend {

@@ -26,8 +26,8 @@ struct GemvSegment {
 };
 void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, size_t row_bytes, int k,
                    const void* x, int n, DType out_type, gpuStream_t s);
-// Tensor-core matmul for 1..64 activation rows straight from F16, Q4_K or
-// Q6_K weights (k % 256 == 0; NVIDIA only — supported() is false elsewhere).
+// Tensor-core matmul for 1..64 activation rows straight from Q4_K or Q6_K
+// weights (k % 256 == 0; NVIDIA only — supported() is false elsewhere).
 // With splits > 1 the k range is split over blocks and `partials` must hold
 // splits * n * m floats. mma_matmul_splits() picks the split count.
 bool mma_matmul_supported(DType w_type, int k);

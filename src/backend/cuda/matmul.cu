@@ -168,9 +168,9 @@ __device__ __forceinline__ float q6k_dot32(const uint8_t* row, int sb, const uin
 
 // Dot products of one weight row (all columns `n` of x) for this thread's
 // share of the row (elements id, id + stride, ...), added to acc.
-template <DType T>
+template <DType T, int C>
 __device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, int k, const __half* x, int n, int id,
-                                        int stride, float (&acc)[kMaxCols]) {
+                                        int stride, float (&acc)[C]) {
   if constexpr (kPlain<T>) {
     constexpr int E = PlainVec<T>::kElems;
     if (k % (E * 4) == 0 && row_bytes % 16 == 0) {
@@ -188,7 +188,7 @@ __device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, in
           float f[8];
           PlainVec<T>::load(u[i], f);
 #pragma unroll
-          for (int c = 0; c < kMaxCols; ++c)
+          for (int c = 0; c < C; ++c)
             if (c < n) acc[c] += dot_span<E>(f, x + size_t(c) * k + size_t(v + i * stride) * E);
         }
       }
@@ -196,14 +196,14 @@ __device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, in
         float f[8];
         PlainVec<T>::load(rv[v], f);
 #pragma unroll
-        for (int c = 0; c < kMaxCols; ++c)
+        for (int c = 0; c < C; ++c)
           if (c < n) acc[c] += dot_span<E>(f, x + size_t(c) * k + size_t(v) * E);
       }
     } else {
       for (int i = id; i < k; i += stride) {
         const float wv = load1<T>(row, i);
 #pragma unroll
-        for (int c = 0; c < kMaxCols; ++c)
+        for (int c = 0; c < C; ++c)
           if (c < n) acc[c] = fmaf(wv, __half2float(x[size_t(c) * k + i]), acc[c]);
       }
     }
@@ -212,7 +212,7 @@ __device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, in
       float v[32];
       WeightFormat<T>::load32(row, sb, v);
 #pragma unroll
-      for (int c = 0; c < kMaxCols; ++c)
+      for (int c = 0; c < C; ++c)
         if (c < n) acc[c] += dot32_half(v, x + size_t(c) * k + size_t(sb) * 32);
     }
   }
@@ -236,9 +236,9 @@ struct GemvArgs {
 
 // One block: kGemvRows rows of kGemvThreads / kGemvRows threads each; the
 // warps of a row split its columns and combine through shared memory.
-template <DType T, typename OutT, bool kPaired>
+template <DType T, typename OutT, bool kPaired, int C>
 __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
-  __shared__ float partial[kGemvThreads / 32][2 * kMaxCols];
+  __shared__ float partial[kGemvThreads / 32][2 * C];
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
   const int warps_per_row = blockDim.x / RF_WARP_SIZE / kGemvRows;
   const int r = blockIdx.x * kGemvRows + warp / warps_per_row;
@@ -261,21 +261,21 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
   }
   pdl_wait();
   pdl_trigger();
-  float acc[kMaxCols], acc_up[kMaxCols];
+  float acc[C], acc_up[C];
 #pragma unroll
-  for (int c = 0; c < kMaxCols; ++c) acc[c] = acc_up[c] = 0.0f;
+  for (int c = 0; c < C; ++c) acc[c] = acc_up[c] = 0.0f;
   if (r < m) {
-    row_dot<T>(wseg + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc);
-    if constexpr (kPaired) row_dot<T>(a.w_up + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc_up);
+    row_dot<T, C>(wseg + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc);
+    if constexpr (kPaired) row_dot<T, C>(a.w_up + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc_up);
   }
 #pragma unroll
-  for (int c = 0; c < kMaxCols; ++c) {
+  for (int c = 0; c < C; ++c) {
     if (c < a.n) {  // no break: every acc index stays a compile-time constant (registers, not local memory)
       const float s = warp_sum(acc[c]);
       if (lane == 0) partial[warp][c] = s;
       if constexpr (kPaired) {
         const float u = warp_sum(acc_up[c]);
-        if (lane == 0) partial[warp][kMaxCols + c] = u;
+        if (lane == 0) partial[warp][C + c] = u;
       }
     }
   }
@@ -284,7 +284,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
     float s = 0.0f, u = 0.0f;
     for (int p = 0; p < warps_per_row; ++p) {
       s += partial[warp + p][lane];
-      if constexpr (kPaired) u += partial[warp + p][kMaxCols + lane];
+      if constexpr (kPaired) u += partial[warp + p][C + lane];
     }
     if constexpr (kPaired) {
       // Round gate and up to f16 first, as the unfused path stores them.
@@ -314,17 +314,20 @@ __device__ __forceinline__ GemvRow gemv_row(const GemvArgs& a, int r) {
   return g;
 }
 
-// k-quant GEMV: each warp takes kKqRows rows (x2 when paired: gate and up)
-// over the whole k, lane l sub-blocks l, l + warp, ...; each sub-block's
-// activations are loaded once per column and used for all the warp's rows.
+// k-quant GEMV: a block of kKqWarps warps takes kKqRows rows (x2 when
+// paired: gate and up) and splits k between its warps, lane l taking
+// sub-blocks l, l + kKqWarps * warp size, ...; each sub-block's activations
+// are loaded once per column and used for all the block's rows. Partial sums
+// meet in shared memory.
 constexpr int kKqRows = 4, kKqWarps = 4;
 
-template <DType T, typename OutT, bool kPaired>
+template <DType T, typename OutT, bool kPaired, int C>
 __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvArgs a) {
   constexpr int R = kKqRows * (kPaired ? 2 : 1);
+  __shared__ float partial[kKqWarps][R][C];
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
   const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
-  const int r0 = (blockIdx.x * kKqWarps + warp) * kKqRows;
+  const int r0 = blockIdx.x * kKqRows;
   const uint8_t* rows[R];
 #pragma unroll
   for (int i = 0; i < kKqRows; ++i) {
@@ -332,22 +335,22 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
     rows[i] = g.w;
     if constexpr (kPaired) rows[kKqRows + i] = a.w_up + size_t(g.local) * a.row_bytes;
   }
-  if (a.prefetch && lane < R && r0 + lane % kKqRows < m) {
+  if (a.prefetch && warp == 0 && lane < R && r0 + lane % kKqRows < m) {
 #pragma unroll
     for (int i = 0; i < R; ++i)
       if (i == lane) prefetch_l2(rows[i], uint32_t(a.row_bytes));
   }
   pdl_wait();
   pdl_trigger();
-  float acc[R][kMaxCols];
+  float acc[R][C];
 #pragma unroll
   for (int i = 0; i < R; ++i)
 #pragma unroll
-    for (int c = 0; c < kMaxCols; ++c) acc[i][c] = 0.0f;
+    for (int c = 0; c < C; ++c) acc[i][c] = 0.0f;
   const int subs = a.k / 32;
-  for (int sb = lane; sb < subs; sb += RF_WARP_SIZE) {
+  for (int sb = warp * RF_WARP_SIZE + lane; sb < subs; sb += kKqWarps * RF_WARP_SIZE) {
 #pragma unroll
-    for (int c = 0; c < kMaxCols; ++c) {
+    for (int c = 0; c < C; ++c) {
       if (c < a.n) {
         const uint4* xp = reinterpret_cast<const uint4*>(a.x + size_t(c) * a.k + size_t(sb) * 32);
         const uint4 xv[4] = {__ldg(xp), __ldg(xp + 1), __ldg(xp + 2), __ldg(xp + 3)};
@@ -371,24 +374,31 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
     }
   }
 #pragma unroll
-  for (int i = 0; i < kKqRows; ++i) {
-    const int r = r0 + i;
+  for (int i = 0; i < R; ++i)
 #pragma unroll
-    for (int c = 0; c < kMaxCols; ++c) {
+    for (int c = 0; c < C; ++c) {
       if (c < a.n) {  // no break: acc indices stay compile-time constants
-        float v = warp_sum(acc[i][c]);
-        if constexpr (kPaired) {
-          // Round gate and up to f16 first, as the unfused path stores them.
-          const float g = __half2float(__float2half_rn(v));
-          const float u = __half2float(__float2half_rn(warp_sum(acc[kKqRows + i][c])));
-          v = g / (1.0f + __expf(-g)) * u;
-        }
-        if (lane == 0 && r < m) {
-          const GemvRow g = gemv_row(a, r);
-          store_out(static_cast<OutT*>(g.out) + size_t(c) * g.seg_rows + g.local, v);
-        }
+        const float v = warp_sum(acc[i][c]);
+        if (lane == 0) partial[warp][i][c] = v;
       }
     }
+  __syncthreads();
+  // Thread (row i, column c) of the first kKqRows * C threads finishes one output.
+  const int i = threadIdx.x / C, c = threadIdx.x % C;
+  if (i < kKqRows && c < a.n && r0 + i < m) {
+    float v = 0.0f, u = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kKqWarps; ++w) {
+      v += partial[w][i][c];
+      if constexpr (kPaired) u += partial[w][kKqRows + i][c];
+    }
+    if constexpr (kPaired) {
+      // Round gate and up to f16 first, as the unfused path stores them.
+      const float g = __half2float(__float2half_rn(v));
+      v = g / (1.0f + __expf(-g)) * __half2float(__float2half_rn(u));
+    }
+    const GemvRow g = gemv_row(a, r0 + i);
+    store_out(static_cast<OutT*>(g.out) + size_t(c) * g.seg_rows + g.local, v);
   }
 }
 
@@ -422,6 +432,28 @@ __global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, size_t row_by
   }
 }
 
+template <DType T, int C>
+void launch_gemv_cols(const GemvArgs& a, DType out_type, bool paired, int blocks, gpuStream_t s) {
+  if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
+    const int m = a.row_end[a.n_segs - 1];
+    const int kq_blocks = (m + kKqRows - 1) / kKqRows;
+    const int threads = kKqWarps * RF_WARP_SIZE;
+    if (out_type == DType::F32) {
+      if (paired) launch(gemv_kq_kernel<T, float, true, C>, kq_blocks, threads, 0, s, a);
+      else launch(gemv_kq_kernel<T, float, false, C>, kq_blocks, threads, 0, s, a);
+    } else {
+      if (paired) launch(gemv_kq_kernel<T, __half, true, C>, kq_blocks, threads, 0, s, a);
+      else launch(gemv_kq_kernel<T, __half, false, C>, kq_blocks, threads, 0, s, a);
+    }
+  } else if (out_type == DType::F32) {
+    if (paired) launch(gemv_kernel<T, float, true, C>, blocks, kGemvThreads, 0, s, a);
+    else launch(gemv_kernel<T, float, false, C>, blocks, kGemvThreads, 0, s, a);
+  } else {
+    if (paired) launch(gemv_kernel<T, __half, true, C>, blocks, kGemvThreads, 0, s, a);
+    else launch(gemv_kernel<T, __half, false, C>, blocks, kGemvThreads, 0, s, a);
+  }
+}
+
 template <DType T>
 void launch_gemv(GemvArgs a, DType out_type, bool paired, gpuStream_t s) {
   const int m = a.row_end[a.n_segs - 1];
@@ -437,23 +469,12 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, gpuStream_t s) {
       const int rows = a.row_end[i] - (i ? a.row_end[i - 1] : 0);
       a.out[i] = static_cast<uint8_t*>(out0[i]) + size_t(c0) * rows * elem;
     }
-    if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
-      const int kq_blocks = (m + kKqRows * kKqWarps - 1) / (kKqRows * kKqWarps);
-      const int threads = kKqWarps * RF_WARP_SIZE;
-      if (out_type == DType::F32) {
-        if (paired) launch(gemv_kq_kernel<T, float, true>, kq_blocks, threads, 0, s, a);
-        else launch(gemv_kq_kernel<T, float, false>, kq_blocks, threads, 0, s, a);
-      } else {
-        if (paired) launch(gemv_kq_kernel<T, __half, true>, kq_blocks, threads, 0, s, a);
-        else launch(gemv_kq_kernel<T, __half, false>, kq_blocks, threads, 0, s, a);
-      }
-    } else if (out_type == DType::F32) {
-      if (paired) launch(gemv_kernel<T, float, true>, blocks, kGemvThreads, 0, s, a);
-      else launch(gemv_kernel<T, float, false>, blocks, kGemvThreads, 0, s, a);
-    } else {
-      if (paired) launch(gemv_kernel<T, __half, true>, blocks, kGemvThreads, 0, s, a);
-      else launch(gemv_kernel<T, __half, false>, blocks, kGemvThreads, 0, s, a);
-    }
+    // Single-column launches (batch-1 decode) use kernels with one
+    // accumulator per row: fewer registers, more warps in flight.
+    // (Only for the common formats, to keep instantiations few.)
+    constexpr bool kSingle = T == DType::F16 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
+    if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, s);
+    else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, s);
     RF_GPU_CHECK_LAUNCH();
   }
 }
