@@ -137,6 +137,8 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options), impl_(
   if (gpu::Blas::workspace_bytes() > 0) impl_->blas_workspace = alloc(gpu::Blas::workspace_bytes(), "BLAS workspace");
   n_sms_ = prop.multiProcessorCount;
   if (const char* p = std::getenv("ROCMFORGE_MMA"); p && std::string(p) == "0") options_.mma_max_rows_quant = 0;
+  if (const char* p = std::getenv("ROCMFORGE_ATTN_BLOCKS"); p && std::atoi(p) > 0)
+    options_.attention_target_blocks = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_PROFILE"); p && *p && std::string(p) != "0") {
     profiling_ = true;
     impl_->prof.events.resize(ProfileState::kEvents);
@@ -436,7 +438,7 @@ int CudaBackend::decode_slices(int capacity, int n_tokens) const {
   // About 2048 blocks (tokens x KV heads x slices) fill the GPU without
   // making each block's key range tiny; at most one slice per 32 keys.
   const int per_slice = std::max(1, n_tokens * std::max(limits_.n_kv_heads, 1));
-  const int wanted = (2048 + per_slice - 1) / per_slice;
+  const int wanted = (options_.attention_target_blocks + per_slice - 1) / per_slice;
   return std::clamp(std::min(wanted, (capacity + 31) / 32), 1, impl_->attn.max_splits);
 }
 

@@ -23,6 +23,7 @@ struct CudaOptions {
   int device = 0;
   size_t dequant_scratch_bytes = size_t(256) << 20;  // cap for quantized large-batch matmuls
   int max_attention_splits = 32;
+  int attention_target_blocks = 2048;  // decode attention: tokens x KV heads x slices to aim for (ROCMFORGE_ATTN_BLOCKS)
   bool graphs = true;
   // Batches of 9..N rows on Q4_K / Q6_K weights use the tensor-core matmul
   // reading the stored format (0: dequantize + BLAS instead).

@@ -168,12 +168,36 @@ __device__ __forceinline__ float q6k_dot32(const uint8_t* row, int sb, const uin
 
 // Dot products of one weight row (all columns `n` of x) for this thread's
 // share of the row (elements id, id + stride, ...), added to acc.
+// Plain formats read rows as 16-byte vectors when the shape allows.
+template <DType T> __device__ __forceinline__ bool plain_vectorized(int k, size_t row_bytes) {
+  return kPlain<T> && k % (PlainVec<T>::kElems * 4) == 0 && row_bytes % 16 == 0;
+}
+
+// The first two vectors a thread reads from a plain-format row (see row_dot),
+// loaded before the kernel waits for its inputs.
+template <DType T> struct FirstVecs {
+  uint4 u[2];
+};
+template <DType T>
+__device__ __forceinline__ FirstVecs<T> load_first(const uint8_t* row, int k, size_t row_bytes, int id, int stride) {
+  FirstVecs<T> f{};
+  if constexpr (kPlain<T>) {
+    const int nv = k / PlainVec<T>::kElems;
+    const uint4* rv = reinterpret_cast<const uint4*>(row);
+    if (plain_vectorized<T>(k, row_bytes) && id + stride < nv) {
+      f.u[0] = rv[id];
+      f.u[1] = rv[id + stride];
+    }
+  }
+  return f;
+}
+
 template <DType T, int C>
 __device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, int k, const __half* x, int n, int id,
-                                        int stride, float (&acc)[C]) {
+                                        int stride, float (&acc)[C], const FirstVecs<T>& first) {
   if constexpr (kPlain<T>) {
     constexpr int E = PlainVec<T>::kElems;
-    if (k % (E * 4) == 0 && row_bytes % 16 == 0) {
+    if (plain_vectorized<T>(k, row_bytes)) {
       const int nv = k / E;
       const uint4* rv = reinterpret_cast<const uint4*>(row);
       int v = id;
@@ -181,8 +205,13 @@ __device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, in
       // 4 and 8, which cost registers and occupancy; docs/PERFORMANCE.md).
       for (; v + 1 * stride < nv; v += 2 * stride) {
         uint4 u[2];
+        if (v == id) {  // loaded before pdl_wait()
+          u[0] = first.u[0];
+          u[1] = first.u[1];
+        } else {
 #pragma unroll
-        for (int i = 0; i < 2; ++i) u[i] = rv[v + i * stride];
+          for (int i = 0; i < 2; ++i) u[i] = rv[v + i * stride];
+        }
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
           float f[8];
@@ -259,14 +288,19 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
     prefetch_l2(wseg + size_t(local) * a.row_bytes, uint32_t(a.row_bytes));
     if constexpr (kPaired) prefetch_l2(a.w_up + size_t(local) * a.row_bytes, uint32_t(a.row_bytes));
   }
+  // The first weight loads of each thread go out before waiting too.
+  const uint8_t* wrow = wseg + size_t(r < m ? local : 0) * a.row_bytes;
+  const uint8_t* wrow_up = kPaired ? a.w_up + size_t(r < m ? local : 0) * a.row_bytes : nullptr;
+  const FirstVecs<T> first = load_first<T>(wrow, a.k, a.row_bytes, id, stride);
+  const FirstVecs<T> first_up = kPaired ? load_first<T>(wrow_up, a.k, a.row_bytes, id, stride) : FirstVecs<T>{};
   pdl_wait();
   pdl_trigger();
   float acc[C], acc_up[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) acc[c] = acc_up[c] = 0.0f;
   if (r < m) {
-    row_dot<T, C>(wseg + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc);
-    if constexpr (kPaired) row_dot<T, C>(a.w_up + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc_up);
+    row_dot<T, C>(wrow, a.row_bytes, a.k, a.x, a.n, id, stride, acc, first);
+    if constexpr (kPaired) row_dot<T, C>(wrow_up, a.row_bytes, a.k, a.x, a.n, id, stride, acc_up, first_up);
   }
 #pragma unroll
   for (int c = 0; c < C; ++c) {
