@@ -435,10 +435,12 @@ int CudaBackend::attention_splits(const StepMeta& m) const {
 }
 
 int CudaBackend::decode_slices(int capacity, int n_tokens) const {
-  // About 2048 blocks (tokens x KV heads x slices) fill the GPU without
-  // making each block's key range tiny; at most one slice per 32 keys.
+  // About two blocks (tokens x KV heads x slices) per SM fill the GPU
+  // without making each block's key range short; at most one slice per 32
+  // keys.
+  const int target = options_.attention_target_blocks > 0 ? options_.attention_target_blocks : 2 * n_sms_;
   const int per_slice = std::max(1, n_tokens * std::max(limits_.n_kv_heads, 1));
-  const int wanted = (options_.attention_target_blocks + per_slice - 1) / per_slice;
+  const int wanted = (target + per_slice - 1) / per_slice;
   return std::clamp(std::min(wanted, (capacity + 31) / 32), 1, impl_->attn.max_splits);
 }
 

@@ -173,20 +173,25 @@ template <DType T> __device__ __forceinline__ bool plain_vectorized(int k, size_
   return kPlain<T> && k % (PlainVec<T>::kElems * 4) == 0 && row_bytes % 16 == 0;
 }
 
-// The first two vectors a thread reads from a plain-format row (see row_dot),
+// 16-byte loads in flight per lane for plain formats: 4 with one column
+// (32 registers), 2 with up to 8 columns (measured on the H200 with 8
+// columns: 2 beat 4 and 8, which cost registers and occupancy).
+template <int C> constexpr int kPlainUnroll = C == 1 ? 4 : 2;
+
+// The first vectors a thread reads from a plain-format row (see row_dot),
 // loaded before the kernel waits for its inputs.
 template <DType T> struct FirstVecs {
-  uint4 u[2];
+  uint4 u[4];
 };
-template <DType T>
+template <DType T, int U>
 __device__ __forceinline__ FirstVecs<T> load_first(const uint8_t* row, int k, size_t row_bytes, int id, int stride) {
   FirstVecs<T> f{};
   if constexpr (kPlain<T>) {
     const int nv = k / PlainVec<T>::kElems;
     const uint4* rv = reinterpret_cast<const uint4*>(row);
-    if (plain_vectorized<T>(k, row_bytes) && id + stride < nv) {
-      f.u[0] = rv[id];
-      f.u[1] = rv[id + stride];
+    if (plain_vectorized<T>(k, row_bytes) && id + (U - 1) * stride < nv) {
+#pragma unroll
+      for (int i = 0; i < U; ++i) f.u[i] = rv[id + i * stride];
     }
   }
   return f;
@@ -201,19 +206,18 @@ __device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, in
       const int nv = k / E;
       const uint4* rv = reinterpret_cast<const uint4*>(row);
       int v = id;
-      // Two 16-byte loads in flight per lane (measured on the H200: 2 beats
-      // 4 and 8, which cost registers and occupancy; docs/PERFORMANCE.md).
-      for (; v + 1 * stride < nv; v += 2 * stride) {
-        uint4 u[2];
+      constexpr int U = kPlainUnroll<C>;
+      for (; v + (U - 1) * stride < nv; v += U * stride) {
+        uint4 u[U];
         if (v == id) {  // loaded before pdl_wait()
-          u[0] = first.u[0];
-          u[1] = first.u[1];
+#pragma unroll
+          for (int i = 0; i < U; ++i) u[i] = first.u[i];
         } else {
 #pragma unroll
-          for (int i = 0; i < 2; ++i) u[i] = rv[v + i * stride];
+          for (int i = 0; i < U; ++i) u[i] = rv[v + i * stride];
         }
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
+        for (int i = 0; i < U; ++i) {
           float f[8];
           PlainVec<T>::load(u[i], f);
 #pragma unroll
@@ -291,8 +295,9 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
   // The first weight loads of each thread go out before waiting too.
   const uint8_t* wrow = wseg + size_t(r < m ? local : 0) * a.row_bytes;
   const uint8_t* wrow_up = kPaired ? a.w_up + size_t(r < m ? local : 0) * a.row_bytes : nullptr;
-  const FirstVecs<T> first = load_first<T>(wrow, a.k, a.row_bytes, id, stride);
-  const FirstVecs<T> first_up = kPaired ? load_first<T>(wrow_up, a.k, a.row_bytes, id, stride) : FirstVecs<T>{};
+  const FirstVecs<T> first = load_first<T, kPlainUnroll<C>>(wrow, a.k, a.row_bytes, id, stride);
+  const FirstVecs<T> first_up =
+      kPaired ? load_first<T, kPlainUnroll<C>>(wrow_up, a.k, a.row_bytes, id, stride) : FirstVecs<T>{};
   pdl_wait();
   pdl_trigger();
   float acc[C], acc_up[C];
