@@ -165,6 +165,23 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
 #endif
 }
 
+// 16-byte copy global -> shared memory, asynchronous where the hardware has
+// it (cp.async); wait_own_copies() waits for this thread's copies (callers
+// that read other threads' copies also need a barrier).
+__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
+#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+#else
+  *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
+#endif
+}
+__device__ __forceinline__ void wait_own_copies() {
+#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+
 // Launches kernel<<<grid, block, smem, s>>>(args...) as a programmatic
 // dependent launch where supported (see pdl_wait), and checks the launch.
 template <typename... KArgs, typename... Args>
