@@ -173,10 +173,6 @@ template <DType T> __device__ __forceinline__ bool plain_vectorized(int k, size_
   return kPlain<T> && k % (PlainVec<T>::kElems * 4) == 0 && row_bytes % 16 == 0;
 }
 
-// 16-byte loads in flight per lane for plain formats (measured on the H200:
-// 2 beats 4 and 8, which cost registers and occupancy — with one column, 4
-// took 68 registers instead of 32 and batch-1 f16 decode fell 204 -> 193).
-template <int C> constexpr int kPlainUnroll = 2;
 
 // The first vectors a thread reads from a plain-format row (see row_dot) are
 // copied to shared memory before the kernel waits for its inputs, so that
@@ -207,16 +203,25 @@ __device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, in
       const int nv = k / E;
       const uint4* rv = reinterpret_cast<const uint4*>(row);
       int v = id;
-      constexpr int U = kPlainUnroll<C>;
+      // Two 16-byte loads in flight per lane (measured on the H200: 2 beats
+      // 4 and 8, which cost registers and occupancy — with one column, 4
+      // took 68 registers instead of 32 and batch-1 f16 decode fell 204 -> 193).
+      constexpr int U = 2;
+      if (v + (U - 1) * stride < nv) {  // the first vectors: copied before pdl_wait()
+#pragma unroll
+        for (int i = 0; i < U; ++i) {
+          float f[8];
+          PlainVec<T>::load(first[i], f);
+#pragma unroll
+          for (int c = 0; c < C; ++c)
+            if (c < n) acc[c] += dot_span<E>(f, x + size_t(c) * k + size_t(v + i * stride) * E);
+        }
+        v += U * stride;
+      }
       for (; v + (U - 1) * stride < nv; v += U * stride) {
         uint4 u[U];
-        if (v == id) {  // copied before pdl_wait()
 #pragma unroll
-          for (int i = 0; i < U; ++i) u[i] = first[i];
-        } else {
-#pragma unroll
-          for (int i = 0; i < U; ++i) u[i] = rv[v + i * stride];
-        }
+        for (int i = 0; i < U; ++i) u[i] = rv[v + i * stride];
 #pragma unroll
         for (int i = 0; i < U; ++i) {
           float f[8];
@@ -271,7 +276,7 @@ struct GemvArgs {
 // One block: kGemvRows rows of kGemvThreads / kGemvRows threads each; the
 // warps of a row split its columns and combine through shared memory.
 template <DType T, typename OutT, bool kPaired, int C>
-__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
+__global__ void __launch_bounds__(kGemvThreads, C == 1 ? 8 : 1) gemv_kernel(GemvArgs a) {
   __shared__ float partial[kGemvThreads / 32][2 * C];
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
   const int warps_per_row = blockDim.x / RF_WARP_SIZE / kGemvRows;
