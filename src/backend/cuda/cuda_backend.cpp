@@ -26,6 +26,13 @@ bool pdl_enabled() {
   }();
   return enabled;
 }
+bool tma_gemv_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("ROCMFORGE_TMA_GEMV");
+    return !(v && std::string(v) == "0");
+  }();
+  return enabled;
+}
 bool l2_prefetch_enabled() {
   static const bool enabled = [] {
     const char* v = std::getenv("ROCMFORGE_L2_PREFETCH");

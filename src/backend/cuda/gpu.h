@@ -142,6 +142,8 @@ namespace rf::gpu {
 bool pdl_enabled();
 // GEMVs prefetch their weight rows into L2 (ROCMFORGE_L2_PREFETCH=0: off).
 bool l2_prefetch_enabled();
+// Batch-1 f16 GEMVs bulk-copy rows to shared memory (ROCMFORGE_TMA_GEMV=0: off).
+bool tma_gemv_enabled();
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 __device__ __forceinline__ void pdl_wait() {
@@ -162,23 +164,6 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
 #else
   (void)p;
   (void)bytes;
-#endif
-}
-
-// 16-byte copy global -> shared memory, asynchronous where the hardware has
-// it (cp.async); wait_own_copies() waits for this thread's copies (callers
-// that read other threads' copies also need a barrier).
-__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
-#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-#else
-  *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
-#endif
-}
-__device__ __forceinline__ void wait_own_copies() {
-#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
 #endif
 }
 

@@ -168,62 +168,23 @@ __device__ __forceinline__ float q6k_dot32(const uint8_t* row, int sb, const uin
 
 // Dot products of one weight row (all columns `n` of x) for this thread's
 // share of the row (elements id, id + stride, ...), added to acc.
-// Plain formats read rows as 16-byte vectors when the shape allows.
-template <DType T> __device__ __forceinline__ bool plain_vectorized(int k, size_t row_bytes) {
-  return kPlain<T> && k % (PlainVec<T>::kElems * 4) == 0 && row_bytes % 16 == 0;
-}
-
-
-// The first vectors a thread reads from a plain-format row (see row_dot) are
-// copied to shared memory before the kernel waits for its inputs, so that
-// they are in flight while the previous kernel finishes (asynchronous copies
-// hold no registers; register preloads measured slower: 40 registers instead
-// of 32, decode 204 -> 197 tok/s).
-template <DType T>
-__device__ __forceinline__ bool preload_first(const uint8_t* row, int k, size_t row_bytes, int id, int stride,
-                                              uint4 (&dst)[2]) {
-  if constexpr (kPlain<T>) {
-    const int nv = k / PlainVec<T>::kElems;
-    const uint4* rv = reinterpret_cast<const uint4*>(row);
-    if (plain_vectorized<T>(k, row_bytes) && id + stride < nv) {
-      copy16_async(&dst[0], rv + id);
-      copy16_async(&dst[1], rv + id + stride);
-      return true;
-    }
-  }
-  return false;
-}
-
 template <DType T, int C>
 __device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, int k, const __half* x, int n, int id,
-                                        int stride, float (&acc)[C], const uint4 (&first)[2]) {
+                                        int stride, float (&acc)[C]) {
   if constexpr (kPlain<T>) {
     constexpr int E = PlainVec<T>::kElems;
-    if (plain_vectorized<T>(k, row_bytes)) {
+    if (k % (E * 4) == 0 && row_bytes % 16 == 0) {
       const int nv = k / E;
       const uint4* rv = reinterpret_cast<const uint4*>(row);
       int v = id;
       // Two 16-byte loads in flight per lane (measured on the H200: 2 beats
-      // 4 and 8, which cost registers and occupancy — with one column, 4
-      // took 68 registers instead of 32 and batch-1 f16 decode fell 204 -> 193).
-      constexpr int U = 2;
-      if (v + (U - 1) * stride < nv) {  // the first vectors: copied before pdl_wait()
+      // 4 and 8, which cost registers and occupancy; docs/PERFORMANCE.md).
+      for (; v + 1 * stride < nv; v += 2 * stride) {
+        uint4 u[2];
 #pragma unroll
-        for (int i = 0; i < U; ++i) {
-          float f[8];
-          PlainVec<T>::load(first[i], f);
+        for (int i = 0; i < 2; ++i) u[i] = rv[v + i * stride];
 #pragma unroll
-          for (int c = 0; c < C; ++c)
-            if (c < n) acc[c] += dot_span<E>(f, x + size_t(c) * k + size_t(v + i * stride) * E);
-        }
-        v += U * stride;
-      }
-      for (; v + (U - 1) * stride < nv; v += U * stride) {
-        uint4 u[U];
-#pragma unroll
-        for (int i = 0; i < U; ++i) u[i] = rv[v + i * stride];
-#pragma unroll
-        for (int i = 0; i < U; ++i) {
+        for (int i = 0; i < 2; ++i) {
           float f[8];
           PlainVec<T>::load(u[i], f);
 #pragma unroll
@@ -271,12 +232,13 @@ struct GemvArgs {
   int k, n;
   const __half* x;
   bool prefetch;  // bulk L2 prefetch of each row (16-byte aligned rows only)
+  bool tma;       // rows may be bulk-copied to shared memory (gemv_tma_kernel)
 };
 
 // One block: kGemvRows rows of kGemvThreads / kGemvRows threads each; the
 // warps of a row split its columns and combine through shared memory.
 template <DType T, typename OutT, bool kPaired, int C>
-__global__ void __launch_bounds__(kGemvThreads, C == 1 ? 8 : 1) gemv_kernel(GemvArgs a) {
+__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
   __shared__ float partial[kGemvThreads / 32][2 * C];
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
   const int warps_per_row = blockDim.x / RF_WARP_SIZE / kGemvRows;
@@ -298,25 +260,14 @@ __global__ void __launch_bounds__(kGemvThreads, C == 1 ? 8 : 1) gemv_kernel(Gemv
     prefetch_l2(wseg + size_t(local) * a.row_bytes, uint32_t(a.row_bytes));
     if constexpr (kPaired) prefetch_l2(a.w_up + size_t(local) * a.row_bytes, uint32_t(a.row_bytes));
   }
-  // The first weight loads of each thread go out before waiting too.
-  __shared__ __align__(16) uint4 first[kPlain<T> ? kGemvThreads : 1][kPaired ? 2 : 1][2];
-  const uint8_t* wrow = wseg + size_t(r < m ? local : 0) * a.row_bytes;
-  const uint8_t* wrow_up = kPaired ? a.w_up + size_t(r < m ? local : 0) * a.row_bytes : nullptr;
-  if constexpr (kPlain<T>) {
-    preload_first<T>(wrow, a.k, a.row_bytes, id, stride, first[threadIdx.x][0]);
-    if constexpr (kPaired) preload_first<T>(wrow_up, a.k, a.row_bytes, id, stride, first[threadIdx.x][1]);
-  }
   pdl_wait();
   pdl_trigger();
-  wait_own_copies();
-  const uint4(&first_w)[2] = first[kPlain<T> ? threadIdx.x : 0][0];
-  const uint4(&first_up)[2] = first[kPlain<T> ? threadIdx.x : 0][kPaired ? 1 : 0];
   float acc[C], acc_up[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) acc[c] = acc_up[c] = 0.0f;
   if (r < m) {
-    row_dot<T, C>(wrow, a.row_bytes, a.k, a.x, a.n, id, stride, acc, first_w);
-    if constexpr (kPaired) row_dot<T, C>(wrow_up, a.row_bytes, a.k, a.x, a.n, id, stride, acc_up, first_up);
+    row_dot<T, C>(wseg + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc);
+    if constexpr (kPaired) row_dot<T, C>(a.w_up + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc_up);
   }
 #pragma unroll
   for (int c = 0; c < C; ++c) {
@@ -452,6 +403,118 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
   }
 }
 
+// f16 GEMV for one activation row on sm_90: one thread of each block starts
+// bulk copies (TMA) of the block's weight rows into shared memory before the
+// kernel waits for its inputs, so a whole block's weights are in flight at
+// once (and during the previous kernel's tail); the warps then read them
+// from shared memory. Rows of up to kTmaMaxRowBytes; elsewhere gemv_kernel.
+constexpr size_t kTmaMaxRowBytes = 8192;
+
+#if !defined(RF_HIP)
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+template <typename OutT, bool kPaired>
+__global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
+  constexpr int R = kGemvRows * (kPaired ? 2 : 1);  // rows in shared memory: gate rows, then up rows
+  extern __shared__ __align__(128) uint8_t wsm[];
+  __shared__ __align__(8) uint64_t bar;
+  __shared__ float partial[kGemvThreads / 32][2];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  constexpr int kWarpsPerRow = kGemvThreads / 32 / kGemvRows;
+  const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
+  const int r0 = blockIdx.x * kGemvRows;
+  const int rows = min(kGemvRows, m - r0);
+  const uint32_t rb = uint32_t(a.row_bytes);
+  if (threadIdx.x == 0) {
+    const uint32_t b = smem_addr(&bar);
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b),
+                 "r"(rb * uint32_t(rows) * (kPaired ? 2u : 1u))
+                 : "memory");
+    for (int i = 0; i < rows; ++i) {
+      const GemvRow g = gemv_row(a, r0 + i);
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                       smem_addr(wsm + size_t(i) * rb)),
+                   "l"(g.w), "r"(rb), "r"(b)
+                   : "memory");
+      if constexpr (kPaired)
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                smem_addr(wsm + size_t(kGemvRows + i) * rb)),
+            "l"(a.w_up + size_t(g.local) * rb), "r"(rb), "r"(b)
+            : "memory");
+    }
+  }
+  __syncthreads();  // the barrier is initialized
+  pdl_wait();
+  pdl_trigger();
+  {
+    const uint32_t b = smem_addr(&bar);
+    uint32_t done = 0;
+    while (!done)
+      asm volatile(
+          "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
+          : "=r"(done)
+          : "r"(b)
+          : "memory");
+  }
+  const int i = warp / kWarpsPerRow, part = warp % kWarpsPerRow;
+  const int id = part * 32 + lane, stride = kWarpsPerRow * 32;
+  const int nv = int(rb / 16);
+  float acc = 0.0f, acc_up = 0.0f;
+  if (i < rows) {
+    const uint4* wv = reinterpret_cast<const uint4*>(wsm + size_t(i) * rb);
+    const uint4* uv = reinterpret_cast<const uint4*>(wsm + size_t(kGemvRows + i) * rb);
+    for (int v = id; v < nv; v += stride) {
+      float f[8];
+      half8_to_float(wv[v], f);
+      acc += dot_span<8>(f, a.x + size_t(v) * 8);
+      if constexpr (kPaired) {
+        half8_to_float(uv[v], f);
+        acc_up += dot_span<8>(f, a.x + size_t(v) * 8);
+      }
+    }
+  }
+  acc = warp_sum(acc);
+  if constexpr (kPaired) acc_up = warp_sum(acc_up);
+  if (lane == 0) {
+    partial[warp][0] = acc;
+    partial[warp][1] = acc_up;
+  }
+  __syncthreads();
+  if (part == 0 && lane == 0 && i < rows) {
+    float s = 0.0f, u = 0.0f;
+    for (int p = 0; p < kWarpsPerRow; ++p) {
+      s += partial[warp + p][0];
+      u += partial[warp + p][1];
+    }
+    if constexpr (kPaired) {
+      // Round gate and up to f16 first, as the unfused path stores them.
+      const float g = __half2float(__float2half_rn(s)), up = __half2float(__float2half_rn(u));
+      s = g / (1.0f + __expf(-g)) * up;
+    }
+    const GemvRow g = gemv_row(a, r0 + i);
+    store_out(static_cast<OutT*>(g.out) + g.local, s);
+  }
+}
+
+template <typename OutT, bool kPaired>
+void launch_gemv_tma(const GemvArgs& a, int blocks, gpuStream_t s) {
+  const size_t smem = size_t(kGemvRows) * (kPaired ? 2 : 1) * kTmaMaxRowBytes;
+  static const bool attr_set = [smem] {  // once per instantiation (thread-safe static init)
+    auto* kernel = gemv_tma_kernel<OutT, kPaired>;
+    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    return true;
+  }();
+  (void)attr_set;
+  launch(gemv_tma_kernel<OutT, kPaired>, blocks, kGemvThreads, size_t(kGemvRows) * (kPaired ? 2 : 1) * a.row_bytes, s,
+         a);
+}
+#endif
+
 template <DType T>
 __global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int row0, int rows, int k,
                                     __half* __restrict__ dst) {
@@ -519,6 +582,20 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, gpuStream_t s) {
       const int rows = a.row_end[i] - (i ? a.row_end[i - 1] : 0);
       a.out[i] = static_cast<uint8_t*>(out0[i]) + size_t(c0) * rows * elem;
     }
+#if !defined(RF_HIP)
+    if constexpr (T == DType::F16) {
+      if (a.n == 1 && a.tma) {
+        if (out_type == DType::F32) {
+          if (paired) launch_gemv_tma<float, true>(a, blocks, s);
+          else launch_gemv_tma<float, false>(a, blocks, s);
+        } else {
+          if (paired) launch_gemv_tma<__half, true>(a, blocks, s);
+          else launch_gemv_tma<__half, false>(a, blocks, s);
+        }
+        continue;
+      }
+    }
+#endif
     // Single-column launches (batch-1 decode) use kernels with one
     // accumulator per row: fewer registers, more warps in flight.
     // (Only for the common formats, to keep instantiations few.)
@@ -607,6 +684,7 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
   // Measured on the H200: the prefetch slows the f16 GEMV (its loads already
   // stream) and speeds up the k-quant ones.
   a.prefetch = aligned && l2_prefetch_enabled() && (w_type == DType::Q4_K || w_type == DType::Q6_K);
+  a.tma = aligned && row_bytes <= kTmaMaxRowBytes && tma_gemv_enabled();
   switch (w_type) {
 #define RF_CASE(T) \
   case DType::T: return launch_gemv<DType::T>(a, out_type, w_up != nullptr, s);
