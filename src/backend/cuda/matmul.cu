@@ -232,7 +232,7 @@ struct GemvArgs {
   int k, n;
   const __half* x;
   bool prefetch;  // bulk L2 prefetch of each row (16-byte aligned rows only)
-  bool tma;       // rows may be bulk-copied to shared memory (gemv_tma_kernel)
+  bool tma;       // rows may be bulk-copied to shared memory (sm_90 TMA; launchers check the size)
 };
 
 // One block: kGemvRows rows of kGemvThreads / kGemvRows threads each; the
@@ -296,6 +296,38 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
   }
 }
 
+#if !defined(RF_HIP)
+// Bulk copies (TMA, sm_90) of weight rows into shared memory, completing on
+// one mbarrier: thread 0 calls tma_rows_start (before pdl_wait: weights are
+// constant), then __syncthreads (barrier initialized), every thread calls
+// tma_rows_wait before reading. One use per kernel (phase 0).
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void tma_rows_start(uint64_t* bar, uint8_t* dst, const uint8_t* const* rows, int count,
+                                               uint32_t rb) {
+  const uint32_t b = smem_addr(bar);
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(rb * uint32_t(count)) : "memory");
+  for (int i = 0; i < count; ++i)
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     smem_addr(dst + size_t(i) * rb)),
+                 "l"(rows[i]), "r"(rb), "r"(b)
+                 : "memory");
+}
+__device__ __forceinline__ void tma_rows_wait(uint64_t* bar) {
+  const uint32_t b = smem_addr(bar);
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(b)
+        : "memory");
+}
+#endif
+
 // Row r's weights and output: the segment it belongs to (constant indices
 // only: indexing the kernel parameters at run time would copy them to local
 // memory in every thread).
@@ -336,13 +368,30 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
     rows[i] = g.w;
     if constexpr (kPaired) rows[kKqRows + i] = a.w_up + size_t(g.local) * a.row_bytes;
   }
-  if (a.prefetch && warp == 0 && lane < R && r0 + lane % kKqRows < m) {
+#if !defined(RF_HIP)
+  // With a.tma the block's rows go to shared memory in bulk (see
+  // tma_rows_start) and are read from there.
+  extern __shared__ __align__(128) uint8_t wsm[];
+  __shared__ __align__(8) uint64_t bar;
+  if (a.tma) {
+    if (threadIdx.x == 0) tma_rows_start(&bar, wsm, rows, R, uint32_t(a.row_bytes));
+    __syncthreads();
+  }
+#endif
+  if (a.prefetch && !a.tma && warp == 0 && lane < R && r0 + lane % kKqRows < m) {
 #pragma unroll
     for (int i = 0; i < R; ++i)
       if (i == lane) prefetch_l2(rows[i], uint32_t(a.row_bytes));
   }
   pdl_wait();
   pdl_trigger();
+#if !defined(RF_HIP)
+  if (a.tma) {
+    tma_rows_wait(&bar);
+#pragma unroll
+    for (int i = 0; i < R; ++i) rows[i] = wsm + size_t(i) * a.row_bytes;
+  }
+#endif
   float acc[R][C];
 #pragma unroll
   for (int i = 0; i < R; ++i)
@@ -411,10 +460,6 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
 constexpr size_t kTmaMaxRowBytes = 8192;
 
 #if !defined(RF_HIP)
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 template <typename OutT, bool kPaired>
 __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
   constexpr int R = kGemvRows * (kPaired ? 2 : 1);  // rows in shared memory: gate rows, then up rows
@@ -428,39 +473,19 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
   const int rows = min(kGemvRows, m - r0);
   const uint32_t rb = uint32_t(a.row_bytes);
   if (threadIdx.x == 0) {
-    const uint32_t b = smem_addr(&bar);
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b),
-                 "r"(rb * uint32_t(rows) * (kPaired ? 2u : 1u))
-                 : "memory");
-    for (int i = 0; i < rows; ++i) {
-      const GemvRow g = gemv_row(a, r0 + i);
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                       smem_addr(wsm + size_t(i) * rb)),
-                   "l"(g.w), "r"(rb), "r"(b)
-                   : "memory");
-      if constexpr (kPaired)
-        asm volatile(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                smem_addr(wsm + size_t(kGemvRows + i) * rb)),
-            "l"(a.w_up + size_t(g.local) * rb), "r"(rb), "r"(b)
-            : "memory");
+    const uint8_t* src[R];
+#pragma unroll
+    for (int i = 0; i < kGemvRows; ++i) {
+      const GemvRow g = gemv_row(a, r0 + min(i, rows - 1));
+      src[i] = g.w;
+      if constexpr (kPaired) src[kGemvRows + i] = a.w_up + size_t(g.local) * rb;
     }
+    tma_rows_start(&bar, wsm, src, R, rb);
   }
   __syncthreads();  // the barrier is initialized
   pdl_wait();
   pdl_trigger();
-  {
-    const uint32_t b = smem_addr(&bar);
-    uint32_t done = 0;
-    while (!done)
-      asm volatile(
-          "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
-          : "=r"(done)
-          : "r"(b)
-          : "memory");
-  }
+  tma_rows_wait(&bar);
   const int i = warp / kWarpsPerRow, part = warp % kWarpsPerRow;
   const int id = part * 32 + lane, stride = kWarpsPerRow * 32;
   const int nv = int(rb / 16);
@@ -511,7 +536,7 @@ void launch_gemv_tma(const GemvArgs& a, int blocks, gpuStream_t s) {
   }();
   (void)attr_set;
   launch(gemv_tma_kernel<OutT, kPaired>, blocks, kGemvThreads, size_t(kGemvRows) * (kPaired ? 2 : 1) * a.row_bytes, s,
-         a);
+         a);  // all rows copied (the last block repeats its last row)
 }
 #endif
 
@@ -545,18 +570,35 @@ __global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, size_t row_by
   }
 }
 
+// Shared memory for a k-quant GEMV block's rows when they are bulk-copied.
+constexpr size_t kKqTmaMaxBytes = size_t(64) << 10;
+
+template <DType T, typename OutT, bool kPaired, int C>
+void launch_gemv_kq(GemvArgs a, gpuStream_t s) {
+  const int m = a.row_end[a.n_segs - 1];
+  const int blocks = (m + kKqRows - 1) / kKqRows;
+  const size_t smem = size_t(kKqRows) * (kPaired ? 2 : 1) * a.row_bytes;
+  a.tma = a.tma && smem <= kKqTmaMaxBytes;
+#if !defined(RF_HIP)
+  static const bool attr_set = [] {  // once per instantiation (thread-safe static init)
+    auto* kernel = gemv_kq_kernel<T, OutT, kPaired, C>;
+    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kKqTmaMaxBytes)));
+    return true;
+  }();
+  (void)attr_set;
+#endif
+  launch(gemv_kq_kernel<T, OutT, kPaired, C>, blocks, kKqWarps * RF_WARP_SIZE, a.tma ? smem : 0, s, a);
+}
+
 template <DType T, int C>
 void launch_gemv_cols(const GemvArgs& a, DType out_type, bool paired, int blocks, gpuStream_t s) {
   if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
-    const int m = a.row_end[a.n_segs - 1];
-    const int kq_blocks = (m + kKqRows - 1) / kKqRows;
-    const int threads = kKqWarps * RF_WARP_SIZE;
     if (out_type == DType::F32) {
-      if (paired) launch(gemv_kq_kernel<T, float, true, C>, kq_blocks, threads, 0, s, a);
-      else launch(gemv_kq_kernel<T, float, false, C>, kq_blocks, threads, 0, s, a);
+      if (paired) launch_gemv_kq<T, float, true, C>(a, s);
+      else launch_gemv_kq<T, float, false, C>(a, s);
     } else {
-      if (paired) launch(gemv_kq_kernel<T, __half, true, C>, kq_blocks, threads, 0, s, a);
-      else launch(gemv_kq_kernel<T, __half, false, C>, kq_blocks, threads, 0, s, a);
+      if (paired) launch_gemv_kq<T, __half, true, C>(a, s);
+      else launch_gemv_kq<T, __half, false, C>(a, s);
     }
   } else if (out_type == DType::F32) {
     if (paired) launch(gemv_kernel<T, float, true, C>, blocks, kGemvThreads, 0, s, a);
@@ -584,7 +626,7 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, gpuStream_t s) {
     }
 #if !defined(RF_HIP)
     if constexpr (T == DType::F16) {
-      if (a.n == 1 && a.tma) {
+      if (a.n == 1 && a.tma && a.row_bytes <= kTmaMaxRowBytes) {
         if (out_type == DType::F32) {
           if (paired) launch_gemv_tma<float, true>(a, blocks, s);
           else launch_gemv_tma<float, false>(a, blocks, s);
@@ -684,7 +726,7 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
   // Measured on the H200: the prefetch slows the f16 GEMV (its loads already
   // stream) and speeds up the k-quant ones.
   a.prefetch = aligned && l2_prefetch_enabled() && (w_type == DType::Q4_K || w_type == DType::Q6_K);
-  a.tma = aligned && row_bytes <= kTmaMaxRowBytes && tma_gemv_enabled();
+  a.tma = aligned && tma_gemv_enabled();
   switch (w_type) {
 #define RF_CASE(T) \
   case DType::T: return launch_gemv<DType::T>(a, out_type, w_up != nullptr, s);
