@@ -456,8 +456,9 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
 // bulk copies (TMA) of the block's weight rows into shared memory before the
 // kernel waits for its inputs, so a whole block's weights are in flight at
 // once (and during the previous kernel's tail); the warps then read them
-// from shared memory. Rows of up to kTmaMaxRowBytes; elsewhere gemv_kernel.
-constexpr size_t kTmaMaxRowBytes = 8192;
+// from shared memory. Up to kTmaMaxBlockBytes per block (e.g. 4 f16 rows of
+// 14336, two blocks per SM); larger rows go to gemv_kernel.
+constexpr size_t kTmaMaxBlockBytes = size_t(112) << 10;
 
 #if !defined(RF_HIP)
 template <typename OutT, bool kPaired>
@@ -528,10 +529,9 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
 
 template <typename OutT, bool kPaired>
 void launch_gemv_tma(const GemvArgs& a, int blocks, gpuStream_t s) {
-  const size_t smem = size_t(kGemvRows) * (kPaired ? 2 : 1) * kTmaMaxRowBytes;
-  static const bool attr_set = [smem] {  // once per instantiation (thread-safe static init)
+  static const bool attr_set = [] {  // once per instantiation (thread-safe static init)
     auto* kernel = gemv_tma_kernel<OutT, kPaired>;
-    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kTmaMaxBlockBytes)));
     return true;
   }();
   (void)attr_set;
@@ -626,7 +626,7 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, gpuStream_t s) {
     }
 #if !defined(RF_HIP)
     if constexpr (T == DType::F16) {
-      if (a.n == 1 && a.tma && a.row_bytes <= kTmaMaxRowBytes) {
+      if (a.n == 1 && a.tma && size_t(kGemvRows) * (paired ? 2 : 1) * a.row_bytes <= kTmaMaxBlockBytes) {
         if (out_type == DType::F32) {
           if (paired) launch_gemv_tma<float, true>(a, blocks, s);
           else launch_gemv_tma<float, false>(a, blocks, s);
