@@ -27,8 +27,8 @@ TEST_P(CudaMatmul, MatchesCpu) {
   gpu->reserve(BackendLimits{128, 4, 4, 4, 100, 2112 * 512, 1, 1});
   CpuBackend cpu(2);
   // n <= 8: GEMV; 9..64 (and 100 = 64 + 36): the tensor-core path for
-  // Q4_K/Q6_K (64-row blocks up to 2048 rows, 256-row blocks above), split
-  // over k when k >= 1024; else dequantize + BLAS.
+  // Q4_K/Q6_K (256-row blocks: 2112 rows fill several), split over k when
+  // k >= 1024; else dequantize + BLAS.
   const std::vector<std::array<int, 3>> shapes = {{1, 256, 96},    {3, 512, 40},     {8, 256, 130},
                                                   {17, 512, 64},   {64, 256, 300},   {37, 2048, 200},
                                                   {100, 1024, 72}, {20, 512, 2112}};

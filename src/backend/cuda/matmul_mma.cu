@@ -28,14 +28,13 @@ namespace {
 
 constexpr int kMmaCols = 64;      // activation rows per launch (8 n-tiles of 8)
 // A block's warps each take 16 weight rows and all 64 activation rows. The
-// activation chunk staged in shared memory is shared by all (16) warps: per
+// activation chunk staged in shared memory is shared by all 16 warps: per
 // weight byte, the staging traffic (L2 -> shared memory) falls with the
 // rows per block; with 64 rows per block it was 3.5x the weight bytes and
 // bounded the kernel (measured on the H200: ~2 TB/s of staging).
-// Matrices of up to kSmallRows rows use blocks of 4 warps (64 rows): with
-// 256-row blocks a 1024-row matrix had only 32 blocks.
-constexpr int kSmallRows = 2048;
-constexpr int mma_warps(int m) { return m <= kSmallRows ? 4 : 16; }
+constexpr int kMmaWarps = 16;
+constexpr int kMmaRows = 16 * kMmaWarps;
+constexpr int kMmaThreads = 32 * kMmaWarps;
 constexpr int kChunk = 256;       // k elements per pipeline stage
 constexpr int kXStride = kChunk + 32;  // halves per staged activation row (bank-conflict-free 16-byte reads)
 
@@ -170,7 +169,7 @@ struct MmaArgs {
 // Stages activation chunk `c` (columns [256c, 256c + 256) of all n rows).
 __device__ __forceinline__ void stage_x(const MmaArgs& a, int c, __half* xs) {
   constexpr int kVecs = kChunk / 8;  // 16-byte pieces per row
-  for (int i = threadIdx.x; i < kMmaCols * kVecs; i += blockDim.x) {
+  for (int i = threadIdx.x; i < kMmaCols * kVecs; i += kMmaThreads) {
     const int row = i / kVecs, v = i % kVecs;
     const bool valid = row < a.n;
     const __half* src = a.x + size_t(valid ? row : 0) * a.k + size_t(c) * kChunk + 8 * v;
@@ -179,13 +178,13 @@ __device__ __forceinline__ void stage_x(const MmaArgs& a, int c, __half* xs) {
   cp_async_commit();
 }
 
-template <DType T, typename OutT, int W>
-__global__ void __launch_bounds__(32 * W, W == 16 ? 1 : 3) mma_matmul_kernel(MmaArgs a) {
+template <DType T, typename OutT>
+__global__ void __launch_bounds__(kMmaThreads, 1) mma_matmul_kernel(MmaArgs a) {
   using F = MmaFormat<T>;
   extern __shared__ __align__(16) __half xs_all[];  // [2][kMmaCols][kXStride]
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
-  const int row_g = blockIdx.x * 16 * W + warp * 16 + g, row_g8 = row_g + 8;
+  const int row_g = blockIdx.x * kMmaRows + warp * 16 + g, row_g8 = row_g + 8;
   const uint8_t* wg = a.w + size_t(min(row_g, a.m - 1)) * a.row_bytes;
   const uint8_t* wg8 = a.w + size_t(min(row_g8, a.m - 1)) * a.row_bytes;
   const int n_chunks = a.k / kChunk;
@@ -258,23 +257,17 @@ __global__ void sum_splits_kernel(const float* __restrict__ partials, int splits
   out[i] = from_float<OutT>(s);
 }
 
-template <DType T, typename OutT, int W>
-void launch_mma_warps(const MmaArgs& a, int splits, gpuStream_t s) {
+template <DType T, typename OutT>
+void launch_mma(const MmaArgs& a, int splits, gpuStream_t s) {
   constexpr size_t kSmem = size_t(2) * kMmaCols * kXStride * sizeof(__half);
   static const bool attr_set = [] {  // once per instantiation (thread-safe static init)
-    auto* kernel = mma_matmul_kernel<T, OutT, W>;
+    auto* kernel = mma_matmul_kernel<T, OutT>;
     RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kSmem)));
     return true;
   }();
   (void)attr_set;
-  const dim3 grid(unsigned((a.m + 16 * W - 1) / (16 * W)), unsigned(splits));
-  launch(mma_matmul_kernel<T, OutT, W>, grid, dim3(32 * W), kSmem, s, a);
-}
-
-template <DType T, typename OutT>
-void launch_mma(const MmaArgs& a, int splits, gpuStream_t s) {
-  if (mma_warps(a.m) == 4) launch_mma_warps<T, OutT, 4>(a, splits, s);
-  else launch_mma_warps<T, OutT, 16>(a, splits, s);
+  const dim3 grid(unsigned((a.m + kMmaRows - 1) / kMmaRows), unsigned(splits));
+  launch(mma_matmul_kernel<T, OutT>, grid, dim3(kMmaThreads), kSmem, s, a);
   if (splits > 1) {
     const int64_t count = int64_t(a.n) * a.m;
     launch(sum_splits_kernel<OutT>, dim3(unsigned((count + 255) / 256)), dim3(256), 0, s,
@@ -297,8 +290,7 @@ bool mma_matmul_supported(DType w_type, int k) {
 int mma_matmul_splits(int m, int k, int n_sms) {
   // About two blocks per SM (one runs at a time), each keeping >= 2 chunks
   // (512 k) so that the partials stay small next to the weights.
-  const int rows_per_block = 16 * mma_warps(m);
-  const int row_blocks = (m + rows_per_block - 1) / rows_per_block;
+  const int row_blocks = (m + kMmaRows - 1) / kMmaRows;
   const int want = (2 * n_sms + row_blocks - 1) / row_blocks;
   return std::max(1, std::min(want, k / (2 * kChunk)));
 }
