@@ -728,7 +728,11 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
   // Measured on the H200: the prefetch slows the f16 GEMV (its loads already
   // stream) and speeds up the k-quant ones.
   a.prefetch = aligned && l2_prefetch_enabled() && (w_type == DType::Q4_K || w_type == DType::Q6_K);
+#if defined(RF_HIP)
+  a.tma = false;  // no bulk-copy engine
+#else
   a.tma = aligned && tma_gemv_enabled();
+#endif
   switch (w_type) {
 #define RF_CASE(T) \
   case DType::T: return launch_gemv<DType::T>(a, out_type, w_up != nullptr, s);
