@@ -13,6 +13,7 @@
 #include <atomic>
 
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/ptx.cuh"
 
 namespace rf::gpu {
 namespace {
@@ -306,36 +307,12 @@ struct DecodeLayout {
   static_assert(kHead % 16 == 0, "16-byte aligned stages");
 };
 
-// 16-byte global -> shared copy: asynchronous on sm_80+, a plain copy elsewhere.
-__device__ __forceinline__ void copy16_async(void* dst, const void* src) {
-#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
-#else
-  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-#endif
-}
-__device__ __forceinline__ void copy_commit() {
-#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int N>
-__device__ __forceinline__ void copy_wait() {
-#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-
 #ifndef RF_HIP
 // c[0..3] += A (16 x 16, rows 8-15 zero: a0 / a2 hold this lane's row
 // lane / 4, columns 2 * (lane % 4) + {0, 1} and + 8) . B (16 x 8, b0 / b1:
 // rows 2 * (lane % 4) + {0, 1} and + 8, column lane / 4); f16 in, f32 out.
 __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+  ::rf::gpu::mma_16816(c, a0, 0u, a2, 0u, b0, b1);
 }
 #endif
 

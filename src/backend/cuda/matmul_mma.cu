@@ -20,6 +20,7 @@
 
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/ptx.cuh"
 
 namespace rf::gpu {
 
@@ -141,21 +142,6 @@ template <> struct MmaFormat<DType::Q6_K> {
 
 // ---- the kernel ---------------------------------------------------------------------
 
-__device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                          uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-
 struct MmaArgs {
   const uint8_t* w;
   size_t row_bytes;
@@ -173,9 +159,9 @@ __device__ __forceinline__ void stage_x(const MmaArgs& a, int c, __half* xs) {
     const int row = i / kVecs, v = i % kVecs;
     const bool valid = row < a.n;
     const __half* src = a.x + size_t(valid ? row : 0) * a.k + size_t(c) * kChunk + 8 * v;
-    cp_async16(xs + row * kXStride + 8 * v, src, valid);
+    copy16_async_or_zero(xs + row * kXStride + 8 * v, src, valid);
   }
-  cp_async_commit();
+  copy_commit();
 }
 
 template <DType T, typename OutT>
@@ -209,7 +195,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1) mma_matmul_kernel(MmaArgs a) {
       F::load(wg, c, t, raw_g);
       F::load(wg8, c, t, raw_g8);
     }
-    cp_async_wait_all();
+    copy_wait<0>();
     __syncthreads();  // chunk c staged; everyone is done with the other buffer
     if (c + 1 < c_end) stage_x(a, c + 1, xs_all + (buf ^ 1) * kMmaCols * kXStride);
     const __half* xs = xs_all + buf * kMmaCols * kXStride + g * kXStride + 8 * t;

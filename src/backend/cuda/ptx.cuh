@@ -1,0 +1,54 @@
+// Inline-PTX building blocks shared by the NVIDIA fast paths: the
+// m16n8k16 tensor-core product and 16-byte asynchronous copies to shared
+// memory (cp.async, sm_80+; plain copies elsewhere, including HIP).
+#pragma once
+
+#include "backend/cuda/gpu.h"
+
+namespace rf::gpu {
+
+#if !defined(RF_HIP)
+// c += A (16 x 16, f16, row-major fragments a0..a3) . B (16 x 8, f16,
+// column fragments b0, b1), f32 accumulation (PTX mma.m16n8k16 layouts).
+__device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                          uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+#endif
+
+// 16-byte global -> shared copy.
+__device__ __forceinline__ void copy16_async(void* dst, const void* src) {
+#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+#else
+  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+#endif
+}
+// The same, zero-filling dst instead when !valid (src is then not read but
+// must still be a valid address).
+__device__ __forceinline__ void copy16_async_or_zero(void* dst, const void* src, bool valid) {
+#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
+#else
+  *reinterpret_cast<uint4*>(dst) = valid ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
+#endif
+}
+__device__ __forceinline__ void copy_commit() {
+#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+// Waits until at most N committed groups of this thread are in flight.
+template <int N>
+__device__ __forceinline__ void copy_wait() {
+#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+}  // namespace rf::gpu
