@@ -19,26 +19,23 @@ namespace gpu {
 void throw_gpu_error(gpuError_t err, const char* what, const char* file, int line) {
   fail("GPU error '", gpuGetErrorString(err), "' in ", what, " at ", file, ":", line);
 }
+// Measurement switches: on unless the variable is "0"; read once per process
+// (thread-safe static initialization).
+static bool switch_on(const char* name) {
+  const char* v = std::getenv(name);
+  return !(v && std::string(v) == "0");
+}
 bool pdl_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("ROCMFORGE_PDL");
-    return !(v && std::string(v) == "0");
-  }();
-  return enabled;
+  static const bool on = switch_on("ROCMFORGE_PDL");
+  return on;
 }
 bool tma_gemv_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("ROCMFORGE_TMA_GEMV");
-    return !(v && std::string(v) == "0");
-  }();
-  return enabled;
+  static const bool on = switch_on("ROCMFORGE_TMA_GEMV");
+  return on;
 }
 bool l2_prefetch_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("ROCMFORGE_L2_PREFETCH");
-    return !(v && std::string(v) == "0");
-  }();
-  return enabled;
+  static const bool on = switch_on("ROCMFORGE_L2_PREFETCH");
+  return on;
 }
 }  // namespace gpu
 
@@ -143,7 +140,7 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options), impl_(
   RF_GPU_CHECK(gpuHostAlloc(&impl_->staging, kStagingBytes, gpuHostAllocDefault));
   if (gpu::Blas::workspace_bytes() > 0) impl_->blas_workspace = alloc(gpu::Blas::workspace_bytes(), "BLAS workspace");
   n_sms_ = prop.multiProcessorCount;
-  if (const char* p = std::getenv("ROCMFORGE_MMA"); p && std::string(p) == "0") options_.mma_max_rows_quant = 0;
+  if (!gpu::switch_on("ROCMFORGE_MMA")) options_.mma_max_rows_quant = 0;
   if (const char* p = std::getenv("ROCMFORGE_ATTN_BLOCKS"); p && std::atoi(p) > 0)
     options_.attention_target_blocks = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_PROFILE"); p && *p && std::string(p) != "0") {
