@@ -199,17 +199,32 @@ __device__ __forceinline__ void k4_scales(const uint8_t* b, int j, float* d1, fl
   *d1 = h2f(uint16_t(dm & 0xffff)) * float(sc);
   *m1 = h2f(uint16_t(dm >> 16)) * float(m);
 }
+// Q4_K sub-block `sub` of a row: its scale d1 and min m1 (element =
+// d1 * q - m1), the 32 bytes holding its quants and the nibble shift.
+struct Q4KSub {
+  float d1, m1;
+  uint32_t w[8];
+  int shift;
+};
+__device__ __forceinline__ Q4KSub q4k_sub_block(const uint8_t* row, int sub) {
+  const uint8_t* b = row + size_t(sub / 8) * 144;
+  const int j = sub % 8;
+  Q4KSub s;
+  k4_scales(b, j, &s.d1, &s.m1);
+  const uint4* qp = reinterpret_cast<const uint4*>(b + 16 + 32 * (j / 2));
+  const uint4 q0 = qp[0], q1 = qp[1];
+  s.w[0] = q0.x; s.w[1] = q0.y; s.w[2] = q0.z; s.w[3] = q0.w;
+  s.w[4] = q1.x; s.w[5] = q1.y; s.w[6] = q1.z; s.w[7] = q1.w;
+  s.shift = (j & 1) * 4;
+  return s;
+}
 template <> struct WeightFormat<DType::Q4_K> {
   static constexpr int kBlockElems = 256, kBlockBytes = 144;
   __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
-    const uint8_t* b = row + size_t(sub / 8) * 144;
-    const int j = sub % 8;
-    float d1, m1;
-    k4_scales(b, j, &d1, &m1);
-    const uint4* qp = reinterpret_cast<const uint4*>(b + 16 + 32 * (j / 2));
-    const uint4 q0 = qp[0], q1 = qp[1];
-    const uint32_t w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-    const int shift = (j & 1) * 4;
+    const Q4KSub q = q4k_sub_block(row, sub);
+    const float d1 = q.d1, m1 = q.m1;
+    const uint32_t(&w)[8] = q.w;
+    const int shift = q.shift;
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll

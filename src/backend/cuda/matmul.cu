@@ -107,14 +107,10 @@ __device__ __forceinline__ __half2 quant_pair(uint32_t bytes, __half2 bias) {
 // Q4_K sub-block `sb` of a row: d1*q - m1 = d1*(q - 8) + (8*d1 - m1), the
 // second term times sum(x) (xsum, computed once per sub-block by the caller).
 __device__ __forceinline__ float q4k_dot32(const uint8_t* row, int sb, const uint4 (&xv)[4], float xsum) {
-  const uint8_t* b = row + size_t(sb / 8) * 144;
-  const int j = sb % 8;
-  float d1, m1;
-  k4_scales(b, j, &d1, &m1);
-  const uint4* qp = reinterpret_cast<const uint4*>(b + 16 + 32 * (j / 2));
-  const uint4 q0 = qp[0], q1 = qp[1];
-  const uint32_t w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-  const int shift = (j & 1) * 4;
+  const Q4KSub q = q4k_sub_block(row, sb);
+  const float d1 = q.d1, m1 = q.m1;
+  const uint32_t(&w)[8] = q.w;
+  const int shift = q.shift;
   const __half2 bias = __float2half2_rn(1032.0f);  // 1024 + 8
   float qx = 0.0f;
 #pragma unroll
