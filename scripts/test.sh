@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-stages="${ROCMFORGE_STAGES:-cpu asan fuzz cuda hip}"
+stages="${ROCMFORGE_STAGES:-layers cpu asan fuzz cuda hip}"
 has_stage() { [[ " $stages " == *" $1 "* ]]; }
 jobs="${ROCMFORGE_JOBS:-$(nproc)}"
 
@@ -17,6 +17,12 @@ export CCACHE_NOHASHDIR=1
 step() { echo; echo "=== $* ($(date +%T))"; }
 
 bash scripts/install-deps.sh
+
+if has_stage layers; then
+  step "layers: every #include within its layer's reach (DESIGN.md), and the check catches planted violations"
+  python3 scripts/check_layers.py
+  python3 scripts/check_layers.py --self-test
+fi
 
 if has_stage cpu; then
   step "cpu: build and test"

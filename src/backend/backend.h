@@ -15,24 +15,11 @@
 #include <vector>
 
 #include "backend/batch.h"
-#include "backend/sampling.h"
+#include "core/rope_params.h"
+#include "core/sampling.h"
 #include "backend/tensor.h"
 
 namespace rf {
-
-// RoPE configuration (llama.cpp semantics, including YaRN).
-struct RopeParams {
-  int32_t n_rot = 0;          // rotated dims per head (<= head_dim)
-  bool neox = false;          // NeoX layout: pairs (i, i + n_rot/2); else (2i, 2i+1)
-  float freq_base = 10000.0f;
-  float freq_scale = 1.0f;    // 1 / linear scaling factor
-  float ext_factor = 0.0f;    // YaRN extrapolation mix (0: off)
-  float attn_factor = 1.0f;
-  float beta_fast = 32.0f;
-  float beta_slow = 1.0f;
-  int32_t n_ctx_orig = 0;
-  const float* freq_factors = nullptr;  // [n_rot / 2] on the backend's device, or null
-};
 
 // One layer's slice of the paged KV cache: K and V each hold
 // [num_blocks * block_size slots, n_kv_heads, head_dim] of `type`.

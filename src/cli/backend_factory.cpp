@@ -9,7 +9,6 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/log.h"
-#include "model/kv_cache.h"
 #ifdef ROCMFORGE_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -45,16 +44,8 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
   return b;
 }
 
-void size_kv_cache(Backend& backend, const BackendOptions& o, EngineConfig& cfg, const ModelConfig& mc) {
-  if (cfg.num_blocks > 0 || cfg.kv_memory_bytes > 0) return;
-  if (backend.device() == DeviceKind::CPU) {
-    const int32_t ctx = cfg.max_model_len > 0 ? cfg.max_model_len : mc.n_ctx_train;
-    const size_t per_block = KVCache::bytes_per_block(mc, cfg.block_size, backend.kv_type());
-    const size_t blocks = size_t(cfg.max_num_seqs) * size_t((ctx + cfg.block_size - 1) / cfg.block_size);
-    cfg.kv_memory_bytes = std::min(blocks * per_block, size_t(4) << 30);
-    return;
-  }
-  cfg.memory_utilization = o.gpu_memory_utilization;
+void set_kv_budget(const Backend& backend, const BackendOptions& o, EngineConfig& cfg) {
+  if (backend.device() != DeviceKind::CPU) cfg.memory_utilization = o.gpu_memory_utilization;
 }
 
 std::string resolve_model_path(const std::string& given, const char* argv0) {

@@ -21,10 +21,10 @@ struct BackendOptions {
 void add_backend_options(CLI::App& cmd, BackendOptions& o);
 std::unique_ptr<Backend> make_backend(const BackendOptions& o);
 
-// The KV cache budget for an engine on this backend: on GPUs the share of
-// device memory left after weights and workspace within the utilization
-// target; on the CPU enough for `max_seqs` full contexts, at most 4 GiB.
-void size_kv_cache(Backend& backend, const BackendOptions& o, EngineConfig& cfg, const ModelConfig& mc);
+// The KV cache budget of an engine on this backend: on GPUs the
+// --gpu-memory-utilization share of device memory; elsewhere the engine's
+// host default (kv/memory_plan.h has the rule).
+void set_kv_budget(const Backend& backend, const BackendOptions& o, EngineConfig& cfg);
 
 // -m MODEL, else $ROCMFORGE_MODEL, else stories260K.gguf from the test data
 // (ROCMFORGE_TESTDATA, ../shared/testdata); otherwise an error saying where

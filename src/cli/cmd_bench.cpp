@@ -259,7 +259,7 @@ void serve_bench(const BenchOptions& o) {
   cfg.max_model_len = in.hi + out.hi;
   cfg.max_num_batched_tokens = std::max(o.max_batch_tokens, o.concurrency);
   cfg.prefix_caching = true;
-  size_kv_cache(*backend, o.backend, cfg, mc);
+  set_kv_budget(*backend, o.backend, cfg);
   Engine engine(*model, *tok, *backend, cfg);
   std::fprintf(stderr, "model: %s\ndevice: %s, %d KV blocks of %d tokens, %d tokens per step\n",
                mc.summary().c_str(), backend->name().c_str(), engine.num_blocks(), cfg.block_size,

@@ -36,7 +36,7 @@ void run(const RunOptions& o) {
   cfg.max_num_seqs = 1;
   cfg.max_model_len = o.ctx_size > 0 ? o.ctx_size : model->config().n_ctx_train;
   cfg.max_num_batched_tokens = std::min(cfg.max_model_len, 2048);
-  size_kv_cache(*backend, o.backend, cfg, model->config());
+  set_kv_budget(*backend, o.backend, cfg);
   Engine engine(*model, *tok, *backend, cfg);
 
   Request req;

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cli/backend_factory.h"
+#include "cli/chat_template_choice.h"
 #include "cli/commands.h"
 #include "core/log.h"
 #include "engine/engine.h"
@@ -133,22 +134,21 @@ void serve(const ServeOptions& o) {
   auto backend = make_backend(o.backend);
   auto model = Model::load(path, *backend, o.verbose);
   auto tok = Tokenizer::from_gguf(model->file());
-  std::string template_origin;
-  const std::string template_source = server::chat_template_source(model->file(), o.chat_template_file, template_origin);
-  const server::ChatPrompt chat(*tok, template_source, template_origin);
+  const ChatTemplateChoice tmpl = choose_chat_template(&model->file(), o.chat_template_file);
+  const server::ChatPrompt chat(*tok, tmpl.source, tmpl.origin);
 
   EngineConfig cfg;
   cfg.max_num_seqs = o.max_num_seqs;
   cfg.max_model_len = o.ctx_size > 0 ? o.ctx_size : model->config().n_ctx_train;
   cfg.max_num_batched_tokens = o.max_num_batched_tokens;
   cfg.max_queue = o.max_queue;
-  size_kv_cache(*backend, o.backend, cfg, model->config());
+  set_kv_budget(*backend, o.backend, cfg);
   Engine engine(*model, *tok, *backend, cfg);
   engine.start();
   server::ModelService service(engine, chat, model_names(o, path));
   http.set_service(&service);
   std::fprintf(stderr, "rocmforge serve: ready: model '%s' (%s), context %d, chat template: %s\n",
-               service.name().c_str(), path.c_str(), engine.max_model_len(), template_origin.c_str());
+               service.name().c_str(), path.c_str(), engine.max_model_len(), tmpl.origin.c_str());
 
   bool listener_failed = false;
   while (!signals.wait_for(std::chrono::milliseconds(500))) {

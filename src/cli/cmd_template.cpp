@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/chat_template_choice.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "gguf/reader.h"
@@ -53,17 +54,14 @@ std::optional<std::string> token_text(const gguf::File& f, const std::string& ke
 void run_template(const TemplateArgs& args) {
   std::string source;
   ChatTemplateOptions opts;
+  std::unique_ptr<gguf::File> f;
   if (!args.model.empty()) {
-    auto f = gguf::File::open(args.model);
-    source = f->get_string("tokenizer.chat_template");
-    if (source.empty()) source = ChatTemplate::chatml_source();
+    f = gguf::File::open(args.model);
     opts.bos_token = token_text(*f, "tokenizer.ggml.bos_token_id").value_or("");
     opts.eos_token = token_text(*f, "tokenizer.ggml.eos_token_id").value_or("");
-  } else if (!args.template_file.empty()) {
-    source = read_file(args.template_file, "chat template file");
-  } else {
-    source = ChatTemplate::chatml_source();
   }
+  // A model's own template wins over a file here (-m names the model to mimic).
+  source = choose_chat_template(f.get(), f ? "" : args.template_file).source;
   if (args.bos) opts.bos_token = *args.bos;
   if (args.eos) opts.eos_token = *args.eos;
   if (!args.date.empty()) opts.date = args.date;

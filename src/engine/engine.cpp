@@ -39,20 +39,17 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend,
   limits.max_logits = config_.max_num_seqs;
   limits.max_blocks_per_seq = (config_.max_model_len + config_.block_size - 1) / config_.block_size;
   transformer_ = std::make_unique<Transformer>(model.config(), model.weights(), backend, limits);
-  const size_t per_block = KVCache::bytes_per_block(mc, config_.block_size, backend.kv_type());
-  if (config_.num_blocks <= 0) {
-    if (config_.kv_memory_bytes == 0 && config_.memory_utilization > 0) {
-      const double budget = double(backend.total_memory()) * config_.memory_utilization;
-      const double used = double(backend.allocated_bytes()) + double(size_t(512) << 20);  // graphs, library state
-      RF_CHECK(budget > used, "--gpu-memory-utilization ", config_.memory_utilization, " leaves no room for the KV cache: ",
-               used / 1e9, " GB already used of a ", budget / 1e9, " GB budget");
-      config_.kv_memory_bytes = size_t(budget - used);
-    }
-    config_.num_blocks = int32_t(std::min<size_t>(config_.kv_memory_bytes / per_block, size_t(1) << 30));
-    RF_CHECK(config_.num_blocks > 0, "not enough memory for the KV cache: one block needs ", per_block, " bytes, ",
-             config_.kv_memory_bytes, " available");
-  }
-  kv_ = std::make_unique<KVCache>(backend, mc, config_.num_blocks, config_.block_size);
+  KVBudget budget;
+  budget.num_blocks = config_.num_blocks;
+  budget.kv_bytes = config_.kv_memory_bytes;
+  budget.memory_utilization = config_.memory_utilization;
+  budget.device_total = backend.total_memory();
+  budget.device_used = backend.allocated_bytes();
+  budget.max_seqs = config_.max_num_seqs;
+  budget.max_model_len = config_.max_model_len;
+  const KVMemoryPlan plan(kv_geometry(mc, backend.kv_type(), config_.block_size), budget);
+  config_.num_blocks = plan.num_blocks();
+  kv_ = std::make_unique<KVCache>(backend, mc, plan);
   pool_ = std::make_unique<BlockPool>(config_.num_blocks, config_.block_size);
   scheduler_ = std::make_unique<Scheduler>(
       SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens, config_.prefix_caching}, *pool_);
@@ -97,7 +94,11 @@ void Engine::stop() {
 
 size_t Engine::active_requests() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return inbox_.size() + size_t(metrics_.running.load()) + size_t(metrics_.queue_depth.load());
+  return size_t(outstanding_);
+}
+
+ServingLimits Engine::limits() const {
+  return ServingLimits{config_.max_model_len, model_.config().n_vocab, config_.max_num_seqs, config_.max_queue};
 }
 
 RequestHandle Engine::submit(Request req) {
@@ -121,8 +122,12 @@ RequestHandle Engine::submit(Request req) {
     // While stop() runs. Afterwards the engine is back in manual mode (step()),
     // where submitting is valid; servers refuse late requests themselves.
     if (stopping_ && threaded_) throw EngineBusy("the server is shutting down");
-    if (int64_t(inbox_.size()) + metrics_.queue_depth.load() >= config_.max_queue)
-      throw EngineBusy(str("the request queue is full (", config_.max_queue, " waiting)"));
+    // Refused only when every sequence slot is taken and max_queue requests
+    // already wait for one.
+    if (outstanding_ >= int64_t(config_.max_num_seqs) + config_.max_queue)
+      throw EngineBusy(str("the request queue is full (", config_.max_queue, " waiting for one of ",
+                           config_.max_num_seqs, " sequence slots)"));
+    ++outstanding_;
     a = std::make_unique<Active>(tokenizer_, std::move(req), next_id_++);
   }
   a->seq.tokens = a->req.prompt;
@@ -303,6 +308,12 @@ void Engine::finish(Active& a, FinishReason reason, const std::string& error) {
   if (reason == FinishReason::Cancelled) metrics_.requests_cancelled++;
   if (reason == FinishReason::Error) metrics_.requests_failed++;
   if (a.got_first) metrics_.e2e.observe(std::chrono::duration<double>(Clock::now() - a.handle->created()).count());
+  {
+    // Counted free before the handle says finished: a client that submits
+    // again right after its request ended must find the slot free.
+    std::lock_guard<std::mutex> lock(mu_);
+    --outstanding_;
+  }
   a.handle->push(std::move(ev));
   by_seq_.erase(&a.seq);
   active_.erase(a.seq.id);  // destroys a

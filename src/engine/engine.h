@@ -18,6 +18,7 @@
 #include "engine/metrics.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "engine/serving.h"
 #include "engine/stop_matcher.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
@@ -30,21 +31,19 @@ struct EngineConfig {
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 2048;
   int32_t block_size = 16;
-  int32_t num_blocks = 0;        // 0: as many as kv_memory_bytes holds
-  size_t kv_memory_bytes = 0;    // 0: from memory_utilization
+  // The KV cache size, decided by kv/memory_plan: an explicit block count,
+  // else a byte budget, else a share of device memory (GPUs), else enough
+  // for max_num_seqs full contexts (at most 4 GiB, the host default).
+  int32_t num_blocks = 0;
+  size_t kv_memory_bytes = 0;
   float memory_utilization = 0;  // GPUs: share of device memory for weights, workspace and KV
   int32_t max_model_len = 0;     // 0: the model's training context
-  int32_t max_queue = 4096;      // waiting requests beyond this are refused (EngineBusy)
+  int32_t max_queue = 4096;      // requests waiting for a sequence slot beyond this are refused (EngineBusy)
   bool prefix_caching = true;
 };
 
-// submit() refuses a request because the queue is full (HTTP 503).
-class EngineBusy : public Error {
- public:
-  using Error::Error;
-};
 
-class Engine {
+class Engine final : public ServingEngine {
  public:
   Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend, EngineConfig config);
   ~Engine();
@@ -57,7 +56,7 @@ class Engine {
 
   // Validates and queues a request (thread-safe). Throws rf::Error for an
   // invalid request (message suitable for a 400) and EngineBusy when full.
-  RequestHandle submit(Request request);
+  RequestHandle submit(Request request) override;
 
   // Runs one step on the calling thread (when not started); false if idle.
   bool step();
@@ -66,12 +65,14 @@ class Engine {
 
   const EngineMetrics& metrics() const { return metrics_; }
   const EngineConfig& config() const { return config_; }
-  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const Tokenizer& tokenizer() const override { return tokenizer_; }
+  ServingLimits limits() const override;
+  std::string metrics_text() const override { return metrics_.prometheus_text(); }
   const ModelConfig& model_config() const { return model_.config(); }
   int32_t max_model_len() const { return config_.max_model_len; }
   int32_t num_blocks() const { return config_.num_blocks; }
   int32_t free_blocks() const { return int32_t(metrics_.kv_blocks_free.load()); }
-  size_t active_requests() const;
+  size_t active_requests() const override;
 
  private:
   struct Active;
@@ -107,6 +108,10 @@ class Engine {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::list<std::unique_ptr<Active>> inbox_;
+  // Requests submitted and not yet finished (inbox, waiting and running).
+  // Admission compares it with max_num_seqs + max_queue under mu_, so the
+  // decision is exact and atomic: at most max_queue of them lack a slot.
+  int64_t outstanding_ = 0;
   uint64_t next_id_ = 1;
   bool stopping_ = false;
   bool threaded_ = false;  // start() ran and stop() has not finished joining (thread_ itself is not read under mu_)

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/sampling.h"
+#include "core/sampling.h"
 
 namespace rf {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kv/block_pool.h"
+#include "kv/block_table.h"
 
 namespace rf {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "backend/backend.h"
+#include "core/rope_params.h"
 #include "gguf/reader.h"
 
 namespace rf {

@@ -1,18 +1,24 @@
 // KVCache: the device memory of the paged KV cache, one K and one V array per
-// layer of [num_blocks * block_size slots, n_kv_heads, head_dim]. Which
-// sequence owns which block is kv/'s business; this class only holds memory.
+// layer of [num_blocks * block_size slots, n_kv_heads, head_dim], carved out
+// of one allocation as kv/memory_plan lays it out. Which sequence owns which
+// block is kv/'s business; this class only holds memory.
 #pragma once
 
 #include <vector>
 
 #include "backend/backend.h"
+#include "kv/memory_plan.h"
 #include "model/config.h"
 
 namespace rf {
 
+// The KV geometry of a model whose cache holds `type` elements.
+KVGeometry kv_geometry(const ModelConfig& c, DType type, int32_t block_size);
+
 class KVCache {
  public:
-  KVCache(Backend& backend, const ModelConfig& c, int32_t num_blocks, int32_t block_size);
+  // `plan` must have been made from kv_geometry(c, backend.kv_type(), ...).
+  KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& plan);
   ~KVCache();
   KVCache(const KVCache&) = delete;
   KVCache& operator=(const KVCache&) = delete;
@@ -21,8 +27,6 @@ class KVCache {
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
   size_t bytes() const { return bytes_; }
-
-  static size_t bytes_per_block(const ModelConfig& c, int32_t block_size, DType type);
 
  private:
   Backend& backend_;

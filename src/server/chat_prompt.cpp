@@ -1,12 +1,8 @@
 // ChatPrompt: template rendering and tokenization for chat requests.
 #include "server/chat_prompt.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "core/error.h"
 #include "core/log.h"
-#include "gguf/reader.h"
 #include "server/api_error.h"
 
 namespace rf::server {
@@ -48,24 +44,6 @@ std::vector<int32_t> ChatPrompt::tokenize(const Json& messages, bool add_generat
   if (tok_.add_bos() && tok_.bos() >= 0 && (ids.empty() || ids.front() != tok_.bos()))
     ids.insert(ids.begin(), tok_.bos());
   return ids;
-}
-
-std::string chat_template_source(const gguf::File& model, const std::string& file, std::string& origin) {
-  if (!file.empty()) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) fail("cannot read the chat template file ", file);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    origin = "file " + file;
-    return ss.str();
-  }
-  std::string source = model.get_string("tokenizer.chat_template");
-  if (!source.empty()) {
-    origin = "the model's tokenizer.chat_template";
-    return source;
-  }
-  origin = "ChatML (the model has no chat template)";
-  return ChatTemplate::chatml_source();
 }
 
 }  // namespace rf::server

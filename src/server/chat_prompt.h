@@ -1,6 +1,5 @@
-// Chat prompts: renders a chat request's messages with the model's chat
-// template (the GGUF key tokenizer.chat_template, ChatML when the model has
-// none, or a file given on the command line) and tokenizes the result with
+// Chat prompts: renders a chat request's messages with the chat template
+// chosen where the model was loaded (cli/chat_template_choice.h) and tokenizes the result with
 // special tokens parsed. BOS is added when the vocabulary wants one and the
 // rendered text does not already start with it (llama.cpp's rule: never two).
 // A template that does not parse does not stop the server: chat requests
@@ -15,10 +14,6 @@
 #include "server/protocol.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
-
-namespace rf {
-namespace gguf { class File; }
-}
 
 namespace rf::server {
 
@@ -42,10 +37,5 @@ class ChatPrompt {
   std::string error_, origin_;
   std::string bos_text_, eos_text_;
 };
-
-// The template text to use: the file's if `file` is not empty (throws
-// rf::Error if it cannot be read), else the model's, else ChatML. `origin`
-// receives a description ("file x", "the model", "ChatML").
-std::string chat_template_source(const gguf::File& model, const std::string& file, std::string& origin);
 
 }  // namespace rf::server

@@ -253,7 +253,7 @@ void HttpServer::Impl::add_routes() {
   svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     std::string text;
     ModelService* svc = service.load();
-    if (svc) text = svc->engine().metrics().prometheus_text();
+    if (svc) text = svc->engine().metrics_text();
     text += metrics.prometheus_text(in_flight_now(), connection_threads(), svc && state.load() == State::Ready);
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });

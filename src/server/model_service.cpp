@@ -18,7 +18,7 @@ uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
 
 }  // namespace
 
-ModelService::ModelService(Engine& engine, const ChatPrompt& chat, std::vector<std::string> names)
+ModelService::ModelService(ServingEngine& engine, const ChatPrompt& chat, std::vector<std::string> names)
     : engine_(engine), chat_(chat), names_(std::move(names)) {
   if (names_.empty()) names_.push_back("model");
   created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -1,7 +1,7 @@
-// ModelService: what the HTTP layer needs of a loaded model — the engine
-// (already started), its tokenizer, the chat prompt builder, the names the
-// model answers to — plus per-request ids and seeds. It never touches the
-// model itself: requests go through engine.submit(). Created by `rocmforge
+// ModelService: what the HTTP layer needs of a loaded model — the engine's
+// serving interface (engine/serving.h: submit, tokenizer, limits, metrics),
+// the chat prompt builder, the names the model answers to — plus
+// per-request ids and seeds. The model and backend stay behind the engine. Created by `rocmforge
 // serve` once the model is loaded; the HTTP server serves 503 until then.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/serving.h"
 #include "server/chat_prompt.h"
 
 namespace rf::server {
@@ -18,16 +18,16 @@ namespace rf::server {
 class ModelService {
  public:
   // `names`: the served name first, then aliases (the model path, its file name).
-  ModelService(Engine& engine, const ChatPrompt& chat, std::vector<std::string> names);
+  ModelService(ServingEngine& engine, const ChatPrompt& chat, std::vector<std::string> names);
 
-  Engine& engine() const { return engine_; }
+  ServingEngine& engine() const { return engine_; }
   const Tokenizer& tokenizer() const { return engine_.tokenizer(); }
   const ChatPrompt& chat() const { return chat_; }
   const std::string& name() const { return names_.front(); }
   bool answers_to(const std::string& model) const;
   int64_t created() const { return created_; }
-  int32_t max_model_len() const { return engine_.max_model_len(); }
-  int32_t n_vocab() const { return engine_.model_config().n_vocab; }
+  int32_t max_model_len() const { return engine_.limits().max_model_len; }
+  int32_t n_vocab() const { return engine_.limits().n_vocab; }
 
   // "cmpl-..." / "chatcmpl-..." ids, unique within and across runs.
   std::string next_id(const char* prefix);
@@ -39,7 +39,7 @@ class ModelService {
   bool stopping() const { return stopping_.load(); }
 
  private:
-  Engine& engine_;
+  ServingEngine& engine_;
   const ChatPrompt& chat_;
   std::vector<std::string> names_;
   int64_t created_;

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/sampling.h"
+#include "core/sampling.h"
 
 namespace rf::server {
 

@@ -26,7 +26,10 @@ class ModelRunner {
     lim.max_logits = max_seqs;
     lim.max_blocks_per_seq = num_blocks;
     tf_ = std::make_unique<Transformer>(model_->config(), model_->weights(), backend, lim);
-    kv_ = std::make_unique<KVCache>(backend, model_->config(), num_blocks, block_size);
+    KVBudget budget;
+    budget.num_blocks = num_blocks;
+    kv_ = std::make_unique<KVCache>(backend, model_->config(),
+                                    KVMemoryPlan(kv_geometry(model_->config(), backend.kv_type(), block_size), budget));
   }
 
   const Model& model() const { return *model_; }

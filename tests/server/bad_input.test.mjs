@@ -235,6 +235,38 @@ describe('a full queue', () => {
     assert.ok(Number(r.headers.get('retry-after')) >= 1);
     await assert.rejects(client(server).completions.create({ prompt: 'x', max_tokens: 2 }), (e) => e.status === 503);
     for (const c of ctls) c.abort();
+    // The server learns of the aborts when it next writes or polls the
+    // connections; until then both requests still hold the slot and the queue.
+    await waitForMetrics(server, (m) => m.rocmforge_running_sequences === 0 && m.rocmforge_queue_depth === 0);
+    await assertHealthy(server);
+  });
+});
+
+describe('a burst while sequence slots are free', () => {
+  let server;
+  before(async () => {
+    server = await startServer(['--max-num-seqs', '8', '--max-queue', '1']);
+  });
+  after(async () => {
+    const { code } = await server.stop();
+    assert.equal(code, 0, server.log());
+  });
+
+  test('8 concurrent streams into 8 slots are all admitted; only the queue beyond them is refused', async () => {
+    for (let round = 0; round < 5; round++) {
+      const ctls = Array.from({ length: 10 }, () => new AbortController());
+      const body = (i) => JSON.stringify({ prompt: `Story ${i}`, max_tokens: 1800, ignore_eos: true, stream: true });
+      const open = (i) => fetch(`${server.url}/v1/completions`, { method: 'POST', body: body(i), signal: ctls[i].signal });
+      const burst = await Promise.all(Array.from({ length: 8 }, (_, i) => open(i)));
+      assert.deepEqual(burst.map((r) => r.status), Array(8).fill(200), `round ${round}`);
+      const queued = await open(8); // waits for a slot: the queue holds one
+      assert.equal(queued.status, 200, `round ${round}`);
+      const refused = await open(9);
+      assert.equal(refused.status, 503, `round ${round}`);
+      assert.equal((await refused.json()).error.code, 'queue_full');
+      for (const c of ctls) c.abort();
+      await waitForMetrics(server, (m) => m.rocmforge_running_sequences === 0 && m.rocmforge_queue_depth === 0);
+    }
     await assertHealthy(server);
   });
 });

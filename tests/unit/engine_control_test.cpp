@@ -107,20 +107,62 @@ TEST(EngineControl, FullQueueRefusesWithEngineBusy) {
   test::Stories st;
   EngineConfig cfg = config(64);
   cfg.max_queue = 3;
-  cfg.max_num_seqs = 1;  // one runs, the others wait in the queue
+  cfg.max_num_seqs = 1;  // one runs, three may wait for its slot
   auto engine = st.engine(cfg);
   const auto p = test::read_golden()[0].prompt_tokens;
   std::vector<RequestHandle> hs;
-  for (int i = 0; i < 3; ++i) hs.push_back(engine->submit(greedy(p, 4)));
+  for (int i = 0; i < 4; ++i) hs.push_back(engine->submit(greedy(p, 4)));
   EXPECT_THROW(engine->submit(greedy(p, 4)), EngineBusy);
-  engine->step();  // one admitted, two still waiting: room for one more
+  engine->step();  // one runs, three wait: still full
+  EXPECT_THROW(engine->submit(greedy(p, 4)), EngineBusy);
+  hs[3]->cancel();
+  engine->step();  // the cancelled one leaves the queue: room for one more
   hs.push_back(engine->submit(greedy(p, 4)));
   EXPECT_THROW(engine->submit(greedy(p, 4)), EngineBusy);
   engine->run_until_idle();
-  for (auto& h : hs) EXPECT_EQ(test::read_all(*h).reason, FinishReason::Length);
+  for (size_t i = 0; i < hs.size(); ++i)
+    EXPECT_EQ(test::read_all(*hs[i]).reason, i == 3 ? FinishReason::Cancelled : FinishReason::Length) << i;
   hs.push_back(engine->submit(greedy(p, 4)));  // accepted again once drained
   engine->run_until_idle();
   EXPECT_EQ(test::read_all(*hs.back()).tokens.size(), 4u);
+  test::expect_idle(*engine);
+}
+
+// Requests arriving together while slots are free are all admitted, however
+// the engine thread interleaves with the submitters: only requests beyond
+// the free slots count against max_queue.
+TEST(EngineControl, BurstIntoFreeSlotsIsAdmitted) {
+  RF_REQUIRE_TESTDATA("stories260K.gguf");
+  test::Stories st;
+  EngineConfig cfg = config(512);
+  cfg.max_num_seqs = 8;
+  cfg.max_queue = 1;
+  auto engine = st.engine(cfg);
+  engine->start();
+  const auto p = test::read_golden()[0].prompt_tokens;
+  Request long_request = greedy(p, 400);  // runs until cancelled
+  long_request.ignore_eos = true;
+  for (int round = 0; round < 20; ++round) {
+    std::vector<RequestHandle> hs(8);
+    std::atomic<int> refused{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          hs[size_t(t)] = engine->submit(long_request);
+        } catch (const EngineBusy&) {
+          ++refused;
+        }
+      });
+    for (auto& th : threads) th.join();
+    ASSERT_EQ(refused.load(), 0) << "round " << round;
+    RequestHandle ninth = engine->submit(greedy(p, 2));  // waits for a slot: the queue holds one
+    EXPECT_THROW(engine->submit(greedy(p, 2)), EngineBusy) << "round " << round;
+    for (auto& h : hs) h->cancel();
+    EXPECT_EQ(test::read_all(*ninth).tokens.size(), 2u);
+    for (auto& h : hs) EXPECT_EQ(test::read_all(*h).reason, FinishReason::Cancelled);
+  }
+  engine->stop();
   test::expect_idle(*engine);
 }
 

@@ -1,5 +1,5 @@
 // Host-side sampling helpers shared by backends.
-#include "backend/sampling.h"
+#include "core/sampling.h"
 
 #include <cmath>
 

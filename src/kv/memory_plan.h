@@ -1,0 +1,58 @@
+// KV memory plan: the one place that decides how large the paged KV cache is
+// and how its memory is laid out. Geometry (layers, bytes of one token's K or
+// V row, block size) and a budget go in; the number of blocks and the byte
+// offsets of every layer's K and V arrays come out. The engine sizes its
+// cache with it and the device memory (model/kv_cache) is carved by it.
+// Pure arithmetic: no device memory here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rf {
+
+struct KVGeometry {
+  int32_t n_layer = 0;
+  size_t row_bytes = 0;  // one token's K (or V) row of one layer: n_kv_heads * head_dim elements
+  int32_t block_size = 0;
+
+  size_t bytes_per_block() const { return 2 * size_t(n_layer) * size_t(block_size) * row_bytes; }
+};
+
+// Where the blocks come from, first match wins: an explicit block count; an
+// explicit byte budget; a share of device memory (total * utilization, less
+// what is already allocated and a reserve for graphs and library state);
+// else a host default of max_seqs full contexts, at most 4 GiB.
+struct KVBudget {
+  int32_t num_blocks = 0;
+  size_t kv_bytes = 0;
+  float memory_utilization = 0;
+  size_t device_total = 0;
+  size_t device_used = 0;
+  int32_t max_seqs = 0;
+  int32_t max_model_len = 0;
+};
+
+inline constexpr size_t kDeviceReserveBytes = size_t(512) << 20;  // CUDA graphs, library workspaces
+inline constexpr size_t kHostDefaultMaxBytes = size_t(4) << 30;
+
+class KVMemoryPlan {
+ public:
+  // Throws rf::Error when the budget holds no block.
+  KVMemoryPlan(const KVGeometry& g, const KVBudget& budget);
+
+  int32_t num_blocks() const { return num_blocks_; }
+  int32_t block_size() const { return geometry_.block_size; }
+  const KVGeometry& geometry() const { return geometry_; }
+  // One layer's K or V array: [num_blocks * block_size slots] rows.
+  size_t array_bytes() const { return size_t(num_blocks_) * size_t(geometry_.block_size) * geometry_.row_bytes; }
+  size_t total_bytes() const { return 2 * size_t(geometry_.n_layer) * array_bytes(); }
+  size_t k_offset(int32_t layer) const { return 2 * size_t(layer) * array_bytes(); }
+  size_t v_offset(int32_t layer) const { return (2 * size_t(layer) + 1) * array_bytes(); }
+
+ private:
+  KVGeometry geometry_;
+  int32_t num_blocks_ = 0;
+};
+
+}  // namespace rf
