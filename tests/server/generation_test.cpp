@@ -32,8 +32,10 @@ class ServerGeneration : public ::testing::Test {
     model_ = Model::load(test::testdata_path("stories260K.gguf"), backend_, false);
     tok_ = Tokenizer::from_gguf(model_->file());
   }
-  void start(int32_t max_queue = 64, std::string chat_template = ChatTemplate::chatml_source()) {
+  void start(int32_t max_queue = 64, std::string chat_template = ChatTemplate::chatml_source(),
+             int32_t max_num_seqs = EngineConfig{}.max_num_seqs) {
     EngineConfig cfg;
+    cfg.max_num_seqs = max_num_seqs;
     cfg.num_blocks = 256;
     cfg.max_model_len = 256;
     cfg.max_num_batched_tokens = 256;
@@ -270,7 +272,9 @@ TEST_F(ServerGeneration, BrokenChatTemplatesGive400) {
 }
 
 TEST_F(ServerGeneration, FullQueueIs503AndCancelsTheRest) {
-  start(/*max_queue=*/2);  // not started: submitted requests stay queued
+  // One sequence slot and one queue place admit two requests; the third is
+  // refused. Not started: the admitted requests stay outstanding.
+  start(/*max_queue=*/1, ChatTemplate::chatml_source(), /*max_num_seqs=*/1);
   GenerationRequest r = completion("Once", 4);
   for (int i = 0; i < 3; ++i) r.prompts.push_back(r.prompts[0]);
   try {
