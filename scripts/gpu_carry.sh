@@ -6,13 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/cuda
-mkdir -p .carry/bin .carry/testdata/quant .carry/tools
+mkdir -p .carry/bin .carry/testdata/quant .carry/testdata/arch .carry/tools
 cp $B/src/rocmforge $B/tests/test_gpu $B/tests/test_gpu_serial .carry/bin/
 strip .carry/bin/*
 T=../shared/testdata
 cp $T/stories260K.gguf $T/stories260K.golden.jsonl .carry/testdata/
 for f in $T/quant/qtest-*.gguf; do case $f in *.deq.gguf) ;; *) cp "$f" .carry/testdata/quant/ ;; esac; done
 cp $T/quant/qtest.logits.jsonl .carry/testdata/quant/
+cp $T/arch/* .carry/testdata/arch/
 cp ../shared/tools/loadgen.py .carry/tools/
 # ctest lists: the files CTest reads, with this checkout's absolute paths.
 rm -rf .carry/ctest && mkdir -p .carry/ctest

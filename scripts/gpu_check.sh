@@ -9,7 +9,7 @@ OUT="${OUT:-/tmp/rf-out}"
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export ROCMFORGE_TESTDATA="$PWD/.carry/testdata" ROCMFORGE_REQUIRE_GPU=1
-BIN=.carry/bin
+BIN="${RF_BIN:-.carry/bin}"  # RF_BIN: another build's binaries (before/after comparisons)
 stage="${1:-all}"
 MODELS="${RF_MODELS:-/tmp/rf-models}"
 mkdir -p "$MODELS"
