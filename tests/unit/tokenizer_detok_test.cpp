@@ -6,9 +6,10 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "testdata.h"
+#include "tokenizer/byte_map.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace rf {
 namespace {
@@ -29,17 +30,17 @@ TEST(Utf8, DecodeRejectsMalformed) {
 
 TEST(Utf8, ByteLevelTableIsABijection) {
   for (int b = 0; b < 256; ++b) {
-    const std::string& u = utf8::byte_to_unicode(uint8_t(b));
+    const std::string& u = byte_map::to_unicode(uint8_t(b));
     size_t pos = 0;
     uint32_t cp = 0;
     ASSERT_TRUE(utf8::decode(u, pos, cp));
     EXPECT_EQ(pos, u.size());
-    EXPECT_EQ(utf8::unicode_to_byte(cp), b);
+    EXPECT_EQ(byte_map::to_byte(cp), b);
   }
-  EXPECT_EQ(utf8::byte_to_unicode(' '), "\xC4\xA0");  // 'Ġ'
-  EXPECT_EQ(utf8::byte_to_unicode('\n'), "\xC4\x8A");  // 'Ċ'
-  EXPECT_EQ(utf8::byte_to_unicode('A'), "A");
-  EXPECT_EQ(utf8::unicode_to_byte(0x2581), -1);
+  EXPECT_EQ(byte_map::to_unicode(' '), "\xC4\xA0");  // 'Ġ'
+  EXPECT_EQ(byte_map::to_unicode('\n'), "\xC4\x8A");  // 'Ċ'
+  EXPECT_EQ(byte_map::to_unicode('A'), "A");
+  EXPECT_EQ(byte_map::to_byte(0x2581), -1);
 }
 
 TEST(Utf8, SanitizerUsesMaximalSubparts) {
