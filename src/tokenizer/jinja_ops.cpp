@@ -197,7 +197,7 @@ std::vector<Value> Renderer::iterate(const Value& v) {
       out.reserve(s.size());
       for (size_t p = 0; p < s.size();) {
         const size_t start = p;
-        utf8_next(s, p);
+        utf8::next_escaped(s, p);
         out.push_back(make_string(s.substr(start, p - start)));
       }
       break;
