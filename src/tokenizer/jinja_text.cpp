@@ -272,44 +272,4 @@ void append_py_repr(std::string& out, std::string_view s) {
   out.push_back(quote);
 }
 
-void append_json_string(std::string& out, std::string_view s, bool ensure_ascii) {
-  out.push_back('"');
-  for (size_t p = 0; p < s.size(); ++p) {
-    const char ch = s[p];
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x80 && ensure_ascii) {
-      size_t q = p;
-      uint32_t cp = utf8::next_escaped(s, q);
-      p = q - 1;
-      char buf[16];
-      if (cp >= 0x10000 && !utf8::is_escaped_byte(cp)) {
-        cp -= 0x10000;
-        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
-      } else {
-        std::snprintf(buf, sizeof buf, "\\u%04x", cp);
-      }
-      out += buf;
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(ch);
-        }
-    }
-  }
-  out.push_back('"');
-}
-
 }  // namespace rf::jinja

@@ -1,8 +1,8 @@
 // Text helpers for the Jinja interpreter: Python's str as code points (the
 // lossless decoding of core/utf8.h, where an invalid byte stands for
 // itself), Python's notion of whitespace and of simple case mapping,
-// Python's float repr, and the string quoting used by Python's repr() and
-// json.dumps(ensure_ascii=False). Pure functions, no state.
+// Python's float repr and the string quoting of Python's repr() (json.dumps'
+// is core/json_text.h's, JsonStringOptions::python). Pure functions, no state.
 #pragma once
 
 #include <cstdint>
@@ -40,8 +40,5 @@ std::string py_title(std::string_view s);       // str.title(): after a non-lett
 std::string float_repr(double d);
 // Python repr(str): single quotes unless the text has ' and no ".
 void append_py_repr(std::string& out, std::string_view s);
-// JSON string literal as json.dumps writes it (ensure_ascii: \uXXXX for
-// every non-ASCII character, as Python's default; off for transformers).
-void append_json_string(std::string& out, std::string_view s, bool ensure_ascii = false);
 
 }  // namespace rf::jinja

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/json_text.h"
 #include "tokenizer/jinja_interp.h"
 #include "tokenizer/jinja_text.h"
 
@@ -47,7 +48,7 @@ TEST(JinjaText, ReprQuotesLikePython) {
 TEST(JinjaText, JsonStringsLikeJsonDumps) {
   auto json = [](std::string_view s, bool ascii) {
     std::string out;
-    append_json_string(out, s, ascii);
+    rf::append_json_string(out, s, rf::JsonStringOptions::python(ascii));
     return out;
   };
   EXPECT_EQ(json("a\"b\\c\n\r\t\b\f", false), "\"a\\\"b\\\\c\\n\\r\\t\\b\\f\"");
