@@ -3,8 +3,8 @@
 #include "tokenizer/tokenizer.h"
 
 #include "core/error.h"
-#include "gguf/reader.h"
 #include "core/utf8.h"
+#include "gguf/reader.h"
 #include "tokenizer/byte_map.h"
 #include "tokenizer/encoders.h"
 

@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 namespace {
 

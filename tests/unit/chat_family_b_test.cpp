@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include <limits>
 
 #include "core/json_text.h"
-#include "tokenizer/jinja_interp.h"
-#include "tokenizer/jinja_text.h"
+#include "template/jinja_interp.h"
+#include "template/jinja_text.h"
 
 namespace {
 

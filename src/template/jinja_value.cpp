@@ -1,6 +1,6 @@
 // Values, heap and Python-semantics helpers of the Jinja interpreter (see
 // jinja_value.h).
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_value.h"
 
 #include <nlohmann/json.hpp>
 
@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "core/json_text.h"
-#include "tokenizer/jinja_text.h"
+#include "template/jinja_text.h"
 
 namespace rf::jinja {
 

@@ -1,14 +1,14 @@
 // Jinja lexer (see jinja_lexer.h). The structure follows Jinja2's own lexer:
 // find the next tag opener, strip the text before it per the whitespace
 // rules, then lex the tag's inside until its closer.
-#include "tokenizer/jinja_lexer.h"
+#include "template/jinja_lexer.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
-#include "tokenizer/jinja_text.h"
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_text.h"
+#include "template/jinja_value.h"
 
 namespace rf::jinja {
 

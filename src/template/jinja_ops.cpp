@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/jinja_interp.h"
-#include "tokenizer/jinja_text.h"
+#include "template/jinja_interp.h"
+#include "template/jinja_text.h"
 
 namespace rf::jinja {
 

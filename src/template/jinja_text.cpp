@@ -1,5 +1,5 @@
 // Text helpers for the Jinja interpreter (see jinja_text.h).
-#include "tokenizer/jinja_text.h"
+#include "template/jinja_text.h"
 
 #include <charconv>
 #include <cmath>

@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <ctime>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_interp.h"
-#include "tokenizer/jinja_text.h"
+#include "template/jinja_builtins.h"
+#include "template/jinja_interp.h"
+#include "template/jinja_text.h"
 
 namespace rf::jinja {
 
