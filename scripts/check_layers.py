@@ -73,6 +73,9 @@ PLANTS = [
     ("engine/scheduler.cpp", "backend/backend.h"),
     ("engine/scheduler.h", "model/model.h"),
     ("tokenizer/vocab.h", "backend/backend.h"),
+    ("tokenizer/tokenizer.h", "template/chat_template.h"),
+    ("template/jinja_value.h", "tokenizer/tokenizer.h"),
+    ("template/chat_template.cpp", "gguf/reader.h"),
     ("core/error.h", "gguf/reader.h"),
 ]
 

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "gguf/reader.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 namespace rf::cli {
 

@@ -14,7 +14,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "gguf/reader.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 namespace rf::cli {
 namespace {

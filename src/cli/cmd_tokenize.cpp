@@ -10,9 +10,9 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/utf8.h"
 #include "gguf/reader.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace rf::cli {
 namespace {

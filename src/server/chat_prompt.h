@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "server/protocol.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace rf::server {

@@ -3,7 +3,7 @@
 
 #include <unordered_set>
 
-#include "server/json_text.h"
+#include "core/json_text.h"
 
 namespace rf::server {
 

@@ -6,7 +6,7 @@
 #include <queue>
 #include <string>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace rf::detail {
 namespace {

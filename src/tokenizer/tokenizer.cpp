@@ -3,9 +3,10 @@
 #include "tokenizer/tokenizer.h"
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "gguf/reader.h"
+#include "tokenizer/byte_map.h"
 #include "tokenizer/encoders.h"
-#include "tokenizer/utf8.h"
 
 namespace rf {
 namespace {
@@ -53,7 +54,7 @@ std::string unmap_bytes(const std::string& t) {
       pos = start + 1;
       continue;
     }
-    const int b = utf8::unicode_to_byte(cp);
+    const int b = byte_map::to_byte(cp);
     if (b >= 0) out.push_back(char(b));
     else out.append(t, start, pos - start);
   }
@@ -131,7 +132,7 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
   std::string mapped;
   for (std::string_view word : pretok_->split(valid)) {
     mapped.clear();
-    for (char c : word) mapped += utf8::byte_to_unicode(uint8_t(c));
+    for (char c : word) mapped += byte_map::to_unicode(uint8_t(c));
     detail::bpe_encode_word(vocab_, mapped, pre_.ignore_merges, out);
   }
 }

@@ -35,9 +35,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/special_split.h"
-#include "tokenizer/utf8.h"
 #include "tokenizer/vocab.h"
 
 namespace rf {

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace {
 

@@ -1,13 +1,13 @@
-// Response formatting (src/server/response_format.h, json_text.h,
-// http_metrics.h): JSON escaping stays valid for any bytes; full responses
+// Response formatting (src/server/response_format.h, core/json_text.h,
+// server/http_metrics.h): JSON escaping stays valid for any bytes; full responses
 // and SSE chunks have OpenAI's shapes for completions and chat, with
 // logprobs, usage and finish reasons.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "server/http_metrics.h"
-#include "server/json_text.h"
 #include "server/response_format.h"
 #include "testdata.h"
 #include "tokenizer/tokenizer.h"

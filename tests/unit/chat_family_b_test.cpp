@@ -5,25 +5,12 @@
 // as Hugging Face transformers configures it (trim_blocks, lstrip_blocks,
 // loop controls, tojson without ASCII escaping, raise_exception,
 // strftime_now fixed at 2026-01-15), bos "<s>", eos "</s>".
-#include <gtest/gtest.h>
-
 #include <map>
 #include <string>
 
-#include "tokenizer/chat_template.h"
+#include "unit/template_cases.h"
 
 namespace {
-
-// Each conversation: {"messages": [...], "tools": [...] (optional)}.
-const char* kConversations = R"J({
- "single": {"messages": [{"role": "user", "content": "Hello!"}]},
- "system": {"messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "What is 2+2?"}]},
- "multi": {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there "}, {"role": "assistant", "content": " Hello! How can I help?"}, {"role": "user", "content": "Say \"quotes\" & <tags> — ünïcödé 🦙\n\ttab"}]},
- "no_alternation": {"messages": [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}]},
- "parts": {"messages": [{"role": "user", "content": [{"type": "text", "text": "Describe "}, {"type": "image"}, {"type": "text", "text": "this image."}]}]},
- "tools": {"messages": [{"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": "", "tool_calls": [{"id": "call12345", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}}]}, {"role": "tool", "tool_call_id": "call12345", "content": "{\"temp\": 21}"}, {"role": "assistant", "content": "It is 21 °C."}], "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Get the weather in a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name, e.g. \"Paris\""}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}, "return": {"type": "string"}}}]},
- "think": {"messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "<think>\nadd them\n</think>\n\n4"}, {"role": "user", "content": "3+3?"}]}
-})J";
 
 const std::map<std::string, std::string> kTemplates = {
     {"deepseek", R"J({%- set ns = namespace(system_prompt='', is_first_sp=true, is_tool=false, is_first_call=true, is_output_first=true) -%}
@@ -165,13 +152,7 @@ const std::map<std::string, std::string> kTemplates = {
 )J"},
 };
 
-struct Case {
-  const char* tmpl;
-  const char* conversation;
-  bool add_generation_prompt;
-  const char* rendered;  // null when the template raises
-  const char* error;     // raise_exception message, or "" for another runtime error
-};
+using Case = rf::test::ChatCase;  // template, conversation, add_generation_prompt, rendered, error
 
 const Case kCases[] = {
     {"command_r", "single", true, R"J(<s><|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>You are Command.<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hello!<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>)J", nullptr},
@@ -461,35 +442,7 @@ add them
 };
 
 TEST(ChatFamilyB, RendersLikeJinja2) {
-  const auto conversations = nlohmann::ordered_json::parse(kConversations);
-  std::map<std::string, rf::ChatTemplate> templates;
-  for (const auto& [name, source] : kTemplates) templates.emplace(name, rf::ChatTemplate(source));
-  for (const Case& c : kCases) {
-    SCOPED_TRACE(std::string(c.tmpl) + " / " + c.conversation + (c.add_generation_prompt ? " / gen" : " / no gen"));
-    const auto& conv = conversations.at(c.conversation);
-    rf::ChatTemplateOptions opts;
-    opts.add_generation_prompt = c.add_generation_prompt;
-    opts.bos_token = "<s>";
-    opts.eos_token = "</s>";
-    opts.date = "2026-01-15";
-    if (conv.contains("tools")) opts.extra_context["tools"] = conv["tools"];
-    const rf::ChatTemplate& t = templates.at(c.tmpl);
-    if (c.rendered) {
-      EXPECT_EQ(t.render(conv["messages"], opts), c.rendered);
-      continue;
-    }
-    try {
-      const std::string out = t.render(conv["messages"], opts);
-      ADD_FAILURE() << "expected an error, got: " << out;
-    } catch (const rf::jinja::TemplateError& e) {
-      if (*c.error) {
-        EXPECT_EQ(e.kind(), rf::jinja::TemplateError::Kind::Raised) << e.what();
-        EXPECT_EQ(e.message(), c.error);
-      } else {
-        EXPECT_EQ(e.kind(), rf::jinja::TemplateError::Kind::Runtime) << e.what();
-      }
-    }
-  }
+  rf::test::expect_chat_cases(kTemplates, kCases);
 }
 
 }  // namespace

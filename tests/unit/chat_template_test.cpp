@@ -9,8 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include "template/chat_template.h"
 #include "testdata.h"
-#include "tokenizer/chat_template.h"
 
 namespace {
 

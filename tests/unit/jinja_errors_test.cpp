@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "tokenizer/jinja_interp.h"
+#include "template/jinja_interp.h"
 
 namespace {
 

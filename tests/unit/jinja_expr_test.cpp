@@ -3,19 +3,11 @@
 // Jinja2 3.1.6 gives when configured as transformers configures it
 // (trim_blocks, lstrip_blocks, loop controls, transformers' tojson,
 // strftime_now fixed at 2026-01-15); a null output means Jinja2 fails.
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
-
-#include "tokenizer/jinja_interp.h"
+#include "unit/template_cases.h"
 
 namespace {
 
-struct Case {
-  const char* source;
-  const char* context;
-  const char* expected;  // null: rendering (or parsing) must fail
-};
+using Case = rf::test::JinjaCase;  // source, context, expected (null: must fail)
 
 const Case kCases[] = {
     {R"J({{ {'a':{'b':1}} }})J", R"J({})J", R"J({'a': {'b': 1}})J"},
@@ -159,17 +151,7 @@ c)J"},
 };
 
 TEST(Jinja, ExpressionsMatchJinja2) {
-  rf::jinja::RenderOptions options;
-  options.date = "2026-01-15";
-  for (const Case& c : kCases) {
-    SCOPED_TRACE(c.source);
-    const auto context = nlohmann::ordered_json::parse(c.context);
-    if (c.expected) {
-      EXPECT_EQ(rf::jinja::Template(c.source).render(context, options), c.expected);
-    } else {
-      EXPECT_THROW(rf::jinja::Template(c.source).render(context, options), rf::jinja::TemplateError);
-    }
-  }
+  rf::test::expect_jinja_cases(kCases);
 }
 
 }  // namespace

@@ -9,8 +9,9 @@
 #include <cmath>
 #include <limits>
 
-#include "tokenizer/jinja_interp.h"
-#include "tokenizer/jinja_text.h"
+#include "core/json_text.h"
+#include "template/jinja_interp.h"
+#include "template/jinja_text.h"
 
 namespace {
 
@@ -47,7 +48,7 @@ TEST(JinjaText, ReprQuotesLikePython) {
 TEST(JinjaText, JsonStringsLikeJsonDumps) {
   auto json = [](std::string_view s, bool ascii) {
     std::string out;
-    append_json_string(out, s, ascii);
+    rf::append_json_string(out, s, rf::JsonStringOptions::python(ascii));
     return out;
   };
   EXPECT_EQ(json("a\"b\\c\n\r\t\b\f", false), "\"a\\\"b\\\\c\\n\\r\\t\\b\\f\"");
@@ -70,7 +71,7 @@ TEST(JinjaText, InvalidUtf8PassesThrough) {
   const std::string bad = "a\xff\xc3(b\xe2\x82";
   EXPECT_EQ(utf8_length(bad), 7u);
   std::string round;
-  for (size_t p = 0; p < bad.size();) utf8_append(round, utf8_next(bad, p));
+  for (size_t p = 0; p < bad.size();) rf::utf8::append_escaped(round, rf::utf8::next_escaped(bad, p));
   EXPECT_EQ(round, bad);
   Template t("{{ s|upper }}|{{ s|length }}|{{ s[::-1]|length }}|{{ s|trim }}|{{ s|tojson|length }}");
   EXPECT_EQ(t.render(nlohmann::ordered_json{{"s", bad}}, {}), "A\xff\xc3(B\xe2\x82|7|7|" + bad + "|9");

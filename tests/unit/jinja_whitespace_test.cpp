@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/jinja_interp.h"
+#include "template/jinja_interp.h"
 
 namespace {
 

@@ -1,75 +1,33 @@
-// UTF-8 helpers and the incremental detokenizer: characters split across
+// GPT-2's byte map and the incremental detokenizer: characters split across
 // tokens are held back, invalid bytes become U+FFFD, and streamed output
-// always equals the sanitized whole decode.
+// always equals the sanitized whole decode (core/utf8.h's own tests are in
+// core_text_test.cpp).
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "core/error.h"
+#include "core/utf8.h"
 #include "testdata.h"
+#include "tokenizer/byte_map.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace rf {
 namespace {
 
 const std::string kFffd = "\xEF\xBF\xBD";
 
-TEST(Utf8, DecodeRejectsMalformed) {
-  auto ok = [](std::string_view s) { return utf8::is_valid(s); };
-  EXPECT_TRUE(ok("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\xA6\x99"));
-  EXPECT_FALSE(ok("\xC0\x80"));          // overlong
-  EXPECT_FALSE(ok("\xE0\x80\xAF"));      // overlong
-  EXPECT_FALSE(ok("\xED\xA0\x80"));      // surrogate
-  EXPECT_FALSE(ok("\xF4\x90\x80\x80"));  // > U+10FFFF
-  EXPECT_FALSE(ok("\xE2\x82"));          // truncated
-  EXPECT_FALSE(ok("\x80"));
-  EXPECT_EQ(utf8::replace_invalid_bytes("a\xE2\x82z"), "a" + kFffd + kFffd + "z");
-}
-
-TEST(Utf8, ByteLevelTableIsABijection) {
+TEST(ByteMap, ByteLevelTableIsABijection) {
   for (int b = 0; b < 256; ++b) {
-    const std::string& u = utf8::byte_to_unicode(uint8_t(b));
+    const std::string& u = byte_map::to_unicode(uint8_t(b));
     size_t pos = 0;
     uint32_t cp = 0;
     ASSERT_TRUE(utf8::decode(u, pos, cp));
     EXPECT_EQ(pos, u.size());
-    EXPECT_EQ(utf8::unicode_to_byte(cp), b);
+    EXPECT_EQ(byte_map::to_byte(cp), b);
   }
-  EXPECT_EQ(utf8::byte_to_unicode(' '), "\xC4\xA0");  // 'Ġ'
-  EXPECT_EQ(utf8::byte_to_unicode('\n'), "\xC4\x8A");  // 'Ċ'
-  EXPECT_EQ(utf8::byte_to_unicode('A'), "A");
-  EXPECT_EQ(utf8::unicode_to_byte(0x2581), -1);
-}
-
-TEST(Utf8, SanitizerUsesMaximalSubparts) {
-  EXPECT_EQ(utf8::sanitize("ok"), "ok");
-  EXPECT_EQ(utf8::sanitize("\xE2\x82" "a"), kFffd + "a");  // one subpart
-  EXPECT_EQ(utf8::sanitize("\xFF\xFE"), kFffd + kFffd);
-  EXPECT_EQ(utf8::sanitize("\xED\xA0\x80"), kFffd + kFffd + kFffd);  // surrogate: each byte
-  EXPECT_EQ(utf8::sanitize("\xF0\x9F\xA6"), kFffd);                   // cut off at the end
-  // Any split of the input gives the same output.
-  std::mt19937 rng(7);
-  for (int iter = 0; iter < 2000; ++iter) {
-    std::string s;
-    const int n = int(rng() % 12);
-    for (int i = 0; i < n; ++i) {
-      static const uint8_t pool[] = {'a', 0x80, 0xBF, 0xC2, 0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xED, 0xA0,
-                                     0xF0, 0x9F, 0xA6, 0x99, 0xF4, 0x90, 0xFF, 0xE0, 0x9F};
-      s.push_back(char(pool[rng() % sizeof pool]));
-    }
-    const std::string whole = utf8::sanitize(s);
-    ASSERT_TRUE(utf8::is_valid(whole));
-    utf8::Utf8Sanitizer z;
-    std::string parts;
-    for (size_t i = 0; i < s.size();) {
-      const size_t k = 1 + rng() % 3;
-      z.feed(std::string_view(s).substr(i, k), parts);
-      i += k;
-    }
-    z.finish(parts);
-    ASSERT_EQ(parts, whole);
-  }
+  EXPECT_EQ(byte_map::to_unicode(' '), "\xC4\xA0");  // 'Ġ'
+  EXPECT_EQ(byte_map::to_unicode('\n'), "\xC4\x8A");  // 'Ċ'
+  EXPECT_EQ(byte_map::to_unicode('A'), "A");
+  EXPECT_EQ(byte_map::to_byte(0x2581), -1);
 }
 
 std::unique_ptr<Tokenizer> load(const char* rel) { return Tokenizer::from_file(test::testdata_path(rel)); }

@@ -13,7 +13,6 @@
 #include "gguf/reader.h"
 #include "testdata.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 #include "gguf/writer.h"
 
 namespace rf {

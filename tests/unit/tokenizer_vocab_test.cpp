@@ -6,8 +6,8 @@
 #include "core/error.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
+#include "tokenizer/byte_map.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace rf {
 namespace {
@@ -40,7 +40,7 @@ gguf::Writer spm_writer() {
 // extra tokens; merges a+b, ab+c, Ġ+a.
 gguf::Writer bpe_writer(const std::string& pre, const std::vector<std::string>& extra = {}) {
   std::vector<std::string> toks;
-  for (int b = 0; b < 256; ++b) toks.push_back(utf8::byte_to_unicode(uint8_t(b)));
+  for (int b = 0; b < 256; ++b) toks.push_back(byte_map::to_unicode(uint8_t(b)));
   for (const char* t : {"ab", "abc", "\xC4\xA0" "a"}) toks.push_back(t);
   for (const auto& t : extra) toks.push_back(t);
   gguf::Writer w;

@@ -1,6 +1,6 @@
 // Values, heap and Python-semantics helpers of the Jinja interpreter (see
 // jinja_value.h).
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_value.h"
 
 #include <nlohmann/json.hpp>
 
@@ -8,7 +8,8 @@
 #include <cmath>
 #include <limits>
 
-#include "tokenizer/jinja_text.h"
+#include "core/json_text.h"
+#include "template/jinja_text.h"
 
 namespace rf::jinja {
 
@@ -356,7 +357,7 @@ void append_json(std::string& out, const Value& v, const JsonStyle& style, size_
       else if (std::isinf(v.f)) out += v.f < 0 ? "-Infinity" : "Infinity";
       else out += float_repr(v.f);
       return;
-    case Kind::String: append_json_string(out, v.str(), style.ensure_ascii); check_size(out, max_bytes); return;
+    case Kind::String: append_json_string(out, v.str(), JsonStringOptions::python(style.ensure_ascii)); check_size(out, max_bytes); return;
     case Kind::List: {
       if (v.list->seq != SeqKind::List) break;
       const auto& items = v.list->items;
@@ -385,7 +386,7 @@ void append_json(std::string& out, const Value& v, const JsonStyle& style, size_
       for (size_t k = 0; k < items.size(); ++k) {
         if (k) out += style.item_sep;
         if (style.indent) json_newline(out, style, depth + 1, max_bytes);
-        append_json_string(out, items[k].first, style.ensure_ascii);
+        append_json_string(out, items[k].first, JsonStringOptions::python(style.ensure_ascii));
         out += style.key_sep;
         append_json(out, *items[k].second, style, max_bytes, depth + 1);
         check_size(out, max_bytes);

@@ -1,8 +1,8 @@
 // Jinja parser, expressions: recursive descent in Jinja2's precedence order
 // condexpr > or > and > not > compare > + - > ~ > * / // % > ** > unary >
 // primary with postfix (. [] ()) and filters/tests (| is).
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_parse_impl.h"
+#include "template/jinja_builtins.h"
+#include "template/jinja_parse_impl.h"
 
 namespace rf::jinja::detail {
 

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/jinja_ast.h"
-#include "tokenizer/jinja_lexer.h"
+#include "template/jinja_ast.h"
+#include "template/jinja_lexer.h"
 
 namespace rf::jinja::detail {
 

@@ -1,14 +1,14 @@
 // Jinja lexer (see jinja_lexer.h). The structure follows Jinja2's own lexer:
 // find the next tag opener, strip the text before it per the whitespace
 // rules, then lex the tag's inside until its closer.
-#include "tokenizer/jinja_lexer.h"
+#include "template/jinja_lexer.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
-#include "tokenizer/jinja_text.h"
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_text.h"
+#include "template/jinja_value.h"
 
 namespace rf::jinja {
 
@@ -94,7 +94,7 @@ class Lexer {
   size_t skip_unicode_space(size_t p) const {
     while (p < src_.size()) {
       size_t q = p;
-      if (!py_isspace(utf8_next(src_, q))) break;
+      if (!py_isspace(utf8::next_escaped(src_, q))) break;
       p = q;
     }
     return p;
@@ -232,7 +232,7 @@ class Lexer {
       }
       const char c = src_[pos_];
       size_t q = pos_;
-      if (py_isspace(utf8_next(src_, q))) {
+      if (py_isspace(utf8::next_escaped(src_, q))) {
         advance_to(q);
       } else if (is_digit(c)) {
         lex_number();
@@ -363,7 +363,7 @@ class Lexer {
           }
           if (cp > 0x10FFFF) syntax_error("escape sequence out of range in string literal", line);
           k += n;
-          utf8_append(out, cp);
+          utf8::append_escaped(out, cp);
           break;
         }
         default:
@@ -371,7 +371,7 @@ class Lexer {
             uint32_t cp = static_cast<uint32_t>(e - '0');
             for (int d = 0; d < 2 && k + 1 < raw.size() && raw[k + 1] >= '0' && raw[k + 1] <= '7'; ++d)
               cp = cp * 8 + static_cast<uint32_t>(raw[++k] - '0');
-            utf8_append(out, cp);
+            utf8::append_escaped(out, cp);
           } else {  // unknown escapes keep their backslash, as in Python
             out.push_back('\\');
             out.push_back(e);
@@ -406,9 +406,9 @@ class Lexer {
     const char c = src_[pos_];
     if (std::string_view("+-/*%~[](){}=.:|,;<>").find(c) == std::string_view::npos) {
       size_t q = pos_;
-      const uint32_t cp = utf8_next(src_, q);
+      const uint32_t cp = utf8::next_escaped(src_, q);
       std::string shown;
-      utf8_append(shown, cp);
+      utf8::append_escaped(shown, cp);
       syntax_error(str("unexpected character '", shown, "'"), line_);
     }
     if (c == '(' || c == '[' || c == '{') {

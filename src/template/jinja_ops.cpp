@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/jinja_interp.h"
-#include "tokenizer/jinja_text.h"
+#include "template/jinja_interp.h"
+#include "template/jinja_text.h"
 
 namespace rf::jinja {
 
@@ -197,7 +197,7 @@ std::vector<Value> Renderer::iterate(const Value& v) {
       out.reserve(s.size());
       for (size_t p = 0; p < s.size();) {
         const size_t start = p;
-        utf8_next(s, p);
+        utf8::next_escaped(s, p);
         out.push_back(make_string(s.substr(start, p - start)));
       }
       break;

@@ -1,10 +1,10 @@
 // Statement execution and expression evaluation of the Jinja interpreter
 // (see jinja_interp.h).
-#include "tokenizer/jinja_interp.h"
+#include "template/jinja_interp.h"
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/jinja_parser.h"
+#include "template/jinja_parser.h"
 
 namespace rf::jinja {
 

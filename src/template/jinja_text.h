@@ -1,7 +1,8 @@
-// Text helpers for the Jinja interpreter: UTF-8 decoding that never fails
-// (an invalid byte stands for itself), Python's notion of whitespace and of
-// simple case mapping, Python's float repr, and the string quoting used by
-// Python's repr() and json.dumps(ensure_ascii=False). Pure functions, no state.
+// Text helpers for the Jinja interpreter: Python's str as code points (the
+// lossless decoding of core/utf8.h, where an invalid byte stands for
+// itself), Python's notion of whitespace and of simple case mapping,
+// Python's float repr and the string quoting of Python's repr() (json.dumps'
+// is core/json_text.h's, JsonStringOptions::python). Pure functions, no state.
 #pragma once
 
 #include <cstdint>
@@ -9,13 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
+
 namespace rf::jinja {
 
-// One code point decoded at `pos` (advanced past it). An invalid or truncated
-// sequence decodes as its first byte alone (value 0xDC00 + byte, a lone
-// surrogate, so it never equals a real character) and re-encodes unchanged.
-uint32_t utf8_next(std::string_view s, size_t& pos);
-void utf8_append(std::string& out, uint32_t cp);
+// Code points are those of utf8::next_escaped: an invalid or truncated
+// sequence counts as its first byte alone.
 bool is_ascii(std::string_view s);
 size_t utf8_length(std::string_view s);  // in code points
 // Byte offsets of each code point start, plus s.size() at the end.
@@ -40,8 +40,5 @@ std::string py_title(std::string_view s);       // str.title(): after a non-lett
 std::string float_repr(double d);
 // Python repr(str): single quotes unless the text has ' and no ".
 void append_py_repr(std::string& out, std::string_view s);
-// JSON string literal as json.dumps writes it (ensure_ascii: \uXXXX for
-// every non-ASCII character, as Python's default; off for transformers).
-void append_json_string(std::string& out, std::string_view s, bool ensure_ascii = false);
 
 }  // namespace rf::jinja

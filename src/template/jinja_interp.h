@@ -20,9 +20,9 @@
 #include <variant>
 #include <vector>
 
-#include "tokenizer/jinja_ast.h"
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_ast.h"
+#include "template/jinja_builtins.h"
+#include "template/jinja_value.h"
 
 namespace rf::jinja {
 

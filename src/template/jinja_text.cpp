@@ -1,62 +1,11 @@
 // Text helpers for the Jinja interpreter (see jinja_text.h).
-#include "tokenizer/jinja_text.h"
+#include "template/jinja_text.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
 namespace rf::jinja {
-
-uint32_t utf8_next(std::string_view s, size_t& pos) {
-  const auto b0 = static_cast<unsigned char>(s[pos]);
-  if (b0 < 0x80) {
-    ++pos;
-    return b0;
-  }
-  int len = 0;
-  uint32_t cp = 0, min = 0;
-  if ((b0 & 0xE0) == 0xC0) { len = 2; cp = b0 & 0x1F; min = 0x80; }
-  else if ((b0 & 0xF0) == 0xE0) { len = 3; cp = b0 & 0x0F; min = 0x800; }
-  else if ((b0 & 0xF8) == 0xF0) { len = 4; cp = b0 & 0x07; min = 0x10000; }
-  if (len == 0 || pos + len > s.size()) {
-    ++pos;
-    return 0xDC00 + b0;
-  }
-  for (int k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[pos + k]);
-    if ((b & 0xC0) != 0x80) {
-      ++pos;
-      return 0xDC00 + b0;
-    }
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    ++pos;
-    return 0xDC00 + b0;
-  }
-  pos += len;
-  return cp;
-}
-
-void utf8_append(std::string& out, uint32_t cp) {
-  if (cp >= 0xDC80 && cp <= 0xDCFF) {  // an undecodable byte stands for itself
-    out.push_back(static_cast<char>(cp - 0xDC00));
-  } else if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 bool is_ascii(std::string_view s) {
   for (char c : s)
@@ -67,7 +16,7 @@ bool is_ascii(std::string_view s) {
 size_t utf8_length(std::string_view s) {
   if (is_ascii(s)) return s.size();
   size_t n = 0;
-  for (size_t pos = 0; pos < s.size(); ++n) utf8_next(s, pos);
+  for (size_t pos = 0; pos < s.size(); ++n) utf8::next_escaped(s, pos);
   return n;
 }
 
@@ -76,7 +25,7 @@ std::vector<size_t> utf8_offsets(std::string_view s) {
   offs.reserve(s.size() + 1);
   for (size_t pos = 0; pos < s.size();) {
     offs.push_back(pos);
-    utf8_next(s, pos);
+    utf8::next_escaped(s, pos);
   }
   offs.push_back(s.size());
   return offs;
@@ -91,7 +40,7 @@ bool py_isspace(uint32_t cp) {
 std::string py_strip(std::string_view s, const std::string* chars, bool left, bool right) {
   std::vector<uint32_t> set;
   if (chars)
-    for (size_t p = 0; p < chars->size();) set.push_back(utf8_next(*chars, p));
+    for (size_t p = 0; p < chars->size();) set.push_back(utf8::next_escaped(*chars, p));
   auto strippable = [&](uint32_t cp) {
     if (!chars) return py_isspace(cp);
     for (uint32_t c : set)
@@ -102,7 +51,7 @@ std::string py_strip(std::string_view s, const std::string* chars, bool left, bo
   if (left) {
     while (begin < end) {
       size_t p = begin;
-      if (!strippable(utf8_next(s, p))) break;
+      if (!strippable(utf8::next_escaped(s, p))) break;
       begin = p;
     }
   }
@@ -111,11 +60,11 @@ std::string py_strip(std::string_view s, const std::string* chars, bool left, bo
       size_t start = end - 1;  // back up to the start of the last code point
       while (start > begin && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80 && end - start < 4) --start;
       size_t p = start;
-      uint32_t cp = utf8_next(s, p);
+      uint32_t cp = utf8::next_escaped(s, p);
       if (p != end) {  // not one well-formed character: treat the last byte alone
         start = end - 1;
         p = start;
-        cp = utf8_next(s, p);
+        cp = utf8::next_escaped(s, p);
       }
       if (!strippable(cp)) break;
       end = start;
@@ -186,20 +135,20 @@ std::string map_cps(std::string_view s, Fn fn) {
     for (char c : s) out.push_back(static_cast<char>(fn(static_cast<unsigned char>(c))));
     return out;
   }
-  for (size_t p = 0; p < s.size();) utf8_append(out, fn(utf8_next(s, p)));
+  for (size_t p = 0; p < s.size();) utf8::append_escaped(out, fn(utf8::next_escaped(s, p)));
   return out;
 }
 
 void append_upper(std::string& out, uint32_t cp) {
   if (cp == 0xDF) out += "SS";
-  else utf8_append(out, cp_upper(cp));
+  else utf8::append_escaped(out, cp_upper(cp));
 }
 
 }  // namespace
 
 bool cp_is_alpha(uint32_t cp) {
   if (cp < 0x80) return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
-  if (cp >= 0xDC80 && cp <= 0xDCFF) return false;
+  if (utf8::is_escaped_byte(cp)) return false;
   return cp >= 0xC0 && cp != 0xD7 && cp != 0xF7 && !py_isspace(cp) && !(cp >= 0x2000 && cp <= 0x2BFF) &&
          !(cp >= 0x3000 && cp <= 0x303F) && !(cp >= 0xFF00 && cp <= 0xFF20);
 }
@@ -209,7 +158,7 @@ bool cp_is_digit(uint32_t cp) { return cp >= '0' && cp <= '9'; }
 std::string py_upper(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (size_t p = 0; p < s.size();) append_upper(out, utf8_next(s, p));
+  for (size_t p = 0; p < s.size();) append_upper(out, utf8::next_escaped(s, p));
   return out;
 }
 
@@ -220,9 +169,9 @@ std::string py_capitalize(std::string_view s) {
   out.reserve(s.size());
   bool first = true;
   for (size_t p = 0; p < s.size();) {
-    uint32_t cp = utf8_next(s, p);
+    uint32_t cp = utf8::next_escaped(s, p);
     if (first) append_upper(out, cp);
-    else utf8_append(out, cp_lower(cp));
+    else utf8::append_escaped(out, cp_lower(cp));
     first = false;
   }
   return out;
@@ -233,8 +182,8 @@ std::string py_title(std::string_view s) {
   out.reserve(s.size());
   bool prev_cased = false;
   for (size_t p = 0; p < s.size();) {
-    uint32_t cp = utf8_next(s, p);
-    if (prev_cased) utf8_append(out, cp_lower(cp));
+    uint32_t cp = utf8::next_escaped(s, p);
+    if (prev_cased) utf8::append_escaped(out, cp_lower(cp));
     else append_upper(out, cp);
     prev_cased = cp_is_cased(cp);
   }
@@ -282,7 +231,7 @@ namespace {
 
 bool py_printable(uint32_t cp) {
   if (cp < 0x20 || (cp >= 0x7F && cp <= 0xA0) || cp == 0xAD) return false;
-  if (cp >= 0xDC80 && cp <= 0xDCFF) return false;
+  if (utf8::is_escaped_byte(cp)) return false;
   if (cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202F) ||
       (cp >= 0x205F && cp <= 0x206F) || cp == 0x3000 || cp == 0xFEFF || (cp >= 0xFFF9 && cp <= 0xFFFB))
     return false;
@@ -299,7 +248,7 @@ void append_py_repr(std::string& out, std::string_view s) {
   const char quote = (has_single && !has_double) ? '"' : '\'';
   out.push_back(quote);
   for (size_t p = 0; p < s.size();) {
-    const uint32_t cp = utf8_next(s, p);
+    const uint32_t cp = utf8::next_escaped(s, p);
     if (cp == static_cast<uint32_t>(quote) || cp == '\\') {
       out.push_back('\\');
       out.push_back(static_cast<char>(cp));
@@ -317,50 +266,10 @@ void append_py_repr(std::string& out, std::string_view s) {
       else std::snprintf(buf, sizeof buf, "\\U%08x", v);
       out += buf;
     } else {
-      utf8_append(out, cp);
+      utf8::append_escaped(out, cp);
     }
   }
   out.push_back(quote);
-}
-
-void append_json_string(std::string& out, std::string_view s, bool ensure_ascii) {
-  out.push_back('"');
-  for (size_t p = 0; p < s.size(); ++p) {
-    const char ch = s[p];
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x80 && ensure_ascii) {
-      size_t q = p;
-      uint32_t cp = utf8_next(s, q);
-      p = q - 1;
-      char buf[16];
-      if (cp >= 0x10000 && !(cp >= 0xDC80 && cp <= 0xDCFF)) {
-        cp -= 0x10000;
-        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
-      } else {
-        std::snprintf(buf, sizeof buf, "\\u%04x", cp);
-      }
-      out += buf;
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(ch);
-        }
-    }
-  }
-  out.push_back('"');
 }
 
 }  // namespace rf::jinja

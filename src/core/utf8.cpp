@@ -1,8 +1,6 @@
-// UTF-8 decoding/encoding, the GPT-2 byte mapping and the streaming
-// sanitizer (see utf8.h for the two replacement policies).
-#include "tokenizer/utf8.h"
-
-#include <array>
+// UTF-8 decoding and encoding, lossless decoding and the streaming
+// sanitizer (see utf8.h for the three ways invalid bytes are handled).
+#include "core/utf8.h"
 
 namespace rf::utf8 {
 
@@ -45,6 +43,10 @@ bool decode(std::string_view s, size_t& pos, uint32_t& cp) {
 
 void append(std::string& out, uint32_t cp) {
   if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = kReplacement;
+  append_unchecked(out, cp);
+}
+
+void append_unchecked(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
     out.push_back(char(cp));
   } else if (cp < 0x800) {
@@ -87,35 +89,16 @@ std::string replace_invalid_bytes(std::string_view s) {
   return out;
 }
 
-namespace {
-
-// GPT-2's table: printable Latin-1 bytes map to themselves, the other 68
-// bytes to U+0100.. in byte order.
-struct ByteTables {
-  std::array<std::string, 256> to_utf8;
-  std::array<int16_t, 512> from_cp;  // code points < 512 only
-  ByteTables() {
-    from_cp.fill(-1);
-    int next = 256;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      const uint32_t cp = printable ? uint32_t(b) : uint32_t(next++);
-      append(to_utf8[b], cp);
-      from_cp[cp] = int16_t(b);
-    }
-  }
-};
-
-const ByteTables& byte_tables() {
-  static const ByteTables tables;  // immutable after thread-safe init
-  return tables;
+uint32_t next_escaped(std::string_view s, size_t& pos) {
+  uint32_t cp;
+  if (decode(s, pos, cp)) return cp;
+  return kEscapedByteBase + uint8_t(s[pos++]);
 }
 
-}  // namespace
-
-const std::string& byte_to_unicode(uint8_t b) { return byte_tables().to_utf8[b]; }
-
-int unicode_to_byte(uint32_t cp) { return cp < 512 ? byte_tables().from_cp[cp] : -1; }
+void append_escaped(std::string& out, uint32_t cp) {
+  if (is_escaped_byte(cp)) out.push_back(char(cp - kEscapedByteBase));
+  else append_unchecked(out, cp);
+}
 
 void Utf8Sanitizer::feed(std::string_view bytes, std::string& out) {
   static const char kFffd[] = "\xEF\xBF\xBD";

@@ -2,11 +2,11 @@
 // chat_template.h). Builds the render context the way transformers'
 // apply_chat_template does: messages, add_generation_prompt, bos/eos
 // tokens, tools and documents (none unless given), plus extra context.
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 #include <new>
 
-#include "tokenizer/jinja_interp.h"
+#include "template/jinja_interp.h"
 
 namespace rf {
 

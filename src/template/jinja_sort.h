@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "tokenizer/jinja_interp.h"
+#include "template/jinja_interp.h"
 
 namespace rf::jinja {
 

@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <unordered_map>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_interp.h"
-#include "tokenizer/jinja_text.h"
+#include "template/jinja_builtins.h"
+#include "template/jinja_interp.h"
+#include "template/jinja_text.h"
 
 namespace rf::jinja {
 
@@ -215,17 +215,17 @@ Value f_title(Renderer& r, const Value& v, const CallArgs&) {
   std::string out;
   bool at_start = true;
   for (size_t p = 0; p < s.size();) {
-    const uint32_t cp = utf8_next(s, p);
+    const uint32_t cp = utf8::next_escaped(s, p);
     const bool sep = py_isspace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
     if (sep) {
-      utf8_append(out, cp);
+      utf8::append_escaped(out, cp);
       at_start = true;
     } else {
       if (at_start) {
         if (cp == 0xDF) out += "SS";
-        else utf8_append(out, cp_upper(cp));
+        else utf8::append_escaped(out, cp_upper(cp));
       } else {
-        utf8_append(out, cp_lower(cp));
+        utf8::append_escaped(out, cp_lower(cp));
       }
       at_start = false;
     }
@@ -292,7 +292,7 @@ Value f_wordcount(Renderer& r, const Value& v, const CallArgs&) {
   int64_t words = 0;
   bool in_word = false;
   for (size_t p = 0; p < s.size();) {
-    const uint32_t cp = utf8_next(s, p);
+    const uint32_t cp = utf8::next_escaped(s, p);
     const bool word_char = cp == '_' || cp_is_digit(cp) || cp_is_alpha(cp);
     if (word_char && !in_word) ++words;
     in_word = word_char;

@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <ctime>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_interp.h"
-#include "tokenizer/jinja_text.h"
+#include "template/jinja_builtins.h"
+#include "template/jinja_interp.h"
+#include "template/jinja_text.h"
 
 namespace rf::jinja {
 
@@ -73,7 +73,7 @@ Value split(Renderer& r, const std::string& s, const CallArgs& a, bool from_righ
     size_t p = 0, start = std::string::npos;
     while (p < s.size()) {
       const size_t at = p;
-      const bool space = py_isspace(utf8_next(s, p));
+      const bool space = py_isspace(utf8::next_escaped(s, p));
       if (!space && start == std::string::npos) start = at;
       if (space && start != std::string::npos) words.emplace_back(start, at), start = std::string::npos;
     }
@@ -169,8 +169,8 @@ Value string_method(Renderer& r, const Value& self, std::string_view m, const Ca
   if (m == "swapcase") {
     std::string out;
     for (size_t p = 0; p < s.size();) {
-      const uint32_t cp = utf8_next(s, p);
-      utf8_append(out, cp_upper(cp) != cp ? cp_upper(cp) : cp_lower(cp));
+      const uint32_t cp = utf8::next_escaped(s, p);
+      utf8::append_escaped(out, cp_upper(cp) != cp ? cp_upper(cp) : cp_lower(cp));
     }
     return r.make_string(std::move(out));
   }
@@ -202,7 +202,7 @@ Value string_method(Renderer& r, const Value& self, std::string_view m, const Ca
         else { out.append(s, p, std::string::npos); break; }
         if (p == s.size()) break;
         const size_t start = p;
-        utf8_next(s, p);
+        utf8::next_escaped(s, p);
         out.append(s, start, p - start);
         r.budget().check_string_size(out.size());
       }
@@ -251,7 +251,7 @@ Value string_method(Renderer& r, const Value& self, std::string_view m, const Ca
   auto all_cps = [&](auto pred) {
     if (s.empty()) return false;
     for (size_t p = 0; p < s.size();)
-      if (!pred(utf8_next(s, p))) return false;
+      if (!pred(utf8::next_escaped(s, p))) return false;
     return true;
   };
   if (m == "isdigit") return Value::boolean(all_cps(cp_is_digit));

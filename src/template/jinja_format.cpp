@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_interp.h"
-#include "tokenizer/jinja_text.h"
+#include "template/jinja_builtins.h"
+#include "template/jinja_interp.h"
+#include "template/jinja_text.h"
 
 namespace rf::jinja {
 
@@ -32,7 +32,7 @@ std::string format_spec(Renderer& r, const Value& v, const std::string& spec) {
   size_t first_len = 0;
   if (!spec.empty()) {
     size_t p = 0;
-    utf8_next(spec, p);
+    utf8::next_escaped(spec, p);
     first_len = p;
   }
   if (first_len && first_len < spec.size() && is_align(spec[first_len])) {

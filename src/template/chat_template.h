@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_value.h"
 
 namespace rf {
 

@@ -1,10 +1,10 @@
 // Jinja parser (see jinja_parser.h): the driver and statements. Follows
 // Jinja2's grammar; unknown tags, filters and tests are syntax errors here,
 // as Jinja2 reports them when compiling a template.
-#include "tokenizer/jinja_parser.h"
+#include "template/jinja_parser.h"
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_parse_impl.h"
+#include "template/jinja_builtins.h"
+#include "template/jinja_parse_impl.h"
 
 namespace rf::jinja {
 

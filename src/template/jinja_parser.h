@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-#include "tokenizer/jinja_ast.h"
+#include "template/jinja_ast.h"
 
 namespace rf::jinja {
 
