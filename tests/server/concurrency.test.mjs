@@ -27,9 +27,14 @@ describe('a server with 64 sequences', () => {
     let maxOpen = 0;
     const results = await Promise.all(
       Array.from({ length: N }, async (_, i) => {
+        // Streams of 160+ tokens (no early end) last hundreds of engine
+        // steps, far longer than the client takes to open all 64 of them,
+        // even on a loaded machine: a server that batches them has them
+        // open together; one that serves them one by one never does.
         const stream = await openai.completions.create({
           prompt: `Once upon a time, story number ${i},`,
-          max_tokens: 24 + (i % 8),
+          max_tokens: 160 + (i % 8),
+          ignore_eos: true,
           temperature: 0.8,
           seed: i,
           stream: true,
@@ -55,7 +60,7 @@ describe('a server with 64 sequences', () => {
     let prompt = 0;
     let completion = 0;
     for (const r of results) {
-      assert.ok(r.finish === 'length' || r.finish === 'stop', `finish ${r.finish}`);
+      assert.equal(r.finish, 'length');
       assert.ok(r.usage, 'usage chunk');
       assert.ok(r.usage.completion_tokens >= 1);
       prompt += r.usage.prompt_tokens;
