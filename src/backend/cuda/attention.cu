@@ -664,7 +664,7 @@ __global__ void attention_combine_kernel(const float* __restrict__ part_out, con
 }
 
 template <int HD>
-void launch_decode(dim3 grid, const AttnArgs& a, gpuStream_t s) {
+void launch_decode(dim3 grid, const AttnArgs& a, const LaunchCtx& ctx) {
   constexpr size_t bytes = DecodeLayout<HD>::kBytes;
   if constexpr (bytes > 48 * 1024) {
     // Opt in to the larger shared memory once per device.
@@ -683,13 +683,13 @@ void launch_decode(dim3 grid, const AttnArgs& a, gpuStream_t s) {
       opted.fetch_or(bit, std::memory_order_release);
     }
   }
-  launch(attention_decode_kernel<HD>, grid, dim3(kDecThreads), bytes, s, a);
+  launch(attention_decode_kernel<HD>, grid, dim3(kDecThreads), bytes, ctx, a);
 }
 
 }  // namespace
 
 void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tokens, const AttentionParams& p,
-               int n_splits, const AttentionScratch& scratch, void* out, gpuStream_t s) {
+               int n_splits, const AttentionScratch& scratch, void* out, const LaunchCtx& ctx) {
   if (n_tokens == 0) return;
   const int group_size = p.n_heads / std::max(p.n_kv_heads, 1);
   const bool tiled = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && (p.head_dim == 64 || p.head_dim == 128) &&
@@ -736,26 +736,26 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
     const dim3 grid(unsigned(m.n_q_tiles), unsigned(p.n_kv_heads), unsigned(group_size / heads_per_block));
     const int threads = heads_per_block * kPrefillQ * 4;
     if (p.head_dim == 128)
-      launch(attention_prefill_kernel<128>, grid, dim3(threads), 0, s, a, m.q_tiles, heads_per_block);
+      launch(attention_prefill_kernel<128>, grid, dim3(threads), 0, ctx, a, m.q_tiles, heads_per_block);
     else
-      launch(attention_prefill_kernel<64>, grid, dim3(threads), 0, s, a, m.q_tiles, heads_per_block);
+      launch(attention_prefill_kernel<64>, grid, dim3(threads), 0, ctx, a, m.q_tiles, heads_per_block);
     return;
   }
   const dim3 grid(unsigned(n_tokens), unsigned(p.n_kv_heads), unsigned(n_splits));
   if ((p.head_dim == 64 || p.head_dim == 128) && group <= kDecMaxHeads) {
     // The decode kernel (any token works; it is built for one per sequence).
     if (p.head_dim == 128)
-      launch_decode<128>(grid, a, s);
+      launch_decode<128>(grid, a, ctx);
     else
-      launch_decode<64>(grid, a, s);
+      launch_decode<64>(grid, a, ctx);
   } else {
     if (smem > 48 * 1024)
       RF_GPU_CHECK(gpuFuncSetAttribute(attention_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    launch(attention_kernel, grid, dim3(threads), smem, s, a);
+    launch(attention_kernel, grid, dim3(threads), smem, ctx, a);
   }
   if (n_splits > 1)
     launch(attention_combine_kernel, dim3(unsigned(n_tokens), unsigned(p.n_heads)),
-           dim3(unsigned(std::min(256, std::max(32, p.head_dim)))), 0, s, scratch.partial_out,
+           dim3(unsigned(std::min(256, std::max(32, p.head_dim)))), 0, ctx, scratch.partial_out,
            scratch.partial_ml, m.positions, p.n_heads, p.head_dim, n_splits, static_cast<__half*>(out));
 }
 

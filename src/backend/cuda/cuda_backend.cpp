@@ -19,24 +19,6 @@ namespace gpu {
 void throw_gpu_error(gpuError_t err, const char* what, const char* file, int line) {
   fail("GPU error '", gpuGetErrorString(err), "' in ", what, " at ", file, ":", line);
 }
-// Measurement switches: on unless the variable is "0"; read once per process
-// (thread-safe static initialization).
-static bool switch_on(const char* name) {
-  const char* v = std::getenv(name);
-  return !(v && std::string(v) == "0");
-}
-bool pdl_enabled() {
-  static const bool on = switch_on("ROCMFORGE_PDL");
-  return on;
-}
-bool tma_gemv_enabled() {
-  static const bool on = switch_on("ROCMFORGE_TMA_GEMV");
-  return on;
-}
-bool l2_prefetch_enabled() {
-  static const bool on = switch_on("ROCMFORGE_L2_PREFETCH");
-  return on;
-}
 }  // namespace gpu
 
 namespace {
@@ -117,6 +99,8 @@ void CudaBackend::collect_profile() {
   P.next = 0;
 }
 
+gpu::LaunchCtx CudaBackend::ctx() const { return {S(stream_), options_}; }
+
 int CudaBackend::device_count() {
   int n = 0;
   if (gpuGetDeviceCount(&n) != gpuSuccess) {
@@ -126,7 +110,8 @@ int CudaBackend::device_count() {
   return n;
 }
 
-CudaBackend::CudaBackend(const CudaOptions& options) : options_(options), impl_(std::make_unique<Impl>()) {
+CudaBackend::CudaBackend(const CudaOptions& options)
+    : options_(CudaOptions::from_env(options)), impl_(std::make_unique<Impl>()) {
   RF_CHECK(device_count() > options.device, "no CUDA device ", options.device, " (", device_count(), " found)");
   RF_GPU_CHECK(gpuSetDevice(options.device));
   gpuDeviceProp prop;
@@ -140,15 +125,12 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options), impl_(
   RF_GPU_CHECK(gpuHostAlloc(&impl_->staging, kStagingBytes, gpuHostAllocDefault));
   if (gpu::Blas::workspace_bytes() > 0) impl_->blas_workspace = alloc(gpu::Blas::workspace_bytes(), "BLAS workspace");
   n_sms_ = prop.multiProcessorCount;
-  if (!gpu::switch_on("ROCMFORGE_MMA")) options_.mma_max_rows_quant = 0;
-  if (const char* p = std::getenv("ROCMFORGE_ATTN_BLOCKS"); p && std::atoi(p) > 0)
-    options_.attention_target_blocks = std::atoi(p);
-  if (const char* p = std::getenv("ROCMFORGE_PROFILE"); p && *p && std::string(p) != "0") {
+  if (options_.profile) {
     profiling_ = true;
     impl_->prof.events.resize(ProfileState::kEvents);
     for (auto& e : impl_->prof.events) RF_GPU_CHECK(gpuEventCreate(&e));
   }
-  impl_->blas = std::make_unique<gpu::Blas>(s, impl_->blas_workspace, gpu::Blas::workspace_bytes());
+  impl_->blas = std::make_unique<gpu::Blas>(ctx(), impl_->blas_workspace, gpu::Blas::workspace_bytes());
 }
 
 CudaBackend::~CudaBackend() {
@@ -370,13 +352,13 @@ void CudaBackend::embed(const Tensor& table, const StepMeta& m, Tensor& out) {
   OpTimer timer(this, "embed");
   RF_CHECK(out.type == DType::F32 && out.cols() == table.cols(), "cuda embed: output must be f32 [n, embd]");
   gpu::embed_rows(table.type, table.data, table.row_bytes(), int(table.cols()), m.token_ids, m.n_tokens,
-                  int(table.rows()), out.ptr<float>(), S(stream_));
+                  int(table.rows()), out.ptr<float>(), ctx());
 }
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
   OpTimer timer(this, "rms_norm");
   RF_CHECK(x.type == DType::F32 && w.type == DType::F32 && w.cols() == x.cols(), "cuda rms_norm: bad inputs");
-  gpu::rms_norm(x.ptr<float>(), w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, S(stream_));
+  gpu::rms_norm(x.ptr<float>(), w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, ctx());
 }
 
 void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
@@ -390,7 +372,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
                                        " m", m, " k", k)
                                  : std::string());
   if (n <= 8) {
-    gpu::gemv(w.type, w.data, w.row_bytes(), m, k, x.data, n, out.data, out.type, S(stream_));
+    gpu::gemv(w.type, w.data, w.row_bytes(), m, k, x.data, n, out.data, out.type, ctx());
     return;
   }
   if (mma) {
@@ -403,7 +385,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
       while (splits > 1 && size_t(splits) * size_t(rows) * size_t(m) * 4 > impl_->dequant_bytes) --splits;
       gpu::mma_matmul(w.type, w.data, w.row_bytes(), m, k, static_cast<const uint8_t*>(x.data) + size_t(c0) * k * 2,
                       rows, static_cast<uint8_t*>(out.data) + size_t(c0) * m * out_elem, out.type, splits,
-                      static_cast<float*>(impl_->dequant), S(stream_));
+                      static_cast<float*>(impl_->dequant), ctx());
     }
     return;
   }
@@ -417,7 +399,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
   const size_t out_elem = out.type == DType::F32 ? 4 : 2;
   for (int r0 = 0; r0 < m; r0 += chunk) {
     const int rows = std::min(chunk, m - r0);
-    gpu::dequant_rows_f16(w.type, w.data, w.row_bytes(), r0, rows, k, impl_->dequant, S(stream_));
+    gpu::dequant_rows_f16(w.type, w.data, w.row_bytes(), r0, rows, k, impl_->dequant, ctx());
     impl_->blas->gemm_f16(x.data, impl_->dequant, static_cast<uint8_t*>(out.data) + size_t(r0) * out_elem, out.type,
                           n, rows, k, m);
   }
@@ -427,7 +409,7 @@ void CudaBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const Ste
                                 const KVLayer& cache) {
   RF_CHECK(q.type == DType::F16 && k.type == DType::F16 && v.type == DType::F16, "cuda rope: f16 activations");
   OpTimer timer(this, "rope+kv store");
-  gpu::rope_store_kv(q.data, k.data, v.data, m, m.n_tokens, int(q.cols() / cache.head_dim), rope, cache, S(stream_));
+  gpu::rope_store_kv(q.data, k.data, v.data, m, m.n_tokens, int(q.cols() / cache.head_dim), rope, cache, ctx());
 }
 
 int CudaBackend::attention_splits(const StepMeta& m) const {
@@ -455,26 +437,26 @@ void CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMet
   const int splits = attention_splits(m);
   OpTimer timer(this, m.max_new_tokens > 1 ? "attention prefill" : str("attention decode splits ", splits));
   RF_CHECK(p.n_heads <= limits_.n_heads && p.head_dim <= limits_.head_dim, "cuda attention: shape exceeds reserve()");
-  gpu::attention(q.data, cache, m, m.n_tokens, p, splits, I.attn, out.data, S(stream_));
+  gpu::attention(q.data, cache, m, m.n_tokens, p, splits, I.attn, out.data, ctx());
 }
 
 void CudaBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
   RF_CHECK(gate.type == DType::F16 && up.type == DType::F16 && out.type == DType::F16, "cuda swiglu: f16 only");
   OpTimer timer(this, "swiglu");
-  gpu::swiglu(gate.data, up.data, out.data, gate.numel(), S(stream_));
+  gpu::swiglu(gate.data, up.data, out.data, gate.numel(), ctx());
 }
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
   RF_CHECK(a.type == DType::F32 && out.data == a.data && b.type == DType::F16 && a.numel() == b.numel(),
            "cuda add: supports residual (f32) += f16 in place");
   OpTimer timer(this, "add");
-  gpu::add_f16_to_f32(out.ptr<float>(), b.data, a.numel(), S(stream_));
+  gpu::add_f16_to_f32(out.ptr<float>(), b.data, a.numel(), ctx());
 }
 
 void CudaBackend::gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) {
   RF_CHECK(x.type == DType::F32 && out.type == DType::F32, "cuda gather_rows: f32 only");
   OpTimer timer(this, "gather");
-  gpu::gather_rows_f32(x.ptr<float>(), m.logits_rows, m.n_logits, int(x.cols()), out.ptr<float>(), S(stream_));
+  gpu::gather_rows_f32(x.ptr<float>(), m.logits_rows, m.n_logits, int(x.cols()), out.ptr<float>(), ctx());
 }
 
 void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
@@ -510,7 +492,7 @@ void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, 
   }
   {
     OpTimer timer(this, "sample");
-    gpu::sample(logits.ptr<float>(), n, int(logits.cols()), I.rows_dev, I.pen_dev, I.sample_work, I.out_dev, S(stream_));
+    gpu::sample(logits.ptr<float>(), n, int(logits.cols()), I.rows_dev, I.pen_dev, I.sample_work, I.out_dev, ctx());
   }
   RF_GPU_CHECK(gpuMemcpyAsync(I.out_host, I.out_dev, size_t(n) * sizeof(gpu::SampleOutDevice), gpuMemcpyDeviceToHost,
                               S(stream_)));
@@ -553,7 +535,7 @@ void CudaBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std:
     segs[i] = {ws[i].data, outs[i].data, int(ws[i].rows())};
   }
   gpu::gemv_segments(ws[0].type, segs, int(ws.size()), nullptr, ws[0].row_bytes(), int(x.cols()), x.data,
-                     int(x.rows()), outs[0].type, S(stream_));
+                     int(x.rows()), outs[0].type, ctx());
 }
 
 void CudaBackend::matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
@@ -566,7 +548,7 @@ void CudaBackend::matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, c
                                  : std::string());
   const gpu::GemvSegment seg{w_gate.data, out.data, int(w_gate.rows())};
   gpu::gemv_segments(w_gate.type, &seg, 1, w_up.data, w_gate.row_bytes(), int(x.cols()), x.data, int(x.rows()),
-                     DType::F16, S(stream_));
+                     DType::F16, ctx());
 }
 
 void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
@@ -575,7 +557,7 @@ void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, floa
            "cuda add_rms_norm: bad inputs");
   OpTimer timer(this, "add+rms_norm");
   gpu::add_rms_norm(x.ptr<float>(), y.data, w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps,
-                    S(stream_));
+                    ctx());
 }
 
 void CudaBackend::run_graph(uint64_t key, const std::function<void()>& record) {

@@ -14,28 +14,19 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_options.h"
 
 namespace rf {
 
 class OpTimer;
-
-struct CudaOptions {
-  int device = 0;
-  size_t dequant_scratch_bytes = size_t(256) << 20;  // cap for quantized large-batch matmuls
-  int max_attention_splits = 32;
-  // Decode attention: tokens x KV heads x key slices to aim for; 0: two per
-  // SM (ROCMFORGE_ATTN_BLOCKS sets it). Measured on the H200: one slice for
-  // 64 sequences x 8 KV heads beat four by 5% on 64-sequence decode.
-  int attention_target_blocks = 0;
-  bool graphs = true;
-  // Batches of 9..N rows on Q4_K / Q6_K weights use the tensor-core matmul
-  // reading the stored format (0: dequantize + BLAS instead).
-  // ROCMFORGE_MMA=0 turns it off (measurements).
-  int mma_max_rows_quant = 256;
-};
+namespace gpu {
+struct LaunchCtx;
+}
 
 class CudaBackend final : public Backend {
  public:
+  // The environment switches (cuda_options.h) are applied to `options` here,
+  // once.
   explicit CudaBackend(const CudaOptions& options = {});
   ~CudaBackend() override;
 
@@ -85,6 +76,7 @@ class CudaBackend final : public Backend {
 
  private:
   struct Impl;
+  gpu::LaunchCtx ctx() const;  // the stream and options_, for the launchers
   int attention_splits(const StepMeta& m) const;
   int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
   void release_reserved();

@@ -148,12 +148,12 @@ unsigned grid_for(int64_t n, int threads) {
 }  // namespace
 
 void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const int32_t* ids, int n, int vocab,
-                float* out, gpuStream_t s) {
+                float* out, const LaunchCtx& ctx) {
   if (n == 0) return;
   switch (type) {
 #define RF_CASE(T)                                                                                              \
   case DType::T:                                                                                                \
-    launch(embed_kernel<DType::T>, n, 128, 0, s, static_cast<const uint8_t*>(table), row_bytes, cols, ids, vocab, out); \
+    launch(embed_kernel<DType::T>, n, 128, 0, ctx, static_cast<const uint8_t*>(table), row_bytes, cols, ids, vocab, out); \
     break;
     RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
 #undef RF_CASE
@@ -163,56 +163,56 @@ void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const
 }
 
 void rms_norm(const float* x, const float* w, void* out, DType out_type, int rows, int cols, float eps,
-              gpuStream_t s) {
+              const LaunchCtx& ctx) {
   if (rows == 0) return;
   const int threads = cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 64);
   if (out_type == DType::F32)
-    launch(rms_norm_kernel<float>, rows, threads, 0, s, x, w, static_cast<float*>(out), cols, eps);
+    launch(rms_norm_kernel<float>, rows, threads, 0, ctx, x, w, static_cast<float*>(out), cols, eps);
   else
-    launch(rms_norm_kernel<__half>, rows, threads, 0, s, x, w, static_cast<__half*>(out), cols, eps);
+    launch(rms_norm_kernel<__half>, rows, threads, 0, ctx, x, w, static_cast<__half*>(out), cols, eps);
   RF_GPU_CHECK_LAUNCH();
 }
 
 void add_rms_norm(float* x, const void* y, const float* w, void* out, DType out_type, int rows, int cols, float eps,
-                  gpuStream_t s) {
+                  const LaunchCtx& ctx) {
   if (rows == 0) return;
   const int threads = cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 64);
   const auto* yh = static_cast<const __half*>(y);
   const bool regs = rows <= 64;
   if (out_type == DType::F32) {
     auto* o = static_cast<float*>(out);
-    if (regs) launch(add_rms_norm_kernel<float, true>, rows, threads, 0, s, x, yh, w, o, cols, eps);
-    else launch(add_rms_norm_kernel<float, false>, rows, threads, 0, s, x, yh, w, o, cols, eps);
+    if (regs) launch(add_rms_norm_kernel<float, true>, rows, threads, 0, ctx, x, yh, w, o, cols, eps);
+    else launch(add_rms_norm_kernel<float, false>, rows, threads, 0, ctx, x, yh, w, o, cols, eps);
   } else {
     auto* o = static_cast<__half*>(out);
-    if (regs) launch(add_rms_norm_kernel<__half, true>, rows, threads, 0, s, x, yh, w, o, cols, eps);
-    else launch(add_rms_norm_kernel<__half, false>, rows, threads, 0, s, x, yh, w, o, cols, eps);
+    if (regs) launch(add_rms_norm_kernel<__half, true>, rows, threads, 0, ctx, x, yh, w, o, cols, eps);
+    else launch(add_rms_norm_kernel<__half, false>, rows, threads, 0, ctx, x, yh, w, o, cols, eps);
   }
   RF_GPU_CHECK_LAUNCH();
 }
 
-void swiglu(const void* gate, const void* up, void* out, int64_t n, gpuStream_t s) {
+void swiglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx) {
   if (n == 0) return;
-  launch(swiglu_kernel, grid_for(n, 256), 256, 0, s, static_cast<const __half*>(gate), static_cast<const __half*>(up),
+  launch(swiglu_kernel, grid_for(n, 256), 256, 0, ctx, static_cast<const __half*>(gate), static_cast<const __half*>(up),
                                                  static_cast<__half*>(out), n);
   RF_GPU_CHECK_LAUNCH();
 }
 
-void add_f16_to_f32(float* x, const void* y, int64_t n, gpuStream_t s) {
+void add_f16_to_f32(float* x, const void* y, int64_t n, const LaunchCtx& ctx) {
   if (n == 0) return;
-  launch(add_kernel, grid_for(n, 256), 256, 0, s, x, static_cast<const __half*>(y), n);
+  launch(add_kernel, grid_for(n, 256), 256, 0, ctx, x, static_cast<const __half*>(y), n);
   RF_GPU_CHECK_LAUNCH();
 }
 
-void gather_rows_f32(const float* x, const int32_t* rows, int n_rows, int cols, float* out, gpuStream_t s) {
+void gather_rows_f32(const float* x, const int32_t* rows, int n_rows, int cols, float* out, const LaunchCtx& ctx) {
   if (n_rows == 0) return;
-  launch(gather_kernel, n_rows, 256, 0, s, x, rows, cols, out);
+  launch(gather_kernel, n_rows, 256, 0, ctx, x, rows, cols, out);
   RF_GPU_CHECK_LAUNCH();
 }
 
-void f32_to_f16(const float* x, void* out, int64_t n, gpuStream_t s) {
+void f32_to_f16(const float* x, void* out, int64_t n, const LaunchCtx& ctx) {
   if (n == 0) return;
-  launch(f32_to_f16_kernel, grid_for(n, 256), 256, 0, s, x, static_cast<__half*>(out), n);
+  launch(f32_to_f16_kernel, grid_for(n, 256), 256, 0, ctx, x, static_cast<__half*>(out), n);
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -526,14 +526,14 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
 }
 
 template <typename OutT, bool kPaired>
-void launch_gemv_tma(const GemvArgs& a, int blocks, gpuStream_t s) {
+void launch_gemv_tma(const GemvArgs& a, int blocks, const LaunchCtx& ctx) {
   static const bool attr_set = [] {  // once per instantiation (thread-safe static init)
     auto* kernel = gemv_tma_kernel<OutT, kPaired>;
     RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kTmaMaxBlockBytes)));
     return true;
   }();
   (void)attr_set;
-  launch(gemv_tma_kernel<OutT, kPaired>, blocks, kGemvThreads, size_t(kGemvRows) * (kPaired ? 2 : 1) * a.row_bytes, s,
+  launch(gemv_tma_kernel<OutT, kPaired>, blocks, kGemvThreads, size_t(kGemvRows) * (kPaired ? 2 : 1) * a.row_bytes, ctx,
          a);  // all rows copied (the last block repeats its last row)
 }
 #endif
@@ -572,7 +572,7 @@ __global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, size_t row_by
 constexpr size_t kKqTmaMaxBytes = size_t(64) << 10;
 
 template <DType T, typename OutT, bool kPaired, int C>
-void launch_gemv_kq(GemvArgs a, gpuStream_t s) {
+void launch_gemv_kq(GemvArgs a, const LaunchCtx& ctx) {
   const int m = a.row_end[a.n_segs - 1];
   const int blocks = (m + kKqRows - 1) / kKqRows;
   const size_t smem = size_t(kKqRows) * (kPaired ? 2 : 1) * a.row_bytes;
@@ -585,30 +585,30 @@ void launch_gemv_kq(GemvArgs a, gpuStream_t s) {
   }();
   (void)attr_set;
 #endif
-  launch(gemv_kq_kernel<T, OutT, kPaired, C>, blocks, kKqWarps * RF_WARP_SIZE, a.tma ? smem : 0, s, a);
+  launch(gemv_kq_kernel<T, OutT, kPaired, C>, blocks, kKqWarps * RF_WARP_SIZE, a.tma ? smem : 0, ctx, a);
 }
 
 template <DType T, int C>
-void launch_gemv_cols(const GemvArgs& a, DType out_type, bool paired, int blocks, gpuStream_t s) {
+void launch_gemv_cols(const GemvArgs& a, DType out_type, bool paired, int blocks, const LaunchCtx& ctx) {
   if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
     if (out_type == DType::F32) {
-      if (paired) launch_gemv_kq<T, float, true, C>(a, s);
-      else launch_gemv_kq<T, float, false, C>(a, s);
+      if (paired) launch_gemv_kq<T, float, true, C>(a, ctx);
+      else launch_gemv_kq<T, float, false, C>(a, ctx);
     } else {
-      if (paired) launch_gemv_kq<T, __half, true, C>(a, s);
-      else launch_gemv_kq<T, __half, false, C>(a, s);
+      if (paired) launch_gemv_kq<T, __half, true, C>(a, ctx);
+      else launch_gemv_kq<T, __half, false, C>(a, ctx);
     }
   } else if (out_type == DType::F32) {
-    if (paired) launch(gemv_kernel<T, float, true, C>, blocks, kGemvThreads, 0, s, a);
-    else launch(gemv_kernel<T, float, false, C>, blocks, kGemvThreads, 0, s, a);
+    if (paired) launch(gemv_kernel<T, float, true, C>, blocks, kGemvThreads, 0, ctx, a);
+    else launch(gemv_kernel<T, float, false, C>, blocks, kGemvThreads, 0, ctx, a);
   } else {
-    if (paired) launch(gemv_kernel<T, __half, true, C>, blocks, kGemvThreads, 0, s, a);
-    else launch(gemv_kernel<T, __half, false, C>, blocks, kGemvThreads, 0, s, a);
+    if (paired) launch(gemv_kernel<T, __half, true, C>, blocks, kGemvThreads, 0, ctx, a);
+    else launch(gemv_kernel<T, __half, false, C>, blocks, kGemvThreads, 0, ctx, a);
   }
 }
 
 template <DType T>
-void launch_gemv(GemvArgs a, DType out_type, bool paired, gpuStream_t s) {
+void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) {
   const int m = a.row_end[a.n_segs - 1];
   const int blocks = (m + kGemvRows - 1) / kGemvRows;
   const int n = a.n;
@@ -626,11 +626,11 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, gpuStream_t s) {
     if constexpr (T == DType::F16) {
       if (a.n == 1 && a.tma && size_t(kGemvRows) * (paired ? 2 : 1) * a.row_bytes <= kTmaMaxBlockBytes) {
         if (out_type == DType::F32) {
-          if (paired) launch_gemv_tma<float, true>(a, blocks, s);
-          else launch_gemv_tma<float, false>(a, blocks, s);
+          if (paired) launch_gemv_tma<float, true>(a, blocks, ctx);
+          else launch_gemv_tma<float, false>(a, blocks, ctx);
         } else {
-          if (paired) launch_gemv_tma<__half, true>(a, blocks, s);
-          else launch_gemv_tma<__half, false>(a, blocks, s);
+          if (paired) launch_gemv_tma<__half, true>(a, blocks, ctx);
+          else launch_gemv_tma<__half, false>(a, blocks, ctx);
         }
         continue;
       }
@@ -640,17 +640,17 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, gpuStream_t s) {
     // accumulator per row: fewer registers, more warps in flight.
     // (Only for the common formats, to keep instantiations few.)
     constexpr bool kSingle = T == DType::F16 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
-    if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, s);
-    else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, s);
+    if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, ctx);
+    else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, ctx);
     RF_GPU_CHECK_LAUNCH();
   }
 }
 
 template <DType T>
-void launch_dequant(const void* w, size_t row_bytes, int row0, int rows, int k, void* dst, gpuStream_t s) {
+void launch_dequant(const void* w, size_t row_bytes, int row0, int rows, int k, void* dst, const LaunchCtx& ctx) {
   const int64_t work = k % 32 == 0 ? int64_t(rows) * (k / 32) : int64_t(rows) * k;
   const int threads = 256;
-  launch(dequant_rows_kernel<T>, unsigned((work + threads - 1) / threads), threads, 0, s, 
+  launch(dequant_rows_kernel<T>, unsigned((work + threads - 1) / threads), threads, 0, ctx, 
       static_cast<const uint8_t*>(w), row_bytes, row0, rows, k, static_cast<__half*>(dst));
   RF_GPU_CHECK_LAUNCH();
 }
@@ -701,7 +701,7 @@ __global__ void __launch_bounds__(256) gemm_tiled_kernel(const __half* __restric
 }  // namespace
 
 void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, size_t row_bytes, int k,
-                   const void* x, int n, DType out_type, gpuStream_t s) {
+                   const void* x, int n, DType out_type, const LaunchCtx& ctx) {
   RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "gemv: output must be f32 or f16");
   RF_CHECK(n_segs >= 1 && n_segs <= 3 && (!w_up || n_segs == 1), "gemv: 1..3 segments (one when paired)");
   GemvArgs a{};
@@ -723,15 +723,15 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
   if (w_up) aligned = aligned && reinterpret_cast<uintptr_t>(w_up) % 16 == 0;
   // Measured on the H200: the prefetch slows the f16 GEMV (its loads already
   // stream) and speeds up the k-quant ones.
-  a.prefetch = aligned && l2_prefetch_enabled() && (w_type == DType::Q4_K || w_type == DType::Q6_K);
+  a.prefetch = aligned && ctx.options.l2_prefetch && (w_type == DType::Q4_K || w_type == DType::Q6_K);
 #if defined(RF_HIP)
   a.tma = false;  // no bulk-copy engine
 #else
-  a.tma = aligned && tma_gemv_enabled();
+  a.tma = aligned && ctx.options.tma_gemv;
 #endif
   switch (w_type) {
 #define RF_CASE(T) \
-  case DType::T: return launch_gemv<DType::T>(a, out_type, w_up != nullptr, s);
+  case DType::T: return launch_gemv<DType::T>(a, out_type, w_up != nullptr, ctx);
     RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
 #undef RF_CASE
     default: fail("cuda matmul: weight type ", dtype_name(w_type), " is not supported");
@@ -739,16 +739,16 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
 }
 
 void gemv(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out, DType out_type,
-          gpuStream_t s) {
+          const LaunchCtx& ctx) {
   const GemvSegment seg{w, out, m};
-  gemv_segments(w_type, &seg, 1, nullptr, row_bytes, k, x, n, out_type, s);
+  gemv_segments(w_type, &seg, 1, nullptr, row_bytes, k, x, n, out_type, ctx);
 }
 
 void dequant_rows_f16(DType w_type, const void* w, size_t row_bytes, int row0, int rows, int k, void* dst,
-                      gpuStream_t s) {
+                      const LaunchCtx& ctx) {
   switch (w_type) {
 #define RF_CASE(T) \
-  case DType::T: return launch_dequant<DType::T>(w, row_bytes, row0, rows, k, dst, s);
+  case DType::T: return launch_dequant<DType::T>(w, row_bytes, row0, rows, k, dst, ctx);
     RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
 #undef RF_CASE
     default: fail("cuda matmul: weight type ", dtype_name(w_type), " is not supported");
@@ -756,13 +756,13 @@ void dequant_rows_f16(DType w_type, const void* w, size_t row_bytes, int row0, i
 }
 
 void gemm_f16_tiled(const void* x, const void* w, void* out, DType out_type, int n, int m, int k, int ldo,
-                    gpuStream_t s) {
+                    const LaunchCtx& ctx) {
   const dim3 grid((m + kTile - 1) / kTile, (n + kTile - 1) / kTile);
   if (out_type == DType::F32)
-    launch(gemm_tiled_kernel<float>, grid, 256, 0, s, static_cast<const __half*>(x), static_cast<const __half*>(w),
+    launch(gemm_tiled_kernel<float>, grid, 256, 0, ctx, static_cast<const __half*>(x), static_cast<const __half*>(w),
                                                   static_cast<float*>(out), n, m, k, ldo);
   else
-    launch(gemm_tiled_kernel<__half>, grid, 256, 0, s, static_cast<const __half*>(x), static_cast<const __half*>(w),
+    launch(gemm_tiled_kernel<__half>, grid, 256, 0, ctx, static_cast<const __half*>(x), static_cast<const __half*>(w),
                                                    static_cast<__half*>(out), n, m, k, ldo);
   RF_GPU_CHECK_LAUNCH();
 }

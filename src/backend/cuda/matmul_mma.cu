@@ -244,7 +244,7 @@ __global__ void sum_splits_kernel(const float* __restrict__ partials, int splits
 }
 
 template <DType T, typename OutT>
-void launch_mma(const MmaArgs& a, int splits, gpuStream_t s) {
+void launch_mma(const MmaArgs& a, int splits, const LaunchCtx& ctx) {
   constexpr size_t kSmem = size_t(2) * kMmaCols * kXStride * sizeof(__half);
   static const bool attr_set = [] {  // once per instantiation (thread-safe static init)
     auto* kernel = mma_matmul_kernel<T, OutT>;
@@ -253,18 +253,18 @@ void launch_mma(const MmaArgs& a, int splits, gpuStream_t s) {
   }();
   (void)attr_set;
   const dim3 grid(unsigned((a.m + kMmaRows - 1) / kMmaRows), unsigned(splits));
-  launch(mma_matmul_kernel<T, OutT>, grid, dim3(kMmaThreads), kSmem, s, a);
+  launch(mma_matmul_kernel<T, OutT>, grid, dim3(kMmaThreads), kSmem, ctx, a);
   if (splits > 1) {
     const int64_t count = int64_t(a.n) * a.m;
-    launch(sum_splits_kernel<OutT>, dim3(unsigned((count + 255) / 256)), dim3(256), 0, s,
+    launch(sum_splits_kernel<OutT>, dim3(unsigned((count + 255) / 256)), dim3(256), 0, ctx,
            static_cast<const float*>(a.partials), splits, count, static_cast<OutT*>(a.out));
   }
 }
 
 template <DType T>
-void dispatch_out(const MmaArgs& a, int splits, DType out_type, gpuStream_t s) {
-  if (out_type == DType::F32) launch_mma<T, float>(a, splits, s);
-  else launch_mma<T, __half>(a, splits, s);
+void dispatch_out(const MmaArgs& a, int splits, DType out_type, const LaunchCtx& ctx) {
+  if (out_type == DType::F32) launch_mma<T, float>(a, splits, ctx);
+  else launch_mma<T, __half>(a, splits, ctx);
 }
 
 }  // namespace
@@ -282,7 +282,7 @@ int mma_matmul_splits(int m, int k, int n_sms) {
 }
 
 void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out,
-                DType out_type, int splits, float* partials, gpuStream_t s) {
+                DType out_type, int splits, float* partials, const LaunchCtx& ctx) {
   RF_CHECK(mma_matmul_supported(w_type, k) && n >= 1 && n <= kMmaCols, "mma matmul: unsupported shape");
   RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "mma matmul: output must be f32 or f16");
   const int n_chunks = k / kChunk;
@@ -300,8 +300,8 @@ void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, con
   a.partials = partials;
   RF_CHECK(splits == 1 || partials, "mma matmul: split without a partials buffer");
   switch (w_type) {
-    case DType::Q4_K: return dispatch_out<DType::Q4_K>(a, splits, out_type, s);
-    case DType::Q6_K: return dispatch_out<DType::Q6_K>(a, splits, out_type, s);
+    case DType::Q4_K: return dispatch_out<DType::Q4_K>(a, splits, out_type, ctx);
+    case DType::Q6_K: return dispatch_out<DType::Q6_K>(a, splits, out_type, ctx);
     default: fail("mma matmul: unsupported weight type ", dtype_name(w_type));
   }
 }
@@ -310,7 +310,7 @@ void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, con
 
 bool mma_matmul_supported(DType, int) { return false; }
 int mma_matmul_splits(int, int, int) { return 1; }
-void mma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, DType, int, float*, gpuStream_t) {
+void mma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, DType, int, float*, const LaunchCtx&) {
   fail("mma matmul: not available on this GPU vendor");
 }
 
