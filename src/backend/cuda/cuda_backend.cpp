@@ -114,6 +114,11 @@ CudaBackend::CudaBackend(const CudaOptions& options)
     : options_(CudaOptions::from_env(options)), impl_(std::make_unique<Impl>()) {
   RF_CHECK(device_count() > options.device, "no CUDA device ", options.device, " (", device_count(), " found)");
   RF_GPU_CHECK(gpuSetDevice(options.device));
+  // One-time setup of this device for the kernels (shared-memory opt-ins),
+  // before any launch. Idempotent: another backend on the device repeats it.
+  gpu::gemv_device_setup();
+  gpu::mma_device_setup();
+  gpu::attention_device_setup();
   gpuDeviceProp prop;
   RF_GPU_CHECK(gpuGetDeviceProperties(&prop, options.device));
   name_ = str("cuda:", options.device, " (", prop.name, ", ", prop.multiProcessorCount, " SMs, ",

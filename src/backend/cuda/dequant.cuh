@@ -1,4 +1,9 @@
-// Device-side decoding of GGUF weight formats, 32 elements at a time.
+// Device-side decoding of GGUF weight formats, 32 elements at a time: one
+// decoder per format (WeightFormat<T>::load32), element loads of the plain
+// formats (load1), and the sub-block readers of the hot k-quants
+// (q4k_sub_block, q6k_sub_block), which the decoders here and the GEMV dot
+// products (gemv_dot.cuh) share. Used by dequant.cu, gemv.cu and the
+// embedding lookup; gemm_mma.cu reads Q4_K/Q6_K in its own register layout.
 // A row of k elements has k/32 "sub-blocks": for the 32-element formats a
 // sub-block is one block; a 256-element k-quant super-block holds 8. Values
 // follow core/quant_blocks.h: element = scale[group] * q + bias[group].
@@ -18,6 +23,19 @@ __device__ __forceinline__ float small_uint_to_float(uint32_t q) {
   return __uint_as_float(0x4B000000u | q) - 8388608.0f;
 }
 __device__ __forceinline__ uint16_t ld16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
+
+// Plain formats with k % 32 != 0 (tiny models): element-wise loads.
+template <DType T> __device__ __forceinline__ float load1(const uint8_t* row, int i);
+template <> __device__ __forceinline__ float load1<DType::F32>(const uint8_t* row, int i) {
+  return reinterpret_cast<const float*>(row)[i];
+}
+template <> __device__ __forceinline__ float load1<DType::F16>(const uint8_t* row, int i) {
+  return h2f(ld16(row + 2 * i));
+}
+template <> __device__ __forceinline__ float load1<DType::BF16>(const uint8_t* row, int i) {
+  return __uint_as_float(uint32_t(ld16(row + 2 * i)) << 16);
+}
+template <DType T> constexpr bool kPlain = T == DType::F32 || T == DType::F16 || T == DType::BF16;
 
 template <DType T> struct WeightFormat;
 
@@ -279,7 +297,7 @@ template <> struct WeightFormat<DType::Q6_K> {
   }
 };
 
-// Calls f.template operator()<T>() for the runtime type t; false if unknown.
+// X(T) for every weight format the kernels read (the launchers' switch cases).
 #define RF_FOR_EACH_WEIGHT_FORMAT(X) \
   X(F32) X(F16) X(BF16) X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0) X(Q2_K) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K)
 

@@ -38,6 +38,7 @@ constexpr int kMmaRows = 16 * kMmaWarps;
 constexpr int kMmaThreads = 32 * kMmaWarps;
 constexpr int kChunk = 256;       // k elements per pipeline stage
 constexpr int kXStride = kChunk + 32;  // halves per staged activation row (bank-conflict-free 16-byte reads)
+constexpr size_t kSmem = size_t(2) * kMmaCols * kXStride * sizeof(__half);  // two activation chunks
 
 // Four f16 pairs of one weight row for one 32-wide k slice: step 0 uses
 // (.x, .y), step 1 (.z, .w) as the a0/a2 (or a1/a3) registers.
@@ -245,13 +246,6 @@ __global__ void sum_splits_kernel(const float* __restrict__ partials, int splits
 
 template <DType T, typename OutT>
 void launch_mma(const MmaArgs& a, int splits, const LaunchCtx& ctx) {
-  constexpr size_t kSmem = size_t(2) * kMmaCols * kXStride * sizeof(__half);
-  static const bool attr_set = [] {  // once per instantiation (thread-safe static init)
-    auto* kernel = mma_matmul_kernel<T, OutT>;
-    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kSmem)));
-    return true;
-  }();
-  (void)attr_set;
   const dim3 grid(unsigned((a.m + kMmaRows - 1) / kMmaRows), unsigned(splits));
   launch(mma_matmul_kernel<T, OutT>, grid, dim3(kMmaThreads), kSmem, ctx, a);
   if (splits > 1) {
@@ -267,7 +261,20 @@ void dispatch_out(const MmaArgs& a, int splits, DType out_type, const LaunchCtx&
   else launch_mma<T, __half>(a, splits, ctx);
 }
 
+template <DType T, typename OutT>
+void opt_in_smem() {
+  auto* kernel = mma_matmul_kernel<T, OutT>;
+  RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kSmem)));
+}
+
 }  // namespace
+
+void mma_device_setup() {
+  opt_in_smem<DType::Q4_K, float>();
+  opt_in_smem<DType::Q4_K, __half>();
+  opt_in_smem<DType::Q6_K, float>();
+  opt_in_smem<DType::Q6_K, __half>();
+}
 
 bool mma_matmul_supported(DType w_type, int k) {
   return (w_type == DType::Q4_K || w_type == DType::Q6_K) && k % kChunk == 0;
@@ -308,6 +315,7 @@ void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, con
 
 #else  // HIP: no mma.sync; large batches go through dequantization + BLAS.
 
+void mma_device_setup() {}
 bool mma_matmul_supported(DType, int) { return false; }
 int mma_matmul_splits(int, int, int) { return 1; }
 void mma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, DType, int, float*, const LaunchCtx&) {
