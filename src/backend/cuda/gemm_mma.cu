@@ -63,10 +63,10 @@ template <> struct MmaFormat<DType::Q4_K> {
     uint2 qs[4];
   };
   __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
-    const uint8_t* b = row + size_t(chunk) * 144;
-    r.head = __ldg(reinterpret_cast<const uint4*>(b));
+    const auto* b = reinterpret_cast<const BlockQ4_K*>(row + size_t(chunk) * sizeof(BlockQ4_K));
+    r.head = __ldg(reinterpret_cast<const uint4*>(b));  // d, dmin, scales: the first 16 bytes
 #pragma unroll
-    for (int p = 0; p < 4; ++p) r.qs[p] = __ldg(reinterpret_cast<const uint2*>(b + 16 + 32 * p + 8 * t));
+    for (int p = 0; p < 4; ++p) r.qs[p] = __ldg(reinterpret_cast<const uint2*>(b->qs + 32 * p + 8 * t));
   }
   __device__ static Frag frag(const Raw& r, int j, int) {
     const uint8_t* s = reinterpret_cast<const uint8_t*>(&r.head) + 4;
@@ -96,31 +96,35 @@ __device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t* p) {
 
 template <> struct MmaFormat<DType::Q6_K> {
   struct Raw {
-    uint32_t ql[4][2];  // [64n + 32h + 8t .. +8) for n, h in {0, 1}
-    uint32_t qh[2][2];  // [128 + 32n + 8t .. +8)
+    uint32_t ql[4][2];  // ql[64n + 32h + 8t .. +8) for n, h in {0, 1}
+    uint32_t qh[2][2];  // qh[32n + 8t .. +8)
     uint32_t sc[2];     // scales 2j + (t >= 2) for j = 0..7, as int8
     uint32_t d;
   };
   __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
-    const uint8_t* b = row + size_t(chunk) * 210;
+    // Byte offsets of the BlockQ6_K fields (a typed pointer would tell the
+    // compiler more about alignment and change the generated loads).
+    constexpr int kQl = int(offsetof(BlockQ6_K, ql)), kQh = int(offsetof(BlockQ6_K, qh)),
+                  kScales = int(offsetof(BlockQ6_K, scales)), kD = int(offsetof(BlockQ6_K, d));
+    const uint8_t* b = row + size_t(chunk) * sizeof(BlockQ6_K);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      r.ql[i][0] = ld_u32_a2(b + 32 * i + 8 * t);
-      r.ql[i][1] = ld_u32_a2(b + 32 * i + 8 * t + 4);
+      r.ql[i][0] = ld_u32_a2(b + kQl + 32 * i + 8 * t);
+      r.ql[i][1] = ld_u32_a2(b + kQl + 32 * i + 8 * t + 4);
     }
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
-      r.qh[n][0] = ld_u32_a2(b + 128 + 32 * n + 8 * t);
-      r.qh[n][1] = ld_u32_a2(b + 128 + 32 * n + 8 * t + 4);
+      r.qh[n][0] = ld_u32_a2(b + kQh + 32 * n + 8 * t);
+      r.qh[n][1] = ld_u32_a2(b + kQh + 32 * n + 8 * t + 4);
     }
-    // scales[2j + half] for j = 0..7: bytes 192 + half, 194 + half, ...
+    // scales[2j + half] for j = 0..7 (int8, kept as bytes).
     const int half = t >= 2;
     uint32_t s[2] = {0, 0};
 #pragma unroll
-    for (int j = 0; j < 8; ++j) s[j / 4] |= uint32_t(b[192 + 2 * j + half]) << (8 * (j % 4));
+    for (int j = 0; j < 8; ++j) s[j / 4] |= uint32_t(b[kScales + 2 * j + half]) << (8 * (j % 4));
     r.sc[0] = s[0];
     r.sc[1] = s[1];
-    r.d = __ldg(reinterpret_cast<const uint16_t*>(b + 208));
+    r.d = __ldg(reinterpret_cast<const uint16_t*>(b + kD));
   }
   __device__ static Frag frag(const Raw& r, int j, int) {
     const int n = j / 4, kk = j % 4;

@@ -127,13 +127,7 @@ __device__ __forceinline__ float half_sum32(const uint4 (&xv)[4]) {
 
 // Q6_K sub-block: two groups of 16 with their own scales; quants are q - 32.
 __device__ __forceinline__ float q6k_dot32(const uint8_t* row, int sb, const uint4 (&xv)[4]) {
-  const uint8_t* b = row + size_t(sb / 8) * 210;
-  const int j = sb % 8, n = j / 4, k = j % 4;
-  const uint16_t* ql = reinterpret_cast<const uint16_t*>(b + 64 * n + 32 * (k & 1));
-  const uint16_t* qh = reinterpret_cast<const uint16_t*>(b + 128 + 32 * n);
-  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float d = h2f(ld16(b + 208));
-  const int lshift = k < 2 ? 0 : 4, hshift = 2 * k;
+  const Q6KSub q = q6k_sub_block(row, sb);
   const __half2 bias = __float2half2_rn(1056.0f);  // 1024 + 32
   float total = 0.0f;
 #pragma unroll
@@ -144,13 +138,13 @@ __device__ __forceinline__ float q6k_dot32(const uint8_t* row, int sb, const uin
       const __half2* xh = reinterpret_cast<const __half2*>(&xv[2 * g + i]);
 #pragma unroll
       for (int p = 0; p < 4; ++p) {
-        const uint32_t lw = ql[8 * g + 4 * i + p], hw = qh[8 * g + 4 * i + p];
-        const uint32_t q = ((lw >> lshift) & 0x0F0Fu) | (((hw >> hshift) & 0x0303u) << 4);
-        acc = __hfma2(quant_pair<0x4140>(q, bias), xh[p], acc);
+        const uint32_t lw = q.ql[8 * g + 4 * i + p], hw = q.qh[8 * g + 4 * i + p];
+        const uint32_t qv = ((lw >> q.lshift) & 0x0F0Fu) | (((hw >> q.hshift) & 0x0303u) << 4);
+        acc = __hfma2(quant_pair<0x4140>(qv, bias), xh[p], acc);
       }
     }
     const float2 a = __half22float2(acc);
-    total += d * float(sc[2 * j + g]) * (a.x + a.y);
+    total += q.d * float(q.scale[g]) * (a.x + a.y);
   }
   return total;
 }
