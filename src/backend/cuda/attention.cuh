@@ -4,7 +4,8 @@
 //  - attention.cu: the entry point and the generic fallback kernel (any
 //    head size <= 256, any group);
 //  - attention_prefill.cu: query tiles of prefill chunks (head_dim 64/128);
-//  - attention_decode.cu: the decode kernel and the split-K combine kernel.
+//  - attention_decode.cu (+ attention_decode.cuh): the decode kernel and the
+//    split-K combine kernel.
 // Every kernel is a programmatic dependent launch (gpu.h: pdl_wait before
 // any read). Tokens with a negative position (padding) output 0.
 #pragma once
