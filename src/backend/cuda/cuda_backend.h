@@ -18,9 +18,9 @@
 
 namespace rf {
 
-class OpTimer;
 namespace gpu {
 struct LaunchCtx;
+class OpProfiler;
 }
 
 class CudaBackend final : public Backend {
@@ -66,7 +66,8 @@ class CudaBackend final : public Backend {
                              Tensor& out) override;
   void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override;
 
-  bool supports_graphs() const override { return options_.graphs && !profiling_; }
+  // Graphs are off while profiling (op_profiler.h).
+  bool supports_graphs() const override { return options_.graphs && !options_.profile; }
   void run_graph(uint64_t key, const std::function<void()>& record) override;
   void clear_graphs() override;
   double measure_copy_bandwidth() override;
@@ -80,11 +81,7 @@ class CudaBackend final : public Backend {
   int attention_splits(const StepMeta& m) const;
   int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
   void release_reserved();
-  // Op profiling (ROCMFORGE_PROFILE=1; graphs off): events around each op,
-  // summed by name once the stream is synchronized, printed at exit.
-  friend class OpTimer;
-  void collect_profile();
-  bool profiling_ = false;
+  gpu::OpProfiler* profiler() const;  // null unless CudaOptions::profile
   int n_sms_ = 1;
 
   CudaOptions options_;
