@@ -20,7 +20,10 @@
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
 //                            at exit; graphs are off    (profile: any value
 //                            but empty or "0")
-// The environment overrides what the caller set for these fields.
+// A switch set to "0" turns its field off whatever the caller chose;
+// ROCMFORGE_ATTN_BLOCKS and ROCMFORGE_PROFILE override the caller's value.
+// The backend applies from_env() to the options it is given, once, in its
+// constructor (so every CudaBackend follows the environment).
 #pragma once
 
 #include <cstddef>
