@@ -1,5 +1,6 @@
-// Tensor-core matmul for small batches (9..64 activation rows per launch)
-// straight from quantized weights: each warp loads its rows'
+// Tensor-core GEMM (mma_matmul_kernel, the split-sum kernel, their
+// launchers and shared-memory opt-ins): small batches (9..64 activation
+// rows per launch) straight from quantized weights. Each warp loads its rows'
 // quantized bytes into registers and dequantizes them to f16 directly in the
 // mma.sync A-fragment layout, so weights cross memory once in their packed
 // form (the batched-decode case: 64 sequences on a Q4_K_M model). Activations
