@@ -13,7 +13,7 @@ namespace rf::gpu {
 
 class Blas {
  public:
-  Blas(gpuStream_t stream, void* workspace, size_t workspace_bytes);
+  Blas(const LaunchCtx& ctx, void* workspace, size_t workspace_bytes);
   ~Blas();
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
@@ -24,7 +24,7 @@ class Blas {
   static size_t workspace_bytes();
 
  private:
-  gpuStream_t stream_;
+  LaunchCtx ctx_;
   void* handle_ = nullptr;
 };
 

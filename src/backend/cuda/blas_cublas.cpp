@@ -15,11 +15,11 @@ void check(cublasStatus_t st, const char* what, int line) {
 
 size_t Blas::workspace_bytes() { return size_t(32) << 20; }
 
-Blas::Blas(gpuStream_t stream, void* workspace, size_t ws) : stream_(stream) {
+Blas::Blas(const LaunchCtx& ctx, void* workspace, size_t ws) : ctx_(ctx) {
   cublasHandle_t h;
   RF_CUBLAS_CHECK(cublasCreate(&h));
   handle_ = h;
-  RF_CUBLAS_CHECK(cublasSetStream(h, stream));
+  RF_CUBLAS_CHECK(cublasSetStream(h, ctx.stream));
   RF_CUBLAS_CHECK(cublasSetWorkspace(h, workspace, ws));
 }
 

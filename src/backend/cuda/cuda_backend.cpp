@@ -1,16 +1,18 @@
-// CudaBackend: device memory, the per-step upload, op dispatch to the
-// kernel launchers, sampling buffers and CUDA graphs.
+// CudaBackend: construction (options from the environment once, the
+// device's one-time kernel setup), device memory, the per-step upload, op
+// dispatch to the kernel launchers (kernels.h), sampling buffers and CUDA
+// graphs. Per-op timing is op_profiler.h's, the copy-bandwidth probe
+// bandwidth_probe.h's.
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <map>
 
+#include "backend/cuda/bandwidth_probe.h"
 #include "backend/cuda/blas.h"
 #include "backend/cuda/gpu.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/op_profiler.h"
 #include "core/log.h"
 
 namespace rf {
@@ -19,24 +21,6 @@ namespace gpu {
 void throw_gpu_error(gpuError_t err, const char* what, const char* file, int line) {
   fail("GPU error '", gpuGetErrorString(err), "' in ", what, " at ", file, ":", line);
 }
-// Measurement switches: on unless the variable is "0"; read once per process
-// (thread-safe static initialization).
-static bool switch_on(const char* name) {
-  const char* v = std::getenv(name);
-  return !(v && std::string(v) == "0");
-}
-bool pdl_enabled() {
-  static const bool on = switch_on("ROCMFORGE_PDL");
-  return on;
-}
-bool tma_gemv_enabled() {
-  static const bool on = switch_on("ROCMFORGE_TMA_GEMV");
-  return on;
-}
-bool l2_prefetch_enabled() {
-  static const bool on = switch_on("ROCMFORGE_L2_PREFETCH");
-  return on;
-}
 }  // namespace gpu
 
 namespace {
@@ -44,16 +28,8 @@ gpuStream_t S(void* s) { return static_cast<gpuStream_t>(s); }
 constexpr size_t kStagingBytes = size_t(64) << 20;
 }  // namespace
 
-struct ProfileState {
-  static constexpr int kEvents = 1 << 14;
-  std::vector<gpuEvent_t> events;
-  int next = 0;
-  std::vector<std::pair<std::string, int>> pending;  // name, index of the start event
-  std::map<std::string, std::pair<double, long>> totals;  // ms, count
-};
-
 struct CudaBackend::Impl {
-  ProfileState prof;
+  std::unique_ptr<gpu::OpProfiler> profiler;  // with CudaOptions::profile
   std::unique_ptr<gpu::Blas> blas;
   void* blas_workspace = nullptr;
   void* staging = nullptr;  // pinned, for weight uploads
@@ -79,43 +55,11 @@ struct CudaBackend::Impl {
   std::unordered_map<uint64_t, std::pair<gpuGraph_t, gpuGraphExec_t>> graphs;
 };
 
-class OpTimer {
- public:
-  OpTimer(CudaBackend* b, const char* what) : OpTimer(b, std::string(what)) {}
-  OpTimer(CudaBackend* b, std::string what) : b_(b) {
-    if (!b->profiling_) return;
-    ProfileState& P = b->impl_->prof;
-    if (P.next + 2 > ProfileState::kEvents) b->collect_profile();
-    if (P.next + 2 > ProfileState::kEvents) return;
-    idx_ = P.next;
-    P.next += 2;
-    RF_GPU_CHECK(gpuEventRecord(P.events[size_t(idx_)], static_cast<gpuStream_t>(b->stream_)));
-    P.pending.emplace_back(std::move(what), idx_);
-  }
-  ~OpTimer() {
-    if (idx_ >= 0)
-      (void)gpuEventRecord(b_->impl_->prof.events[size_t(idx_ + 1)], static_cast<gpuStream_t>(b_->stream_));
-  }
+namespace {
+using OpTimer = gpu::OpProfiler::Scope;  // times one op when profiling
+}  // namespace
 
- private:
-  CudaBackend* b_;
-  int idx_ = -1;
-};
-
-void CudaBackend::collect_profile() {
-  ProfileState& P = impl_->prof;
-  if (P.pending.empty()) return;
-  RF_GPU_CHECK(gpuStreamSynchronize(S(stream_)));
-  for (const auto& [name, i] : P.pending) {
-    float ms = 0;
-    RF_GPU_CHECK(gpuEventElapsedTime(&ms, P.events[size_t(i)], P.events[size_t(i + 1)]));
-    auto& t = P.totals[name];
-    t.first += ms;
-    t.second++;
-  }
-  P.pending.clear();
-  P.next = 0;
-}
+gpu::LaunchCtx CudaBackend::ctx() const { return {S(stream_), options_}; }
 
 int CudaBackend::device_count() {
   int n = 0;
@@ -126,9 +70,15 @@ int CudaBackend::device_count() {
   return n;
 }
 
-CudaBackend::CudaBackend(const CudaOptions& options) : options_(options), impl_(std::make_unique<Impl>()) {
+CudaBackend::CudaBackend(const CudaOptions& options)
+    : options_(CudaOptions::from_env(options)), impl_(std::make_unique<Impl>()) {
   RF_CHECK(device_count() > options.device, "no CUDA device ", options.device, " (", device_count(), " found)");
   RF_GPU_CHECK(gpuSetDevice(options.device));
+  // One-time setup of this device for the kernels (shared-memory opt-ins),
+  // before any launch. Idempotent: another backend on the device repeats it.
+  gpu::gemv_device_setup();
+  gpu::mma_device_setup();
+  gpu::attention_device_setup();
   gpuDeviceProp prop;
   RF_GPU_CHECK(gpuGetDeviceProperties(&prop, options.device));
   name_ = str("cuda:", options.device, " (", prop.name, ", ", prop.multiProcessorCount, " SMs, ",
@@ -140,34 +90,13 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options), impl_(
   RF_GPU_CHECK(gpuHostAlloc(&impl_->staging, kStagingBytes, gpuHostAllocDefault));
   if (gpu::Blas::workspace_bytes() > 0) impl_->blas_workspace = alloc(gpu::Blas::workspace_bytes(), "BLAS workspace");
   n_sms_ = prop.multiProcessorCount;
-  if (!gpu::switch_on("ROCMFORGE_MMA")) options_.mma_max_rows_quant = 0;
-  if (const char* p = std::getenv("ROCMFORGE_ATTN_BLOCKS"); p && std::atoi(p) > 0)
-    options_.attention_target_blocks = std::atoi(p);
-  if (const char* p = std::getenv("ROCMFORGE_PROFILE"); p && *p && std::string(p) != "0") {
-    profiling_ = true;
-    impl_->prof.events.resize(ProfileState::kEvents);
-    for (auto& e : impl_->prof.events) RF_GPU_CHECK(gpuEventCreate(&e));
-  }
-  impl_->blas = std::make_unique<gpu::Blas>(s, impl_->blas_workspace, gpu::Blas::workspace_bytes());
+  if (options_.profile) impl_->profiler = std::make_unique<gpu::OpProfiler>(s);
+  impl_->blas = std::make_unique<gpu::Blas>(ctx(), impl_->blas_workspace, gpu::Blas::workspace_bytes());
 }
 
 CudaBackend::~CudaBackend() {
   if (stream_) (void)gpuStreamSynchronize(S(stream_));
-  if (profiling_) {
-    try {
-      collect_profile();
-    } catch (...) {
-    }
-    std::vector<std::pair<std::string, std::pair<double, long>>> rows(impl_->prof.totals.begin(),
-                                                                      impl_->prof.totals.end());
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-    double total = 0;
-    for (const auto& r : rows) total += r.second.first;
-    std::fprintf(stderr, "\nGPU op profile (%.1f ms in ops):\n%10s %8s %9s  %s\n", total, "ms", "count", "us/op", "op");
-    for (const auto& [name, t] : rows)
-      std::fprintf(stderr, "%10.2f %8ld %9.1f  %s\n", t.first, t.second, 1e3 * t.first / double(t.second), name.c_str());
-    for (auto& e : impl_->prof.events) (void)gpuEventDestroy(e);
-  }
+  impl_->profiler.reset();  // prints the op table
   clear_graphs();
   impl_->blas.reset();
   for (void* p : {static_cast<void*>(impl_->staging), static_cast<void*>(impl_->meta_host),
@@ -367,16 +296,16 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
 }
 
 void CudaBackend::embed(const Tensor& table, const StepMeta& m, Tensor& out) {
-  OpTimer timer(this, "embed");
+  OpTimer timer(profiler(), "embed");
   RF_CHECK(out.type == DType::F32 && out.cols() == table.cols(), "cuda embed: output must be f32 [n, embd]");
   gpu::embed_rows(table.type, table.data, table.row_bytes(), int(table.cols()), m.token_ids, m.n_tokens,
-                  int(table.rows()), out.ptr<float>(), S(stream_));
+                  int(table.rows()), out.ptr<float>(), ctx());
 }
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
-  OpTimer timer(this, "rms_norm");
+  OpTimer timer(profiler(), "rms_norm");
   RF_CHECK(x.type == DType::F32 && w.type == DType::F32 && w.cols() == x.cols(), "cuda rms_norm: bad inputs");
-  gpu::rms_norm(x.ptr<float>(), w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, S(stream_));
+  gpu::rms_norm(x.ptr<float>(), w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, ctx());
 }
 
 void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
@@ -385,12 +314,13 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
   RF_CHECK(out.cols() == m && out.rows() >= n, "cuda matmul: out is ", out.shape_string());
   RF_CHECK(reserved_, "cuda: reserve() must precede matmul");
   const bool mma = n > 8 && n <= options_.mma_max_rows_quant && gpu::mma_matmul_supported(w.type, k);
-  OpTimer timer(this, profiling_ ? str("matmul ", n <= 8 ? "gemv" : mma ? "mma" : (w.type == DType::F16 ? "blas" : "dequant+blas"), " ",
-                                       dtype_name(w.type), " n", n <= 8 ? str(n) : (n <= 64 ? str("<=64") : str(">64")),
-                                       " m", m, " k", k)
-                                 : std::string());
+  OpTimer timer(profiler(),
+                profiler() ? str("matmul ", n <= 8 ? "gemv" : mma ? "mma" : (w.type == DType::F16 ? "blas" : "dequant+blas"),
+                                 " ", dtype_name(w.type), " n", n <= 8 ? str(n) : (n <= 64 ? str("<=64") : str(">64")),
+                                 " m", m, " k", k)
+                           : std::string());
   if (n <= 8) {
-    gpu::gemv(w.type, w.data, w.row_bytes(), m, k, x.data, n, out.data, out.type, S(stream_));
+    gpu::gemv(w.type, w.data, w.row_bytes(), m, k, x.data, n, out.data, out.type, ctx());
     return;
   }
   if (mma) {
@@ -403,7 +333,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
       while (splits > 1 && size_t(splits) * size_t(rows) * size_t(m) * 4 > impl_->dequant_bytes) --splits;
       gpu::mma_matmul(w.type, w.data, w.row_bytes(), m, k, static_cast<const uint8_t*>(x.data) + size_t(c0) * k * 2,
                       rows, static_cast<uint8_t*>(out.data) + size_t(c0) * m * out_elem, out.type, splits,
-                      static_cast<float*>(impl_->dequant), S(stream_));
+                      static_cast<float*>(impl_->dequant), ctx());
     }
     return;
   }
@@ -417,7 +347,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
   const size_t out_elem = out.type == DType::F32 ? 4 : 2;
   for (int r0 = 0; r0 < m; r0 += chunk) {
     const int rows = std::min(chunk, m - r0);
-    gpu::dequant_rows_f16(w.type, w.data, w.row_bytes(), r0, rows, k, impl_->dequant, S(stream_));
+    gpu::dequant_rows_f16(w.type, w.data, w.row_bytes(), r0, rows, k, impl_->dequant, ctx());
     impl_->blas->gemm_f16(x.data, impl_->dequant, static_cast<uint8_t*>(out.data) + size_t(r0) * out_elem, out.type,
                           n, rows, k, m);
   }
@@ -426,8 +356,8 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
 void CudaBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
                                 const KVLayer& cache) {
   RF_CHECK(q.type == DType::F16 && k.type == DType::F16 && v.type == DType::F16, "cuda rope: f16 activations");
-  OpTimer timer(this, "rope+kv store");
-  gpu::rope_store_kv(q.data, k.data, v.data, m, m.n_tokens, int(q.cols() / cache.head_dim), rope, cache, S(stream_));
+  OpTimer timer(profiler(), "rope+kv store");
+  gpu::rope_store_kv(q.data, k.data, v.data, m, m.n_tokens, int(q.cols() / cache.head_dim), rope, cache, ctx());
 }
 
 int CudaBackend::attention_splits(const StepMeta& m) const {
@@ -453,28 +383,28 @@ void CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMet
   RF_CHECK(q.type == DType::F16 && out.type == DType::F16, "cuda attention: f16 activations");
   Impl& I = *impl_;
   const int splits = attention_splits(m);
-  OpTimer timer(this, m.max_new_tokens > 1 ? "attention prefill" : str("attention decode splits ", splits));
+  OpTimer timer(profiler(), m.max_new_tokens > 1 ? "attention prefill" : str("attention decode splits ", splits));
   RF_CHECK(p.n_heads <= limits_.n_heads && p.head_dim <= limits_.head_dim, "cuda attention: shape exceeds reserve()");
-  gpu::attention(q.data, cache, m, m.n_tokens, p, splits, I.attn, out.data, S(stream_));
+  gpu::attention(q.data, cache, m, m.n_tokens, p, splits, I.attn, out.data, ctx());
 }
 
 void CudaBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
   RF_CHECK(gate.type == DType::F16 && up.type == DType::F16 && out.type == DType::F16, "cuda swiglu: f16 only");
-  OpTimer timer(this, "swiglu");
-  gpu::swiglu(gate.data, up.data, out.data, gate.numel(), S(stream_));
+  OpTimer timer(profiler(), "swiglu");
+  gpu::swiglu(gate.data, up.data, out.data, gate.numel(), ctx());
 }
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
   RF_CHECK(a.type == DType::F32 && out.data == a.data && b.type == DType::F16 && a.numel() == b.numel(),
            "cuda add: supports residual (f32) += f16 in place");
-  OpTimer timer(this, "add");
-  gpu::add_f16_to_f32(out.ptr<float>(), b.data, a.numel(), S(stream_));
+  OpTimer timer(profiler(), "add");
+  gpu::add_f16_to_f32(out.ptr<float>(), b.data, a.numel(), ctx());
 }
 
 void CudaBackend::gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) {
   RF_CHECK(x.type == DType::F32 && out.type == DType::F32, "cuda gather_rows: f32 only");
-  OpTimer timer(this, "gather");
-  gpu::gather_rows_f32(x.ptr<float>(), m.logits_rows, m.n_logits, int(x.cols()), out.ptr<float>(), S(stream_));
+  OpTimer timer(profiler(), "gather");
+  gpu::gather_rows_f32(x.ptr<float>(), m.logits_rows, m.n_logits, int(x.cols()), out.ptr<float>(), ctx());
 }
 
 void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
@@ -509,13 +439,13 @@ void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, 
                                 S(stream_)));
   }
   {
-    OpTimer timer(this, "sample");
-    gpu::sample(logits.ptr<float>(), n, int(logits.cols()), I.rows_dev, I.pen_dev, I.sample_work, I.out_dev, S(stream_));
+    OpTimer timer(profiler(), "sample");
+    gpu::sample(logits.ptr<float>(), n, int(logits.cols()), I.rows_dev, I.pen_dev, I.sample_work, I.out_dev, ctx());
   }
   RF_GPU_CHECK(gpuMemcpyAsync(I.out_host, I.out_dev, size_t(n) * sizeof(gpu::SampleOutDevice), gpuMemcpyDeviceToHost,
                               S(stream_)));
   RF_GPU_CHECK(gpuStreamSynchronize(S(stream_)));
-  if (profiling_) collect_profile();
+  if (profiler()) profiler()->collect();
   out.resize(size_t(n));
   for (int i = 0; i < n; ++i) {
     const gpu::SampleOutDevice& o = I.out_host[i];
@@ -544,16 +474,16 @@ void CudaBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std:
   bool same_out = true;
   for (const Tensor& o : outs) same_out = same_out && o.type == outs[0].type;
   if (!gemv_fusable(x, ws) || ws.size() > 3 || !same_out) return Backend::matmul_multi(x, ws, outs);
-  OpTimer timer(this, profiling_ ? str("matmul gemv x", ws.size(), " ", dtype_name(ws[0].type), " n", x.rows(), " k",
-                                       x.cols())
-                                 : std::string());
+  OpTimer timer(profiler(),
+                profiler() ? str("matmul gemv x", ws.size(), " ", dtype_name(ws[0].type), " n", x.rows(), " k", x.cols())
+                           : std::string());
   gpu::GemvSegment segs[3];
   for (size_t i = 0; i < ws.size(); ++i) {
     RF_CHECK(outs[i].cols() == ws[i].rows(), "matmul_multi: output ", i, " has the wrong width");
     segs[i] = {ws[i].data, outs[i].data, int(ws[i].rows())};
   }
   gpu::gemv_segments(ws[0].type, segs, int(ws.size()), nullptr, ws[0].row_bytes(), int(x.cols()), x.data,
-                     int(x.rows()), outs[0].type, S(stream_));
+                     int(x.rows()), outs[0].type, ctx());
 }
 
 void CudaBackend::matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
@@ -561,21 +491,21 @@ void CudaBackend::matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, c
   const Tensor pair[2] = {w_gate, w_up};
   if (!gemv_fusable(x, pair) || w_gate.rows() != w_up.rows() || out.type != DType::F16)
     return Backend::matmul_gate_up_swiglu(x, w_gate, w_up, gate, up, out);
-  OpTimer timer(this, profiling_ ? str("matmul gemv gate*up ", dtype_name(w_gate.type), " n", x.rows(), " m",
-                                       w_gate.rows(), " k", x.cols())
-                                 : std::string());
+  OpTimer timer(profiler(), profiler() ? str("matmul gemv gate*up ", dtype_name(w_gate.type), " n", x.rows(), " m",
+                                             w_gate.rows(), " k", x.cols())
+                                       : std::string());
   const gpu::GemvSegment seg{w_gate.data, out.data, int(w_gate.rows())};
   gpu::gemv_segments(w_gate.type, &seg, 1, w_up.data, w_gate.row_bytes(), int(x.cols()), x.data, int(x.rows()),
-                     DType::F16, S(stream_));
+                     DType::F16, ctx());
 }
 
 void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
   RF_CHECK(x.type == DType::F32 && y.type == DType::F16 && w.type == DType::F32 && x.numel() == y.numel() &&
                w.cols() == x.cols(),
            "cuda add_rms_norm: bad inputs");
-  OpTimer timer(this, "add+rms_norm");
+  OpTimer timer(profiler(), "add+rms_norm");
   gpu::add_rms_norm(x.ptr<float>(), y.data, w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps,
-                    S(stream_));
+                    ctx());
 }
 
 void CudaBackend::run_graph(uint64_t key, const std::function<void()>& record) {
@@ -615,24 +545,12 @@ double CudaBackend::measure_copy_bandwidth() {
   const size_t bytes = size_t(2) << 30;
   void* a = alloc(bytes, "bandwidth test");
   void* b = alloc(bytes, "bandwidth test");
-  RF_GPU_CHECK(gpuMemsetAsync(a, 1, bytes, S(stream_)));
-  gpuEvent_t e0, e1;
-  RF_GPU_CHECK(gpuEventCreate(&e0));
-  RF_GPU_CHECK(gpuEventCreate(&e1));
-  RF_GPU_CHECK(gpuMemcpyAsync(b, a, bytes, gpuMemcpyDeviceToDevice, S(stream_)));  // warm-up
-  const int reps = 10;
-  RF_GPU_CHECK(gpuEventRecord(e0, S(stream_)));
-  for (int i = 0; i < reps; ++i)
-    RF_GPU_CHECK(gpuMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, gpuMemcpyDeviceToDevice, S(stream_)));
-  RF_GPU_CHECK(gpuEventRecord(e1, S(stream_)));
-  RF_GPU_CHECK(gpuEventSynchronize(e1));
-  float ms = 0;
-  RF_GPU_CHECK(gpuEventElapsedTime(&ms, e0, e1));
-  (void)gpuEventDestroy(e0);
-  (void)gpuEventDestroy(e1);
+  const double bw = gpu::copy_bandwidth(a, b, bytes, 10, S(stream_));
   free(a);
   free(b);
-  return 2.0 * double(bytes) * reps / (double(ms) / 1e3);
+  return bw;
 }
+
+gpu::OpProfiler* CudaBackend::profiler() const { return impl_->profiler.get(); }
 
 }  // namespace rf

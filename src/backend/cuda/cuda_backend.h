@@ -14,28 +14,19 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_options.h"
 
 namespace rf {
 
-class OpTimer;
-
-struct CudaOptions {
-  int device = 0;
-  size_t dequant_scratch_bytes = size_t(256) << 20;  // cap for quantized large-batch matmuls
-  int max_attention_splits = 32;
-  // Decode attention: tokens x KV heads x key slices to aim for; 0: two per
-  // SM (ROCMFORGE_ATTN_BLOCKS sets it). Measured on the H200: one slice for
-  // 64 sequences x 8 KV heads beat four by 5% on 64-sequence decode.
-  int attention_target_blocks = 0;
-  bool graphs = true;
-  // Batches of 9..N rows on Q4_K / Q6_K weights use the tensor-core matmul
-  // reading the stored format (0: dequantize + BLAS instead).
-  // ROCMFORGE_MMA=0 turns it off (measurements).
-  int mma_max_rows_quant = 256;
-};
+namespace gpu {
+struct LaunchCtx;
+class OpProfiler;
+}
 
 class CudaBackend final : public Backend {
  public:
+  // The environment switches (cuda_options.h) are applied to `options` here,
+  // once.
   explicit CudaBackend(const CudaOptions& options = {});
   ~CudaBackend() override;
 
@@ -75,7 +66,8 @@ class CudaBackend final : public Backend {
                              Tensor& out) override;
   void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override;
 
-  bool supports_graphs() const override { return options_.graphs && !profiling_; }
+  // Graphs are off while profiling (op_profiler.h).
+  bool supports_graphs() const override { return options_.graphs && !options_.profile; }
   void run_graph(uint64_t key, const std::function<void()>& record) override;
   void clear_graphs() override;
   double measure_copy_bandwidth() override;
@@ -85,14 +77,11 @@ class CudaBackend final : public Backend {
 
  private:
   struct Impl;
+  gpu::LaunchCtx ctx() const;  // the stream and options_, for the launchers
   int attention_splits(const StepMeta& m) const;
   int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
   void release_reserved();
-  // Op profiling (ROCMFORGE_PROFILE=1; graphs off): events around each op,
-  // summed by name once the stream is synchronized, printed at exit.
-  friend class OpTimer;
-  void collect_profile();
-  bool profiling_ = false;
+  gpu::OpProfiler* profiler() const;  // null unless CudaOptions::profile
   int n_sms_ = 1;
 
   CudaOptions options_;

@@ -1,4 +1,9 @@
-// Device-side decoding of GGUF weight formats, 32 elements at a time.
+// Device-side decoding of GGUF weight formats, 32 elements at a time: one
+// decoder per format (WeightFormat<T>::load32), element loads of the plain
+// formats (load1), and the sub-block readers of the hot k-quants
+// (q4k_sub_block, q6k_sub_block), which the decoders here and the GEMV dot
+// products (gemv_dot.cuh) share. Used by dequant.cu, gemv.cu and the
+// embedding lookup; gemm_mma.cu reads Q4_K/Q6_K in its own register layout.
 // A row of k elements has k/32 "sub-blocks": for the 32-element formats a
 // sub-block is one block; a 256-element k-quant super-block holds 8. Values
 // follow core/quant_blocks.h: element = scale[group] * q + bias[group].
@@ -18,6 +23,19 @@ __device__ __forceinline__ float small_uint_to_float(uint32_t q) {
   return __uint_as_float(0x4B000000u | q) - 8388608.0f;
 }
 __device__ __forceinline__ uint16_t ld16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
+
+// Plain formats with k % 32 != 0 (tiny models): element-wise loads.
+template <DType T> __device__ __forceinline__ float load1(const uint8_t* row, int i);
+template <> __device__ __forceinline__ float load1<DType::F32>(const uint8_t* row, int i) {
+  return reinterpret_cast<const float*>(row)[i];
+}
+template <> __device__ __forceinline__ float load1<DType::F16>(const uint8_t* row, int i) {
+  return h2f(ld16(row + 2 * i));
+}
+template <> __device__ __forceinline__ float load1<DType::BF16>(const uint8_t* row, int i) {
+  return __uint_as_float(uint32_t(ld16(row + 2 * i)) << 16);
+}
+template <DType T> constexpr bool kPlain = T == DType::F32 || T == DType::F16 || T == DType::BF16;
 
 template <DType T> struct WeightFormat;
 
@@ -207,11 +225,11 @@ struct Q4KSub {
   int shift;
 };
 __device__ __forceinline__ Q4KSub q4k_sub_block(const uint8_t* row, int sub) {
-  const uint8_t* b = row + size_t(sub / 8) * 144;
+  const uint8_t* b = row + size_t(sub / 8) * sizeof(BlockQ4_K);
   const int j = sub % 8;
   Q4KSub s;
   k4_scales(b, j, &s.d1, &s.m1);
-  const uint4* qp = reinterpret_cast<const uint4*>(b + 16 + 32 * (j / 2));
+  const uint4* qp = reinterpret_cast<const uint4*>(reinterpret_cast<const BlockQ4_K*>(b)->qs + 32 * (j / 2));
   const uint4 q0 = qp[0], q1 = qp[1];
   s.w[0] = q0.x; s.w[1] = q0.y; s.w[2] = q0.z; s.w[3] = q0.w;
   s.w[4] = q1.x; s.w[5] = q1.y; s.w[6] = q1.z; s.w[7] = q1.w;
@@ -253,33 +271,51 @@ template <> struct WeightFormat<DType::Q5_K> {
       }
   }
 };
+// Q6_K sub-block `sub` of a row (a BlockQ6_K holds 8): for its group g
+// (0, 1) of 16 elements and pair p (0..7), the two bytes of ql[8 * g + p]
+// shifted right by lshift give the low 4 bits of two quants, those of
+// qh[8 * g + p] shifted by hshift the high 2 bits; element = d * scale[g] *
+// (q - 32). Q6_K blocks (210 bytes) are only 2-byte aligned: 16-bit loads.
+struct Q6KSub {
+  const uint16_t* ql;
+  const uint16_t* qh;
+  const int8_t* scale;  // the two groups' scales
+  float d;
+  int lshift, hshift;
+};
+__device__ __forceinline__ Q6KSub q6k_sub_block(const uint8_t* row, int sub) {
+  const auto* b = reinterpret_cast<const BlockQ6_K*>(row + size_t(sub / 8) * sizeof(BlockQ6_K));
+  const int j = sub % 8, n = j / 4, k = j % 4;
+  Q6KSub s;
+  s.ql = reinterpret_cast<const uint16_t*>(b->ql + 64 * n + 32 * (k & 1));
+  s.qh = reinterpret_cast<const uint16_t*>(b->qh + 32 * n);
+  s.scale = b->scales + 2 * j;
+  s.d = h2f(ld16(reinterpret_cast<const uint8_t*>(&b->d)));
+  s.lshift = k < 2 ? 0 : 4;
+  s.hshift = 2 * k;
+  return s;
+}
 template <> struct WeightFormat<DType::Q6_K> {
   static constexpr int kBlockElems = 256, kBlockBytes = 210;
   __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
-    const uint8_t* b = row + size_t(sub / 8) * 210;  // 2-byte aligned
-    const int j = sub % 8, n = j / 4, k = j % 4;
-    const uint16_t* ql = reinterpret_cast<const uint16_t*>(b + 64 * n + 32 * (k & 1));
-    const uint16_t* qh = reinterpret_cast<const uint16_t*>(b + 128 + 32 * n);
-    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-    const float d = h2f(ld16(b + 208));
-    const int lshift = k < 2 ? 0 : 4, hshift = 2 * k;
+    const Q6KSub q = q6k_sub_block(row, sub);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const float dl = d * float(sc[2 * j + h]);
+      const float dl = q.d * float(q.scale[h]);
 #pragma unroll
       for (int p = 0; p < 8; ++p) {
-        const uint32_t lw = ql[8 * h + p], hw = qh[8 * h + p];
+        const uint32_t lw = q.ql[8 * h + p], hw = q.qh[8 * h + p];
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
-          const uint32_t q = ((lw >> (8 * c + lshift)) & 15u) | (((hw >> (8 * c + hshift)) & 3u) << 4);
-          v[16 * h + 2 * p + c] = dl * (small_uint_to_float(q) - 32.0f);
+          const uint32_t qv = ((lw >> (8 * c + q.lshift)) & 15u) | (((hw >> (8 * c + q.hshift)) & 3u) << 4);
+          v[16 * h + 2 * p + c] = dl * (small_uint_to_float(qv) - 32.0f);
         }
       }
     }
   }
 };
 
-// Calls f.template operator()<T>() for the runtime type t; false if unknown.
+// X(T) for every weight format the kernels read (the launchers' switch cases).
 #define RF_FOR_EACH_WEIGHT_FORMAT(X) \
   X(F32) X(F16) X(BF16) X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0) X(Q2_K) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K)
 

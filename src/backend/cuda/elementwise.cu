@@ -1,7 +1,7 @@
 // Row and element kernels: embedding lookup (any weight format -> f32),
-// RMSNorm (f32 in, f16/f32 out), SwiGLU, residual add, row gather, and
-// conversions. One block per row for the row ops; reductions use the
-// target's warp size.
+// SwiGLU, residual add, row gather and the f32 -> f16 conversion. One block
+// per row for the row ops, grid-stride loops for the element ops. (The
+// norms are in norm.cu.)
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/kernels.h"
 
@@ -25,87 +25,9 @@ __global__ void embed_kernel(const uint8_t* __restrict__ table, size_t row_bytes
 #pragma unroll
       for (int i = 0; i < 32; ++i) o[sb * 32 + i] = v[i];
     }
-  } else if constexpr (T == DType::F32) {
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = reinterpret_cast<const float*>(row)[i];
-  } else if constexpr (T == DType::F16) {
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = h2f(ld16(row + 2 * i));
-  } else if constexpr (T == DType::BF16) {
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = __uint_as_float(uint32_t(ld16(row + 2 * i)) << 16);
+  } else if constexpr (kPlain<T>) {
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = load1<T>(row, i);
   }
-}
-
-template <typename OutT>
-__global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, OutT* __restrict__ out,
-                                int cols, float eps) {
-  pdl_wait();
-  pdl_trigger();
-  __shared__ float scratch[32];
-  const float* xr = x + size_t(blockIdx.x) * cols;
-  float ss = 0.0f;
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) ss += xr[i] * xr[i];
-  ss = block_sum(ss, scratch);
-  const float scale = rsqrtf(ss / float(cols) + eps);
-  OutT* o = out + size_t(blockIdx.x) * cols;
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(xr[i] * scale * w[i]);
-}
-
-// Residual add and the next RMSNorm in one pass over the row. With kRegs
-// (decode: few rows, each a whole block), rows of up to kNormPerThread
-// elements per thread keep their values in registers and the norm weights
-// (constant) are loaded before waiting on the previous kernel: one round
-// trip to memory after the wait instead of three (batch-1 f16 decode
-// 211.7 -> 218.7 tok/s on the H200). Many rows (prefill) keep the loop,
-// whose fewer registers let two 1024-thread blocks share an SM.
-constexpr int kNormPerThread = 8;
-
-template <typename OutT, bool kRegs>
-__global__ void add_rms_norm_kernel(float* __restrict__ x, const __half* __restrict__ y, const float* __restrict__ w,
-                                    OutT* __restrict__ out, int cols, float eps) {
-  __shared__ float scratch[32];
-  float* xr = x + size_t(blockIdx.x) * cols;
-  const __half* yr = y + size_t(blockIdx.x) * cols;
-  OutT* o = out + size_t(blockIdx.x) * cols;
-  if (kRegs && cols <= kNormPerThread * int(blockDim.x)) {
-    float wv[kNormPerThread], v[kNormPerThread];
-#pragma unroll
-    for (int j = 0; j < kNormPerThread; ++j) {
-      const int i = threadIdx.x + j * blockDim.x;
-      wv[j] = i < cols ? w[i] : 0.0f;
-    }
-    pdl_wait();
-    pdl_trigger();
-    float ss = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kNormPerThread; ++j) {
-      const int i = threadIdx.x + j * blockDim.x;
-      v[j] = i < cols ? xr[i] + __half2float(yr[i]) : 0.0f;
-      ss += v[j] * v[j];
-    }
-#pragma unroll
-    for (int j = 0; j < kNormPerThread; ++j) {
-      const int i = threadIdx.x + j * blockDim.x;
-      if (i < cols) xr[i] = v[j];
-    }
-    ss = block_sum(ss, scratch);
-    const float scale = rsqrtf(ss / float(cols) + eps);
-#pragma unroll
-    for (int j = 0; j < kNormPerThread; ++j) {
-      const int i = threadIdx.x + j * blockDim.x;
-      if (i < cols) o[i] = from_float<OutT>(v[j] * scale * wv[j]);
-    }
-    return;
-  }
-  pdl_wait();
-  pdl_trigger();
-  float ss = 0.0f;
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) {
-    const float v = xr[i] + __half2float(yr[i]);
-    xr[i] = v;
-    ss += v * v;
-  }
-  ss = block_sum(ss, scratch);
-  const float scale = rsqrtf(ss / float(cols) + eps);
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(xr[i] * scale * w[i]);
 }
 
 __global__ void swiglu_kernel(const __half* __restrict__ g, const __half* __restrict__ u, __half* __restrict__ o,
@@ -148,12 +70,12 @@ unsigned grid_for(int64_t n, int threads) {
 }  // namespace
 
 void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const int32_t* ids, int n, int vocab,
-                float* out, gpuStream_t s) {
+                float* out, const LaunchCtx& ctx) {
   if (n == 0) return;
   switch (type) {
 #define RF_CASE(T)                                                                                              \
   case DType::T:                                                                                                \
-    launch(embed_kernel<DType::T>, n, 128, 0, s, static_cast<const uint8_t*>(table), row_bytes, cols, ids, vocab, out); \
+    launch(embed_kernel<DType::T>, n, 128, 0, ctx, static_cast<const uint8_t*>(table), row_bytes, cols, ids, vocab, out); \
     break;
     RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
 #undef RF_CASE
@@ -162,57 +84,28 @@ void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const
   RF_GPU_CHECK_LAUNCH();
 }
 
-void rms_norm(const float* x, const float* w, void* out, DType out_type, int rows, int cols, float eps,
-              gpuStream_t s) {
-  if (rows == 0) return;
-  const int threads = cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 64);
-  if (out_type == DType::F32)
-    launch(rms_norm_kernel<float>, rows, threads, 0, s, x, w, static_cast<float*>(out), cols, eps);
-  else
-    launch(rms_norm_kernel<__half>, rows, threads, 0, s, x, w, static_cast<__half*>(out), cols, eps);
-  RF_GPU_CHECK_LAUNCH();
-}
-
-void add_rms_norm(float* x, const void* y, const float* w, void* out, DType out_type, int rows, int cols, float eps,
-                  gpuStream_t s) {
-  if (rows == 0) return;
-  const int threads = cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 64);
-  const auto* yh = static_cast<const __half*>(y);
-  const bool regs = rows <= 64;
-  if (out_type == DType::F32) {
-    auto* o = static_cast<float*>(out);
-    if (regs) launch(add_rms_norm_kernel<float, true>, rows, threads, 0, s, x, yh, w, o, cols, eps);
-    else launch(add_rms_norm_kernel<float, false>, rows, threads, 0, s, x, yh, w, o, cols, eps);
-  } else {
-    auto* o = static_cast<__half*>(out);
-    if (regs) launch(add_rms_norm_kernel<__half, true>, rows, threads, 0, s, x, yh, w, o, cols, eps);
-    else launch(add_rms_norm_kernel<__half, false>, rows, threads, 0, s, x, yh, w, o, cols, eps);
-  }
-  RF_GPU_CHECK_LAUNCH();
-}
-
-void swiglu(const void* gate, const void* up, void* out, int64_t n, gpuStream_t s) {
+void swiglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx) {
   if (n == 0) return;
-  launch(swiglu_kernel, grid_for(n, 256), 256, 0, s, static_cast<const __half*>(gate), static_cast<const __half*>(up),
+  launch(swiglu_kernel, grid_for(n, 256), 256, 0, ctx, static_cast<const __half*>(gate), static_cast<const __half*>(up),
                                                  static_cast<__half*>(out), n);
   RF_GPU_CHECK_LAUNCH();
 }
 
-void add_f16_to_f32(float* x, const void* y, int64_t n, gpuStream_t s) {
+void add_f16_to_f32(float* x, const void* y, int64_t n, const LaunchCtx& ctx) {
   if (n == 0) return;
-  launch(add_kernel, grid_for(n, 256), 256, 0, s, x, static_cast<const __half*>(y), n);
+  launch(add_kernel, grid_for(n, 256), 256, 0, ctx, x, static_cast<const __half*>(y), n);
   RF_GPU_CHECK_LAUNCH();
 }
 
-void gather_rows_f32(const float* x, const int32_t* rows, int n_rows, int cols, float* out, gpuStream_t s) {
+void gather_rows_f32(const float* x, const int32_t* rows, int n_rows, int cols, float* out, const LaunchCtx& ctx) {
   if (n_rows == 0) return;
-  launch(gather_kernel, n_rows, 256, 0, s, x, rows, cols, out);
+  launch(gather_kernel, n_rows, 256, 0, ctx, x, rows, cols, out);
   RF_GPU_CHECK_LAUNCH();
 }
 
-void f32_to_f16(const float* x, void* out, int64_t n, gpuStream_t s) {
+void f32_to_f16(const float* x, void* out, int64_t n, const LaunchCtx& ctx) {
   if (n == 0) return;
-  launch(f32_to_f16_kernel, grid_for(n, 256), 256, 0, s, x, static_cast<__half*>(out), n);
+  launch(f32_to_f16_kernel, grid_for(n, 256), 256, 0, ctx, x, static_cast<__half*>(out), n);
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -112,6 +112,7 @@
 #define RF_SYNCWARP() __syncwarp()
 #endif
 
+#include "backend/cuda/cuda_options.h"
 #include "core/error.h"
 
 namespace rf::gpu {
@@ -138,12 +139,15 @@ namespace rf::gpu {
 // earlier kernel touches (activations, the KV cache, outputs); before that it
 // may only read constant data (weights), e.g. to prefetch them. Kernels call
 // pdl_trigger() once past their own pdl_wait(), so the next kernel starts at
-// most one launch ahead. ROCMFORGE_PDL=0 turns it off (plain launches).
-bool pdl_enabled();
-// GEMVs prefetch their weight rows into L2 (ROCMFORGE_L2_PREFETCH=0: off).
-bool l2_prefetch_enabled();
-// Batch-1 f16 GEMVs bulk-copy rows to shared memory (ROCMFORGE_TMA_GEMV=0: off).
-bool tma_gemv_enabled();
+// most one launch ahead. CudaOptions::pdl (ROCMFORGE_PDL=0) turns it off.
+//
+// What every launcher gets: the backend's stream and its options (read once,
+// at construction). Launchers pass it down; nothing on a launch path reads
+// the environment or a global.
+struct LaunchCtx {
+  gpuStream_t stream;
+  const CudaOptions& options;
+};
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 __device__ __forceinline__ void pdl_wait() {
@@ -170,21 +174,21 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
 // Launches kernel<<<grid, block, smem, s>>>(args...) as a programmatic
 // dependent launch where supported (see pdl_wait), and checks the launch.
 template <typename... KArgs, typename... Args>
-void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, gpuStream_t s, Args&&... args) {
+void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, const LaunchCtx& ctx, Args&&... args) {
 #ifdef RF_HIP
-  hipLaunchKernelGGL(kernel, grid, block, smem, s, static_cast<KArgs>(args)...);
+  hipLaunchKernelGGL(kernel, grid, block, smem, ctx.stream, static_cast<KArgs>(args)...);
   RF_GPU_CHECK_LAUNCH();
 #else
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
+  cfg.stream = ctx.stream;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cfg.numAttrs = ctx.options.pdl ? 1 : 0;
   RF_GPU_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...));
 #endif
 }

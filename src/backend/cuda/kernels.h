@@ -1,7 +1,8 @@
-// Host-side entry points of the GPU kernels (launchers). Each takes device
-// pointers, sizes and the stream, checks its launch, and throws rf::Error
-// for an unsupported type. Activations are f16 (`act`), the residual stream
-// f32; "OutT" arguments choose f16 or f32 output.
+// Host-side entry points of the GPU kernels (launchers), grouped by the file
+// that owns them. Each takes device pointers, sizes and the LaunchCtx
+// (stream and options), checks its launch, and throws rf::Error for an
+// unsupported type. Activations are f16, the residual stream f32; out_type
+// arguments choose f16 or f32 output.
 #pragma once
 
 #include <cstddef>
@@ -12,10 +13,18 @@
 
 namespace rf::gpu {
 
+// One-time setup of the current device for the kernels that need it
+// (shared-memory opt-ins above 48 KB): the backend's constructor calls
+// these once per device, before any launch.
+void gemv_device_setup();       // gemv.cu
+void mma_device_setup();        // gemm_mma.cu
+void attention_device_setup();  // attention.cu, attention_decode.cu
+
+// ---- gemv.cu
 // out[n, m] = x[n, k] (f16) . w[m, k]^T for w of any weight format, n <= 8
 // per launch (the launcher loops). out_type F16 or F32.
 void gemv(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
-          DType out_type, gpuStream_t s);
+          DType out_type, const LaunchCtx& ctx);
 // Several weight matrices of one type and width in one launch (each row
 // writes its own output [n, rows]); with w_up (one segment: the gate
 // weights) the output is silu(x . gate^T) * (x . up^T). n <= 8 per launch.
@@ -25,7 +34,9 @@ struct GemvSegment {
   int rows;
 };
 void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, size_t row_bytes, int k,
-                   const void* x, int n, DType out_type, gpuStream_t s);
+                   const void* x, int n, DType out_type, const LaunchCtx& ctx);
+
+// ---- gemm_mma.cu
 // Tensor-core matmul for 1..64 activation rows straight from Q4_K or Q6_K
 // weights (k % 256 == 0; NVIDIA only — supported() is false elsewhere).
 // With splits > 1 the k range is split over blocks and `partials` must hold
@@ -33,38 +44,47 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
 bool mma_matmul_supported(DType w_type, int k);
 int mma_matmul_splits(int m, int k, int n_sms);
 void mma_matmul(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
-                DType out_type, int splits, float* partials, gpuStream_t s);
-// x (f32) += y (f16), then out = rms_norm(x) * w (f16 or f32), per row.
-void add_rms_norm(float* x, const void* y, const float* w, void* out, DType out_type, int rows, int cols, float eps,
-                  gpuStream_t s);
+                DType out_type, int splits, float* partials, const LaunchCtx& ctx);
+
+// ---- dequant.cu
 // dst[r, :] = dequant(w[r, :]) as f16, for rows [row0, row0 + rows).
 void dequant_rows_f16(DType w_type, const void* w, size_t w_row_bytes, int row0, int rows, int k, void* dst,
-                      gpuStream_t s);
+                      const LaunchCtx& ctx);
+
+// ---- gemm_tiled.cu
 // Tiled f16 GEMM (f32 accumulation), out[n, m] = x[n, k] . w[m, k]^T, with
 // out row stride ldo; the BLAS fallback where no vendor BLAS exists.
 void gemm_f16_tiled(const void* x, const void* w, void* out, DType out_type, int n, int m, int k, int ldo,
-                    gpuStream_t s);
+                    const LaunchCtx& ctx);
 
-// out[t, :] = table[ids[t], :] as f32 (any weight format).
-void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const int32_t* ids, int n, int vocab,
-                float* out, gpuStream_t s);
+// ---- norm.cu
 // out = x / rms(x) * w per row; x f32, out f16 or f32.
 void rms_norm(const float* x, const float* w, void* out, DType out_type, int rows, int cols, float eps,
-              gpuStream_t s);
-// out = silu(gate) * up (f16, n elements).
-void swiglu(const void* gate, const void* up, void* out, int64_t n, gpuStream_t s);
-// x (f32) += y (f16), n elements.
-void add_f16_to_f32(float* x, const void* y, int64_t n, gpuStream_t s);
-// out[i, :] = x[rows[i], :] for f32 rows of `cols`.
-void gather_rows_f32(const float* x, const int32_t* rows, int n_rows, int cols, float* out, gpuStream_t s);
-// Converts n f32 values to f16 / f16 to f32.
-void f32_to_f16(const float* x, void* out, int64_t n, gpuStream_t s);
+              const LaunchCtx& ctx);
+// x (f32) += y (f16), then out = rms_norm(x) * w (f16 or f32), per row.
+void add_rms_norm(float* x, const void* y, const float* w, void* out, DType out_type, int rows, int cols, float eps,
+                  const LaunchCtx& ctx);
 
+// ---- elementwise.cu
+// out[t, :] = table[ids[t], :] as f32 (any weight format).
+void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const int32_t* ids, int n, int vocab,
+                float* out, const LaunchCtx& ctx);
+// out = silu(gate) * up (f16, n elements).
+void swiglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx);
+// x (f32) += y (f16), n elements.
+void add_f16_to_f32(float* x, const void* y, int64_t n, const LaunchCtx& ctx);
+// out[i, :] = x[rows[i], :] for f32 rows of `cols`.
+void gather_rows_f32(const float* x, const int32_t* rows, int n_rows, int cols, float* out, const LaunchCtx& ctx);
+// Converts n f32 values to f16.
+void f32_to_f16(const float* x, void* out, int64_t n, const LaunchCtx& ctx);
+
+// ---- rope_kv.cu
 // RoPE on q and k (f16, in place) and K/V store into the f16 paged cache.
 void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tokens, int n_heads, const RopeParams& rope,
-                   const KVLayer& cache, gpuStream_t s);
+                   const KVLayer& cache, const LaunchCtx& ctx);
 
-// Paged attention (see attention.cu); partial buffers hold split-K results.
+// ---- attention.cu (attention_prefill.cu, attention_decode.cu)
+// Paged attention; partial buffers hold split-K results.
 struct AttentionScratch {
   float* partial_out = nullptr;  // [max_tokens, n_heads, max_splits, head_dim]
   float* partial_ml = nullptr;   // [max_tokens, n_heads, max_splits, 2]
@@ -72,9 +92,10 @@ struct AttentionScratch {
   int max_tokens = 0;
 };
 void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tokens, const AttentionParams& p,
-               int n_splits, const AttentionScratch& scratch, void* out, gpuStream_t s);
+               int n_splits, const AttentionScratch& scratch, void* out, const LaunchCtx& ctx);
 
-// Sampling (see sample.cu): one block per row over f32 logits [rows, vocab].
+// ---- sample.cu
+// Sampling: one block per row over f32 logits [rows, vocab].
 struct SampleRowDevice {
   float temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty;
   int32_t top_k, top_logprobs, penalty_offset, penalty_count;
@@ -87,6 +108,6 @@ struct SampleOutDevice {
   float top_logprobs[kMaxTopLogprobs];
 };
 void sample(const float* logits, int rows, int vocab, const SampleRowDevice* params, const PenaltyToken* penalties,
-            float* work, SampleOutDevice* out, gpuStream_t s);
+            float* work, SampleOutDevice* out, const LaunchCtx& ctx);
 
 }  // namespace rf::gpu

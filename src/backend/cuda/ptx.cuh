@@ -1,6 +1,7 @@
-// Inline-PTX building blocks shared by the NVIDIA fast paths: the
-// m16n8k16 tensor-core product and 16-byte asynchronous copies to shared
-// memory (cp.async, sm_80+; plain copies elsewhere, including HIP).
+// Inline-PTX building blocks of the NVIDIA fast paths: the m16n8k16
+// tensor-core product, 16-byte asynchronous copies to shared memory
+// (cp.async, sm_80+; plain copies elsewhere, including HIP) and bulk copies
+// of whole weight rows into shared memory (TMA, sm_90; NVIDIA only).
 #pragma once
 
 #include "backend/cuda/gpu.h"
@@ -50,5 +51,37 @@ __device__ __forceinline__ void copy_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
+
+#if !defined(RF_HIP)
+// Bulk copies (TMA, sm_90) of weight rows into shared memory, completing on
+// one mbarrier: thread 0 calls tma_rows_start (before pdl_wait: weights are
+// constant), then __syncthreads (barrier initialized), every thread calls
+// tma_rows_wait before reading. One use per kernel (phase 0).
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void tma_rows_start(uint64_t* bar, uint8_t* dst, const uint8_t* const* rows, int count,
+                                               uint32_t rb) {
+  const uint32_t b = smem_addr(bar);
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(rb * uint32_t(count)) : "memory");
+  for (int i = 0; i < count; ++i)
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     smem_addr(dst + size_t(i) * rb)),
+                 "l"(rows[i]), "r"(rb), "r"(b)
+                 : "memory");
+}
+__device__ __forceinline__ void tma_rows_wait(uint64_t* bar) {
+  const uint32_t b = smem_addr(bar);
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(b)
+        : "memory");
+}
+#endif
 
 }  // namespace rf::gpu

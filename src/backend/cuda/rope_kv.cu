@@ -70,7 +70,7 @@ __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict_
 }  // namespace
 
 void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tokens, int n_heads,
-                   const RopeParams& rope, const KVLayer& cache, gpuStream_t s) {
+                   const RopeParams& rope, const KVLayer& cache, const LaunchCtx& ctx) {
   if (n_tokens == 0) return;
   RF_CHECK(cache.type == DType::F16, "cuda KV cache must be f16");
   RF_CHECK(rope.n_rot > 0 && rope.n_rot <= cache.head_dim && rope.n_rot % 2 == 0 && cache.head_dim % 2 == 0,
@@ -78,7 +78,7 @@ void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tok
   const YarnCorrDims corr = yarn_corr_dims(rope.n_rot, rope.n_ctx_orig, rope.freq_base, rope.beta_fast, rope.beta_slow);
   const int items = (n_heads + 2 * cache.n_kv_heads) * (cache.head_dim / 2);
   const dim3 grid(unsigned(n_tokens), unsigned((items + kThreads - 1) / kThreads));
-  launch(rope_store_kv_kernel, grid, kThreads, 0, s, 
+  launch(rope_store_kv_kernel, grid, kThreads, 0, ctx, 
       static_cast<__half*>(q), static_cast<__half*>(k), static_cast<const __half*>(v), m.positions, m.slot_mapping,
       n_heads, cache.n_kv_heads, cache.head_dim, rope, corr, static_cast<__half*>(cache.k),
       static_cast<__half*>(cache.v), int64_t(cache.num_blocks) * cache.block_size);

@@ -294,14 +294,14 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
 }  // namespace
 
 void sample(const float* logits, int rows, int vocab, const SampleRowDevice* params, const PenaltyToken* penalties,
-            float* work, SampleOutDevice* out, gpuStream_t s) {
+            float* work, SampleOutDevice* out, const LaunchCtx& ctx) {
   if (rows == 0) return;
   RF_CHECK(size_t(vocab) * sizeof(float) >= kGreedySplits * sizeof(ChunkStats), "cuda sample: vocab too small");
-  launch(greedy_partial_kernel, dim3(rows, kGreedySplits), 256, 0, s, logits, vocab, params, work);
+  launch(greedy_partial_kernel, dim3(rows, kGreedySplits), 256, 0, ctx, logits, vocab, params, work);
   RF_GPU_CHECK_LAUNCH();
-  launch(greedy_final_kernel, rows, 32, 0, s, logits, vocab, params, work, out);
+  launch(greedy_final_kernel, rows, 32, 0, ctx, logits, vocab, params, work, out);
   RF_GPU_CHECK_LAUNCH();
-  launch(sample_kernel, rows, kThreads, 0, s, logits, vocab, params, penalties, work, out);
+  launch(sample_kernel, rows, kThreads, 0, ctx, logits, vocab, params, penalties, work, out);
   RF_GPU_CHECK_LAUNCH();
 }
 

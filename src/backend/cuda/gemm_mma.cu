@@ -1,5 +1,6 @@
-// Tensor-core matmul for small batches (9..64 activation rows per launch)
-// straight from quantized weights: each warp loads its rows'
+// Tensor-core GEMM (mma_matmul_kernel, the split-sum kernel, their
+// launchers and shared-memory opt-ins): small batches (9..64 activation
+// rows per launch) straight from quantized weights. Each warp loads its rows'
 // quantized bytes into registers and dequantizes them to f16 directly in the
 // mma.sync A-fragment layout, so weights cross memory once in their packed
 // form (the batched-decode case: 64 sequences on a Q4_K_M model). Activations
@@ -38,6 +39,7 @@ constexpr int kMmaRows = 16 * kMmaWarps;
 constexpr int kMmaThreads = 32 * kMmaWarps;
 constexpr int kChunk = 256;       // k elements per pipeline stage
 constexpr int kXStride = kChunk + 32;  // halves per staged activation row (bank-conflict-free 16-byte reads)
+constexpr size_t kSmem = size_t(2) * kMmaCols * kXStride * sizeof(__half);  // two activation chunks
 
 // Four f16 pairs of one weight row for one 32-wide k slice: step 0 uses
 // (.x, .y), step 1 (.z, .w) as the a0/a2 (or a1/a3) registers.
@@ -62,10 +64,10 @@ template <> struct MmaFormat<DType::Q4_K> {
     uint2 qs[4];
   };
   __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
-    const uint8_t* b = row + size_t(chunk) * 144;
-    r.head = __ldg(reinterpret_cast<const uint4*>(b));
+    const auto* b = reinterpret_cast<const BlockQ4_K*>(row + size_t(chunk) * sizeof(BlockQ4_K));
+    r.head = __ldg(reinterpret_cast<const uint4*>(b));  // d, dmin, scales: the first 16 bytes
 #pragma unroll
-    for (int p = 0; p < 4; ++p) r.qs[p] = __ldg(reinterpret_cast<const uint2*>(b + 16 + 32 * p + 8 * t));
+    for (int p = 0; p < 4; ++p) r.qs[p] = __ldg(reinterpret_cast<const uint2*>(b->qs + 32 * p + 8 * t));
   }
   __device__ static Frag frag(const Raw& r, int j, int) {
     const uint8_t* s = reinterpret_cast<const uint8_t*>(&r.head) + 4;
@@ -95,31 +97,35 @@ __device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t* p) {
 
 template <> struct MmaFormat<DType::Q6_K> {
   struct Raw {
-    uint32_t ql[4][2];  // [64n + 32h + 8t .. +8) for n, h in {0, 1}
-    uint32_t qh[2][2];  // [128 + 32n + 8t .. +8)
+    uint32_t ql[4][2];  // ql[64n + 32h + 8t .. +8) for n, h in {0, 1}
+    uint32_t qh[2][2];  // qh[32n + 8t .. +8)
     uint32_t sc[2];     // scales 2j + (t >= 2) for j = 0..7, as int8
     uint32_t d;
   };
   __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
-    const uint8_t* b = row + size_t(chunk) * 210;
+    // Byte offsets of the BlockQ6_K fields (a typed pointer would tell the
+    // compiler more about alignment and change the generated loads).
+    constexpr int kQl = int(offsetof(BlockQ6_K, ql)), kQh = int(offsetof(BlockQ6_K, qh)),
+                  kScales = int(offsetof(BlockQ6_K, scales)), kD = int(offsetof(BlockQ6_K, d));
+    const uint8_t* b = row + size_t(chunk) * sizeof(BlockQ6_K);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      r.ql[i][0] = ld_u32_a2(b + 32 * i + 8 * t);
-      r.ql[i][1] = ld_u32_a2(b + 32 * i + 8 * t + 4);
+      r.ql[i][0] = ld_u32_a2(b + kQl + 32 * i + 8 * t);
+      r.ql[i][1] = ld_u32_a2(b + kQl + 32 * i + 8 * t + 4);
     }
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
-      r.qh[n][0] = ld_u32_a2(b + 128 + 32 * n + 8 * t);
-      r.qh[n][1] = ld_u32_a2(b + 128 + 32 * n + 8 * t + 4);
+      r.qh[n][0] = ld_u32_a2(b + kQh + 32 * n + 8 * t);
+      r.qh[n][1] = ld_u32_a2(b + kQh + 32 * n + 8 * t + 4);
     }
-    // scales[2j + half] for j = 0..7: bytes 192 + half, 194 + half, ...
+    // scales[2j + half] for j = 0..7 (int8, kept as bytes).
     const int half = t >= 2;
     uint32_t s[2] = {0, 0};
 #pragma unroll
-    for (int j = 0; j < 8; ++j) s[j / 4] |= uint32_t(b[192 + 2 * j + half]) << (8 * (j % 4));
+    for (int j = 0; j < 8; ++j) s[j / 4] |= uint32_t(b[kScales + 2 * j + half]) << (8 * (j % 4));
     r.sc[0] = s[0];
     r.sc[1] = s[1];
-    r.d = __ldg(reinterpret_cast<const uint16_t*>(b + 208));
+    r.d = __ldg(reinterpret_cast<const uint16_t*>(b + kD));
   }
   __device__ static Frag frag(const Raw& r, int j, int) {
     const int n = j / 4, kk = j % 4;
@@ -244,30 +250,36 @@ __global__ void sum_splits_kernel(const float* __restrict__ partials, int splits
 }
 
 template <DType T, typename OutT>
-void launch_mma(const MmaArgs& a, int splits, gpuStream_t s) {
-  constexpr size_t kSmem = size_t(2) * kMmaCols * kXStride * sizeof(__half);
-  static const bool attr_set = [] {  // once per instantiation (thread-safe static init)
-    auto* kernel = mma_matmul_kernel<T, OutT>;
-    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kSmem)));
-    return true;
-  }();
-  (void)attr_set;
+void launch_mma(const MmaArgs& a, int splits, const LaunchCtx& ctx) {
   const dim3 grid(unsigned((a.m + kMmaRows - 1) / kMmaRows), unsigned(splits));
-  launch(mma_matmul_kernel<T, OutT>, grid, dim3(kMmaThreads), kSmem, s, a);
+  launch(mma_matmul_kernel<T, OutT>, grid, dim3(kMmaThreads), kSmem, ctx, a);
   if (splits > 1) {
     const int64_t count = int64_t(a.n) * a.m;
-    launch(sum_splits_kernel<OutT>, dim3(unsigned((count + 255) / 256)), dim3(256), 0, s,
+    launch(sum_splits_kernel<OutT>, dim3(unsigned((count + 255) / 256)), dim3(256), 0, ctx,
            static_cast<const float*>(a.partials), splits, count, static_cast<OutT*>(a.out));
   }
 }
 
 template <DType T>
-void dispatch_out(const MmaArgs& a, int splits, DType out_type, gpuStream_t s) {
-  if (out_type == DType::F32) launch_mma<T, float>(a, splits, s);
-  else launch_mma<T, __half>(a, splits, s);
+void dispatch_out(const MmaArgs& a, int splits, DType out_type, const LaunchCtx& ctx) {
+  if (out_type == DType::F32) launch_mma<T, float>(a, splits, ctx);
+  else launch_mma<T, __half>(a, splits, ctx);
+}
+
+template <DType T, typename OutT>
+void opt_in_smem() {
+  auto* kernel = mma_matmul_kernel<T, OutT>;
+  RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kSmem)));
 }
 
 }  // namespace
+
+void mma_device_setup() {
+  opt_in_smem<DType::Q4_K, float>();
+  opt_in_smem<DType::Q4_K, __half>();
+  opt_in_smem<DType::Q6_K, float>();
+  opt_in_smem<DType::Q6_K, __half>();
+}
 
 bool mma_matmul_supported(DType w_type, int k) {
   return (w_type == DType::Q4_K || w_type == DType::Q6_K) && k % kChunk == 0;
@@ -282,7 +294,7 @@ int mma_matmul_splits(int m, int k, int n_sms) {
 }
 
 void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out,
-                DType out_type, int splits, float* partials, gpuStream_t s) {
+                DType out_type, int splits, float* partials, const LaunchCtx& ctx) {
   RF_CHECK(mma_matmul_supported(w_type, k) && n >= 1 && n <= kMmaCols, "mma matmul: unsupported shape");
   RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "mma matmul: output must be f32 or f16");
   const int n_chunks = k / kChunk;
@@ -300,17 +312,18 @@ void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, con
   a.partials = partials;
   RF_CHECK(splits == 1 || partials, "mma matmul: split without a partials buffer");
   switch (w_type) {
-    case DType::Q4_K: return dispatch_out<DType::Q4_K>(a, splits, out_type, s);
-    case DType::Q6_K: return dispatch_out<DType::Q6_K>(a, splits, out_type, s);
+    case DType::Q4_K: return dispatch_out<DType::Q4_K>(a, splits, out_type, ctx);
+    case DType::Q6_K: return dispatch_out<DType::Q6_K>(a, splits, out_type, ctx);
     default: fail("mma matmul: unsupported weight type ", dtype_name(w_type));
   }
 }
 
 #else  // HIP: no mma.sync; large batches go through dequantization + BLAS.
 
+void mma_device_setup() {}
 bool mma_matmul_supported(DType, int) { return false; }
 int mma_matmul_splits(int, int, int) { return 1; }
-void mma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, DType, int, float*, gpuStream_t) {
+void mma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, DType, int, float*, const LaunchCtx&) {
   fail("mma matmul: not available on this GPU vendor");
 }
 

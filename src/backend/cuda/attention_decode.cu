@@ -1,0 +1,517 @@
+// Decode attention (one query per sequence, the hot path) over the paged f16
+// KV cache, and the kernel that combines split-K slices (flash-decoding).
+// Owns attention_decode_kernel (head_dim 64/128, <= 8 query heads per KV
+// head), attention_combine_kernel, their launchers and their one-time
+// shared-memory opt-ins. attention.cu chooses between the kernels.
+//
+// A block of 128 threads per (token, KV head, split) holds every query head
+// of the GQA group (<= 8), so K and V are read from memory once. The block's
+// keys go through tiles of kDecTile keys staged as f16 in shared memory
+// (padded rows: no bank conflicts), kDecStages deep: the loads of the next
+// tiles are in flight (cp.async on CUDA) while a tile is computed. The block
+// works as four groups of 32 lanes ("warps"; two of them per wavefront on
+// 64-wide HIP hardware), each taking 8 keys of every tile with its own online
+// softmax per head; the groups are merged at the end.
+//  - scores, CUDA: one mma.sync m16n8k16 (f16 in, f32 accumulation) per 16
+//    dims gives [heads (rows 0-7 of 16)] x [the group's 8 keys]; lane
+//    (head = lane / 4) holds keys 2 * (lane % 4) + {0, 1};
+//  - scores, HIP: lane (key jl = lane % 8, part = lane / 8) sums q . k in
+//    f32 over the 16-byte chunks part, part + 4, ... of its key for every
+//    head (q scaled, f32 in shared memory), then two shuffles add the parts;
+//  - P.V (both): lane (chunk c = lane % (HD / 8), key subgroup) owns 8
+//    output dims of every head for its keys; acc in f32 registers.
+// The kernel reads as its steps: load q, then per tile: issue the copies of
+// a later tile, score the group's keys, update the online softmax,
+// accumulate V; at the end merge the four groups and store the output (or
+// this split's partial result for the combine kernel).
+#include <algorithm>
+
+#include "backend/cuda/attention_decode.cuh"
+
+namespace rf::gpu {
+namespace {
+
+using namespace decode_attn;  // attention_decode.cuh
+
+// ---- load q ------------------------------------------------------------------
+
+#ifndef RF_HIP
+// The mma A fragments of q (head gid; zero rows past the group), two
+// k-steps of 16 dims per 16 bytes, written by the first group for all four.
+// qg: the group's first query head of token t.
+template <int HD>
+__device__ __forceinline__ void decode_load_q(const __half* q, int n_heads, int t, int kvh, int group, uint4* qf) {
+  const DecodeThread th = decode_thread<HD>();
+  const __half* qg = q + (size_t(t) * n_heads + size_t(kvh) * group) * HD;
+  if (th.grp == 0) {
+#pragma unroll
+    for (int i = 0; i < HD / 32; ++i) {
+      uint32_t f[4] = {0u, 0u, 0u, 0u};
+      if (th.gid < group) {
+        const __half* qh = qg + size_t(th.gid) * HD + i * 32 + 2 * th.tig;
+        f[0] = *reinterpret_cast<const uint32_t*>(qh);
+        f[1] = *reinterpret_cast<const uint32_t*>(qh + 8);
+        f[2] = *reinterpret_cast<const uint32_t*>(qh + 16);
+        f[3] = *reinterpret_cast<const uint32_t*>(qh + 24);
+      }
+      qf[i * 32 + th.lane] = make_uint4(f[0], f[1], f[2], f[3]);
+    }
+  }
+}
+#else
+// q of every head of the group, f32, scaled.
+template <int HD>
+__device__ __forceinline__ void decode_load_q(const __half* q, int n_heads, float scale, int t, int kvh, int group,
+                                              float* qs) {
+  const DecodeThread th = decode_thread<HD>();
+  const __half* qg = q + (size_t(t) * n_heads + size_t(kvh) * group) * HD;
+  for (int i = th.tid; i < group * HD / 2; i += kDecThreads) {
+    const float2 f = __half22float2(reinterpret_cast<const __half2*>(qg)[i]);
+    qs[2 * i] = f.x * scale;
+    qs[2 * i + 1] = f.y * scale;
+  }
+}
+#endif
+
+// ---- scores and the online softmax -------------------------------------------
+
+#ifndef RF_HIP
+// Scores of head gid against keys 2 * tig + {0, 1} of the group's 8 keys at
+// kt (two accumulation chains), scaled; keys from k_end on score -inf.
+template <int HD>
+__device__ __forceinline__ float2 decode_score_keys(const uint4* qf, const __half* kt, float scale, int k0,
+                                                    int k_end) {
+  using L = DecodeLayout<HD>;
+  const DecodeThread th = decode_thread<HD>();
+  float c0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, c1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const __half* kr = kt + th.gid * L::kRow + 2 * th.tig;
+#pragma unroll
+  for (int i = 0; i < HD / 32; ++i) {
+    const uint4 q4 = qf[i * 32 + th.lane];
+    mma_16816(c0, q4.x, q4.y, *reinterpret_cast<const uint32_t*>(kr + i * 32),
+              *reinterpret_cast<const uint32_t*>(kr + i * 32 + 8));
+    mma_16816(c1, q4.z, q4.w, *reinterpret_cast<const uint32_t*>(kr + i * 32 + 16),
+              *reinterpret_cast<const uint32_t*>(kr + i * 32 + 24));
+  }
+  const int key = k0 + 2 * th.tig;
+  const float x0 = key < k_end ? (c0[0] + c1[0]) * scale : -INFINITY;
+  const float x1 = key + 1 < k_end ? (c0[1] + c1[1]) * scale : -INFINITY;
+  return make_float2(x0, x1);
+}
+
+// One online-softmax step of head gid (state m, l over this lane's keys)
+// with the lane quad's 8 scores (x: this lane's two): the new maximum, the
+// probabilities p0, p1 and the factor that rescales what came before.
+struct SoftmaxStep {
+  float p0, p1, corr;
+};
+__device__ __forceinline__ SoftmaxStep decode_softmax_update(float& m, float& l, float2 x) {
+  float mx = fmaxf(x.x, x.y);
+  mx = fmaxf(mx, RF_SHFL_XOR(mx, 1));
+  mx = fmaxf(mx, RF_SHFL_XOR(mx, 2));
+  const float m_new = fmaxf(m, mx);
+  const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // nothing seen yet: p = corr = 0
+  SoftmaxStep r;
+  r.p0 = __expf(x.x - m_use);
+  r.p1 = __expf(x.y - m_use);
+  r.corr = __expf(m - m_use);
+  l = l * r.corr + (r.p0 + r.p1);
+  m = m_new;
+  return r;
+}
+
+// Scores and softmax of one tile for this thread's group: probabilities to
+// its slice of ps [group][key][head], each head's rescale factor to cs
+// [group][head] and back into corr (every lane needs all heads' factors for
+// P.V); rescale: any factor != 1.
+template <int HD>
+__device__ __forceinline__ void decode_tile_softmax(float& m, float& l, const uint4* qf, const __half* kt, float scale,
+                                                    int k0, int k_end, int group, float* ps, float* cs,
+                                                    float (&corr)[kDecMaxHeads], bool& rescale) {
+  const DecodeThread th = decode_thread<HD>();
+  float* pg = ps + th.grp * kDecKeysPerGroup * kDecMaxHeads;
+  {
+    const float2 x = decode_score_keys<HD>(qf, kt, scale, k0, k_end);
+    const SoftmaxStep st = decode_softmax_update(m, l, x);
+    if (th.gid < group) {
+      pg[2 * th.tig * kDecMaxHeads + th.gid] = st.p0;
+      pg[(2 * th.tig + 1) * kDecMaxHeads + th.gid] = st.p1;
+      if (th.tig == 0) cs[th.grp * kDecMaxHeads + th.gid] = st.corr;
+    }
+  }
+  RF_SYNCWARP();
+  const float4 ca = *reinterpret_cast<const float4*>(cs + th.grp * kDecMaxHeads);
+  const float4 cb = *reinterpret_cast<const float4*>(cs + th.grp * kDecMaxHeads + 4);
+  const float cv[kDecMaxHeads] = {ca.x, ca.y, ca.z, ca.w, cb.x, cb.y, cb.z, cb.w};
+#pragma unroll
+  for (int h = 0; h < kDecMaxHeads; ++h) {
+    corr[h] = cv[h];
+    if (h < group) rescale |= cv[h] != 1.0f;
+  }
+}
+#else
+// Score of head h against key jl = lane % 8: this lane's chunks (part,
+// part + 4, ...) of kf, then the four parts summed.
+template <int HD>
+__device__ __forceinline__ float decode_score_key(const float* qs, int h, int part, const float (&kf)[HD / 4]) {
+  float v0 = 0.0f, v1 = 0.0f;
+#pragma unroll
+  for (int i = 0; i < HD / 32; ++i) {
+    const float* qc = qs + h * HD + (part + 4 * i) * 8;
+    const float4 qa = *reinterpret_cast<const float4*>(qc);
+    const float4 qb = *reinterpret_cast<const float4*>(qc + 4);
+    v0 = fmaf(qa.x, kf[8 * i], v0);
+    v1 = fmaf(qa.y, kf[8 * i + 1], v1);
+    v0 = fmaf(qa.z, kf[8 * i + 2], v0);
+    v1 = fmaf(qa.w, kf[8 * i + 3], v1);
+    v0 = fmaf(qb.x, kf[8 * i + 4], v0);
+    v1 = fmaf(qb.y, kf[8 * i + 5], v1);
+    v0 = fmaf(qb.z, kf[8 * i + 6], v0);
+    v1 = fmaf(qb.w, kf[8 * i + 7], v1);
+  }
+  float x = v0 + v1;
+  x += RF_SHFL_XOR(x, 8);
+  x += RF_SHFL_XOR(x, 16);
+  return x;
+}
+
+// One online-softmax step of a head (state m, l) over the group's 8 scores
+// (x: this lane's; m uniform over the group): returns the probability, sets
+// the rescale factor of what was accumulated before.
+__device__ __forceinline__ float decode_softmax_update(float& m, float& l, float x, float& corr) {
+  float mx = fmaxf(x, RF_SHFL_XOR(x, 1));
+  mx = fmaxf(mx, RF_SHFL_XOR(mx, 2));
+  mx = fmaxf(mx, RF_SHFL_XOR(mx, 4));
+  const float m_new = fmaxf(m, mx);
+  const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // nothing seen yet: p = corr = 0
+  const float p = __expf(x - m_use);
+  corr = __expf(m - m_use);
+  l = l * corr + p;
+  m = m_new;
+  return p;
+}
+
+// Scores and softmax of one tile for this thread's group: probabilities to
+// its slice of ps [group][key][head], the rescale factors to corr; rescale:
+// any factor != 1.
+template <int HD>
+__device__ __forceinline__ void decode_tile_softmax(float (&m)[kDecMaxHeads], float (&l)[kDecMaxHeads],
+                                                    const float* qs, const __half* kt, int k0, int k_end, int group,
+                                                    float* ps, float (&corr)[kDecMaxHeads], bool& rescale) {
+  using L = DecodeLayout<HD>;
+  const DecodeThread th = decode_thread<HD>();
+  float* pg = ps + th.grp * kDecKeysPerGroup * kDecMaxHeads;
+  const int jl = th.lane % kDecKeysPerGroup, part = th.lane / kDecKeysPerGroup;
+  const __half* krow = kt + jl * L::kRow;
+  float kf[HD / 4];
+#pragma unroll
+  for (int i = 0; i < HD / 32; ++i) unpack8(*reinterpret_cast<const uint4*>(krow + (part + 4 * i) * 8), kf + 8 * i);
+  const bool valid = k0 + jl < k_end;
+#pragma unroll
+  for (int h = 0; h < kDecMaxHeads; ++h) {
+    corr[h] = 1.0f;
+    if (h < group) {
+      float x = decode_score_key<HD>(qs, h, part, kf);
+      x = valid ? x : -INFINITY;
+      const float p = decode_softmax_update(m[h], l[h], x, corr[h]);
+      rescale |= corr[h] != 1.0f;
+      if ((h & 3) == part) pg[jl * kDecMaxHeads + h] = p;
+    }
+  }
+  RF_SYNCWARP();
+}
+#endif
+
+// ---- P.V ---------------------------------------------------------------------
+
+// acc[h][0..8) (dims vc8 * 8.. of head h) = acc * corr + P . V over this
+// lane's keys (subgroup `sub`) of the group's 8 keys (V rows at vt,
+// probabilities in the group's slice of ps).
+template <int HD>
+__device__ __forceinline__ void decode_accumulate_v(float (&acc)[kDecMaxHeads][8], const float (&corr)[kDecMaxHeads],
+                                                    bool rescale, const __half* vt, const float* ps, int group) {
+  using L = DecodeLayout<HD>;
+  const DecodeThread th = decode_thread<HD>();
+  const float* pg = ps + th.grp * kDecKeysPerGroup * kDecMaxHeads;
+  if (rescale) {
+#pragma unroll
+    for (int h = 0; h < kDecMaxHeads; ++h)
+      if (h < group) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[h][e] *= corr[h];
+      }
+  }
+#pragma unroll
+  for (int r = 0; r < L::kKeysPerSub; ++r) {
+    const int jk = th.sub * L::kKeysPerSub + r;
+    float vf[8];
+    unpack8(*reinterpret_cast<const uint4*>(vt + jk * L::kRow + th.vc8 * 8), vf);
+    const float4 pa = *reinterpret_cast<const float4*>(pg + jk * kDecMaxHeads);
+    const float4 pb = *reinterpret_cast<const float4*>(pg + jk * kDecMaxHeads + 4);
+    const float pk[kDecMaxHeads] = {pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w};
+#pragma unroll
+    for (int h = 0; h < kDecMaxHeads; ++h)
+      if (h < group) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[h][e] = fmaf(pk[h], vf[e], acc[h][e]);
+      }
+  }
+}
+
+// ---- merging the four groups -------------------------------------------------
+
+// Each group's (m, l) per head to mls [m: group][head], then [l: group][head],
+// l summed first over the lanes that hold a head's keys.
+#ifndef RF_HIP
+template <int HD>
+__device__ __forceinline__ void decode_publish_ml(float m, float l, int group, float* mls) {
+  const DecodeThread th = decode_thread<HD>();
+  l += RF_SHFL_XOR(l, 1);
+  l += RF_SHFL_XOR(l, 2);
+  if (th.tig == 0 && th.gid < group) {
+    mls[th.grp * kDecMaxHeads + th.gid] = m;
+    mls[(kDecGroups + th.grp) * kDecMaxHeads + th.gid] = l;
+  }
+}
+#else
+template <int HD>
+__device__ __forceinline__ void decode_publish_ml(const float (&m)[kDecMaxHeads], float (&l)[kDecMaxHeads],
+                                                  int group, float* mls) {
+  const DecodeThread th = decode_thread<HD>();
+#pragma unroll
+  for (int h = 0; h < kDecMaxHeads; ++h)
+    if (h < group) {
+      l[h] += RF_SHFL_XOR(l[h], 1);
+      l[h] += RF_SHFL_XOR(l[h], 2);
+      l[h] += RF_SHFL_XOR(l[h], 4);
+      if (th.lane == 0) {
+        mls[th.grp * kDecMaxHeads + h] = m[h];
+        mls[(kDecGroups + th.grp) * kDecMaxHeads + h] = l[h];
+      }
+    }
+}
+#endif
+
+// This lane's accumulators to merge [group][sub][head][HD].
+template <int HD>
+__device__ __forceinline__ void decode_stash_acc(const float (&acc)[kDecMaxHeads][8], int group, float* merge) {
+  using L = DecodeLayout<HD>;
+  const DecodeThread th = decode_thread<HD>();
+#pragma unroll
+  for (int h = 0; h < kDecMaxHeads; ++h)
+    if (h < group) {
+      float* dst = merge + ((size_t(th.grp) * L::kSub + th.sub) * kDecMaxHeads + h) * HD + th.vc8 * 8;
+      *reinterpret_cast<float4*>(dst) = make_float4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
+      *reinterpret_cast<float4*>(dst + 4) = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
+    }
+}
+
+// The four groups' (m, l, acc) combined per (head, dim): the normalized
+// output, or this split's unnormalized sum and (m, l) for the combine kernel.
+template <int HD>
+__device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const float* mls, const float* merge, int t,
+                                                   int kvh, int split, int pos, int group) {
+  using L = DecodeLayout<HD>;
+  const DecodeThread th = decode_thread<HD>();
+  for (int i = th.tid; i < group * HD; i += kDecThreads) {
+    const int h = i / HD, d = i % HD;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int g = 0; g < kDecGroups; ++g) mx = fmaxf(mx, mls[g * kDecMaxHeads + h]);
+    float lsum = 0.0f, v = 0.0f;
+#pragma unroll
+    for (int g = 0; g < kDecGroups; ++g) {
+      const float mg = mls[g * kDecMaxHeads + h];
+      if (mg == -INFINITY) continue;  // no key of this group in range
+      const float f = __expf(mg - mx);
+      lsum = fmaf(f, mls[(kDecGroups + g) * kDecMaxHeads + h], lsum);
+      float sv = 0.0f;
+#pragma unroll
+      for (int u = 0; u < L::kSub; ++u) sv += merge[((size_t(g) * L::kSub + u) * kDecMaxHeads + h) * HD + d];
+      v = fmaf(f, sv, v);
+    }
+    const int hq = kvh * group + h;
+    if (a.n_splits == 1) {
+      const float inv = (pos >= 0 && lsum > 0.0f) ? 1.0f / lsum : 0.0f;
+      a.out[(size_t(t) * a.n_heads + hq) * HD + d] = __float2half_rn(v * inv);
+    } else {
+      const size_t base = (size_t(t) * a.n_heads + hq) * a.n_splits + split;
+      a.part_out[base * HD + d] = v;
+      if (d == 0) {
+        a.part_ml[base * 2] = mx;
+        a.part_ml[base * 2 + 1] = lsum;
+      }
+    }
+  }
+}
+
+// ---- the kernels ---------------------------------------------------------------
+
+template <int HD>
+__global__ void __launch_bounds__(kDecThreads, kDecMinBlocks) attention_decode_kernel(AttnArgs a) {
+  using L = DecodeLayout<HD>;
+  extern __shared__ __align__(16) unsigned char dsmem[];
+  const DecodeSmem sm = decode_smem<HD>(dsmem);
+
+  pdl_wait();
+  pdl_trigger();
+  const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
+  const DecodeThread th = decode_thread<HD>();
+  const int group = a.n_heads / a.n_kv;
+  const int pos = a.positions[t];
+  const int split_len = a.split_len_dev ? *a.split_len_dev : a.split_len;
+  const int k_begin = split * split_len;
+  const int k_end = min(pos + 1, k_begin + split_len);
+  const int n_tiles = k_end > k_begin ? (k_end - k_begin + kDecTile - 1) / kDecTile : 0;
+
+#ifndef RF_HIP
+  uint4* qf = reinterpret_cast<uint4*>(sm.q);
+  decode_load_q<HD>(a.q, a.n_heads, t, kvh, group, qf);
+  float m_h = -INFINITY, l_h = 0.0f;  // softmax state of head gid over this lane's keys
+#else
+  float* qs = reinterpret_cast<float*>(sm.q);
+  decode_load_q<HD>(a.q, a.n_heads, a.scale, t, kvh, group, qs);
+  float m[kDecMaxHeads], l[kDecMaxHeads];  // softmax state of every head over this lane's key
+#pragma unroll
+  for (int h = 0; h < kDecMaxHeads; ++h) {
+    m[h] = -INFINITY;
+    l[h] = 0.0f;
+  }
+#endif
+  float acc[kDecMaxHeads][8];
+#pragma unroll
+  for (int h = 0; h < kDecMaxHeads; ++h)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[h][e] = 0.0f;
+
+  DecodeTiles<HD> tiles;
+  tiles.cc = th.tid % L::kChunks;
+  tiles.r0 = th.tid / L::kChunks;
+  tiles.table = a.block_tables + size_t(a.token_seq[t]) * a.max_blocks_per_seq;
+  tiles.kbase = a.kc + size_t(kvh) * HD + tiles.cc * 8;
+  tiles.vbase = a.vc + size_t(kvh) * HD + tiles.cc * 8;
+  tiles.ks = sm.ks;
+  tiles.vs = sm.vs;
+  tiles.k_begin = k_begin;
+  tiles.k_end = k_end;
+  tiles.n_tiles = n_tiles;
+  tiles.bs = a.block_size;
+  tiles.block_shift = a.block_shift;
+  tiles.kv_dim = a.n_kv * HD;
+
+  int blk[L::kPasses];  // block-table entries of the next tile to issue
+  {
+    int first[kDecStages - 1][L::kPasses];
+#pragma unroll
+    for (int st = 0; st < kDecStages - 1; ++st) tiles.fetch(st, first[st]);
+#pragma unroll
+    for (int st = 0; st < kDecStages - 1; ++st) {
+      if (st < n_tiles) tiles.issue(st, first[st]);
+      copy_commit();
+    }
+  }
+  tiles.fetch(kDecStages - 1, blk);
+  for (int it = 0; it < n_tiles; ++it) {
+    copy_wait<kDecStages - 2>();
+    __syncthreads();  // tile `it` visible to all; tile it - 1 done with (its stage is refilled next)
+    if (it + kDecStages - 1 < n_tiles) {
+      tiles.issue(it + kDecStages - 1, blk);
+      tiles.fetch(it + kDecStages, blk);
+    }
+    copy_commit();
+
+    const int st = it % kDecStages;
+    const int k0 = k_begin + it * kDecTile + th.grp * kDecKeysPerGroup;  // this group's first key
+    const __half* kt = sm.ks + (size_t(st) * kDecTile + th.grp * kDecKeysPerGroup) * L::kRow;
+    float corr[kDecMaxHeads];
+    bool rescale = false;
+#ifndef RF_HIP
+    decode_tile_softmax<HD>(m_h, l_h, qf, kt, a.scale, k0, k_end, group, sm.ps, sm.cs, corr, rescale);
+#else
+    decode_tile_softmax<HD>(m, l, qs, kt, k0, k_end, group, sm.ps, corr, rescale);
+#endif
+    decode_accumulate_v<HD>(acc, corr, rescale, kt + size_t(kDecStages) * kDecTile * L::kRow, sm.ps, group);
+  }
+
+  // Merge the four groups through shared memory (the stage buffers, now free).
+#ifndef RF_HIP
+  decode_publish_ml<HD>(m_h, l_h, group, sm.mls);
+#else
+  decode_publish_ml<HD>(m, l, group, sm.mls);
+#endif
+  copy_wait<0>();
+  __syncthreads();
+  decode_stash_acc<HD>(acc, group, sm.merge);
+  __syncthreads();
+  decode_merge_store<HD>(a, sm.mls, sm.merge, t, kvh, split, pos, group);
+}
+
+// Combines the splits of one (token, head): one block of hd threads or more.
+__global__ void attention_combine_kernel(const float* __restrict__ part_out, const float* __restrict__ part_ml,
+                                         const int32_t* __restrict__ positions, int n_heads, int hd, int n_splits,
+                                         __half* __restrict__ out) {
+  pdl_wait();
+  pdl_trigger();
+  const int t = blockIdx.x, h = blockIdx.y;
+  const size_t base = (size_t(t) * n_heads + h) * n_splits;
+  float mx = -INFINITY;
+  for (int s = 0; s < n_splits; ++s) mx = fmaxf(mx, part_ml[(base + s) * 2]);
+  float denom = 0.0f;
+  for (int s = 0; s < n_splits; ++s) {
+    const float ms = part_ml[(base + s) * 2];
+    if (ms > -INFINITY) denom += __expf(ms - mx) * part_ml[(base + s) * 2 + 1];
+  }
+  const bool valid = positions[t] >= 0 && denom > 0.0f;
+  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+    float v = 0.0f;
+    if (valid) {
+      for (int s = 0; s < n_splits; ++s) {
+        const float ms = part_ml[(base + s) * 2];
+        if (ms > -INFINITY) v += __expf(ms - mx) * part_out[(base + s) * hd + d];
+      }
+      v /= denom;
+    }
+    out[(size_t(t) * n_heads + h) * hd + d] = __float2half_rn(v);
+  }
+}
+
+template <int HD>
+void opt_in_decode() {
+  constexpr size_t bytes = DecodeLayout<HD>::kBytes;
+  if constexpr (bytes > 48 * 1024) {
+    RF_GPU_CHECK(gpuFuncSetAttribute(attention_decode_kernel<HD>, gpuFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(bytes)));
+#ifndef RF_HIP
+    // Four blocks per SM need the largest shared-memory carveout.
+    RF_GPU_CHECK(cudaFuncSetAttribute(attention_decode_kernel<HD>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                      int(cudaSharedmemCarveoutMaxShared)));
+#endif
+  }
+}
+
+}  // namespace
+
+void attention_decode_device_setup() {
+  opt_in_decode<128>();
+  opt_in_decode<64>();
+}
+
+bool attention_decode_supported(int head_dim, int group) {
+  return (head_dim == 64 || head_dim == 128) && group <= kDecMaxHeads;
+}
+
+void launch_attention_decode(dim3 grid, const AttnArgs& a, const LaunchCtx& ctx) {
+  if (a.hd == 128)
+    launch(attention_decode_kernel<128>, grid, dim3(kDecThreads), DecodeLayout<128>::kBytes, ctx, a);
+  else
+    launch(attention_decode_kernel<64>, grid, dim3(kDecThreads), DecodeLayout<64>::kBytes, ctx, a);
+}
+
+void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, int n_tokens, int n_heads,
+                              int head_dim, int n_splits, void* out, const LaunchCtx& ctx) {
+  launch(attention_combine_kernel, dim3(unsigned(n_tokens), unsigned(n_heads)),
+         dim3(unsigned(std::min(256, std::max(32, head_dim)))), 0, ctx, scratch.partial_out, scratch.partial_ml,
+         positions, n_heads, head_dim, n_splits, static_cast<__half*>(out));
+}
+
+}  // namespace rf::gpu

@@ -1,0 +1,30 @@
+// CudaOptions::from_env: the one place the CUDA backend reads the environment.
+#include "backend/cuda/cuda_options.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace rf {
+
+namespace {
+// Measurement switches: on unless the variable is "0".
+bool switch_on(const char* name) {
+  const char* v = std::getenv(name);
+  return !(v && std::string(v) == "0");
+}
+}  // namespace
+
+CudaOptions CudaOptions::from_env() { return from_env(CudaOptions{}); }
+
+CudaOptions CudaOptions::from_env(CudaOptions o) {
+  o.pdl = o.pdl && switch_on("ROCMFORGE_PDL");
+  o.tma_gemv = o.tma_gemv && switch_on("ROCMFORGE_TMA_GEMV");
+  o.l2_prefetch = o.l2_prefetch && switch_on("ROCMFORGE_L2_PREFETCH");
+  if (!switch_on("ROCMFORGE_MMA")) o.mma_max_rows_quant = 0;
+  if (const char* p = std::getenv("ROCMFORGE_ATTN_BLOCKS"); p && std::atoi(p) > 0)
+    o.attention_target_blocks = std::atoi(p);
+  if (const char* p = std::getenv("ROCMFORGE_PROFILE"); p && *p && std::string(p) != "0") o.profile = true;
+  return o;
+}
+
+}  // namespace rf

@@ -1,0 +1,59 @@
+// CudaOptions: every setting of the CUDA backend in one struct — what the
+// caller chooses (device, scratch sizes, graphs) and the measurement
+// switches from the environment. The environment is read once, by
+// CudaOptions::from_env() when the backend is constructed; launchers get the
+// options through their LaunchCtx (gpu.h), and nothing else reads getenv.
+//
+// Environment switches (docs/GPU.md lists them too). A switch is on unless
+// its variable is exactly "0":
+//   ROCMFORGE_PDL=0          plain launches instead of programmatic dependent
+//                            launches                               (pdl)
+//   ROCMFORGE_TMA_GEMV=0     GEMVs do not bulk-copy weight rows into shared
+//                            memory with the copy engine            (tma_gemv)
+//   ROCMFORGE_L2_PREFETCH=0  k-quant GEMVs do not prefetch their rows into
+//                            L2                                     (l2_prefetch)
+//   ROCMFORGE_MMA=0          Q4_K/Q6_K batches of 9..256 rows take
+//                            dequantize + BLAS instead of the tensor-core
+//                            matmul                          (mma_max_rows_quant = 0)
+//   ROCMFORGE_ATTN_BLOCKS=N  decode-attention block target, N > 0
+//                                                    (attention_target_blocks)
+//   ROCMFORGE_PROFILE=1      time every op with events and print the table
+//                            at exit; graphs are off    (profile: any value
+//                            but empty or "0")
+// A switch set to "0" turns its field off whatever the caller chose;
+// ROCMFORGE_ATTN_BLOCKS and ROCMFORGE_PROFILE override the caller's value.
+// The backend applies from_env() to the options it is given, once, in its
+// constructor (so every CudaBackend follows the environment).
+#pragma once
+
+#include <cstddef>
+
+namespace rf {
+
+struct CudaOptions {
+  int device = 0;
+  size_t dequant_scratch_bytes = size_t(256) << 20;  // cap for quantized large-batch matmuls
+  int max_attention_splits = 32;
+  // Decode attention: tokens x KV heads x key slices to aim for; 0: two per
+  // SM. Measured on the H200: one slice for 64 sequences x 8 KV heads beat
+  // four by 5% on 64-sequence decode.
+  int attention_target_blocks = 0;
+  bool graphs = true;
+  // Batches of 9..N rows on Q4_K / Q6_K weights use the tensor-core matmul
+  // reading the stored format (0: dequantize + BLAS instead).
+  int mma_max_rows_quant = 256;
+  // Every kernel is a programmatic dependent launch (gpu.h, launch()).
+  bool pdl = true;
+  // Batch-1 GEMVs bulk-copy weight rows into shared memory (sm_90 TMA).
+  bool tma_gemv = true;
+  // k-quant GEMVs prefetch their weight rows into L2.
+  bool l2_prefetch = true;
+  // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
+  bool profile = false;
+
+  // The defaults, or `base`, with the environment switches above applied.
+  static CudaOptions from_env();
+  static CudaOptions from_env(CudaOptions base);
+};
+
+}  // namespace rf

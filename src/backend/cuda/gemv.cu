@@ -1,0 +1,443 @@
+// GEMV: out[n, m] = x[n, k] . w[m, k]^T for a few activation rows (n <= 8
+// per launch; decode), straight from the weights' stored format. Owns the
+// GEMV kernels and their launchers:
+//  - gemv_kernel: any format, a block of 4 rows, the warps of a row
+//    splitting its columns (dot products: gemv_dot.cuh);
+//  - gemv_kq_kernel: Q4_K / Q6_K, packed-half dot products, activations
+//    loaded once per sub-block for all the block's rows, optionally with the
+//    rows bulk-copied into shared memory (TMA, sm_90);
+//  - gemv_tma_kernel: f16 weights, one activation row, rows bulk-copied into
+//    shared memory (sm_90).
+// Up to three weight matrices of one format and width go through one launch
+// (segments), and a gate/up pair can be fused with SiLU (paired). Switches:
+// CudaOptions::tma_gemv and l2_prefetch (cuda_options.h).
+#include "backend/cuda/gemv_dot.cuh"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/ptx.cuh"
+
+namespace rf::gpu {
+namespace {
+
+constexpr int kMaxCols = 8;        // activation rows per GEMV launch
+constexpr int kGemvThreads = 256;
+constexpr int kGemvRows = 4;        // rows per block: 64 threads per row (2 warps of 32, or 1 of 64)
+
+template <typename T> __device__ __forceinline__ void store_out(T* p, float v) { *p = from_float<T>(v); }
+
+// Up to 3 weight matrices of the same type and width, stacked: global row r
+// belongs to the first segment whose row_end exceeds it and writes that
+// segment's output. Paired mode: segment 0 is gate, w_up the matching up
+// rows, and out[0] receives silu(gate) * up.
+struct GemvArgs {
+  const uint8_t* w[3];
+  void* out[3];
+  int row_end[3];
+  int n_segs;
+  const uint8_t* w_up;
+  size_t row_bytes;
+  int k, n;
+  const __half* x;
+  bool prefetch;  // bulk L2 prefetch of each row (16-byte aligned rows only)
+  bool tma;       // rows may be bulk-copied to shared memory (sm_90 TMA; launchers check the size)
+};
+
+// Row r's weights and output: the segment it belongs to. Segment lookups use
+// constant indices only: indexing the kernel parameters at run time would
+// copy them to local memory in every thread.
+struct GemvRow {
+  const uint8_t* w;
+  void* out;
+  int local, seg_rows;
+};
+__device__ __forceinline__ GemvRow gemv_row(const GemvArgs& a, int r) {
+  const int seg = (a.n_segs > 1 && r >= a.row_end[0]) + (a.n_segs > 2 && r >= a.row_end[1]);
+  const int start = seg == 0 ? 0 : (seg == 1 ? a.row_end[0] : a.row_end[1]);
+  GemvRow g;
+  g.local = r - start;
+  g.seg_rows = (seg == 0 ? a.row_end[0] : (seg == 1 ? a.row_end[1] : a.row_end[2])) - start;
+  g.w = (seg == 0 ? a.w[0] : (seg == 1 ? a.w[1] : a.w[2])) + size_t(g.local) * a.row_bytes;
+  g.out = seg == 0 ? a.out[0] : (seg == 1 ? a.out[1] : a.out[2]);
+  return g;
+}
+
+// Paired output: silu(gate) * up, with gate and up rounded to f16 first, as
+// the unfused path stores them. (gemv_kq_kernel writes the same formula in
+// its own order of operations, which its generated code depends on.)
+__device__ __forceinline__ float silu_mul_f16_rounded(float gate, float up) {
+  const float g = __half2float(__float2half_rn(gate)), u = __half2float(__float2half_rn(up));
+  return g / (1.0f + __expf(-g)) * u;
+}
+
+// One block: kGemvRows rows of kGemvThreads / kGemvRows threads each; the
+// warps of a row split its columns and combine through shared memory.
+template <DType T, typename OutT, bool kPaired, int C>
+__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
+  __shared__ float partial[kGemvThreads / 32][2 * C];
+  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
+  const int warps_per_row = blockDim.x / RF_WARP_SIZE / kGemvRows;
+  const int r = blockIdx.x * kGemvRows + warp / warps_per_row;
+  const int part = warp % warps_per_row;
+  const int id = part * RF_WARP_SIZE + lane, stride = warps_per_row * RF_WARP_SIZE;
+  // The segment lookup of gemv_row, inline (the same code through gemv_row
+  // compiles differently here).
+  const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
+  const int seg = (a.n_segs > 1 && r >= a.row_end[0]) + (a.n_segs > 2 && r >= a.row_end[1]);
+  const int start = seg == 0 ? 0 : (seg == 1 ? a.row_end[0] : a.row_end[1]);
+  const int local = r - start;
+  const int seg_rows = (seg == 0 ? a.row_end[0] : (seg == 1 ? a.row_end[1] : a.row_end[2])) - start;
+  const uint8_t* wseg = seg == 0 ? a.w[0] : (seg == 1 ? a.w[1] : a.w[2]);
+  void* oseg = seg == 0 ? a.out[0] : (seg == 1 ? a.out[1] : a.out[2]);
+  // Weights are constant: start pulling this block's rows into L2 before
+  // waiting for the previous kernel (which produces x).
+  if (a.prefetch && part == 0 && lane == 0 && r < m) {
+    prefetch_l2(wseg + size_t(local) * a.row_bytes, uint32_t(a.row_bytes));
+    if constexpr (kPaired) prefetch_l2(a.w_up + size_t(local) * a.row_bytes, uint32_t(a.row_bytes));
+  }
+  pdl_wait();
+  pdl_trigger();
+  float acc[C], acc_up[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) acc[c] = acc_up[c] = 0.0f;
+  if (r < m) {
+    row_dot<T, C>(wseg + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc);
+    if constexpr (kPaired)
+      row_dot<T, C>(a.w_up + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc_up);
+  }
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    if (c < a.n) {  // no break: every acc index stays a compile-time constant (registers, not local memory)
+      const float s = warp_sum(acc[c]);
+      if (lane == 0) partial[warp][c] = s;
+      if constexpr (kPaired) {
+        const float u = warp_sum(acc_up[c]);
+        if (lane == 0) partial[warp][C + c] = u;
+      }
+    }
+  }
+  __syncthreads();
+  if (part == 0 && lane < a.n && r < m) {
+    float s = 0.0f, u = 0.0f;
+    for (int p = 0; p < warps_per_row; ++p) {
+      s += partial[warp + p][lane];
+      if constexpr (kPaired) u += partial[warp + p][C + lane];
+    }
+    if constexpr (kPaired) s = silu_mul_f16_rounded(s, u);
+    store_out(static_cast<OutT*>(oseg) + size_t(lane) * seg_rows + local, s);
+  }
+}
+
+
+// k-quant GEMV: a block of kKqWarps warps takes kKqRows rows (x2 when
+// paired: gate and up) and splits k between its warps, lane l taking
+// sub-blocks l, l + kKqWarps * warp size, ...; each sub-block's activations
+// are loaded once per column and used for all the block's rows. Partial sums
+// meet in shared memory.
+constexpr int kKqRows = 4, kKqWarps = 4;
+
+template <DType T, typename OutT, bool kPaired, int C>
+__global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvArgs a) {
+  constexpr int R = kKqRows * (kPaired ? 2 : 1);
+  __shared__ float partial[kKqWarps][R][C];
+  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
+  const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
+  const int r0 = blockIdx.x * kKqRows;
+  const uint8_t* rows[R];
+#pragma unroll
+  for (int i = 0; i < kKqRows; ++i) {
+    const GemvRow g = gemv_row(a, min(r0 + i, m - 1));
+    rows[i] = g.w;
+    if constexpr (kPaired) rows[kKqRows + i] = a.w_up + size_t(g.local) * a.row_bytes;
+  }
+#if !defined(RF_HIP)
+  // With a.tma the block's rows go to shared memory in bulk (see
+  // tma_rows_start) and are read from there.
+  extern __shared__ __align__(128) uint8_t wsm[];
+  __shared__ __align__(8) uint64_t bar;
+  if (a.tma) {
+    if (threadIdx.x == 0) tma_rows_start(&bar, wsm, rows, R, uint32_t(a.row_bytes));
+    __syncthreads();
+  }
+#endif
+  if (a.prefetch && !a.tma && warp == 0 && lane < R && r0 + lane % kKqRows < m) {
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+      if (i == lane) prefetch_l2(rows[i], uint32_t(a.row_bytes));
+  }
+  pdl_wait();
+  pdl_trigger();
+#if !defined(RF_HIP)
+  if (a.tma) {
+    tma_rows_wait(&bar);
+#pragma unroll
+    for (int i = 0; i < R; ++i) rows[i] = wsm + size_t(i) * a.row_bytes;
+  }
+#endif
+  float acc[R][C];
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[i][c] = 0.0f;
+  const int subs = a.k / 32;
+  for (int sb = warp * RF_WARP_SIZE + lane; sb < subs; sb += kKqWarps * RF_WARP_SIZE) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      if (c < a.n) {
+        const uint4* xp = reinterpret_cast<const uint4*>(a.x + size_t(c) * a.k + size_t(sb) * 32);
+        const uint4 xv[4] = {__ldg(xp), __ldg(xp + 1), __ldg(xp + 2), __ldg(xp + 3)};
+        const float xsum = T == DType::Q4_K ? half_sum32(xv) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+          if constexpr (T == DType::Q4_K) acc[i][c] += q4k_dot32(rows[i], sb, xv, xsum);
+          else acc[i][c] += q6k_dot32(rows[i], sb, xv);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      if (c < a.n) {  // no break: acc indices stay compile-time constants
+        const float v = warp_sum(acc[i][c]);
+        if (lane == 0) partial[warp][i][c] = v;
+      }
+    }
+  __syncthreads();
+  // Thread (row i, column c) of the first kKqRows * C threads finishes one output.
+  const int i = threadIdx.x / C, c = threadIdx.x % C;
+  if (i < kKqRows && c < a.n && r0 + i < m) {
+    float v = 0.0f, u = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kKqWarps; ++w) {
+      v += partial[w][i][c];
+      if constexpr (kPaired) u += partial[w][kKqRows + i][c];
+    }
+    if constexpr (kPaired) {
+      // Round gate and up to f16 first, as the unfused path stores them.
+      const float g = __half2float(__float2half_rn(v));
+      v = g / (1.0f + __expf(-g)) * __half2float(__float2half_rn(u));
+    }
+    const GemvRow g = gemv_row(a, r0 + i);
+    store_out(static_cast<OutT*>(g.out) + size_t(c) * g.seg_rows + g.local, v);
+  }
+}
+
+// f16 GEMV for one activation row on sm_90: one thread of each block starts
+// bulk copies (TMA) of the block's weight rows into shared memory before the
+// kernel waits for its inputs, so a whole block's weights are in flight at
+// once (and during the previous kernel's tail); the warps then read them
+// from shared memory. Up to kTmaMaxBlockBytes per block (4 f16 rows of 4096,
+// or 4 gate + 4 up rows); larger rows go to gemv_kernel (measured on the
+// H200: bulk-copying the 4 x 28 KB rows of the 14336-wide down projection,
+// two blocks per SM, lowered decode from 212 to 197 tok/s).
+constexpr size_t kTmaMaxBlockBytes = size_t(64) << 10;
+
+#if !defined(RF_HIP)
+template <typename OutT, bool kPaired>
+__global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
+  constexpr int R = kGemvRows * (kPaired ? 2 : 1);  // rows in shared memory: gate rows, then up rows
+  extern __shared__ __align__(128) uint8_t wsm[];
+  __shared__ __align__(8) uint64_t bar;
+  __shared__ float partial[kGemvThreads / 32][2];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  constexpr int kWarpsPerRow = kGemvThreads / 32 / kGemvRows;
+  const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
+  const int r0 = blockIdx.x * kGemvRows;
+  const int rows = min(kGemvRows, m - r0);
+  const uint32_t rb = uint32_t(a.row_bytes);
+  if (threadIdx.x == 0) {
+    const uint8_t* src[R];
+#pragma unroll
+    for (int i = 0; i < kGemvRows; ++i) {
+      const GemvRow g = gemv_row(a, r0 + min(i, rows - 1));
+      src[i] = g.w;
+      if constexpr (kPaired) src[kGemvRows + i] = a.w_up + size_t(g.local) * rb;
+    }
+    tma_rows_start(&bar, wsm, src, R, rb);
+  }
+  __syncthreads();  // the barrier is initialized
+  pdl_wait();
+  pdl_trigger();
+  tma_rows_wait(&bar);
+  const int i = warp / kWarpsPerRow, part = warp % kWarpsPerRow;
+  const int id = part * 32 + lane, stride = kWarpsPerRow * 32;
+  const int nv = int(rb / 16);
+  float acc = 0.0f, acc_up = 0.0f;
+  if (i < rows) {
+    const uint4* wv = reinterpret_cast<const uint4*>(wsm + size_t(i) * rb);
+    const uint4* uv = reinterpret_cast<const uint4*>(wsm + size_t(kGemvRows + i) * rb);
+    for (int v = id; v < nv; v += stride) {
+      float f[8];
+      half8_to_float(wv[v], f);
+      acc += dot_span<8>(f, a.x + size_t(v) * 8);
+      if constexpr (kPaired) {
+        half8_to_float(uv[v], f);
+        acc_up += dot_span<8>(f, a.x + size_t(v) * 8);
+      }
+    }
+  }
+  acc = warp_sum(acc);
+  if constexpr (kPaired) acc_up = warp_sum(acc_up);
+  if (lane == 0) {
+    partial[warp][0] = acc;
+    partial[warp][1] = acc_up;
+  }
+  __syncthreads();
+  if (part == 0 && lane == 0 && i < rows) {
+    float s = 0.0f, u = 0.0f;
+    for (int p = 0; p < kWarpsPerRow; ++p) {
+      s += partial[warp + p][0];
+      u += partial[warp + p][1];
+    }
+    if constexpr (kPaired) s = silu_mul_f16_rounded(s, u);
+    const GemvRow g = gemv_row(a, r0 + i);
+    store_out(static_cast<OutT*>(g.out) + g.local, s);
+  }
+}
+
+template <typename OutT, bool kPaired>
+void launch_gemv_tma(const GemvArgs& a, int blocks, const LaunchCtx& ctx) {
+  launch(gemv_tma_kernel<OutT, kPaired>, blocks, kGemvThreads, size_t(kGemvRows) * (kPaired ? 2 : 1) * a.row_bytes, ctx,
+         a);  // all rows copied (the last block repeats its last row)
+}
+#endif
+
+// Shared memory for a k-quant GEMV block's rows when they are bulk-copied.
+constexpr size_t kKqTmaMaxBytes = size_t(64) << 10;
+
+template <DType T, typename OutT, bool kPaired, int C>
+void launch_gemv_kq(GemvArgs a, const LaunchCtx& ctx) {
+  const int m = a.row_end[a.n_segs - 1];
+  const int blocks = (m + kKqRows - 1) / kKqRows;
+  const size_t smem = size_t(kKqRows) * (kPaired ? 2 : 1) * a.row_bytes;
+  a.tma = a.tma && smem <= kKqTmaMaxBytes;
+  launch(gemv_kq_kernel<T, OutT, kPaired, C>, blocks, kKqWarps * RF_WARP_SIZE, a.tma ? smem : 0, ctx, a);
+}
+
+template <DType T, int C>
+void launch_gemv_cols(const GemvArgs& a, DType out_type, bool paired, int blocks, const LaunchCtx& ctx) {
+  if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
+    if (out_type == DType::F32) {
+      if (paired) launch_gemv_kq<T, float, true, C>(a, ctx);
+      else launch_gemv_kq<T, float, false, C>(a, ctx);
+    } else {
+      if (paired) launch_gemv_kq<T, __half, true, C>(a, ctx);
+      else launch_gemv_kq<T, __half, false, C>(a, ctx);
+    }
+  } else if (out_type == DType::F32) {
+    if (paired) launch(gemv_kernel<T, float, true, C>, blocks, kGemvThreads, 0, ctx, a);
+    else launch(gemv_kernel<T, float, false, C>, blocks, kGemvThreads, 0, ctx, a);
+  } else {
+    if (paired) launch(gemv_kernel<T, __half, true, C>, blocks, kGemvThreads, 0, ctx, a);
+    else launch(gemv_kernel<T, __half, false, C>, blocks, kGemvThreads, 0, ctx, a);
+  }
+}
+
+template <DType T>
+void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) {
+  const int m = a.row_end[a.n_segs - 1];
+  const int blocks = (m + kGemvRows - 1) / kGemvRows;
+  const int n = a.n;
+  const __half* x0 = a.x;
+  void* out0[3] = {a.out[0], a.out[1], a.out[2]};
+  for (int c0 = 0; c0 < n; c0 += kMaxCols) {
+    a.n = min(kMaxCols, n - c0);
+    a.x = x0 + size_t(c0) * a.k;
+    const size_t elem = out_type == DType::F32 ? 4 : 2;
+    for (int i = 0; i < a.n_segs; ++i) {
+      const int rows = a.row_end[i] - (i ? a.row_end[i - 1] : 0);
+      a.out[i] = static_cast<uint8_t*>(out0[i]) + size_t(c0) * rows * elem;
+    }
+#if !defined(RF_HIP)
+    if constexpr (T == DType::F16) {
+      if (a.n == 1 && a.tma && size_t(kGemvRows) * (paired ? 2 : 1) * a.row_bytes <= kTmaMaxBlockBytes) {
+        if (out_type == DType::F32) {
+          if (paired) launch_gemv_tma<float, true>(a, blocks, ctx);
+          else launch_gemv_tma<float, false>(a, blocks, ctx);
+        } else {
+          if (paired) launch_gemv_tma<__half, true>(a, blocks, ctx);
+          else launch_gemv_tma<__half, false>(a, blocks, ctx);
+        }
+        continue;
+      }
+    }
+#endif
+    // Single-column launches (batch-1 decode) use kernels with one
+    // accumulator per row: fewer registers, more warps in flight.
+    // (Only for the common formats, to keep instantiations few.)
+    constexpr bool kSingle = T == DType::F16 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
+    if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, ctx);
+    else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, ctx);
+    RF_GPU_CHECK_LAUNCH();
+  }
+}
+
+// The shared-memory opt-ins of the kernels that bulk-copy rows (gemv_device_setup).
+template <typename OutT, bool kPaired>
+void opt_in_bulk_copies() {
+#if !defined(RF_HIP)
+  const auto set = [](auto* kernel, size_t bytes) {
+    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  };
+  set(gemv_tma_kernel<OutT, kPaired>, kTmaMaxBlockBytes);
+  set(gemv_kq_kernel<DType::Q4_K, OutT, kPaired, 1>, kKqTmaMaxBytes);
+  set(gemv_kq_kernel<DType::Q4_K, OutT, kPaired, kMaxCols>, kKqTmaMaxBytes);
+  set(gemv_kq_kernel<DType::Q6_K, OutT, kPaired, 1>, kKqTmaMaxBytes);
+  set(gemv_kq_kernel<DType::Q6_K, OutT, kPaired, kMaxCols>, kKqTmaMaxBytes);
+#endif
+}
+
+}  // namespace
+
+void gemv_device_setup() {
+  opt_in_bulk_copies<float, false>();
+  opt_in_bulk_copies<float, true>();
+  opt_in_bulk_copies<__half, false>();
+  opt_in_bulk_copies<__half, true>();
+}
+
+void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, size_t row_bytes, int k,
+                   const void* x, int n, DType out_type, const LaunchCtx& ctx) {
+  RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "gemv: output must be f32 or f16");
+  RF_CHECK(n_segs >= 1 && n_segs <= 3 && (!w_up || n_segs == 1), "gemv: 1..3 segments (one when paired)");
+  GemvArgs a{};
+  int end = 0;
+  for (int i = 0; i < n_segs; ++i) {
+    a.w[i] = static_cast<const uint8_t*>(segs[i].w);
+    a.out[i] = segs[i].out;
+    end += segs[i].rows;
+    a.row_end[i] = end;
+  }
+  a.n_segs = n_segs;
+  a.w_up = static_cast<const uint8_t*>(w_up);
+  a.row_bytes = row_bytes;
+  a.k = k;
+  a.n = n;
+  a.x = static_cast<const __half*>(x);
+  bool aligned = row_bytes % 16 == 0 && row_bytes < (size_t(1) << 31);
+  for (int i = 0; i < n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(segs[i].w) % 16 == 0;
+  if (w_up) aligned = aligned && reinterpret_cast<uintptr_t>(w_up) % 16 == 0;
+  // Measured on the H200: the prefetch slows the f16 GEMV (its loads already
+  // stream) and speeds up the k-quant ones.
+  a.prefetch = aligned && ctx.options.l2_prefetch && (w_type == DType::Q4_K || w_type == DType::Q6_K);
+#if defined(RF_HIP)
+  a.tma = false;  // no bulk-copy engine
+#else
+  a.tma = aligned && ctx.options.tma_gemv;
+#endif
+  switch (w_type) {
+#define RF_CASE(T) \
+  case DType::T: return launch_gemv<DType::T>(a, out_type, w_up != nullptr, ctx);
+    RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
+#undef RF_CASE
+    default: fail("cuda matmul: weight type ", dtype_name(w_type), " is not supported");
+  }
+}
+
+void gemv(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out, DType out_type,
+          const LaunchCtx& ctx) {
+  const GemvSegment seg{w, out, m};
+  gemv_segments(w_type, &seg, 1, nullptr, row_bytes, k, x, n, out_type, ctx);
+}
+
+}  // namespace rf::gpu
