@@ -9,11 +9,15 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
+#include "gguf/writer.h"
 #include "model/evaluator.h"
 #include "model/model.h"
 #include "model/runner.h"
@@ -169,6 +173,93 @@ TEST(ArchRefusal, UnsupportedArchitecturesAreNamed) {
   EXPECT_NE(mixtral.find("'llama' with 4 experts"), std::string::npos) << mixtral;
   for (const std::string& m : {moe, mixtral}) EXPECT_EQ(m.find('\n'), std::string::npos) << m;
 }
+
+// A tensor the architecture does not use (here a q/k/v bias in a Phi-3
+// file) is an error naming it, as in llama.cpp, not silently ignored.
+TEST(ArchRefusal, UnusedTensorsAreNamed) {
+  RF_REQUIRE_TESTDATA("arch/tiny-phi3.gguf");
+  auto f = gguf::File::open(test::testdata_path("arch/tiny-phi3.gguf"));
+  gguf::Writer w;
+  for (const auto& [k, v] : f->metadata())
+    if (k != "general.alignment") w.set(k, v);
+  for (const auto& t : f->tensors()) {
+    const gguf::TensorInfo* info = &t;
+    const gguf::File* file = f.get();
+    w.add_tensor(t.name, t.type, t.dims, [info, file](uint8_t* dst) { std::memcpy(dst, file->tensor_data(*info), info->n_bytes); });
+  }
+  w.add_tensor("blk.0.attn_qkv.bias", DType::F32, {128}, [](uint8_t* dst) { std::memset(dst, 0, 128 * 4); });
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("rf_extra_" + std::to_string(getpid()) + ".gguf")).string();
+  w.write(path);
+  CpuBackend backend(1);
+  std::string msg;
+  try {
+    Model::load(path, backend, false);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  std::filesystem::remove(path);
+  EXPECT_NE(msg.find("'blk.0.attn_qkv.bias' that architecture 'phi3' does not use"), std::string::npos) << msg;
+}
+
+// The same model with q, k and v (and their biases) fused into attn_qkv, as
+// some converters write it, gives the same logits bit for bit.
+class ArchFusedQkv : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ArchFusedQkv, EqualsSeparateProjections) {
+  const std::string arch = GetParam();
+  RF_REQUIRE_TESTDATA(arch_file(arch));
+  auto f = gguf::File::open(test::testdata_path(arch_file(arch)));
+  gguf::Writer w;
+  for (const auto& [k, v] : f->metadata())
+    if (k != "general.alignment") w.set(k, v);
+  const gguf::File* file = f.get();
+  auto ends_with = [](const std::string& s, const std::string& e) {
+    return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+  };
+  for (const auto& t : f->tensors()) {
+    const std::string& n = t.name;
+    if (ends_with(n, "attn_k.weight") || ends_with(n, "attn_v.weight") || ends_with(n, "attn_k.bias") ||
+        ends_with(n, "attn_v.bias"))
+      continue;  // written with attn_q
+    const bool q = ends_with(n, "attn_q.weight") || ends_with(n, "attn_q.bias");
+    if (!q) {
+      const gguf::TensorInfo* info = &t;
+      w.add_tensor(n, t.type, t.dims, [info, file](uint8_t* dst) { std::memcpy(dst, file->tensor_data(*info), info->n_bytes); });
+      continue;
+    }
+    const std::string base = n.substr(0, n.find("attn_q."));
+    const std::string kind = ends_with(n, ".bias") ? "bias" : "weight";
+    std::vector<const gguf::TensorInfo*> parts;
+    for (const char* which : {"attn_q.", "attn_k.", "attn_v."}) parts.push_back(f->find_tensor(base + which + kind));
+    std::vector<uint64_t> dims = t.dims;
+    dims.back() = 0;
+    for (const auto* p : parts) dims.back() += p->dims.back();
+    w.add_tensor(base + "attn_qkv." + kind, t.type, dims, [parts, file](uint8_t* dst) {
+      for (const auto* p : parts) {
+        std::memcpy(dst, file->tensor_data(*p), p->n_bytes);
+        dst += p->n_bytes;
+      }
+    });
+  }
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("rf_fused_" + arch + "_" + std::to_string(getpid()) + ".gguf"))
+                               .string();
+  w.write(path);
+  CpuBackend backend(2);
+  test::ModelRunner separate(test::testdata_path(arch_file(arch)), backend), fused(path, backend);
+  std::filesystem::remove(path);  // mapped: stays readable
+  EXPECT_TRUE(fused.model().weights().layers[0].fused_qkv);
+  EXPECT_FALSE(separate.model().weights().layers[0].fused_qkv);
+  test::ModelRunner::Seq a, b;
+  a.tokens = b.tokens = {75, 49, 278, 417, 458, 358, 327, 24, 307, 505};
+  EXPECT_EQ(separate.step({&a})[0], fused.step({&b})[0]) << arch;
+  separate.release(a);
+  fused.release(b);
+}
+
+INSTANTIATE_TEST_SUITE_P(WithBiases, ArchFusedQkv, ::testing::Values("qwen2", "glm4", "gemma3"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace rf
