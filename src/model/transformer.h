@@ -35,10 +35,11 @@ class Transformer {
  private:
   Tensor alloc_act(int64_t cols, int64_t rows, DType type, const char* what);
   void run_layers(const StepMeta& m, KVCache& kv);
-  // One layer's attention block: x[n, n_embd] in xn (normed) -> the block's
-  // output in the returned tensor (proj_ or post_ rows).
+  // One layer's attention block on the normed input in xn_: returns its
+  // output (rows of proj_, or of post_ after a post-attention norm).
   Tensor attention_block(int32_t il, const StepMeta& m, KVCache& kv);
-  // The FFN of normed xn -> its output (proj_ or post_ rows).
+  // The FFN of the normed input in xn_: returns its output (rows of proj_,
+  // or of post_ after a post-FFN norm).
   Tensor ffn_block(int32_t il, int32_t n);
   // Pure decode steps (one new token and one logit row per sequence) run as
   // graphs, padded to a bucket size.
