@@ -1,5 +1,6 @@
 // Default implementations of the Backend's fused ops: the plain ops in
-// sequence (what the CPU reference runs).
+// sequence (what the CPU reference runs); the family ops' defaults throw an
+// error naming the op and the backend.
 #include "backend/backend.h"
 
 #include "core/error.h"
@@ -21,6 +22,18 @@ void Backend::matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, const
 void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
   add(x, y, x);
   rms_norm(x, w, eps, out);
+}
+
+void Backend::unsupported(const char* op) const {
+  fail("backend '", name(), "' does not implement op '", op, "' (needed by this model's architecture)");
+}
+
+void Backend::add_bias(Tensor&, const Tensor&) { unsupported("add_bias"); }
+void Backend::geglu(const Tensor&, const Tensor&, Tensor&) { unsupported("geglu"); }
+void Backend::scale(Tensor&, float) { unsupported("scale"); }
+void Backend::softcap(Tensor&, float) { unsupported("softcap"); }
+void Backend::attention_ext(const Tensor&, const KVLayer&, const StepMeta&, const AttentionParams&, Tensor&) {
+  unsupported("attention_ext (sliding window / logit soft-cap)");
 }
 
 }  // namespace rf

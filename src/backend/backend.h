@@ -38,6 +38,9 @@ struct AttentionParams {
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
+  // Honoured by attention_ext() only (attention() requires both 0):
+  int32_t window = 0;    // > 0: a query at position p sees keys at p - window < j <= p
+  float softcap = 0.0f;  // > 0: logits s = scale * q.k become softcap * tanh(s / softcap)
 };
 
 // Device-side view of an uploaded Batch: pointers valid until the next
@@ -134,6 +137,33 @@ class Backend {
   // Waits for all queued work.
   virtual void synchronize() = 0;
 
+  // --- ops of some model families ------------------------------------------
+  // The defaults throw an error naming the op and the backend; a backend
+  // that runs these families implements them. The model calls each only
+  // where its configuration needs it, so Llama models need none of them.
+  // Two building blocks need no op of their own: fused weights (attn_qkv,
+  // ffn_up holding gate and up) are row slices of one weight given to
+  // matmul, and per-head RMSNorm of q and k is rms_norm over the same memory
+  // seen as [n_tokens * n_heads rows, head_dim].
+  //
+  // x[r, :] += bias for every row r; bias is f32 [x.cols()] (q/k/v biases).
+  virtual void add_bias(Tensor& x, const Tensor& bias);
+  // out = gelu(gate) * up (GeGLU), where gelu is the tanh approximation
+  // 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) evaluated as ggml does:
+  // on g rounded to f16, the result rounded to f16 (g <= -10: 0; g >= 10: g)
+  // — what a backend with f16 activations computes naturally.
+  virtual void geglu(const Tensor& gate, const Tensor& up, Tensor& out);
+  // x *= s in place (Gemma's embedding scale sqrt(n_embd)).
+  virtual void scale(Tensor& x, float s);
+  // x = cap * tanh(x / cap) in place (final-logit soft-capping); cap > 0.
+  virtual void softcap(Tensor& x, float cap);
+  // attention() with p.window and p.softcap honoured: a query at position
+  // pos attends to its sequence's keys max(0, pos - window + 1) .. pos
+  // (window 0: from 0), with logits s = p.scale * q.k soft-capped as
+  // p.softcap * tanh(s / p.softcap) when p.softcap > 0, then softmax.
+  virtual void attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                             Tensor& out);
+
   // --- fused ops (defaults compose the ops above; backends may fuse) -------
   // outs[i] = x . ws[i]^T for each weight (e.g. the q, k and v projections).
   virtual void matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs);
@@ -157,6 +187,10 @@ class Backend {
   // Device-to-device copy bandwidth in bytes/s (read + write), measured now;
   // 0 where not meaningful.
   virtual double measure_copy_bandwidth() { return 0.0; }
+
+ protected:
+  // Throws "backend '<name>' does not implement op '<op>'".
+  [[noreturn]] void unsupported(const char* op) const;
 };
 
 }  // namespace rf

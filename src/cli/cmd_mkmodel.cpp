@@ -1,5 +1,6 @@
 // `rocmforge mkmodel --preset NAME --type TYPE -o FILE`: write a synthetic
-// model in a real model's shape (see model/synthetic.h), using every core.
+// model in a real model's shape (see model/synthetic.h: Llama, Qwen2.5,
+// Qwen3, Gemma 2 and 3, Phi-3, GLM-4), using every core.
 #include <chrono>
 #include <cstdio>
 
@@ -23,8 +24,7 @@ void mkmodel(const MkOptions& o) {
   RF_CHECK(plan, "unknown type '", o.type, "' (known: ", quant_plan_names(), ")");
   ThreadPool pool(size_t(o.threads));
   const auto t0 = std::chrono::steady_clock::now();
-  const int n_tensors = 2 + (preset->tied_embeddings ? 0 : 1) + preset->n_layer * 9;
-  Progress bar("writing " + o.out, double(n_tensors), "tensors");
+  Progress bar("writing " + o.out, double(preset->n_tensors()), "tensors");
   write_synthetic_model(*preset, *plan, o.out, o.seed, pool, [&](uint64_t done, uint64_t) { bar.update(double(done)); });
   bar.finish();
   std::fprintf(stderr, "%s: preset %s, type %s, %.1f s\n", o.out.c_str(), o.preset.c_str(), o.type.c_str(),

@@ -1,51 +1,62 @@
-// Reading the Llama-family hyper-parameters from GGUF metadata.
+// Reading the common hyper-parameters from GGUF metadata (llama.cpp's keys
+// and defaults); the family's building blocks come from model/arch.cpp.
 #include "model/config.h"
 
 #include "core/error.h"
+#include "model/arch.h"
 
 namespace rf {
-namespace {
 
-int32_t positive(const gguf::File& f, const std::string& key, int64_t v, int64_t max = int64_t(1) << 24) {
+int32_t positive_key(const std::string& key, int64_t v, int64_t max) {
   RF_CHECK(v > 0 && v <= max, "model metadata '", key, "' = ", v, " is out of range (1..", max, ")");
   return int32_t(v);
 }
 
-}  // namespace
+void set_swa_period(ModelConfig& c, int64_t period) {
+  c.swa_layers.assign(size_t(c.n_layer), 0);
+  for (int32_t il = 0; il < c.n_layer; ++il) c.swa_layers[size_t(il)] = period == 0 || il % period < period - 1;
+}
 
 ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
   ModelConfig c;
   c.arch = f.get_string("general.architecture");
   RF_CHECK(!c.arch.empty(), "model metadata is missing 'general.architecture'");
-  // Architectures that share the Llama graph (no biases, SwiGLU, RMSNorm).
-  RF_CHECK(c.arch == "llama" || c.arch == "mistral", "unsupported model architecture '", c.arch,
-           "' (supported: llama, mistral)");
+  RF_CHECK(architecture_supported(c.arch), "unsupported model architecture '", c.arch,
+           "' (supported: ", supported_architectures(), ")");
   c.name = f.get_string("general.name", c.arch);
   const std::string a = c.arch + ".";
-  c.n_embd = positive(f, a + "embedding_length", f.require_int(a + "embedding_length"));
-  c.n_layer = positive(f, a + "block_count", f.require_int(a + "block_count"), 4096);
-  c.n_ff = positive(f, a + "feed_forward_length", f.require_int(a + "feed_forward_length"));
-  c.n_head = positive(f, a + "attention.head_count", f.require_int(a + "attention.head_count"), 4096);
-  c.n_head_kv = positive(f, a + "attention.head_count_kv", f.get_int(a + "attention.head_count_kv", c.n_head), 4096);
+  const int64_t n_expert = f.get_int(a + "expert_count", 0);
+  RF_CHECK(n_expert == 0, "unsupported model: '", c.arch, "' with ", n_expert,
+           " experts (", a, "expert_count); mixture-of-experts models are not supported yet");
+  auto required = [&](const std::string& key, int64_t max = int64_t(1) << 24) {
+    return positive_key(a + key, f.require_int(a + key), max);
+  };
+  c.n_embd = required("embedding_length");
+  c.n_layer = required("block_count", 4096);
+  c.n_ff = required("feed_forward_length");
+  c.n_head = required("attention.head_count", 4096);
+  c.n_head_kv = positive_key(a + "attention.head_count_kv", f.get_int(a + "attention.head_count_kv", c.n_head), 4096);
   RF_CHECK(c.n_head % c.n_head_kv == 0, "model metadata: head_count ", c.n_head, " is not a multiple of head_count_kv ",
            c.n_head_kv);
+  // Head sizes default to n_embd / n_head, each on its own (llama.cpp).
   const int64_t default_hd = c.n_embd / c.n_head;
-  c.head_dim = positive(f, a + "attention.key_length", f.get_int(a + "attention.key_length", default_hd), 1024);
-  const int64_t vlen = f.get_int(a + "attention.value_length", c.head_dim);
+  c.head_dim = positive_key(a + "attention.key_length", f.get_int(a + "attention.key_length", default_hd), 1024);
+  const int64_t vlen = f.get_int(a + "attention.value_length", default_hd);
   RF_CHECK(vlen == c.head_dim, "model metadata: value_length ", vlen, " differs from key_length ", c.head_dim,
            " (not supported)");
-  c.n_ctx_train = positive(f, a + "context_length", f.get_int(a + "context_length", 4096), int64_t(1) << 24);
-  c.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5));
+  c.n_ctx_train = required("context_length");
+  const std::string eps_key = a + "attention.layer_norm_rms_epsilon";
+  RF_CHECK(f.has(eps_key), "model metadata is missing '", eps_key, "'");
+  c.rms_eps = float(f.get_float(eps_key, 0.0));
   RF_CHECK(c.rms_eps > 0 && c.rms_eps < 1, "model metadata: layer_norm_rms_epsilon ", c.rms_eps, " out of range");
 
   const gguf::Array* tokens = f.get_array("tokenizer.ggml.tokens");
   const int64_t vocab_meta = f.get_int(a + "vocab_size", tokens ? int64_t(tokens->size()) : 0);
-  c.n_vocab = positive(f, a + "vocab_size", vocab_meta);
+  c.n_vocab = positive_key(a + "vocab_size", vocab_meta);
 
   RopeParams& r = c.rope;
-  r.n_rot = positive(f, a + "rope.dimension_count", f.get_int(a + "rope.dimension_count", c.head_dim), c.head_dim);
+  r.n_rot = positive_key(a + "rope.dimension_count", f.get_int(a + "rope.dimension_count", c.head_dim), c.head_dim);
   RF_CHECK(r.n_rot % 2 == 0, "model metadata: rope.dimension_count ", r.n_rot, " is odd");
-  r.neox = false;  // llama-family GGUF files are converted for the normal layout
   r.freq_base = float(f.get_float(a + "rope.freq_base", 10000.0));
   RF_CHECK(r.freq_base > 1.0f, "model metadata: rope.freq_base ", r.freq_base, " out of range");
   c.rope_scaling = f.get_string(a + "rope.scaling.type", "none");
@@ -54,7 +65,7 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
   if (factor != 0.0 && c.rope_scaling == "none") c.rope_scaling = "linear";
   RF_CHECK(c.rope_scaling == "none" || c.rope_scaling == "linear" || c.rope_scaling == "yarn",
            "model metadata: unsupported rope.scaling.type '", c.rope_scaling, "'");
-  if (c.rope_scaling != "none") {
+  if (c.rope_scaling != "none" && factor != 0.0) {
     RF_CHECK(factor >= 1.0 && factor < 1e4, "model metadata: rope.scaling.factor ", factor, " out of range");
     r.freq_scale = float(1.0 / factor);
   }
@@ -65,13 +76,28 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
     r.beta_fast = float(f.get_float(a + "rope.scaling.yarn_beta_fast", 32.0));
     r.beta_slow = float(f.get_float(a + "rope.scaling.yarn_beta_slow", 1.0));
   }
+  configure_family(f, c);
   return c;
 }
 
 std::string ModelConfig::summary() const {
+  std::string blocks;
+  auto add = [&](bool on, const std::string& what) {
+    if (on) blocks += ", " + what;
+  };
+  add(qkv_bias != BiasUse::None, "qkv bias");
+  add(qk_norm, "q/k norm");
+  add(post_attn_norm || post_ffn_norm, "post norms");
+  add(activation == Activation::GeluTanh, "GeGLU");
+  add(fused_gate_up, "fused gate+up");
+  add(attn_softcap > 0, str("attn soft-cap ", attn_softcap));
+  add(final_softcap > 0, str("final soft-cap ", final_softcap));
+  add(sliding_window > 0, str("sliding window ", sliding_window));
+  add(rope.n_rot < head_dim, str("rotary ", rope.n_rot, "/", head_dim));
   return str(arch, " '", name, "': ", n_layer, " layers, embd ", n_embd, ", ", n_head, " heads (", n_head_kv,
-             " KV) of ", head_dim, ", ffn ", n_ff, ", vocab ", n_vocab, ", ctx ", n_ctx_train, ", rope base ",
-             rope.freq_base, (rope_scaling != "none" ? ", scaling " + rope_scaling : std::string()));
+             " KV) of ", head_dim, ", ffn ", n_ff, ", vocab ", n_vocab, ", ctx ", n_ctx_train, ", rope ",
+             rope.neox ? "neox" : "norm", " base ", rope.freq_base,
+             (rope_scaling != "none" ? ", scaling " + rope_scaling : std::string()), blocks);
 }
 
 }  // namespace rf

@@ -1,36 +1,70 @@
-// ModelConfig: hyper-parameters of a Llama-family model read from GGUF
-// metadata ({arch}.embedding_length, ...), validated for consistency.
+// ModelConfig: the hyper-parameters of a decoder-only transformer read from
+// GGUF metadata ({arch}.embedding_length, ...) with llama.cpp's keys and
+// defaults, validated for consistency, plus the building blocks its
+// architecture combines (model/arch.cpp says which each family uses). One
+// forward pass (model/transformer.cpp) runs every combination; a family is a
+// configuration, not a copy of the forward.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/rope_params.h"
 #include "gguf/reader.h"
 
 namespace rf {
 
+enum class Activation { SiLU, GeluTanh };         // gated FFN: act(gate) * up
+enum class BiasUse { None, Optional, Required };  // attn_{q,k,v}.bias
+
 struct ModelConfig {
-  std::string arch;        // "llama"
+  std::string arch;        // general.architecture: "llama", "qwen2", "gemma3", ...
   std::string name;        // general.name
   int32_t n_vocab = 0;
   int32_t n_embd = 0;
   int32_t n_layer = 0;
   int32_t n_head = 0;
   int32_t n_head_kv = 0;
-  int32_t head_dim = 0;
+  int32_t head_dim = 0;    // attention.key_length (== value_length), default n_embd / n_head
   int32_t n_ff = 0;
   int32_t n_ctx_train = 0;
   float rms_eps = 1e-5f;
   RopeParams rope;         // freq_factors stays null here; the model sets it
+  RopeParams rope_swa;     // sliding-window layers: own base and scale (gemma3 rope.freq_base_swa)
   std::string rope_scaling = "none";  // none | linear | yarn
+
+  // --- building blocks (all off for Llama) ---------------------------------
+  BiasUse qkv_bias = BiasUse::None;
+  bool qk_norm = false;         // attn_q_norm / attn_k_norm [head_dim]: RMSNorm of each head before RoPE
+  bool post_attn_norm = false;  // post_attention_norm on the attention output before the residual add
+  bool post_ffn_norm = false;   // post_ffw_norm on the FFN output before the residual add
+  bool fused_gate_up = false;   // ffn_up holds gate rows then up rows (2 * n_ff), no ffn_gate
+  Activation activation = Activation::SiLU;
+  float embd_scale = 1.0f;      // embeddings multiplied by this (gemma: sqrt(n_embd))
+  float attn_scale = 0.0f;      // q.k scale; 1/sqrt(head_dim) unless the family overrides it
+  float attn_softcap = 0.0f;    // > 0: attention logits soft-capped (gemma2)
+  float final_softcap = 0.0f;   // > 0: output logits soft-capped (gemma2)
+  int32_t sliding_window = 0;   // > 0: keys this many positions old or older are masked on SWA layers
+  std::vector<uint8_t> swa_layers;  // [n_layer]: 1 where the layer uses the sliding window
 
   int32_t q_dim() const { return n_head * head_dim; }
   int32_t kv_dim() const { return n_head_kv * head_dim; }
+  bool is_swa(int32_t il) const { return sliding_window > 0 && swa_layers[size_t(il)] != 0; }
+  const RopeParams& rope_for(int32_t il) const { return is_swa(il) ? rope_swa : rope; }
 
-  // Reads and validates; throws rf::Error naming the key on bad metadata.
+  // Reads and validates; throws rf::Error naming the key on bad or missing
+  // metadata, and naming the architecture when it is not supported.
   static ModelConfig from_gguf(const gguf::File& f);
   std::string summary() const;
 };
+
+// Checks that metadata `key` = v is in 1..max; throws naming the key.
+int32_t positive_key(const std::string& key, int64_t v, int64_t max = int64_t(1) << 24);
+
+// Marks layers il with il % period < period - 1 as sliding-window layers
+// (llama.cpp's set_swa_pattern: the last layer of each period is global;
+// period 0: every layer is local).
+void set_swa_period(ModelConfig& c, int64_t period);
 
 }  // namespace rf

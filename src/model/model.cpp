@@ -17,7 +17,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& backend, bo
     if (bar) bar->update(double(done) / 1e6);
   });
   if (bar) bar->finish();
-  if (m->weights_.rope_freqs.data) m->config_.rope.freq_factors = m->weights_.rope_freqs.ptr<float>();
+  if (m->weights_.rope_freqs.data) {
+    m->config_.rope.freq_factors = m->weights_.rope_freqs.ptr<float>();
+    m->config_.rope_swa.freq_factors = m->config_.rope.freq_factors;
+  }
   return m;
 }
 

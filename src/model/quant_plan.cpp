@@ -50,12 +50,14 @@ std::string quant_plan_names() {
   return s;
 }
 
-DType plan_tensor_type(const QuantPlan& plan, const std::string& name, int64_t cols, int n_dims, int n_layer) {
+DType plan_tensor_type(const QuantPlan& plan, const std::string& name, int64_t cols, int n_dims, int n_layer,
+                       bool tied_output) {
   if (n_dims < 2) return DType::F32;
   DType t = plan.base;
   if (plan.mixture) {
     const int layer = layer_of(name);
-    if (name == "output.weight") t = DType::Q6_K;
+    if (name == "output.weight" || (tied_output && name == "token_embd.weight")) t = DType::Q6_K;
+    else if (ends_with(name, "attn_qkv.weight")) t = plan.base == DType::Q4_K ? DType::Q5_K : DType::Q6_K;
     else if ((ends_with(name, "attn_v.weight") || ends_with(name, "ffn_down.weight")) && layer >= 0 &&
              use_more_bits(layer, n_layer))
       t = DType::Q6_K;

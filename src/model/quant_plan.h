@@ -1,10 +1,11 @@
 // Which GGUF type each tensor gets when quantizing (rocmforge quantize and
 // mkmodel). Plain types quantize every 2-D weight to that type. The mixtures
 // follow llama.cpp's recipes:
-//   q4_k_m: Q4_K everywhere; Q6_K for output.weight, and for attn_v and
-//           ffn_down in "more bits" layers (the first and last eighth of the
-//           layers, and every third layer in between);
-//   q5_k_m: the same with Q5_K as the base.
+//   q4_k_m: Q4_K everywhere; Q6_K for output.weight (token_embd.weight when
+//           the output is tied to it), and for attn_v and ffn_down in "more
+//           bits" layers (the first and last eighth of the layers, and every
+//           third layer in between); Q5_K for a fused attn_qkv;
+//   q5_k_m: the same with Q5_K as the base (Q6_K for attn_qkv).
 // 1-D tensors (norms, rope factors) stay F32. A tensor whose row length is
 // not a multiple of the chosen type's block size falls back to Q8_0, then F16.
 #pragma once
@@ -25,7 +26,9 @@ struct QuantPlan {
 
 std::optional<QuantPlan> quant_plan(const std::string& name);
 std::string quant_plan_names();  // for help texts
-// The type for tensor `name` of shape [cols, rows] in a model of n_layer layers.
-DType plan_tensor_type(const QuantPlan& plan, const std::string& name, int64_t cols, int n_dims, int n_layer);
+// The type for tensor `name` of shape [cols, rows] in a model of n_layer
+// layers; `tied_output`: the model has no output.weight (token_embd is used).
+DType plan_tensor_type(const QuantPlan& plan, const std::string& name, int64_t cols, int n_dims, int n_layer,
+                       bool tied_output = false);
 
 }  // namespace rf

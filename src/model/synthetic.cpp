@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -14,13 +15,81 @@
 namespace rf {
 namespace {
 
-constexpr SyntheticPreset kPresets[] = {
-    {"llama3-8b", 4096, 32, 32, 8, 14336, 128256, 8192, 500000.0f, false},
-    {"llama3-8b-4l", 4096, 4, 32, 8, 14336, 128256, 8192, 500000.0f, false},
-    {"llama2-7b", 4096, 32, 32, 32, 11008, 32000, 4096, 10000.0f, false},
-    {"llama-1b", 2048, 16, 32, 8, 8192, 128256, 8192, 500000.0f, true},
-    {"tiny", 256, 2, 4, 2, 512, 1024, 2048, 10000.0f, false},
-};
+// Published shapes (config.json of each model): hidden size, layers, heads,
+// KV heads, head size, FFN size, vocabulary, context, RoPE. The tiny-*
+// presets keep each family's blocks at test size.
+SyntheticPreset llama(std::string name, int32_t embd, int32_t layers, int32_t heads, int32_t kv, int32_t ff,
+                      int32_t vocab, int32_t ctx, float base, bool tied) {
+  SyntheticPreset p;
+  p.name = std::move(name);
+  p.n_embd = embd, p.n_layer = layers, p.n_head = heads, p.n_head_kv = kv, p.n_ff = ff;
+  p.n_vocab = vocab, p.n_ctx = ctx, p.rope_base = base, p.tied_embeddings = tied;
+  return p;
+}
+
+SyntheticPreset family(std::string name, const std::string& arch, int32_t embd, int32_t layers, int32_t heads,
+                       int32_t kv, int32_t hd, int32_t ff, int32_t vocab, int32_t ctx, float base, bool tied,
+                       float eps) {
+  SyntheticPreset p = llama(std::move(name), embd, layers, heads, kv, ff, vocab, ctx, base, tied);
+  p.arch = arch;
+  p.head_dim = hd;
+  p.rms_eps = eps;
+  if (arch == "qwen2") p.qkv_bias = true;
+  if (arch == "qwen3") p.qk_norm = true;
+  if (arch == "gemma2" || arch == "gemma3") p.post_norms = true;
+  if (arch == "gemma3") p.qk_norm = true;
+  if (arch == "phi3") p.fused_qkv = p.fused_gate_up = true;
+  if (arch == "glm4") p.qkv_bias = p.post_norms = p.fused_gate_up = true;
+  return p;
+}
+
+std::vector<SyntheticPreset> presets() {
+  std::vector<SyntheticPreset> v = {
+      llama("llama3-8b", 4096, 32, 32, 8, 14336, 128256, 8192, 500000.0f, false),
+      llama("llama3-8b-4l", 4096, 4, 32, 8, 14336, 128256, 8192, 500000.0f, false),
+      llama("llama2-7b", 4096, 32, 32, 32, 11008, 32000, 4096, 10000.0f, false),
+      llama("llama-1b", 2048, 16, 32, 8, 8192, 128256, 8192, 500000.0f, true),
+      llama("tiny", 256, 2, 4, 2, 512, 1024, 2048, 10000.0f, false),
+      // Qwen2.5-7B: 3584 / 28 layers / 28 heads, 4 KV / 128 / 18944 / 152064.
+      family("qwen2.5-7b", "qwen2", 3584, 28, 28, 4, 128, 18944, 152064, 32768, 1e6f, false, 1e-6f),
+      // Qwen3-8B: 4096 / 36 / 32, 8 KV / 128 / 12288 / 151936.
+      family("qwen3-8b", "qwen3", 4096, 36, 32, 8, 128, 12288, 151936, 40960, 1e6f, false, 1e-6f),
+      // Gemma-2-9B: 3584 / 42 / 16, 8 KV / 256 / 14336 / 256000; window 4096 on
+      // every other layer, soft-caps 50 and 30, tied embeddings.
+      family("gemma2-9b", "gemma2", 3584, 42, 16, 8, 256, 14336, 256000, 8192, 10000.0f, true, 1e-6f),
+      // Gemma-3-12B: 3840 / 48 / 16, 8 KV / 256 / 15360 / 262208; window 1024,
+      // 5 local layers to 1 global, global RoPE 1e6 with linear scaling 8.
+      family("gemma3-12b", "gemma3", 3840, 48, 16, 8, 256, 15360, 262208, 131072, 1e6f, true, 1e-6f),
+      // Phi-3-mini-4k: 3072 / 32 / 32, 32 KV / 96 / 8192 / 32064.
+      family("phi3-mini", "phi3", 3072, 32, 32, 32, 96, 8192, 32064, 4096, 10000.0f, false, 1e-5f),
+      // GLM-4-9B-0414: 4096 / 40 / 32, 2 KV / 128 / 13696 / 151552; RoPE on
+      // half of each head (64 of 128 dims).
+      family("glm4-9b", "glm4", 4096, 40, 32, 2, 128, 13696, 151552, 32768, 10000.0f, false, 1e-5f),
+      // Test sizes of each family.
+      family("tiny-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 1024, 2048, 1e6f, true, 1e-6f),
+      family("tiny-qwen3", "qwen3", 256, 2, 4, 2, 64, 512, 1024, 2048, 1e6f, false, 1e-6f),
+      family("tiny-gemma2", "gemma2", 256, 4, 4, 2, 128, 512, 1024, 2048, 10000.0f, true, 1e-6f),
+      family("tiny-gemma3", "gemma3", 256, 6, 4, 2, 128, 512, 1024, 2048, 1e6f, true, 1e-6f),
+      family("tiny-phi3", "phi3", 256, 2, 4, 4, 64, 512, 1024, 2048, 10000.0f, false, 1e-5f),
+      family("tiny-glm4", "glm4", 256, 2, 4, 2, 64, 512, 1024, 2048, 10000.0f, false, 1e-5f),
+  };
+  for (auto& p : v) {
+    if (p.arch == "gemma2") {
+      p.sliding_window = p.name == "tiny-gemma2" ? 16 : 4096;
+      p.attn_softcap = 50.0f;
+      p.final_softcap = 30.0f;
+    } else if (p.arch == "gemma3") {
+      p.sliding_window = p.name == "tiny-gemma3" ? 16 : 1024;
+      p.swa_pattern = p.name == "tiny-gemma3" ? 3 : 6;
+      if (p.name == "gemma3-12b") p.rope_scale_linear = 8.0f;
+    } else if (p.arch == "phi3") {
+      p.sliding_window = p.name == "phi3-mini" ? 2047 : 0;  // in the real file; llama.cpp ignores it
+    } else if (p.arch == "glm4") {
+      p.n_rot = p.hd() / 2;
+    }
+  }
+  return v;
+}
 
 uint64_t name_seed(uint64_t seed, const std::string& name) {
   uint64_t h = seed;
@@ -30,15 +99,21 @@ uint64_t name_seed(uint64_t seed, const std::string& name) {
 
 }  // namespace
 
+int32_t SyntheticPreset::n_tensors() const {
+  const int32_t per_layer = 2 + (fused_qkv ? 1 : 3) + 1 + (qkv_bias ? 3 : 0) + (qk_norm ? 2 : 0) +
+                            (post_norms ? 2 : 0) + (fused_gate_up ? 1 : 2) + 1;
+  return 2 + (tied_embeddings ? 0 : 1) + n_layer * per_layer;
+}
+
 std::optional<SyntheticPreset> synthetic_preset(const std::string& name) {
-  for (const auto& p : kPresets)
+  for (const auto& p : presets())
     if (p.name == name) return p;
   return std::nullopt;
 }
 
 std::string synthetic_preset_names() {
   std::string s;
-  for (const auto& p : kPresets) s += (s.empty() ? "" : ", ") + p.name;
+  for (const auto& p : presets()) s += (s.empty() ? "" : ", ") + p.name;
   return s;
 }
 
@@ -55,8 +130,9 @@ void synthetic_values(uint64_t seed, uint64_t first, float scale, float* out, si
 void write_synthetic_model(const SyntheticPreset& p, const QuantPlan& plan, const std::string& path, uint64_t seed,
                            ThreadPool& pool, const std::function<void(uint64_t, uint64_t)>& progress) {
   gguf::Writer w;
-  const std::string a = "llama.";
-  w.set_string("general.architecture", "llama");
+  const std::string a = p.arch + ".";
+  const int64_t hd = p.hd();
+  w.set_string("general.architecture", p.arch);
   w.set_string("general.name", "synthetic " + p.name);
   w.set_u32("general.file_type", uint32_t(plan.file_type));
   w.set_u32(a + "context_length", uint32_t(p.n_ctx));
@@ -65,9 +141,21 @@ void write_synthetic_model(const SyntheticPreset& p, const QuantPlan& plan, cons
   w.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));
   w.set_u32(a + "attention.head_count", uint32_t(p.n_head));
   w.set_u32(a + "attention.head_count_kv", uint32_t(p.n_head_kv));
-  w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  if (p.head_dim > 0) {
+    w.set_u32(a + "attention.key_length", uint32_t(hd));
+    w.set_u32(a + "attention.value_length", uint32_t(hd));
+  }
+  w.set_f32(a + "attention.layer_norm_rms_epsilon", p.rms_eps);
   w.set_f32(a + "rope.freq_base", p.rope_base);
-  w.set_u32(a + "rope.dimension_count", uint32_t(p.n_embd / p.n_head));
+  w.set_u32(a + "rope.dimension_count", uint32_t(p.n_rot > 0 ? p.n_rot : hd));
+  if (p.rope_scale_linear > 0) {
+    w.set_string(a + "rope.scaling.type", "linear");
+    w.set_f32(a + "rope.scaling.factor", p.rope_scale_linear);
+  }
+  if (p.sliding_window > 0) w.set_u32(a + "attention.sliding_window", uint32_t(p.sliding_window));
+  if (p.swa_pattern > 0) w.set_u32(a + "attention.sliding_window_pattern", uint32_t(p.swa_pattern));
+  if (p.attn_softcap > 0) w.set_f32(a + "attn_logit_softcapping", p.attn_softcap);
+  if (p.final_softcap > 0) w.set_f32(a + "final_logit_softcapping", p.final_softcap);
   w.set_u32(a + "vocab_size", uint32_t(p.n_vocab));
 
   std::vector<std::string> tokens;
@@ -98,9 +186,8 @@ void write_synthetic_model(const SyntheticPreset& p, const QuantPlan& plan, cons
   w.set_bool("tokenizer.ggml.add_bos_token", true);
   w.set_bool("tokenizer.ggml.add_eos_token", false);
 
-  const int64_t hd = p.n_embd / p.n_head;
   auto matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
-    const DType t = plan_tensor_type(plan, name, cols, 2, p.n_layer);
+    const DType t = plan_tensor_type(plan, name, cols, 2, p.n_layer, p.tied_embeddings);
     const uint64_t tseed = name_seed(seed, name);
     // Uniform in (-a, a) with standard deviation 1/sqrt(cols): unit-scale outputs.
     const float scale = std::sqrt(3.0f / float(cols));
@@ -115,29 +202,51 @@ void write_synthetic_model(const SyntheticPreset& p, const QuantPlan& plan, cons
       });
     });
   };
-  auto norm = [&](const std::string& name, int64_t n) {
+  // Norm weights near 1; biases near 0.
+  auto vec = [&](const std::string& name, int64_t n, float offset) {
     const uint64_t tseed = name_seed(seed, name);
     w.add_tensor(name, DType::F32, {uint64_t(n)}, [=](uint8_t* dst) {
       std::vector<float> v(static_cast<size_t>(n));
       synthetic_values(tseed, 0, 0.1f, v.data(), v.size());
-      for (auto& x : v) x += 1.0f;
+      for (auto& x : v) x += offset;
       std::memcpy(dst, v.data(), v.size() * 4);
     });
   };
+  auto norm = [&](const std::string& name, int64_t n) { vec(name, n, 1.0f); };
+  const int64_t q_dim = p.n_head * hd, kv_dim = p.n_head_kv * hd;
   matrix("token_embd.weight", p.n_embd, p.n_vocab);
   norm("output_norm.weight", p.n_embd);
   if (!p.tied_embeddings) matrix("output.weight", p.n_embd, p.n_vocab);
   for (int l = 0; l < p.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     norm(b + "attn_norm.weight", p.n_embd);
-    matrix(b + "attn_q.weight", p.n_embd, p.n_head * hd);
-    matrix(b + "attn_k.weight", p.n_embd, p.n_head_kv * hd);
-    matrix(b + "attn_v.weight", p.n_embd, p.n_head_kv * hd);
-    matrix(b + "attn_output.weight", p.n_head * hd, p.n_embd);
+    if (p.fused_qkv) {
+      matrix(b + "attn_qkv.weight", p.n_embd, q_dim + 2 * kv_dim);
+    } else {
+      matrix(b + "attn_q.weight", p.n_embd, q_dim);
+      matrix(b + "attn_k.weight", p.n_embd, kv_dim);
+      matrix(b + "attn_v.weight", p.n_embd, kv_dim);
+    }
+    if (p.qkv_bias) {
+      vec(b + "attn_q.bias", q_dim, 0.0f);
+      vec(b + "attn_k.bias", kv_dim, 0.0f);
+      vec(b + "attn_v.bias", kv_dim, 0.0f);
+    }
+    if (p.qk_norm) {
+      norm(b + "attn_q_norm.weight", hd);
+      norm(b + "attn_k_norm.weight", hd);
+    }
+    matrix(b + "attn_output.weight", q_dim, p.n_embd);
+    if (p.post_norms) norm(b + "post_attention_norm.weight", p.n_embd);
     norm(b + "ffn_norm.weight", p.n_embd);
-    matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff);
-    matrix(b + "ffn_up.weight", p.n_embd, p.n_ff);
+    if (p.fused_gate_up) {
+      matrix(b + "ffn_up.weight", p.n_embd, 2 * int64_t(p.n_ff));
+    } else {
+      matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff);
+      matrix(b + "ffn_up.weight", p.n_embd, p.n_ff);
+    }
     matrix(b + "ffn_down.weight", p.n_ff, p.n_embd);
+    if (p.post_norms) norm(b + "post_ffw_norm.weight", p.n_embd);
   }
   w.write(path, [&](size_t done, size_t total) {
     if (progress) progress(done, total);

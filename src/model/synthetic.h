@@ -1,7 +1,10 @@
-// Synthetic Llama-family GGUF models: real models' shapes with random
-// weights (never all zero, seeded, reproducible) and a valid SentencePiece-
-// style vocabulary of the right size (special tokens, 256 byte tokens, then
-// "▁t<i>" pieces), loadable by this engine and by llama.cpp.
+// Synthetic GGUF models: real models' shapes with random weights (never all
+// zero, seeded, reproducible) and a valid SentencePiece-style vocabulary of
+// the right size (special tokens, 256 byte tokens, then "▁t<i>" pieces),
+// loadable by this engine and by llama.cpp. Every supported family has
+// presets in its published shape, with its tensors (biases, q/k norms, post
+// norms, fused q/k/v or gate+up) and metadata keys (head size, soft-caps,
+// sliding window, partial rotary, ...) as llama.cpp's converter writes them.
 #pragma once
 
 #include <cstdint>
@@ -16,15 +19,30 @@ namespace rf {
 
 struct SyntheticPreset {
   std::string name;
-  int32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
-  float rope_base;
-  bool tied_embeddings;
+  std::string arch = "llama";  // general.architecture
+  int32_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0;
+  int32_t head_dim = 0;        // 0: n_embd / n_head
+  int32_t n_ff = 0, n_vocab = 0, n_ctx = 0;
+  float rope_base = 10000.0f;
+  bool tied_embeddings = false;
+  float rms_eps = 1e-5f;
+  int32_t n_rot = 0;           // rotary dims; 0: the head size
+  float rope_scale_linear = 0; // > 0: rope.scaling.type linear with this factor
+  int32_t sliding_window = 0;  // attention.sliding_window (0: none written)
+  int32_t swa_pattern = 0;     // attention.sliding_window_pattern (0: none written)
+  float attn_softcap = 0, final_softcap = 0;  // written when > 0
+  // Tensors beyond Llama's:
+  bool qkv_bias = false, qk_norm = false, post_norms = false;
+  bool fused_qkv = false, fused_gate_up = false;
+
+  int32_t hd() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
+  int32_t n_tensors() const;  // what write_synthetic_model writes
 };
 
 std::optional<SyntheticPreset> synthetic_preset(const std::string& name);
 std::string synthetic_preset_names();
 
-// Writes the model; progress(done_bytes, total_bytes) after each tensor.
+// Writes the model; progress(done_tensors, total_tensors) after each tensor.
 void write_synthetic_model(const SyntheticPreset& p, const QuantPlan& plan, const std::string& path, uint64_t seed,
                            ThreadPool& pool, const std::function<void(uint64_t, uint64_t)>& progress);
 

@@ -1,6 +1,9 @@
-// The Llama forward pass: embed -> layers (RMSNorm, QKV, RoPE + KV store,
-// paged attention, output projection, residual, RMSNorm, SwiGLU FFN,
-// residual) -> gather the rows that need logits -> final norm -> LM head.
+// The forward pass: embed (x scale) -> layers (RMSNorm, QKV [+ biases]
+// [-> per-head q/k RMSNorm], RoPE + KV store, paged attention [window,
+// soft-cap], output projection [-> post norm], residual, RMSNorm, SwiGLU or
+// GeGLU FFN [-> post norm], residual) -> gather the rows that need logits ->
+// final norm -> LM head [-> soft-cap]. Bracketed steps run where the
+// model's configuration has them.
 #include "model/transformer.h"
 
 #include <algorithm>
@@ -34,6 +37,11 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   proj_ = alloc_act(c_.n_embd, T, act, "projection");
   gate_ = alloc_act(c_.n_ff, T, act, "ffn gate");
   up_ = alloc_act(c_.n_ff, T, act, "ffn up");
+  if (c_.qk_norm) {
+    q_raw_ = alloc_act(c_.q_dim(), T, act, "q before norm");
+    k_raw_ = alloc_act(c_.kv_dim(), T, act, "k before norm");
+  }
+  if (c_.post_attn_norm || c_.post_ffn_norm) post_ = alloc_act(c_.n_embd, T, act, "post norm");
   last_ = alloc_act(c_.n_embd, limits.max_logits, res, "last hidden");
   last_n_ = alloc_act(c_.n_embd, limits.max_logits, act, "last normed");
   logits_ = alloc_act(c_.n_vocab, limits.max_logits, DType::F32, "logits");
@@ -113,37 +121,83 @@ Tensor Transformer::forward(const Batch& batch, KVCache& kv) {
   return logits_.slice_rows(0, nl);
 }
 
-void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
+Tensor Transformer::attention_block(int32_t il, const StepMeta& m, KVCache& kv) {
   const int32_t n = m.n_tokens;
-  Tensor x = x_.slice_rows(0, n), xn = xn_.slice_rows(0, n);
-  Tensor q = q_.slice_rows(0, n), k = k_.slice_rows(0, n), v = v_.slice_rows(0, n);
+  const LayerWeights& l = w_.layers[size_t(il)];
+  const KVLayer& cache = kv.layer(il);
+  Tensor xn = xn_.slice_rows(0, n), q = q_.slice_rows(0, n), k = k_.slice_rows(0, n), v = v_.slice_rows(0, n);
   Tensor attn = attn_.slice_rows(0, n), proj = proj_.slice_rows(0, n);
-  Tensor gate = gate_.slice_rows(0, n), up = up_.slice_rows(0, n);
-
+  // Projections, into the pre-norm buffers when q and k get a per-head norm.
+  Tensor qp = c_.qk_norm ? q_raw_.slice_rows(0, n) : q, kp = c_.qk_norm ? k_raw_.slice_rows(0, n) : k;
+  const Tensor qkv_w[3] = {l.wq, l.wk, l.wv};
+  Tensor qkv[3] = {qp, kp, v};
+  backend_.matmul_multi(xn, qkv_w, qkv);
+  if (l.bq.data) {
+    backend_.add_bias(qp, l.bq);
+    backend_.add_bias(kp, l.bk);
+    backend_.add_bias(v, l.bv);
+  }
+  if (c_.qk_norm) {
+    // RMSNorm of each head: the same memory seen as one row per head.
+    const int64_t hd = c_.head_dim;
+    Tensor qo = q.view2d(hd, q.numel() / hd), ko = k.view2d(hd, k.numel() / hd);
+    backend_.rms_norm(qp.view2d(hd, qp.numel() / hd), l.q_norm, c_.rms_eps, qo);
+    backend_.rms_norm(kp.view2d(hd, kp.numel() / hd), l.k_norm, c_.rms_eps, ko);
+  }
+  backend_.rope_store_kv(q, k, v, m, c_.rope_for(il), cache);
   AttentionParams ap;
   ap.n_heads = c_.n_head;
   ap.n_kv_heads = c_.n_head_kv;
   ap.head_dim = c_.head_dim;
-  ap.scale = 1.0f / std::sqrt(float(c_.head_dim));
+  ap.scale = c_.attn_scale;
+  ap.window = c_.is_swa(il) ? c_.sliding_window : 0;
+  ap.softcap = c_.attn_softcap;
+  if (ap.window > 0 || ap.softcap > 0.0f) {
+    backend_.attention_ext(q, cache, m, ap, attn);
+  } else {
+    backend_.attention(q, cache, m, ap, attn);
+  }
+  backend_.matmul(attn, l.wo, proj);
+  if (!l.post_attn_norm.data) return proj;
+  Tensor post = post_.slice_rows(0, n);
+  backend_.rms_norm(proj, l.post_attn_norm, c_.rms_eps, post);
+  return post;
+}
 
+Tensor Transformer::ffn_block(int32_t il, int32_t n) {
+  const LayerWeights& l = w_.layers[size_t(il)];
+  Tensor xn = xn_.slice_rows(0, n), gate = gate_.slice_rows(0, n), up = up_.slice_rows(0, n);
+  Tensor proj = proj_.slice_rows(0, n);
+  if (c_.activation == Activation::SiLU) {
+    backend_.matmul_gate_up_swiglu(xn, l.w_gate, l.w_up, gate, up, gate);
+  } else {
+    const Tensor ws[2] = {l.w_gate, l.w_up};
+    Tensor outs[2] = {gate, up};
+    backend_.matmul_multi(xn, ws, outs);
+    backend_.geglu(gate, up, gate);
+  }
+  backend_.matmul(gate, l.w_down, proj);
+  if (!l.post_ffn_norm.data) return proj;
+  Tensor post = post_.slice_rows(0, n);
+  backend_.rms_norm(proj, l.post_ffn_norm, c_.rms_eps, post);
+  return post;
+}
+
+void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
+  const int32_t n = m.n_tokens;
+  Tensor x = x_.slice_rows(0, n), xn = xn_.slice_rows(0, n);
   backend_.embed(w_.tok_embd, m, x);
+  if (c_.embd_scale != 1.0f) backend_.scale(x, c_.embd_scale);
   backend_.rms_norm(x, w_.layers[0].attn_norm, c_.rms_eps, xn);
   for (int32_t il = 0; il < c_.n_layer; ++il) {
     const LayerWeights& l = w_.layers[size_t(il)];
-    const KVLayer& cache = kv.layer(il);
-    const Tensor qkv_w[3] = {l.wq, l.wk, l.wv};
-    Tensor qkv[3] = {q, k, v};
-    backend_.matmul_multi(xn, qkv_w, qkv);
-    backend_.rope_store_kv(q, k, v, m, c_.rope, cache);
-    backend_.attention(q, cache, m, ap, attn);
-    backend_.matmul(attn, l.wo, proj);
-    backend_.add_rms_norm(x, proj, l.ffn_norm, c_.rms_eps, xn);
-    backend_.matmul_gate_up_swiglu(xn, l.w_gate, l.w_up, gate, up, gate);
-    backend_.matmul(gate, l.w_down, proj);
+    const Tensor attn_out = attention_block(il, m, kv);
+    backend_.add_rms_norm(x, attn_out, l.ffn_norm, c_.rms_eps, xn);
+    const Tensor ffn_out = ffn_block(il, n);
     if (il + 1 < c_.n_layer) {
-      backend_.add_rms_norm(x, proj, w_.layers[size_t(il) + 1].attn_norm, c_.rms_eps, xn);
+      backend_.add_rms_norm(x, ffn_out, w_.layers[size_t(il) + 1].attn_norm, c_.rms_eps, xn);
     } else {
-      backend_.add(x, proj, x);
+      backend_.add(x, ffn_out, x);
     }
   }
   const int32_t nl = m.n_logits;
@@ -152,6 +206,7 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
   backend_.gather_rows(x, m, last);
   backend_.rms_norm(last, w_.output_norm, c_.rms_eps, last_n);
   backend_.matmul(last_n, w_.output, logits);
+  if (c_.final_softcap > 0.0f) backend_.softcap(logits, c_.final_softcap);
 }
 
 }  // namespace rf

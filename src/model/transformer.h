@@ -1,7 +1,9 @@
-// Transformer: the Llama forward pass over a flattened multi-sequence batch
-// (DESIGN.md step 4), written once against the Backend interface. Owns the
-// activation workspace, sized at construction for the largest step; forward
-// allocates nothing.
+// Transformer: the forward pass over a flattened multi-sequence batch
+// (DESIGN.md step 4), written once against the Backend interface for every
+// family: ModelConfig's building blocks switch its optional steps on (biases,
+// q/k norms, post norms, GeGLU, soft-caps, sliding windows, embedding scale).
+// Owns the activation workspace, sized at construction for the largest step;
+// forward allocates nothing.
 #pragma once
 
 #include "backend/backend.h"
@@ -33,6 +35,12 @@ class Transformer {
  private:
   Tensor alloc_act(int64_t cols, int64_t rows, DType type, const char* what);
   void run_layers(const StepMeta& m, KVCache& kv);
+  // One layer's attention block on the normed input in xn_: returns its
+  // output (rows of proj_, or of post_ after a post-attention norm).
+  Tensor attention_block(int32_t il, const StepMeta& m, KVCache& kv);
+  // The FFN of the normed input in xn_: returns its output (rows of proj_,
+  // or of post_ after a post-FFN norm).
+  Tensor ffn_block(int32_t il, int32_t n);
   // Pure decode steps (one new token and one logit row per sequence) run as
   // graphs, padded to a bucket size.
   bool graph_eligible(const Batch& b) const;
@@ -51,6 +59,8 @@ class Transformer {
   Tensor attn_;     // [q_dim]
   Tensor proj_;     // projection output [n_embd]
   Tensor gate_, up_;  // [n_ff]
+  Tensor q_raw_, k_raw_;  // [q_dim], [kv_dim]: q and k before their per-head norm (qk_norm only)
+  Tensor post_;     // a post-norm's output [n_embd] (post norms only)
   Tensor last_;     // [max_logits rows, n_embd]
   Tensor last_n_;   // [max_logits rows, n_embd]
   Tensor logits_;   // [max_logits rows, n_vocab] f32

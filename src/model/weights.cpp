@@ -1,6 +1,7 @@
 // Looking up, validating and loading model tensors.
 #include "model/weights.h"
 
+#include <unordered_set>
 #include <vector>
 
 #include "core/error.h"
@@ -15,9 +16,12 @@ struct Loader {
   uint64_t done = 0, total = 0;
   const std::function<void(uint64_t, uint64_t)>& progress;
 
-  const gguf::TensorInfo& info(const std::string& name, std::vector<uint64_t> shape) const {
+  std::unordered_set<std::string> used;
+
+  const gguf::TensorInfo& info(const std::string& name, std::vector<uint64_t> shape) {
     const gguf::TensorInfo* t = f.find_tensor(name);
     RF_CHECK(t, "model is missing tensor '", name, "'");
+    used.insert(name);
     bool ok = true;
     for (size_t i = 0; i < 4; ++i) ok = ok && t->ne(i) == (i < shape.size() ? shape[i] : 1);
     if (!ok) {
@@ -54,11 +58,16 @@ struct Loader {
   }
 };
 
+// Elements [first, first + n) of an f32 vector, as a vector of their own.
+Tensor f32_cols(const Tensor& v, int64_t first, int64_t n) {
+  return make_tensor(static_cast<float*>(v.data) + first, DType::F32, n, 1, v.device);
+}
+
 }  // namespace
 
 ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& c, Backend& backend,
                                 const std::function<void(uint64_t, uint64_t)>& progress) {
-  Loader L{f, backend, 0, 0, progress};
+  Loader L{f, backend, 0, 0, progress, {}};
   for (const auto& t : f.tensors()) L.total += t.n_bytes;
   ModelWeights w;
   w.tok_embd = L.matrix("token_embd.weight", c.n_embd, c.n_vocab);
@@ -70,20 +79,64 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& c, Backe
     w.tied_output = true;
   }
   if (f.find_tensor("rope_freqs.weight")) w.rope_freqs = L.vector_f32("rope_freqs.weight", c.rope.n_rot / 2);
+  for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight", "blk.0.rope_factors_long.weight"})
+    RF_CHECK(!f.find_tensor(name), "model has '", name, "': LongRoPE scaling (", c.arch,
+             " long-context variants) is not supported yet");
   w.layers.resize(size_t(c.n_layer));
   for (int32_t i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[size_t(i)];
     l.attn_norm = L.vector_f32(p + "attn_norm.weight", c.n_embd);
-    l.wq = L.matrix(p + "attn_q.weight", c.n_embd, c.q_dim());
-    l.wk = L.matrix(p + "attn_k.weight", c.n_embd, c.kv_dim());
-    l.wv = L.matrix(p + "attn_v.weight", c.n_embd, c.kv_dim());
+    if (f.find_tensor(p + "attn_qkv.weight")) {
+      // One matrix of q, k and v rows, in that order.
+      const Tensor qkv = L.matrix(p + "attn_qkv.weight", c.n_embd, c.q_dim() + 2 * c.kv_dim());
+      l.wq = qkv.slice_rows(0, c.q_dim());
+      l.wk = qkv.slice_rows(c.q_dim(), c.kv_dim());
+      l.wv = qkv.slice_rows(c.q_dim() + c.kv_dim(), c.kv_dim());
+      l.fused_qkv = true;
+      if (c.qkv_bias == BiasUse::Required ||
+          (c.qkv_bias == BiasUse::Optional && f.find_tensor(p + "attn_qkv.bias"))) {
+        const Tensor b = L.vector_f32(p + "attn_qkv.bias", c.q_dim() + 2 * c.kv_dim());
+        l.bq = f32_cols(b, 0, c.q_dim());
+        l.bk = f32_cols(b, c.q_dim(), c.kv_dim());
+        l.bv = f32_cols(b, c.q_dim() + c.kv_dim(), c.kv_dim());
+      }
+    } else {
+      l.wq = L.matrix(p + "attn_q.weight", c.n_embd, c.q_dim());
+      l.wk = L.matrix(p + "attn_k.weight", c.n_embd, c.kv_dim());
+      l.wv = L.matrix(p + "attn_v.weight", c.n_embd, c.kv_dim());
+    }
+    const bool bias = !l.fused_qkv && (c.qkv_bias == BiasUse::Required ||
+                                       (c.qkv_bias == BiasUse::Optional && f.find_tensor(p + "attn_q.bias")));
+    if (bias) {
+      l.bq = L.vector_f32(p + "attn_q.bias", c.q_dim());
+      l.bk = L.vector_f32(p + "attn_k.bias", c.kv_dim());
+      l.bv = L.vector_f32(p + "attn_v.bias", c.kv_dim());
+    }
+    if (c.qk_norm) {
+      l.q_norm = L.vector_f32(p + "attn_q_norm.weight", c.head_dim);
+      l.k_norm = L.vector_f32(p + "attn_k_norm.weight", c.head_dim);
+    }
     l.wo = L.matrix(p + "attn_output.weight", c.q_dim(), c.n_embd);
+    if (c.post_attn_norm) l.post_attn_norm = L.vector_f32(p + "post_attention_norm.weight", c.n_embd);
     l.ffn_norm = L.vector_f32(p + "ffn_norm.weight", c.n_embd);
-    l.w_gate = L.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff);
-    l.w_up = L.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff);
+    if (c.fused_gate_up) {
+      // ffn_up holds the gate rows, then the up rows.
+      const Tensor gate_up = L.matrix(p + "ffn_up.weight", c.n_embd, 2 * int64_t(c.n_ff));
+      l.w_gate = gate_up.slice_rows(0, c.n_ff);
+      l.w_up = gate_up.slice_rows(c.n_ff, c.n_ff);
+    } else {
+      l.w_gate = L.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff);
+      l.w_up = L.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff);
+    }
     l.w_down = L.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd);
+    if (c.post_ffn_norm) l.post_ffn_norm = L.vector_f32(p + "post_ffw_norm.weight", c.n_embd);
   }
+  // As llama.cpp: a tensor the architecture does not use means the file is
+  // not what its metadata says (computing without it would be wrong).
+  for (const auto& t : f.tensors())
+    RF_CHECK(L.used.count(t.name), "model has tensor '", t.name, "' that architecture '", c.arch,
+             "' does not use");
   w.bytes = L.done;
   return w;
 }

@@ -1,6 +1,8 @@
-// Weights of a Llama-family model: every tensor looked up by its GGUF name,
-// shape-checked against the config (a missing tensor or a wrong shape is an
-// error naming it) and made usable by the backend.
+// Weights of a model: every tensor looked up by its GGUF name (llama.cpp's
+// names), shape-checked against the config (a missing tensor or a wrong
+// shape is an error naming it) and made usable by the backend. Fused
+// weights (attn_qkv; ffn_up holding gate and up) are loaded once and seen as
+// row slices, so the forward pass treats them like separate matrices.
 #pragma once
 
 #include <functional>
@@ -11,16 +13,22 @@
 
 namespace rf {
 
+// Optional tensors are empty (data == nullptr) when the model has none.
 struct LayerWeights {
   Tensor attn_norm;  // [n_embd] f32
-  Tensor wq;         // [q_dim rows, n_embd]
+  Tensor wq;         // [q_dim rows, n_embd]  (rows of attn_qkv when fused)
   Tensor wk;         // [kv_dim rows, n_embd]
   Tensor wv;         // [kv_dim rows, n_embd]
+  Tensor bq, bk, bv;           // [q_dim], [kv_dim], [kv_dim] f32, optional
+  Tensor q_norm, k_norm;       // [head_dim] f32, optional (per-head RMSNorm)
   Tensor wo;         // [n_embd rows, q_dim]
+  Tensor post_attn_norm;       // [n_embd] f32, optional
   Tensor ffn_norm;   // [n_embd] f32
-  Tensor w_gate;     // [n_ff rows, n_embd]
+  Tensor w_gate;     // [n_ff rows, n_embd]  (rows of ffn_up when fused)
   Tensor w_up;       // [n_ff rows, n_embd]
   Tensor w_down;     // [n_embd rows, n_ff]
+  Tensor post_ffn_norm;        // [n_embd] f32, optional
+  bool fused_qkv = false;
 };
 
 struct ModelWeights {

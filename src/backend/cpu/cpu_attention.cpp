@@ -1,6 +1,8 @@
 // CPU RoPE + paged KV store, and causal attention over paged KV with GQA.
 // Angles are computed in double; softmax in double accumulation. Each query
-// token attends to its sequence's positions [0, position].
+// token attends to its sequence's positions [0, position], or the last
+// `window` of them on sliding-window layers; logits optionally soft-capped.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -80,20 +82,23 @@ void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const St
       const int32_t* table = m.block_tables + size_t(seq) * m.max_blocks_per_seq;
       const float* qv = q.ptr<float>() + t * q.cols() + size_t(h) * hd;
       const int n_ctx = pos + 1;
+      const int first = p.window > 0 ? std::max(0, n_ctx - p.window) : 0;  // keys [first, pos]
       scores.resize(size_t(n_ctx));
       double mx = -INFINITY;
-      for (int j = 0; j < n_ctx; ++j) {
+      for (int j = first; j < n_ctx; ++j) {
         const size_t slot = size_t(table[j / m.block_size]) * m.block_size + size_t(j % m.block_size);
         const float* kv = kc + slot * kv_row + size_t(kvh) * hd;
         double s = 0;
         for (int d = 0; d < hd; ++d) s += double(qv[d]) * kv[d];
-        scores[j] = s * p.scale;
+        s *= p.scale;
+        if (p.softcap > 0.0f) s = double(p.softcap) * std::tanh(s / double(p.softcap));
+        scores[j] = s;
         mx = std::max(mx, scores[j]);
       }
       double sum = 0;
-      for (int j = 0; j < n_ctx; ++j) sum += (scores[j] = std::exp(scores[j] - mx));
+      for (int j = first; j < n_ctx; ++j) sum += (scores[j] = std::exp(scores[j] - mx));
       std::fill(acc.begin(), acc.end(), 0.0);
-      for (int j = 0; j < n_ctx; ++j) {
+      for (int j = first; j < n_ctx; ++j) {
         const size_t slot = size_t(table[j / m.block_size]) * m.block_size + size_t(j % m.block_size);
         const float* vv = vc + slot * kv_row + size_t(kvh) * hd;
         const double pj = scores[j] / sum;

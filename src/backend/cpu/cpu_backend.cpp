@@ -9,9 +9,19 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/fp16.h"
 #include "core/quant.h"
 
 namespace rf {
+
+float gelu_tanh_f16(float x) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  const double xh = f16_to_f32(f32_to_f16(x));
+  const double k = 0.79788456080286535587989211986876;  // sqrt(2/pi)
+  const double y = 0.5 * xh * (1.0 + std::tanh(k * (xh + 0.044715 * xh * xh * xh)));
+  return f16_to_f32(f32_to_f16(float(y)));
+}
 
 CpuBackend::CpuBackend(size_t n_threads) : pool_(n_threads) {}
 
@@ -111,6 +121,13 @@ void CpuBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const Step
 
 void CpuBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                            Tensor& out) {
+  RF_CHECK(p.window == 0 && p.softcap == 0.0f, "attention: a sliding window or soft-cap needs attention_ext");
+  cpu::attention(pool_, q, cache, m, p, out);
+}
+
+void CpuBackend::attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                               Tensor& out) {
+  RF_CHECK(p.window >= 0 && p.softcap >= 0.0f, "attention_ext: negative window or soft-cap");
   cpu::attention(pool_, q, cache, m, p, out);
 }
 
@@ -130,6 +147,39 @@ void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
   const float* pb = b.ptr<float>();
   float* o = out.ptr<float>();
   for (int64_t i = 0; i < a.numel(); ++i) o[i] = pa[i] + pb[i];
+}
+
+void CpuBackend::add_bias(Tensor& x, const Tensor& bias) {
+  RF_CHECK(x.type == DType::F32 && bias.type == DType::F32 && bias.numel() == x.cols(), "cpu add_bias: bad shapes");
+  const int64_t n = x.cols();
+  const float* b = bias.ptr<float>();
+  for (int64_t r = 0; r < x.rows(); ++r) {
+    float* xr = x.ptr<float>() + r * n;
+    for (int64_t i = 0; i < n; ++i) xr[i] += b[i];
+  }
+}
+
+void CpuBackend::geglu(const Tensor& gate, const Tensor& up, Tensor& out) {
+  RF_CHECK(gate.type == DType::F32 && up.type == DType::F32 && out.type == DType::F32, "cpu geglu: f32 only");
+  RF_CHECK(gate.numel() == up.numel() && out.numel() >= gate.numel(), "cpu geglu: bad shapes");
+  const float* g = gate.ptr<float>();
+  const float* u = up.ptr<float>();
+  float* o = out.ptr<float>();
+  pool_.parallel_for(size_t(gate.numel()), 4096, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) o[i] = gelu_tanh_f16(g[i]) * u[i];
+  });
+}
+
+void CpuBackend::scale(Tensor& x, float s) {
+  RF_CHECK(x.type == DType::F32, "cpu scale: f32 only");
+  float* p = x.ptr<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) p[i] *= s;
+}
+
+void CpuBackend::softcap(Tensor& x, float cap) {
+  RF_CHECK(x.type == DType::F32 && cap > 0.0f, "cpu softcap: f32 and a positive cap");
+  float* p = x.ptr<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) p[i] = float(double(cap) * std::tanh(double(p[i]) / double(cap)));
 }
 
 void CpuBackend::gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) {

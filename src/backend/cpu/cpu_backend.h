@@ -43,6 +43,12 @@ class CpuBackend final : public Backend {
                  Tensor& out) override;
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void add(const Tensor& a, const Tensor& b, Tensor& out) override;
+  void add_bias(Tensor& x, const Tensor& bias) override;
+  void geglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void scale(Tensor& x, float s) override;
+  void softcap(Tensor& x, float cap) override;
+  void attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                     Tensor& out) override;
   void gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) override;
   void sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
               std::vector<SampleResult>& out) override;
@@ -57,12 +63,20 @@ class CpuBackend final : public Backend {
   std::unordered_set<void*> allocations_;
 };
 
+// GELU (tanh approximation) as ggml evaluates it on the CPU, the way
+// llama.cpp's reference outputs were made: x rounded to f16, gelu_tanh of
+// that (here in double), the result rounded to f16; x <= -10 gives 0 and
+// x >= 10 gives x. (Exact f32 GELU differs from llama.cpp's Gemma logits by
+// up to 3.4e-4, beyond the 1e-3-of-the-largest-logit tolerance on tiny-gemma2.)
+float gelu_tanh_f16(float x);
+
 // Ops as free functions over host tensors (the backend's implementation,
 // also used directly by tests).
 namespace cpu {
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out);
 void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
                    const RopeParams& rope, const KVLayer& cache);
+// Honours p.window and p.softcap (the backend's attention() requires them 0).
 void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const StepMeta& m,
                const AttentionParams& p, Tensor& out);
 void sample_row(const float* logits, int32_t vocab, const SampleRow& row, const PenaltyToken* pen,

@@ -1,0 +1,156 @@
+// Each family as a configuration of building blocks, with the metadata keys
+// and defaults llama.cpp uses for it (src/llama-model.cpp, load_hparams;
+// RoPE styles from llama_model_rope_type):
+//   llama, mistral  NORM RoPE; SwiGLU; pre-norms only
+//   qwen2           NeoX RoPE; q/k/v biases (required)
+//   qwen3           NeoX RoPE; per-head q/k RMSNorm
+//   gemma2          NeoX RoPE; embeddings * sqrt(n_embd); GeGLU; post-attention
+//                   and post-FFN norms; attention soft-cap (default 50) and
+//                   final soft-cap (default 30); sliding window (default 4096)
+//                   on every other layer starting with layer 0; q scale
+//                   1/sqrt(head_dim), or 1/sqrt(n_embd/n_head) for the 27B
+//   gemma3          gemma2's blocks without soft-caps, plus q/k norms; sliding
+//                   window only when attention.sliding_window > 0, on layers
+//                   il % period < period - 1 (period: attention.
+//                   sliding_window_pattern, default 6), whose RoPE uses
+//                   rope.freq_base_swa (default 1e4) and no scaling
+//   phi3            NeoX RoPE; fused attn_qkv; fused gate+up in ffn_up; its
+//                   sliding_window key is ignored, as llama.cpp does
+//   glm4            NORM RoPE over rope.dimension_count dims (partial);
+//                   optional q/k/v biases; fused gate+up; post norms
+#include "model/arch.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace rf {
+namespace {
+
+// The 27B Gemma models scale queries by 1/sqrt(n_embd / n_head)
+// (query_pre_attn_scalar 144), the others by 1/sqrt(head_dim); llama.cpp
+// tells them apart by layer count.
+float gemma_attn_scale(const ModelConfig& c, int32_t layers_27b) {
+  if (c.n_layer == layers_27b) return 1.0f / std::sqrt(float(c.n_embd / c.n_head));
+  return 1.0f / std::sqrt(float(c.head_dim));
+}
+
+float optional_float(const gguf::File& f, const std::string& key, double fallback) {
+  const double v = f.get_float(key, fallback);
+  RF_CHECK(std::isfinite(v), "model metadata '", key, "' = ", v, " is not finite");
+  return float(v);
+}
+
+void gemma_common(ModelConfig& c) {
+  c.rope.neox = true;
+  c.embd_scale = std::sqrt(float(c.n_embd));
+  c.activation = Activation::GeluTanh;
+  c.post_attn_norm = true;
+  c.post_ffn_norm = true;
+}
+
+void configure_gemma2(const gguf::File& f, ModelConfig& c) {
+  const std::string a = c.arch + ".";
+  gemma_common(c);
+  c.attn_scale = gemma_attn_scale(c, 46);
+  c.attn_softcap = optional_float(f, a + "attn_logit_softcapping", 50.0);
+  c.final_softcap = optional_float(f, a + "final_logit_softcapping", 30.0);
+  RF_CHECK(c.attn_softcap > 0 && c.final_softcap > 0, "model metadata: gemma2 soft-caps must be positive");
+  c.sliding_window = positive_key(a + "attention.sliding_window", f.get_int(a + "attention.sliding_window", 4096));
+  set_swa_period(c, 2);
+}
+
+void configure_gemma3(const gguf::File& f, ModelConfig& c) {
+  const std::string a = c.arch + ".";
+  gemma_common(c);
+  c.qk_norm = true;
+  c.attn_scale = gemma_attn_scale(c, 62);
+  c.final_softcap = optional_float(f, a + "final_logit_softcapping", 0.0);
+  RF_CHECK(c.final_softcap >= 0, "model metadata: ", a, "final_logit_softcapping is negative");
+  const int64_t window = f.get_int(a + "attention.sliding_window", 0);
+  RF_CHECK(window >= 0 && window <= (int64_t(1) << 24), "model metadata '", a, "attention.sliding_window' = ", window,
+           " is out of range");
+  if (window == 0) return;
+  c.sliding_window = int32_t(window);
+  const std::string pk = a + "attention.sliding_window_pattern";
+  const gguf::Value* pattern = f.find(pk);
+  if (pattern && pattern->type == gguf::ValueType::ARRAY) {  // one flag per layer
+    const auto v = pattern->as_array(pk).to_i64(pk);
+    RF_CHECK(int64_t(v.size()) == c.n_layer, "model metadata '", pk, "' has ", v.size(), " entries for ", c.n_layer,
+             " layers");
+    for (size_t i = 0; i < v.size(); ++i) c.swa_layers[i] = v[i] != 0;
+  } else {
+    const int64_t period = f.get_int(pk, 6);
+    RF_CHECK(period >= 0 && period <= 4096, "model metadata '", pk, "' = ", period, " is out of range");
+    set_swa_period(c, period);
+  }
+  c.rope_swa.freq_base = optional_float(f, a + "rope.freq_base_swa", 10000.0);
+  RF_CHECK(c.rope_swa.freq_base > 1.0f, "model metadata: ", a, "rope.freq_base_swa out of range");
+  c.rope_swa.freq_scale = 1.0f;
+}
+
+struct Family {
+  const char* arch;
+  void (*configure)(const gguf::File&, ModelConfig&);
+};
+
+const Family kFamilies[] = {
+    {"llama", [](const gguf::File&, ModelConfig& c) { c.rope.neox = false; }},
+    {"mistral", [](const gguf::File&, ModelConfig& c) { c.rope.neox = false; }},
+    {"qwen2",
+     [](const gguf::File&, ModelConfig& c) {
+       c.rope.neox = true;
+       c.qkv_bias = BiasUse::Required;
+     }},
+    {"qwen3",
+     [](const gguf::File&, ModelConfig& c) {
+       c.rope.neox = true;
+       c.qk_norm = true;
+     }},
+    {"gemma2", configure_gemma2},
+    {"gemma3", configure_gemma3},
+    {"phi3",
+     [](const gguf::File&, ModelConfig& c) {
+       c.rope.neox = true;
+       c.fused_gate_up = true;
+     }},
+    {"glm4",
+     [](const gguf::File&, ModelConfig& c) {
+       c.rope.neox = false;
+       c.qkv_bias = BiasUse::Optional;
+       c.post_attn_norm = true;
+       c.post_ffn_norm = true;
+       c.fused_gate_up = true;
+     }},
+};
+
+}  // namespace
+
+bool architecture_supported(const std::string& arch) {
+  for (const Family& fam : kFamilies)
+    if (arch == fam.arch) return true;
+  return false;
+}
+
+std::string supported_architectures() {
+  std::string s;
+  for (const Family& fam : kFamilies) s += (s.empty() ? "" : ", ") + std::string(fam.arch);
+  return s;
+}
+
+void configure_family(const gguf::File& f, ModelConfig& c) {
+  c.attn_scale = 1.0f / std::sqrt(float(c.head_dim));
+  c.swa_layers.assign(size_t(c.n_layer), 0);
+  c.rope_swa = c.rope;
+  for (const Family& fam : kFamilies)
+    if (c.arch == fam.arch) {
+      fam.configure(f, c);
+      // The sliding-window layers share the global RoPE style.
+      c.rope_swa.neox = c.rope.neox;
+      c.rope_swa.n_rot = c.rope.n_rot;
+      return;
+    }
+  fail("unsupported model architecture '", c.arch, "' (supported: ", supported_architectures(), ")");
+}
+
+}  // namespace rf

@@ -1,0 +1,76 @@
+// Greedy evaluation with first-step logits (see evaluator.h).
+#include "model/evaluator.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace rf {
+
+Evaluator::Evaluator(const Model& model, Backend& backend, const EvalOptions& options)
+    : model_(model), backend_(backend), options_(options) {
+  const ModelConfig& c = model.config();
+  RF_CHECK(options.max_prompt > 0 && options.max_context >= options.max_prompt && options.block_size > 0,
+           "eval: bad sizes (prompt ", options.max_prompt, ", context ", options.max_context, ")");
+  RF_CHECK(options.max_context <= c.n_ctx_train, "eval: ", options.max_context,
+           " tokens do not fit the model's context of ", c.n_ctx_train);
+  const int32_t n_blocks = (options.max_context + options.block_size - 1) / options.block_size;
+  BackendLimits lim;
+  lim.max_tokens = options.prefill_chunk > 0 ? std::min(options.prefill_chunk, options.max_prompt) : options.max_prompt;
+  lim.max_seqs = 1;
+  lim.max_logits = 1;
+  lim.max_blocks_per_seq = n_blocks;
+  tf_ = std::make_unique<Transformer>(c, model.weights(), backend, lim);
+  KVBudget budget;
+  budget.num_blocks = n_blocks;
+  kv_ = std::make_unique<KVCache>(backend, c, KVMemoryPlan(kv_geometry(c, backend.kv_type(), options.block_size), budget));
+  for (int32_t b = 0; b < n_blocks; ++b) blocks_.push_back(b);
+  host_logits_.resize(size_t(c.n_vocab));
+}
+
+Evaluator::~Evaluator() = default;
+
+EvalResult Evaluator::run(std::span<const int32_t> prompt, int32_t n_predict, std::span<const int32_t> eog) {
+  const int32_t n_prompt = int32_t(prompt.size());
+  RF_CHECK(n_prompt > 0, "eval: empty prompt");
+  RF_CHECK(n_prompt <= options_.max_prompt && n_prompt + n_predict <= options_.max_context, "eval: prompt of ",
+           n_prompt, " tokens + ", n_predict, " does not fit the evaluator's sizes");
+  const int32_t vocab = model_.config().n_vocab;
+  for (int32_t t : prompt) RF_CHECK(t >= 0 && t < vocab, "eval: token id ", t, " out of range (vocab ", vocab, ")");
+  EvalResult r;
+  r.prompt_tokens.assign(prompt.begin(), prompt.end());
+  std::vector<int32_t> tokens = r.prompt_tokens;
+  Batch b;
+  // Feeds tokens[done, end) and returns the argmax of the last one's logits.
+  auto step = [&](int32_t done, int32_t end) {
+    b.reset(options_.block_size, int32_t(blocks_.size()));
+    b.add_sequence(std::span<const int32_t>(tokens.data() + done, size_t(end - done)), done, blocks_, true);
+    const Tensor logits = tf_->forward(b, *kv_);
+    backend_.copy_to_host(host_logits_.data(), logits.data, size_t(vocab) * sizeof(float));
+    return int32_t(std::max_element(host_logits_.begin(), host_logits_.end()) - host_logits_.begin());
+  };
+  const int32_t chunk = options_.prefill_chunk > 0 ? options_.prefill_chunk : n_prompt;
+  int32_t next = 0;
+  for (int32_t done = 0; done < n_prompt; done += chunk) {
+    const int32_t end = std::min(n_prompt, done + chunk);
+    if (end < n_prompt) {
+      // Intermediate chunks: no logits are needed, but forward wants a row.
+      step(done, end);
+      continue;
+    }
+    next = step(done, end);
+  }
+  r.first_step_logits = host_logits_;
+  for (int32_t i = 0; i < n_predict; ++i) {
+    if (i > 0) {
+      const int32_t pos = int32_t(tokens.size()) - 1;
+      next = step(pos, pos + 1);
+    }
+    r.greedy_tokens.push_back(next);
+    tokens.push_back(next);
+    if (std::find(eog.begin(), eog.end(), next) != eog.end()) break;
+  }
+  return r;
+}
+
+}  // namespace rf

@@ -1,0 +1,54 @@
+// Evaluator: greedy generation from token-id prompts that also keeps the
+// first step's full logits — what `rocmforge eval` prints, one JSON line per
+// prompt with the fields of llama.cpp's golden files (prompt_tokens,
+// greedy_tokens, first_step_logits), so any engine's output can be diffed
+// against it. One sequence at a time over the model's own Transformer and a
+// paged KV cache of its own; the prompt goes in one batch (or in chunks of
+// `prefill_chunk` tokens), then one token per step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/transformer.h"
+
+namespace rf {
+
+struct EvalResult {
+  std::vector<int32_t> prompt_tokens;
+  std::vector<int32_t> greedy_tokens;      // an end-of-generation token ends them and is included
+  std::vector<float> first_step_logits;   // [n_vocab], after the whole prompt
+};
+
+struct EvalOptions {
+  int32_t max_context = 0;    // longest prompt + n_predict to be run (sizes the KV cache)
+  int32_t max_prompt = 0;     // longest prompt (sizes the step's workspace)
+  int32_t prefill_chunk = 0;  // tokens per prefill step; 0: the whole prompt at once
+  int32_t block_size = 16;
+};
+
+class Evaluator {
+ public:
+  Evaluator(const Model& model, Backend& backend, const EvalOptions& options);
+  ~Evaluator();
+
+  // Greedy (argmax, lowest id on ties) continuation of `prompt` by up to
+  // n_predict tokens, stopping after a token in `eog` (sorted or not).
+  EvalResult run(std::span<const int32_t> prompt, int32_t n_predict, std::span<const int32_t> eog);
+
+ private:
+  const Model& model_;
+  Backend& backend_;
+  EvalOptions options_;
+  std::unique_ptr<Transformer> tf_;
+  std::unique_ptr<KVCache> kv_;
+  std::vector<int32_t> blocks_;
+  std::vector<float> host_logits_;
+};
+
+}  // namespace rf

@@ -1,0 +1,199 @@
+// Reading each family's metadata (ModelConfig::from_gguf, model/arch.cpp)
+// with llama.cpp's keys and defaults: RoPE styles, Gemma's attention scale
+// (the 27B's is 1/sqrt(n_embd/n_head)), soft-cap and window defaults, the
+// sliding-window layer patterns (Gemma 2: every other layer from 0; Gemma 3:
+// period 6 by default, a per-layer array, no window without the key), Phi-3's
+// ignored window, GLM-4's partial rotary; missing required keys, unequal
+// key/value lengths and unsupported architectures are errors naming them.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+
+#include "core/error.h"
+#include "gguf/writer.h"
+#include "model/config.h"
+
+namespace rf {
+namespace {
+
+// The metadata of a small model of `arch`; `edit` adds or changes keys, and
+// keys named in `drop` are left out.
+ModelConfig config_of(const std::string& arch, const std::function<void(gguf::Writer&, const std::string&)>& edit = {},
+                      const std::vector<std::string>& drop = {}, int32_t layers = 4) {
+  gguf::Writer w;
+  const std::string a = arch + ".";
+  auto u32 = [&](const std::string& k, uint32_t v) {
+    if (std::find(drop.begin(), drop.end(), k) == drop.end()) w.set_u32(a + k, v);
+  };
+  w.set_string("general.architecture", arch);
+  u32("context_length", 4096);
+  u32("embedding_length", 512);
+  u32("block_count", uint32_t(layers));
+  u32("feed_forward_length", 1024);
+  u32("attention.head_count", 8);
+  u32("attention.head_count_kv", 4);
+  u32("vocab_size", 1000);
+  if (std::find(drop.begin(), drop.end(), "attention.layer_norm_rms_epsilon") == drop.end())
+    w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+  if (edit) edit(w, a);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("rf_config_" + arch + "_" + std::to_string(getpid()) + ".gguf"))
+                               .string();
+  w.write(path);
+  auto f = gguf::File::open(path);
+  std::filesystem::remove(path);
+  return ModelConfig::from_gguf(*f);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::vector<uint8_t> layers(std::initializer_list<int> v) { return std::vector<uint8_t>(v.begin(), v.end()); }
+
+TEST(ConfigFamily, LlamaAndQwen) {
+  const ModelConfig llama = config_of("llama");
+  EXPECT_FALSE(llama.rope.neox);
+  EXPECT_EQ(llama.head_dim, 64);
+  EXPECT_FLOAT_EQ(llama.attn_scale, 1.0f / 8.0f);
+  EXPECT_EQ(llama.qkv_bias, BiasUse::None);
+  const ModelConfig q2 = config_of("qwen2");
+  EXPECT_TRUE(q2.rope.neox);
+  EXPECT_EQ(q2.qkv_bias, BiasUse::Required);
+  const ModelConfig q3 = config_of("qwen3", [](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "attention.key_length", 128);
+    w.set_u32(a + "attention.value_length", 128);
+  });
+  EXPECT_TRUE(q3.qk_norm);
+  EXPECT_EQ(q3.head_dim, 128);
+  EXPECT_EQ(q3.q_dim(), 1024);  // key_length, not n_embd / n_head
+  EXPECT_EQ(q3.rope.n_rot, 128);
+  EXPECT_FLOAT_EQ(q3.attn_scale, 1.0f / std::sqrt(128.0f));
+}
+
+TEST(ConfigFamily, Gemma2DefaultsAndPattern) {
+  const ModelConfig c = config_of("gemma2");
+  EXPECT_TRUE(c.rope.neox);
+  EXPECT_EQ(c.activation, Activation::GeluTanh);
+  EXPECT_TRUE(c.post_attn_norm && c.post_ffn_norm);
+  EXPECT_FLOAT_EQ(c.embd_scale, std::sqrt(512.0f));
+  EXPECT_EQ(c.attn_softcap, 50.0f);
+  EXPECT_EQ(c.final_softcap, 30.0f);
+  EXPECT_EQ(c.sliding_window, 4096);
+  EXPECT_EQ(c.swa_layers, layers({1, 0, 1, 0}));
+  EXPECT_FLOAT_EQ(c.attn_scale, 1.0f / 8.0f);
+  // The 27B (46 layers): queries scaled by 1/sqrt(n_embd / n_head).
+  const ModelConfig big = config_of(
+      "gemma2", [](gguf::Writer& w, const std::string& a) { w.set_u32(a + "attention.key_length", 128),
+                                                                 w.set_u32(a + "attention.value_length", 128); },
+      {}, 46);
+  EXPECT_FLOAT_EQ(big.attn_scale, 1.0f / 8.0f);  // 512 / 8 = 64, not the head size 128
+  const ModelConfig keys = config_of("gemma2", [](gguf::Writer& w, const std::string& a) {
+    w.set_f32(a + "attn_logit_softcapping", 2.0f);
+    w.set_f32(a + "final_logit_softcapping", 0.4f);
+    w.set_u32(a + "attention.sliding_window", 8);
+  });
+  EXPECT_EQ(keys.attn_softcap, 2.0f);
+  EXPECT_EQ(keys.final_softcap, 0.4f);
+  EXPECT_EQ(keys.sliding_window, 8);
+  EXPECT_EQ(&keys.rope_for(0), &keys.rope_swa);
+  EXPECT_EQ(&keys.rope_for(1), &keys.rope);
+  EXPECT_EQ(keys.rope_swa.freq_base, keys.rope.freq_base);
+}
+
+TEST(ConfigFamily, Gemma3Windows) {
+  // No sliding_window key: every layer global, no final soft-cap.
+  const ModelConfig none = config_of("gemma3", {}, {}, 12);
+  EXPECT_EQ(none.sliding_window, 0);
+  for (int il = 0; il < 12; ++il) EXPECT_FALSE(none.is_swa(il));
+  EXPECT_EQ(none.final_softcap, 0.0f);
+  EXPECT_TRUE(none.qk_norm);
+  // Default period 6: layers 5 and 11 global; local RoPE base 1e4, unscaled.
+  const ModelConfig def = config_of("gemma3", [](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "attention.sliding_window", 1024);
+    w.set_f32(a + "rope.freq_base", 1e6f);
+    w.set_string(a + "rope.scaling.type", "linear");
+    w.set_f32(a + "rope.scaling.factor", 8.0f);
+  }, {}, 12);
+  EXPECT_EQ(def.swa_layers, layers({1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0}));
+  EXPECT_EQ(def.rope.freq_base, 1e6f);
+  EXPECT_FLOAT_EQ(def.rope.freq_scale, 0.125f);
+  EXPECT_EQ(def.rope_swa.freq_base, 10000.0f);
+  EXPECT_EQ(def.rope_swa.freq_scale, 1.0f);
+  EXPECT_TRUE(def.rope_swa.neox);
+  // An explicit period and local base, and a per-layer array.
+  const ModelConfig p3 = config_of("gemma3", [](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "attention.sliding_window", 8);
+    w.set_u32(a + "attention.sliding_window_pattern", 3);
+    w.set_f32(a + "rope.freq_base_swa", 5000.0f);
+  }, {}, 6);
+  EXPECT_EQ(p3.swa_layers, layers({1, 1, 0, 1, 1, 0}));
+  EXPECT_EQ(p3.rope_swa.freq_base, 5000.0f);
+  const ModelConfig arr = config_of("gemma3", [](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "attention.sliding_window", 8);
+    w.set_i32s(a + "attention.sliding_window_pattern", {0, 1, 1, 0});
+  });
+  EXPECT_EQ(arr.swa_layers, layers({0, 1, 1, 0}));
+  EXPECT_NE(error_of([] {
+              config_of("gemma3", [](gguf::Writer& w, const std::string& a) {
+                w.set_u32(a + "attention.sliding_window", 8);
+                w.set_i32s(a + "attention.sliding_window_pattern", {0, 1});
+              });
+            }).find("sliding_window_pattern"),
+            std::string::npos);
+}
+
+TEST(ConfigFamily, Phi3AndGlm4) {
+  const ModelConfig phi = config_of("phi3", [](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "attention.sliding_window", 2047);  // in real files; llama.cpp ignores it
+  });
+  EXPECT_TRUE(phi.rope.neox);
+  EXPECT_TRUE(phi.fused_gate_up);
+  EXPECT_EQ(phi.sliding_window, 0);
+  const ModelConfig glm = config_of("glm4", [](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "rope.dimension_count", 32);
+  });
+  EXPECT_FALSE(glm.rope.neox);
+  EXPECT_EQ(glm.rope.n_rot, 32);
+  EXPECT_EQ(glm.head_dim, 64);
+  EXPECT_EQ(glm.qkv_bias, BiasUse::Optional);
+  EXPECT_TRUE(glm.post_attn_norm && glm.post_ffn_norm && glm.fused_gate_up);
+  EXPECT_NE(glm.summary().find("rotary 32/64"), std::string::npos) << glm.summary();
+}
+
+TEST(ConfigFamily, BadMetadataIsNamed) {
+  EXPECT_NE(error_of([] { config_of("gemma2", {}, {"attention.layer_norm_rms_epsilon"}); })
+                .find("'gemma2.attention.layer_norm_rms_epsilon'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { config_of("qwen3", {}, {"context_length"}); }).find("qwen3.context_length"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { config_of("glm4", {}, {"embedding_length"}); }).find("glm4.embedding_length"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              config_of("qwen2", [](gguf::Writer& w, const std::string& a) {
+                w.set_u32(a + "attention.value_length", 32);
+              });
+            }).find("value_length"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              config_of("glm4", [](gguf::Writer& w, const std::string& a) { w.set_u32(a + "rope.dimension_count", 65); });
+            }).find("rope.dimension_count"),
+            std::string::npos);
+  const std::string arch = error_of([] { config_of("gpt2"); });
+  EXPECT_NE(arch.find("unsupported model architecture 'gpt2'"), std::string::npos) << arch;
+  const std::string moe = error_of([] {
+    config_of("qwen2", [](gguf::Writer& w, const std::string& a) { w.set_u32(a + "expert_count", 8); });
+  });
+  EXPECT_NE(moe.find("mixture-of-experts"), std::string::npos) << moe;
+}
+
+}  // namespace
+}  // namespace rf

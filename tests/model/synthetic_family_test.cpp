@@ -1,0 +1,150 @@
+// Synthetic models of every family (model/synthetic.h): the tiny-* presets
+// written as f16 and q4_k_m load with the building blocks their architecture
+// implies and run (finite logits, batched == alone to rounding); the q4_k_m mixture's
+// rules for tied embeddings and fused q/k/v; the published shapes of the
+// full-size presets.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "backend/cpu/cpu_backend.h"
+#include "model/runner.h"
+#include "model/synthetic.h"
+
+namespace rf {
+namespace {
+
+class TempModel {
+ public:
+  TempModel(const std::string& preset, const std::string& type) {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("rf_synth_" + preset + "_" + type + "_" + std::to_string(getpid()) + ".gguf"))
+                .string();
+    const auto p = synthetic_preset(preset);
+    const auto plan = quant_plan(type);
+    EXPECT_TRUE(p && plan) << preset << " " << type;
+    ThreadPool pool(2);
+    write_synthetic_model(*p, *plan, path_, 3, pool, nullptr);
+  }
+  ~TempModel() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct FamilyCase {
+  std::string preset, type;
+};
+
+class SyntheticFamily : public ::testing::TestWithParam<FamilyCase> {};
+
+TEST_P(SyntheticFamily, LoadsWithItsBlocksAndRuns) {
+  const FamilyCase fc = GetParam();
+  TempModel tm(fc.preset, fc.type);
+  CpuBackend backend(2);
+  test::ModelRunner runner(tm.path(), backend, 64, 4, 32, 8);
+  const ModelConfig& c = runner.model().config();
+  const auto p = *synthetic_preset(fc.preset);
+  EXPECT_EQ(c.arch, p.arch);
+  EXPECT_EQ(c.head_dim, p.hd());
+  EXPECT_EQ(c.n_layer, p.n_layer);
+  EXPECT_EQ(c.qk_norm, p.qk_norm);
+  EXPECT_EQ(c.post_attn_norm, p.post_norms);
+  EXPECT_EQ(c.fused_gate_up, p.fused_gate_up);
+  EXPECT_EQ(runner.model().weights().layers[0].fused_qkv, p.fused_qkv);
+  EXPECT_EQ(runner.model().weights().layers[0].bq.data != nullptr, p.qkv_bias);
+  EXPECT_EQ(runner.model().weights().tied_output, p.tied_embeddings);
+  if (p.arch == "gemma2") {
+    EXPECT_EQ(c.sliding_window, 16);
+    EXPECT_EQ(std::vector<uint8_t>(c.swa_layers), (std::vector<uint8_t>{1, 0, 1, 0}));
+    EXPECT_EQ(c.attn_softcap, 50.0f);
+    EXPECT_EQ(c.final_softcap, 30.0f);
+  }
+  if (p.arch == "gemma3") {
+    EXPECT_EQ(std::vector<uint8_t>(c.swa_layers), (std::vector<uint8_t>{1, 1, 0, 1, 1, 0}));
+    EXPECT_EQ(c.rope_swa.freq_base, 10000.0f);
+    EXPECT_EQ(c.rope.freq_base, 1e6f);
+  }
+  if (p.arch == "glm4") {
+    EXPECT_EQ(c.rope.n_rot, c.head_dim / 2);
+    EXPECT_FALSE(c.rope.neox);
+  }
+
+  // A prompt longer than gemma's window of 16, alone and beside another.
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 30; ++i) prompt.push_back(3 + (i * 37) % 1000);
+  test::ModelRunner::Seq a, b, a2, b2;
+  a.tokens = prompt;
+  const auto alone = runner.step({&a})[0];
+  for (float x : alone) ASSERT_TRUE(std::isfinite(x)) << fc.preset << " " << fc.type;
+  runner.release(a);
+  a2.tokens = prompt;
+  b2.tokens = {1, 5, 9};
+  const auto both = runner.step({&b2, &a2});
+  // (A single logit row takes the fused quantized dot product, two rows the
+  // dequantized one: equal to rounding.)
+  double err = 0, top = 0;
+  for (size_t i = 0; i < alone.size(); ++i) {
+    err = std::max(err, std::abs(double(both[1][i]) - alone[i]));
+    top = std::max(top, std::abs(double(alone[i])));
+  }
+  EXPECT_LE(err, 1e-5 * top) << fc.preset << " " << fc.type;
+  runner.release(a2);
+  runner.release(b2);
+}
+
+std::vector<FamilyCase> cases() {
+  std::vector<FamilyCase> v;
+  for (const char* p : {"tiny-qwen2", "tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-glm4"})
+    for (const char* t : {"f16", "q4_k_m"}) v.push_back({p, t});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, SyntheticFamily, ::testing::ValuesIn(cases()), [](const auto& info) {
+  std::string n = info.param.preset + "_" + info.param.type;
+  for (char& ch : n)
+    if (ch == '-') ch = '_';
+  return n;
+});
+
+TEST(SyntheticFamily, QuantMixtureRules) {
+  const auto plan = *quant_plan("q4_k_m");
+  // Tied embeddings are quantized as the output they also are.
+  EXPECT_EQ(plan_tensor_type(plan, "token_embd.weight", 4096, 2, 32, true), DType::Q6_K);
+  EXPECT_EQ(plan_tensor_type(plan, "token_embd.weight", 4096, 2, 32, false), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(plan, "output.weight", 4096, 2, 32), DType::Q6_K);
+  EXPECT_EQ(plan_tensor_type(plan, "blk.3.attn_qkv.weight", 3072, 2, 32), DType::Q5_K);
+  EXPECT_EQ(plan_tensor_type(*quant_plan("q5_k_m"), "blk.3.attn_qkv.weight", 3072, 2, 32), DType::Q6_K);
+  EXPECT_EQ(plan_tensor_type(plan, "blk.0.attn_q.bias", 4096, 1, 32), DType::F32);
+  // GLM-4's FFN of 13696 is no multiple of 256: ffn_down falls back to Q8_0.
+  EXPECT_EQ(plan_tensor_type(plan, "blk.1.ffn_down.weight", 13696, 2, 40), DType::Q8_0);
+}
+
+TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
+  struct Shape {
+    const char* name;
+    int32_t embd, layers, heads, kv, hd, ff, vocab;
+  };
+  for (const Shape& s : {Shape{"qwen2.5-7b", 3584, 28, 28, 4, 128, 18944, 152064},
+                         Shape{"qwen3-8b", 4096, 36, 32, 8, 128, 12288, 151936},
+                         Shape{"gemma2-9b", 3584, 42, 16, 8, 256, 14336, 256000},
+                         Shape{"gemma3-12b", 3840, 48, 16, 8, 256, 15360, 262208},
+                         Shape{"phi3-mini", 3072, 32, 32, 32, 96, 8192, 32064},
+                         Shape{"glm4-9b", 4096, 40, 32, 2, 128, 13696, 151552}}) {
+    const auto p = synthetic_preset(s.name);
+    ASSERT_TRUE(p) << s.name;
+    EXPECT_EQ(p->n_embd, s.embd) << s.name;
+    EXPECT_EQ(p->n_layer, s.layers) << s.name;
+    EXPECT_EQ(p->n_head, s.heads) << s.name;
+    EXPECT_EQ(p->n_head_kv, s.kv) << s.name;
+    EXPECT_EQ(p->hd(), s.hd) << s.name;
+    EXPECT_EQ(p->n_ff, s.ff) << s.name;
+    EXPECT_EQ(p->n_vocab, s.vocab) << s.name;
+  }
+}
+
+}  // namespace
+}  // namespace rf

@@ -1,0 +1,293 @@
+// The CPU ops that model families beyond Llama need, each against a naive
+// double-precision reference on fresh random inputs: bias add, GeGLU (the
+// tanh approximation of GELU, as ggml evaluates it), scale, soft-capping, per-head RMSNorm (rms_norm
+// over [tokens * heads, head_dim]), partial NeoX RoPE, and paged attention with
+// a sliding window, logit soft-capping and a custom scale over a mixed batch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/rope_math.h"
+#include "core/error.h"
+#include "core/fp16.h"
+
+namespace rf {
+namespace {
+
+std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+double max_rel(const std::vector<float>& got, const std::vector<double>& want) {
+  double mx = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    mx = std::max(mx, std::abs(double(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  return mx / std::max(scale, 1e-300);
+}
+
+TEST(CpuFamilyOps, AddBias) {
+  std::mt19937 rng(11);
+  CpuBackend be(2);
+  const int n = 5, d = 96;
+  auto x = randn(size_t(n) * d, rng), b = randn(d, rng);
+  const auto x0 = x;
+  Tensor tx = make_tensor(x.data(), DType::F32, d, n), tb = make_tensor(b.data(), DType::F32, d);
+  be.add_bias(tx, tb);
+  std::vector<double> want(x.size());
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < d; ++i) want[size_t(r * d + i)] = double(x0[size_t(r * d + i)]) + b[size_t(i)];
+  EXPECT_LT(max_rel(x, want), 1e-7);
+  std::vector<float> short_bias(d - 1);
+  Tensor tsb = make_tensor(short_bias.data(), DType::F32, d - 1);
+  EXPECT_THROW(be.add_bias(tx, tsb), Error);
+}
+
+// GeGLU's GELU is evaluated as ggml does (f16 input, f16 result): against
+// a double reference of that definition, and within f16 rounding of the
+// exact tanh approximation.
+TEST(CpuFamilyOps, GegluIsGeluTanhTimesUp) {
+  std::mt19937 rng(12);
+  CpuBackend be(2);
+  auto g = randn(3000, rng, 3.0f), u = randn(3000, rng);
+  g[0] = 0.0f, g[1] = -12.0f, g[2] = 12.0f, g[3] = -1e-3f, g[4] = -10.0f, g[5] = 9.999f;  // zero, tails, tiny
+  std::vector<float> o(3000, NAN);
+  Tensor tg = make_tensor(g.data(), DType::F32, 300, 10), tu = make_tensor(u.data(), DType::F32, 300, 10),
+         to = make_tensor(o.data(), DType::F32, 300, 10);
+  be.geglu(tg, tu, to);
+  auto gelu = [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); };
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double x = g[i];
+    double a;  // the definition, written out
+    if (x <= -10) {
+      a = 0;
+    } else if (x >= 10) {
+      a = x;
+    } else {
+      a = f16_to_f32(f32_to_f16(float(gelu(f16_to_f32(f32_to_f16(g[i]))))));
+    }
+    ASSERT_EQ(o[i], float(a * u[i])) << "gate " << g[i];
+    // Within f16 rounding (input and output) of the exact function.
+    const double exact = gelu(x) * u[i];
+    ASSERT_NEAR(o[i], exact, 2e-3 * (std::abs(exact) + std::abs(x * u[i])) + 1e-7) << "gate " << g[i];
+  }
+}
+
+TEST(CpuFamilyOps, ScaleAndSoftcap) {
+  std::mt19937 rng(13);
+  CpuBackend be(2);
+  auto x = randn(700, rng, 20.0f);
+  const auto x0 = x;
+  Tensor tx = make_tensor(x.data(), DType::F32, 70, 10);
+  be.scale(tx, 8.0f);
+  std::vector<double> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = double(x0[i]) * 8.0;
+  EXPECT_LT(max_rel(x, want), 1e-7);
+  x = x0;
+  be.softcap(tx, 30.0f);
+  for (size_t i = 0; i < x.size(); ++i) want[i] = 30.0 * std::tanh(double(x0[i]) / 30.0);
+  EXPECT_LT(max_rel(x, want), 1e-7);
+  for (float v : x) ASSERT_LE(std::abs(v), 30.0f);
+  EXPECT_THROW(be.softcap(tx, 0.0f), Error);
+}
+
+// Per-head RMSNorm (Qwen3, Gemma 3 q/k norms) is rms_norm over the same
+// memory seen as one row per head.
+TEST(CpuFamilyOps, PerHeadRmsNormThroughRowView) {
+  std::mt19937 rng(14);
+  CpuBackend be(2);
+  const int n = 3, heads = 4, hd = 32;
+  auto x = randn(size_t(n) * heads * hd, rng, 2.0f), w = randn(hd, rng);
+  std::vector<float> out(x.size(), NAN);
+  Tensor tx = make_tensor(x.data(), DType::F32, heads * hd, n), to = make_tensor(out.data(), DType::F32, heads * hd, n);
+  Tensor vx = tx.view2d(hd, int64_t(n) * heads), vo = to.view2d(hd, int64_t(n) * heads);
+  be.rms_norm(vx, make_tensor(w.data(), DType::F32, hd), 1e-6f, vo);
+  std::vector<double> want(x.size());
+  for (int r = 0; r < n * heads; ++r) {
+    double ss = 0;
+    for (int i = 0; i < hd; ++i) ss += double(x[size_t(r * hd + i)]) * x[size_t(r * hd + i)];
+    const double s = 1.0 / std::sqrt(ss / hd + 1e-6);
+    for (int i = 0; i < hd; ++i) want[size_t(r * hd + i)] = x[size_t(r * hd + i)] * s * w[size_t(i)];
+  }
+  EXPECT_LT(max_rel(out, want), 1e-6);
+}
+
+// Partial rotary in the NeoX layout: the first n_rot dims rotate in pairs
+// (i, i + n_rot/2); the rest pass through unchanged.
+TEST(CpuFamilyOps, PartialNeoxRopeLeavesTailUnchanged) {
+  std::mt19937 rng(15);
+  CpuBackend be(1);
+  const int hd = 16, heads = 2, n_rot = 8, bs = 4;
+  RopeParams p;
+  p.n_rot = n_rot;
+  p.neox = true;
+  p.freq_base = 10000.0f;
+  p.n_ctx_orig = 512;
+  auto q = randn(size_t(heads) * hd, rng), k = randn(size_t(heads) * hd, rng), v = randn(size_t(heads) * hd, rng);
+  const auto q0 = q;
+  std::vector<float> kc(size_t(bs) * heads * hd), vc(kc.size());
+  KVLayer cache{kc.data(), vc.data(), DType::F32, 1, bs, heads, hd};
+  Batch b;
+  b.reset(bs, 1);
+  const std::vector<int32_t> toks = {1}, blocks = {0};
+  b.add_sequence(toks, 0, blocks, false);
+  b.positions = {37};
+  StepMeta m = be.upload_step(b);
+  Tensor tq = make_tensor(q.data(), DType::F32, heads * hd, 1), tk = make_tensor(k.data(), DType::F32, heads * hd, 1),
+         tv = make_tensor(v.data(), DType::F32, heads * hd, 1);
+  be.rope_store_kv(tq, tk, tv, m, p, cache);
+  for (int h = 0; h < heads; ++h) {
+    for (int i = 0; i < n_rot / 2; ++i) {
+      const double th = 37.0 * std::pow(10000.0, -2.0 * i / n_rot);
+      const double a = q0[size_t(h * hd + i)], c = q0[size_t(h * hd + i + n_rot / 2)];
+      EXPECT_NEAR(q[size_t(h * hd + i)], a * std::cos(th) - c * std::sin(th), 1e-5);
+      EXPECT_NEAR(q[size_t(h * hd + i + n_rot / 2)], a * std::sin(th) + c * std::cos(th), 1e-5);
+    }
+    for (int i = n_rot; i < hd; ++i) EXPECT_EQ(q[size_t(h * hd + i)], q0[size_t(h * hd + i)]);
+  }
+}
+
+// Dense double attention over one sequence's keys [first, pos], optionally
+// soft-capped.
+struct AttnCase {
+  const char* name;
+  int window;
+  float softcap, scale;
+};
+
+class CpuAttentionExt : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(CpuAttentionExt, MatchesDenseReference) {
+  const AttnCase ac = GetParam();
+  std::mt19937 rng(16);
+  CpuBackend be(2);
+  const int hd = 16, n_heads = 4, n_kv = 2, bs = 4, num_blocks = 32;
+  const int kv_dim = n_kv * hd;
+  std::vector<float> kc(size_t(num_blocks * bs) * kv_dim), vc(kc.size());
+  for (auto& x : kc) x = std::normal_distribution<float>(0.0f, 2.0f)(rng);
+  for (auto& x : vc) x = std::normal_distribution<float>()(rng);
+  KVLayer cache{kc.data(), vc.data(), DType::F32, num_blocks, bs, n_kv, hd};
+  // A prefill of 13 tokens (longer than the window), a decode at position 20
+  // and one at position 2 (shorter than the window), blocks scattered.
+  struct S { int ctx, n_new; std::vector<int32_t> blocks; };
+  std::vector<S> seqs = {{13, 13, {5, 2, 9, 14}}, {21, 1, {0, 30, 12, 3, 20, 6}}, {3, 1, {7}}};
+  Batch b;
+  b.reset(bs, 8);
+  for (auto& s : seqs) {
+    std::vector<int32_t> toks(size_t(s.n_new), 1);
+    b.add_sequence(toks, s.ctx - s.n_new, s.blocks, true);
+  }
+  StepMeta m = be.upload_step(b);
+  const int n_tok = b.n_tokens();
+  auto q = randn(size_t(n_tok) * n_heads * hd, rng);
+  std::vector<float> out(q.size(), NAN);
+  AttentionParams ap{n_heads, n_kv, hd, ac.scale, ac.window, ac.softcap};
+  Tensor tq = make_tensor(q.data(), DType::F32, n_heads * hd, n_tok), to = make_tensor(out.data(), DType::F32, n_heads * hd, n_tok);
+  be.attention_ext(tq, cache, m, ap, to);
+  std::vector<double> want(q.size());
+  for (int t = 0; t < n_tok; ++t) {
+    const S& s = seqs[size_t(b.token_seq[size_t(t)])];
+    const int pos = b.positions[size_t(t)];
+    const int first = ac.window > 0 ? std::max(0, pos - ac.window + 1) : 0;
+    for (int h = 0; h < n_heads; ++h) {
+      const int kvh = h / (n_heads / n_kv);
+      std::vector<double> sc;
+      for (int j = first; j <= pos; ++j) {
+        const int slot = s.blocks[size_t(j / bs)] * bs + j % bs;
+        double d = 0;
+        for (int i = 0; i < hd; ++i) d += double(q[size_t(t * n_heads * hd + h * hd + i)]) * kc[size_t(slot * kv_dim + kvh * hd + i)];
+        d *= ac.scale;
+        if (ac.softcap > 0) d = ac.softcap * std::tanh(d / ac.softcap);
+        sc.push_back(d);
+      }
+      const double mx = *std::max_element(sc.begin(), sc.end());
+      double z = 0;
+      for (double& x : sc) z += (x = std::exp(x - mx));
+      for (int i = 0; i < hd; ++i) {
+        double acc = 0;
+        for (int j = first; j <= pos; ++j) {
+          const int slot = s.blocks[size_t(j / bs)] * bs + j % bs;
+          acc += sc[size_t(j - first)] / z * vc[size_t(slot * kv_dim + kvh * hd + i)];
+        }
+        want[size_t(t * n_heads * hd + h * hd + i)] = acc;
+      }
+    }
+  }
+  EXPECT_LT(max_rel(out, want), 1e-6) << ac.name;
+  // The plain op refuses what only attention_ext does.
+  if (ac.window > 0 || ac.softcap > 0) {
+    EXPECT_THROW(be.attention(tq, cache, m, ap, to), Error);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, CpuAttentionExt,
+                         ::testing::Values(AttnCase{"full", 0, 0.0f, 0.25f}, AttnCase{"window", 5, 0.0f, 0.25f},
+                                           AttnCase{"softcap", 0, 2.0f, 0.5f},
+                                           AttnCase{"window_softcap", 8, 2.0f, 1.0f / std::sqrt(32.0f)},
+                                           AttnCase{"window_1", 1, 0.0f, 0.25f}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// A backend without these ops names the op and itself.
+class MinimalBackend final : public Backend {
+ public:
+  DeviceKind device() const override { return DeviceKind::CPU; }
+  std::string name() const override { return "minimal"; }
+  DType activation_type() const override { return DType::F32; }
+  DType kv_type() const override { return DType::F32; }
+  void* alloc(size_t, const std::string&) override { return nullptr; }
+  void free(void*) override {}
+  void copy_to_device(void*, const void*, size_t) override {}
+  void copy_to_host(void*, const void*, size_t) override {}
+  size_t free_memory() const override { return 0; }
+  Tensor load_weight(const Tensor& host, const std::string&) override { return host; }
+  Tensor load_f32(const float*, int64_t, int64_t, const std::string&) override { return {}; }
+  void reserve(const BackendLimits&) override {}
+  StepMeta upload_step(const Batch&) override { return {}; }
+  void embed(const Tensor&, const StepMeta&, Tensor&) override {}
+  void rms_norm(const Tensor&, const Tensor&, float, Tensor&) override {}
+  void matmul(const Tensor&, const Tensor&, Tensor&) override {}
+  void rope_store_kv(Tensor&, Tensor&, const Tensor&, const StepMeta&, const RopeParams&, const KVLayer&) override {}
+  void attention(const Tensor&, const KVLayer&, const StepMeta&, const AttentionParams&, Tensor&) override {}
+  void swiglu(const Tensor&, const Tensor&, Tensor&) override {}
+  void add(const Tensor&, const Tensor&, Tensor&) override {}
+  void gather_rows(const Tensor&, const StepMeta&, Tensor&) override {}
+  void sample(const Tensor&, std::span<const SampleRow>, std::span<const PenaltyToken>,
+              std::vector<SampleResult>&) override {}
+  void synchronize() override {}
+};
+
+TEST(CpuFamilyOps, MissingOpsAreErrorsNamingOpAndBackend) {
+  MinimalBackend be;
+  Tensor t;
+  StepMeta m;
+  KVLayer kv;
+  AttentionParams ap;
+  auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (const auto& [op, f] : std::vector<std::pair<std::string, std::function<void()>>>{
+           {"add_bias", [&] { be.add_bias(t, t); }},
+           {"geglu", [&] { be.geglu(t, t, t); }},
+           {"scale", [&] { be.scale(t, 2.0f); }},
+           {"softcap", [&] { be.softcap(t, 2.0f); }},
+           {"attention_ext", [&] { be.attention_ext(t, kv, m, ap, t); }}}) {
+    const std::string msg = message(f);
+    EXPECT_NE(msg.find("'" + op), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'minimal'"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace rf
