@@ -52,3 +52,31 @@ if [ "$stage" = all ] || [ "$stage" = bench ]; then
     tail -3 "$OUT/bench-$t.err"
   done
 fi
+
+if [ "$stage" = all ] || [ "$stage" = families ]; then
+  # Every family's tiny model through `rocmforge eval --device cuda` against
+  # llama.cpp's goldens (the CPU matches them within 1e-3 of the largest
+  # logit; the GPU computes in f16).
+  echo "== model families: eval --device cuda vs the goldens"
+  python3 - <<'PY'
+import json, math, os, subprocess
+td = os.environ["ROCMFORGE_TESTDATA"] + "/arch"
+worst = 0.0
+for fam in ["qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4"]:
+    out = subprocess.run([os.environ.get("RF_BIN", ".carry/bin") + "/rocmforge", "eval", "-m", f"{td}/tiny-{fam}.gguf",
+                          "--prompts", f"{td}/prompts.txt", "--device", "cuda"], capture_output=True, text=True)
+    if out.returncode != 0:
+        print(fam, "FAILED", out.stderr.strip().splitlines()[-1:]); worst = math.inf; continue
+    got = [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+    gold = [json.loads(l) for l in open(f"{td}/tiny-{fam}.golden.jsonl")]
+    for i, (g, w) in enumerate(zip(got, gold)):
+        a, b = g["first_step_logits"], w["first_step_logits"]
+        err = max(abs(x - y) for x, y in zip(a, b)) / max(abs(y) for y in b)
+        l2 = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)) / sum(y * y for y in b))
+        same = next((k for k, (x, y) in enumerate(zip(g["greedy_tokens"], w["greedy_tokens"])) if x != y), None)
+        worst = max(worst, l2)
+        print(f"{fam} prompt {i}: max err / max logit {err:.2e}, rel L2 {l2:.2e}, greedy "
+              + ("identical" if same is None and len(g["greedy_tokens"]) == len(w["greedy_tokens"]) else f"parts at {same}"))
+print("worst rel L2:", worst, "(DESIGN.md f16 tolerance ~1e-3 per op; whole model < 1e-2)")
+PY
+fi

@@ -1,6 +1,7 @@
 // CUDA RoPE + KV store, paged attention (mixed prefill/decode batches,
-// single pass and split-K, head sizes 8/64/128) and sampling against the
-// CPU backend.
+// single pass and split-K, head sizes 8/64/96/128/256, groups up to 16,
+// sliding windows and logit soft-capping) and sampling against the CPU
+// backend.
 #include <gtest/gtest.h>
 
 #include "gpu/gpu_test_util.h"
@@ -12,6 +13,8 @@ using test::rel_l2;
 
 struct AttnShape {
   int hd, n_heads, n_kv;
+  int window = 0;
+  float softcap = 0.0f;
 };
 
 class CudaAttention : public ::testing::TestWithParam<AttnShape> {};
@@ -51,16 +54,22 @@ TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
     auto q = test::round_f16(test::randn(size_t(n) * q_dim, rng));
     std::vector<float> ref(size_t(n) * q_dim);
     AttentionParams ap{sh.n_heads, sh.n_kv, sh.hd, 1.0f / std::sqrt(float(sh.hd))};
+    ap.window = sh.window;
+    ap.softcap = sh.softcap;
+    const bool ext = sh.window > 0 || sh.softcap > 0.0f;
     StepMeta cm = cpu.upload_step(b);
     Tensor cq = make_tensor(q.data(), DType::F32, q_dim, n), co = make_tensor(ref.data(), DType::F32, q_dim, n);
-    cpu.attention(cq, ccache, cm, ap, co);
+    if (ext) cpu.attention_ext(cq, ccache, cm, ap, co);
+    else cpu.attention(cq, ccache, cm, ap, co);
     StepMeta gm = gpu->upload_step(b);
     void* gq = test::upload(*gpu, test::to_f16(q));
     void* go = gpu->alloc(size_t(n) * q_dim * 2, "attn out");
     Tensor tq = make_tensor(gq, DType::F16, q_dim, n, DeviceKind::CUDA), to = make_tensor(go, DType::F16, q_dim, n, DeviceKind::CUDA);
-    gpu->attention(tq, gcache, gm, ap, to);
+    if (ext) gpu->attention_ext(tq, gcache, gm, ap, to);
+    else gpu->attention(tq, gcache, gm, ap, to);
     EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go, size_t(n) * q_dim)), ref), 2e-3)
-        << "hd " << sh.hd << ", case with " << seqs.size() << " sequences";
+        << "hd " << sh.hd << " window " << sh.window << " softcap " << sh.softcap << ", case with " << seqs.size()
+        << " sequences";
     gpu->free(gq);
     gpu->free(go);
   }
@@ -68,10 +77,19 @@ TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
                          ::testing::Values(AttnShape{8, 8, 4}, AttnShape{64, 8, 8}, AttnShape{128, 32, 8},
-                                           AttnShape{128, 8, 1}),
+                                           AttnShape{128, 8, 1},
+                                           // model families: Qwen2.5 (7 heads per KV head), GLM-4 (16),
+                                           // Phi-3 (head size 96), Gemma (256, windows, soft-caps)
+                                           AttnShape{128, 28, 4}, AttnShape{128, 32, 2}, AttnShape{96, 32, 32},
+                                           AttnShape{256, 16, 8}, AttnShape{256, 16, 8, 8, 0.0f},
+                                           AttnShape{256, 16, 8, 100, 2.0f}, AttnShape{256, 8, 4, 0, 2.0f},
+                                           AttnShape{128, 32, 8, 500, 0.0f}, AttnShape{64, 8, 8, 8, 2.0f},
+                                           AttnShape{128, 32, 2, 37, 2.0f}),
                          [](const auto& info) {
-                           return "hd" + std::to_string(info.param.hd) + "_h" + std::to_string(info.param.n_heads) +
-                                  "_kv" + std::to_string(info.param.n_kv);
+                           const AttnShape& p = info.param;
+                           return "hd" + std::to_string(p.hd) + "_h" + std::to_string(p.n_heads) + "_kv" +
+                                  std::to_string(p.n_kv) + (p.window ? "_win" + std::to_string(p.window) : "") +
+                                  (p.softcap > 0 ? "_cap" : "");
                          });
 
 TEST(CudaOps, RopeStoreKvMatchesCpu) {

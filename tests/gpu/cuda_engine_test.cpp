@@ -180,7 +180,9 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaEngineBatch,
                                            "quant/qtest-q8_0.gguf", "quant/qtest-q4_0.gguf", "quant/qtest-q4_1.gguf",
                                            "quant/qtest-q5_0.gguf", "quant/qtest-q5_1.gguf", "quant/qtest-q2_k.gguf",
                                            "quant/qtest-q3_k.gguf", "quant/qtest-q4_k.gguf", "quant/qtest-q5_k.gguf",
-                                           "quant/qtest-q6_k.gguf", "quant/qtest-q4_k_m.gguf"),
+                                           "quant/qtest-q6_k.gguf", "quant/qtest-q4_k_m.gguf",
+                                           "arch/tiny-qwen2.gguf", "arch/tiny-qwen3.gguf", "arch/tiny-gemma2.gguf",
+                                           "arch/tiny-gemma3.gguf", "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)

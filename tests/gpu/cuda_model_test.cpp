@@ -1,11 +1,13 @@
-// Whole models on the CUDA backend against the CPU backend: stories260K and
-// the qtest models (logits within 1e-2 relative L2, same argmax), greedy
+// Whole models on the CUDA backend against the CPU backend: stories260K,
+// every model family's tiny file (arch/) and the qtest models (logits within 1e-2 relative L2, same argmax), greedy
 // tokens equal the golden file and decode graphs give the same logits as
 // eager steps. (The no-allocation test lives in tests/gpu_serial: it reads
 // the device's free memory, so it runs alone.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -59,7 +61,14 @@ TEST_P(CudaModelVsCpu, LogitsMatchCpu) {
     const auto lg = g.step({&sg})[0];
     const auto lc = c.step({&sc})[0];
     EXPECT_LT(test::rel_l2(lg, lc), 1e-2) << rel << " step " << step;
-    EXPECT_EQ(test::ModelRunner::argmax(lg), test::ModelRunner::argmax(lc)) << rel << " step " << step;
+    // The same best token, unless the CPU's best two are closer than f16
+    // rounding can resolve (Gemma 2's logits are soft-capped to +-0.4).
+    std::vector<float> sorted = lc;
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+    const float max_abs = std::max(std::abs(sorted[0]), std::abs(*std::min_element(lc.begin(), lc.end())));
+    if (sorted[0] - sorted[1] > 2e-3f * max_abs) {
+      EXPECT_EQ(test::ModelRunner::argmax(lg), test::ModelRunner::argmax(lc)) << rel << " step " << step;
+    }
     const int32_t next = test::ModelRunner::argmax(lc);
     sg.tokens.push_back(next);
     sc.tokens.push_back(next);
@@ -71,7 +80,9 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaModelVsCpu,
                                            "quant/qtest-q4_0.gguf", "quant/qtest-q4_1.gguf", "quant/qtest-q5_0.gguf",
                                            "quant/qtest-q5_1.gguf", "quant/qtest-q2_k.gguf", "quant/qtest-q3_k.gguf",
                                            "quant/qtest-q4_k.gguf", "quant/qtest-q5_k.gguf", "quant/qtest-q6_k.gguf",
-                                           "quant/qtest-q4_k_m.gguf"),
+                                           "quant/qtest-q4_k_m.gguf", "arch/tiny-qwen2.gguf",
+                                           "arch/tiny-qwen3.gguf", "arch/tiny-gemma2.gguf", "arch/tiny-gemma3.gguf",
+                                           "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)

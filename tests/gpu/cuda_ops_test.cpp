@@ -158,5 +158,70 @@ TEST(CudaOps, NormEmbedSwigluAddGather) {
   EXPECT_LT(rel_l2(test::download<float>(*gpu, gx, x.size()), aref), 1e-6);
 }
 
+// The ops of model families other than Llama, against the CPU backend:
+// bias add (f16 rows), GeGLU, scale and soft-cap (f32), RMSNorm of f16 rows
+// (per-head q/k norms, post norms) into f16.
+TEST(CudaOps, FamilyOpsMatchCpu) {
+  RF_REQUIRE_GPU();
+  std::mt19937 rng(21);
+  auto gpu = test::make_gpu();
+  CpuBackend cpu(2);
+  const int n = 5, d = 256;
+  BackendLimits lim{64, 4, 4, 4, 100, 1, 1, 1};
+  gpu->reserve(lim);
+  const size_t nd = size_t(n) * d;
+
+  auto x = test::round_f16(test::randn(nd, rng, 2.0f));
+  auto bias = test::randn(size_t(d), rng);
+  std::vector<float> xb = x;
+  Tensor cx = make_tensor(xb.data(), DType::F32, d, n), cb = make_tensor(bias.data(), DType::F32, d, 1);
+  cpu.add_bias(cx, cb);
+  void* gx = test::upload(*gpu, test::to_f16(x));
+  Tensor tx = make_tensor(gx, DType::F16, d, n, DeviceKind::CUDA);
+  Tensor tb = gpu->load_f32(bias.data(), d, 1, "bias");
+  gpu->add_bias(tx, tb);
+  EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gx, nd)), xb), 1e-3);
+
+  // GeGLU over [-12, 12] (both saturated ends), out aliasing gate.
+  std::vector<float> g(nd), u = test::round_f16(test::randn(nd, rng));
+  for (size_t i = 0; i < nd; ++i) g[i] = test::round_f16({-12.0f + 24.0f * float(i) / float(nd)})[0];
+  std::vector<float> gref(nd);
+  Tensor cg = make_tensor(g.data(), DType::F32, d, n), cu = make_tensor(u.data(), DType::F32, d, n),
+         co = make_tensor(gref.data(), DType::F32, d, n);
+  cpu.geglu(cg, cu, co);
+  void* gg = test::upload(*gpu, test::to_f16(g));
+  void* gu = test::upload(*gpu, test::to_f16(u));
+  Tensor tg = make_tensor(gg, DType::F16, d, n, DeviceKind::CUDA), tu = make_tensor(gu, DType::F16, d, n, DeviceKind::CUDA);
+  gpu->geglu(tg, tu, tg);
+  EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gg, nd)), gref), 1e-3);
+
+  // Scale and soft-cap in place on f32.
+  auto f = test::randn(nd, rng, 40.0f);
+  std::vector<float> fref = f;
+  Tensor cf = make_tensor(fref.data(), DType::F32, d, n);
+  cpu.scale(cf, 3.5f);
+  cpu.softcap(cf, 30.0f);
+  void* gf = test::upload(*gpu, f);
+  Tensor tf = make_tensor(gf, DType::F32, d, n, DeviceKind::CUDA);
+  gpu->scale(tf, 3.5f);
+  gpu->softcap(tf, 30.0f);
+  EXPECT_LT(rel_l2(test::download<float>(*gpu, gf, nd), fref), 1e-6);
+
+  // RMSNorm of f16 rows (as head rows: [n * 2, d / 2]) into f16.
+  auto w = test::randn(size_t(d / 2), rng);
+  std::vector<float> nref(nd);
+  Tensor cw = make_tensor(w.data(), DType::F32, d / 2, 1);
+  Tensor cxn = make_tensor(x.data(), DType::F32, d / 2, n * 2), cn = make_tensor(nref.data(), DType::F32, d / 2, n * 2);
+  cpu.rms_norm(cxn, cw, 1e-6f, cn);
+  void* gx2 = test::upload(*gpu, test::to_f16(x));
+  void* gn = gpu->alloc(nd * 2, "norm out");
+  Tensor tw = gpu->load_f32(w.data(), d / 2, 1, "w");
+  Tensor tx2 = make_tensor(gx2, DType::F16, d / 2, n * 2, DeviceKind::CUDA),
+         tn = make_tensor(gn, DType::F16, d / 2, n * 2, DeviceKind::CUDA);
+  gpu->rms_norm(tx2, tw, 1e-6f, tn);
+  EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gn, nd)), nref), 1e-3);
+  for (void* p : {gx, gg, gu, gf, gx2, gn}) gpu->free(p);
+}
+
 }  // namespace
 }  // namespace rf

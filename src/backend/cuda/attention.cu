@@ -3,10 +3,13 @@
 // One pass over the keys with an online softmax; with several splits
 // (flash-decoding for long contexts) each block covers a slice of the keys
 // and a second kernel combines the slices (attention_decode.cu).
-//  - prefill batches with head_dim 64/128: attention_prefill.cu;
-//  - everything else with head_dim 64/128 and <= 8 query heads per KV head,
-//    decode steps above all: attention_decode.cu;
-//  - other head sizes and groups: attention_kernel below.
+//  - prefill batches with head_dim 64/128/256: attention_prefill.cu;
+//  - everything else with head_dim 64/128 (and 256 on CUDA), decode steps
+//    above all: attention_decode.cu;
+//  - other head sizes: attention_kernel below.
+// Every kernel honours a sliding window and logit soft-capping (Gemma);
+// the tuned ones in a separate instantiation (kExt), so models without
+// them run the same code as before.
 #include <algorithm>
 
 #include "backend/cuda/attention.cuh"
@@ -45,8 +48,8 @@ __global__ void attention_kernel(AttnArgs a) {
   const int pos = a.positions[t];
   const int n_ctx = pos + 1;
   const int split_len = a.split_len_dev ? *a.split_len_dev : a.split_len;
-  const int k_begin = split * split_len;
-  const int k_end = min(n_ctx, k_begin + split_len);
+  const int k_begin = max(split * split_len, a.window > 0 ? pos - a.window + 1 : 0);
+  const int k_end = min(n_ctx, split * split_len + split_len);
   const int32_t* table = a.block_tables + size_t(a.token_seq[t]) * a.max_blocks_per_seq;
   const int kv_dim = a.n_kv * hd;
 
@@ -97,6 +100,7 @@ __global__ void attention_kernel(AttnArgs a) {
       for (int j = lane; j < nk; j += RF_WARP_SIZE) {
         float s = 0.0f;
         for (int d = 0; d < hd; ++d) s = fmaf(qs[warp * hd + d], ks[j * kstride + d], s);
+        if (a.softcap > 0.0f) s = softcap_score(s, a.softcap);
         ps[warp * kTileKeys + j] = s;
         sc = fmaxf(sc, s);
       }
@@ -159,7 +163,7 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
                int n_splits, const AttentionScratch& scratch, void* out, const LaunchCtx& ctx) {
   if (n_tokens == 0) return;
   const int group_size = p.n_heads / std::max(p.n_kv_heads, 1);
-  const bool tiled = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && (p.head_dim == 64 || p.head_dim == 128) &&
+  const bool tiled = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && attention_prefill_supported(p.head_dim) &&
                      p.n_heads % p.n_kv_heads == 0;
   int heads_per_block = std::min(group_size, 4);  // <= 256 threads: 16 queries x 4 heads x 4 threads
   while (group_size % heads_per_block) --heads_per_block;
@@ -189,6 +193,11 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   a.n_kv = p.n_kv_heads;
   a.hd = p.head_dim;
   a.scale = p.scale;
+  a.window = p.window;
+  a.softcap = p.softcap;
+  a.head_chunks = (group_size + kDecodeMaxHeads - 1) / kDecodeMaxHeads;
+  // The tuned kernels' variant with window, soft-cap and head chunks.
+  const bool ext = p.window > 0 || p.softcap > 0.0f || p.head_dim == 256 || a.head_chunks > 1;
   a.n_splits = n_splits;
   a.split_len_dev = nullptr;
   // Keys per split: this step's value from the device when the backend
@@ -200,12 +209,12 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   a.part_out = scratch.partial_out;
   a.part_ml = scratch.partial_ml;
   if (tiled) {
-    launch_attention_prefill(a, m.q_tiles, m.n_q_tiles, heads_per_block, ctx);
+    launch_attention_prefill(a, m.q_tiles, m.n_q_tiles, heads_per_block, ext, ctx);
     return;
   }
   const dim3 grid(unsigned(n_tokens), unsigned(p.n_kv_heads), unsigned(n_splits));
-  if (attention_decode_supported(p.head_dim, group))
-    launch_attention_decode(grid, a, ctx);  // any token works; it is built for one per sequence
+  if (attention_decode_supported(p.head_dim))
+    launch_attention_decode(grid, a, ext, ctx);  // any token works; it is built for one per sequence
   else
     launch(attention_kernel, grid, dim3(threads), smem, ctx, a);
   if (n_splits > 1)

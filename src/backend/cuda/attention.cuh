@@ -25,6 +25,10 @@ struct AttnArgs {
   int block_shift;  // log2(block_size) when it is a power of two, else -1
   int n_heads, n_kv, hd;
   float scale;
+  // Model-family extras (kernels' kExt variants; the generic kernel always):
+  int window;        // > 0: a query at pos sees keys pos - window < j <= pos
+  float softcap;     // > 0: scores s become softcap * tanh(s / softcap)
+  int head_chunks;   // decode: blocks per KV head, each for <= 8 of its query heads
   int n_splits, split_len;
   const int32_t* split_len_dev;  // when set: keys per split for this step (graph-stable launch shape)
   __half* out;
@@ -32,17 +36,27 @@ struct AttnArgs {
   float* part_ml;
 };
 
+// Query heads one decode block holds (more per KV head: head chunks).
+constexpr int kDecodeMaxHeads = 8;
+
+// Scores soft-capped as the model asks (only for keys in range).
+__device__ __forceinline__ float softcap_score(float s, float cap) { return cap * tanhf(s / cap); }
+
 // Prefill: grid (query tiles, KV heads, group / heads_per_block); `tiles`
-// holds (first token, count) per tile (StepMeta::q_tiles).
-void launch_attention_prefill(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block,
+// holds (first token, count) per tile (StepMeta::q_tiles); head_dim 64, 128
+// or 256. ext: the window / soft-cap variant (always for head_dim 256).
+bool attention_prefill_supported(int head_dim);
+void launch_attention_prefill(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool ext,
                               const LaunchCtx& ctx);
 
 // The decode kernel's shared-memory opt-ins (attention_device_setup).
 void attention_decode_device_setup();
-// Decode: grid (tokens, KV heads, splits); head_dim 64 or 128 and at most 8
-// query heads per KV head (attention_decode_supported).
-bool attention_decode_supported(int head_dim, int group);
-void launch_attention_decode(dim3 grid, const AttnArgs& a, const LaunchCtx& ctx);
+// Decode: grid (tokens, KV heads * a.head_chunks, splits); head_dim 64 or
+// 128 (and 256 on CUDA), groups of more than 8 query heads per KV head in
+// chunks of 8 (attention_decode_supported). ext: the window / soft-cap /
+// head-chunk variant (always for head_dim 256 or more than 8 heads).
+bool attention_decode_supported(int head_dim);
+void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, const LaunchCtx& ctx);
 // Sums the splits' partial results into out (n_splits > 1).
 void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, int n_tokens, int n_heads,
                               int head_dim, int n_splits, void* out, const LaunchCtx& ctx);

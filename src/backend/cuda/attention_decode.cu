@@ -1,8 +1,12 @@
 // Decode attention (one query per sequence, the hot path) over the paged f16
 // KV cache, and the kernel that combines split-K slices (flash-decoding).
-// Owns attention_decode_kernel (head_dim 64/128, <= 8 query heads per KV
-// head), attention_combine_kernel, their launchers and their one-time
-// shared-memory opt-ins. attention.cu chooses between the kernels.
+// Owns attention_decode_kernel (head_dim 64/128, and 256 on CUDA; up to 8
+// query heads per block), attention_combine_kernel, their launchers and
+// their one-time shared-memory opt-ins. attention.cu chooses between the
+// kernels. The kExt instantiations add a sliding window (the block's keys
+// start at the window), logit soft-capping and head chunks (a KV head with
+// more than 8 query heads gets a block per 8: blockIdx.y = kvh * chunks +
+// chunk); the others are the plain causal kernel.
 //
 // A block of 128 threads per (token, KV head, split) holds every query head
 // of the GQA group (<= 8), so K and V are read from memory once. The block's
@@ -40,9 +44,9 @@ using namespace decode_attn;  // attention_decode.cuh
 // k-steps of 16 dims per 16 bytes, written by the first group for all four.
 // qg: the group's first query head of token t.
 template <int HD>
-__device__ __forceinline__ void decode_load_q(const __half* q, int n_heads, int t, int kvh, int group, uint4* qf) {
+__device__ __forceinline__ void decode_load_q(const __half* q, int n_heads, int t, int head0, int group, uint4* qf) {
   const DecodeThread th = decode_thread<HD>();
-  const __half* qg = q + (size_t(t) * n_heads + size_t(kvh) * group) * HD;
+  const __half* qg = q + (size_t(t) * n_heads + size_t(head0)) * HD;
   if (th.grp == 0) {
 #pragma unroll
     for (int i = 0; i < HD / 32; ++i) {
@@ -61,10 +65,10 @@ __device__ __forceinline__ void decode_load_q(const __half* q, int n_heads, int 
 #else
 // q of every head of the group, f32, scaled.
 template <int HD>
-__device__ __forceinline__ void decode_load_q(const __half* q, int n_heads, float scale, int t, int kvh, int group,
+__device__ __forceinline__ void decode_load_q(const __half* q, int n_heads, float scale, int t, int head0, int group,
                                               float* qs) {
   const DecodeThread th = decode_thread<HD>();
-  const __half* qg = q + (size_t(t) * n_heads + size_t(kvh) * group) * HD;
+  const __half* qg = q + (size_t(t) * n_heads + size_t(head0)) * HD;
   for (int i = th.tid; i < group * HD / 2; i += kDecThreads) {
     const float2 f = __half22float2(reinterpret_cast<const __half2*>(qg)[i]);
     qs[2 * i] = f.x * scale;
@@ -78,9 +82,9 @@ __device__ __forceinline__ void decode_load_q(const __half* q, int n_heads, floa
 #ifndef RF_HIP
 // Scores of head gid against keys 2 * tig + {0, 1} of the group's 8 keys at
 // kt (two accumulation chains), scaled; keys from k_end on score -inf.
-template <int HD>
-__device__ __forceinline__ float2 decode_score_keys(const uint4* qf, const __half* kt, float scale, int k0,
-                                                    int k_end) {
+template <int HD, bool kExt>
+__device__ __forceinline__ float2 decode_score_keys(const uint4* qf, const __half* kt, float scale, float softcap,
+                                                    int k0, int k_end) {
   using L = DecodeLayout<HD>;
   const DecodeThread th = decode_thread<HD>();
   float c0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, c1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -94,6 +98,14 @@ __device__ __forceinline__ float2 decode_score_keys(const uint4* qf, const __hal
               *reinterpret_cast<const uint32_t*>(kr + i * 32 + 24));
   }
   const int key = k0 + 2 * th.tig;
+  if constexpr (kExt) {
+    float s0 = (c0[0] + c1[0]) * scale, s1 = (c0[1] + c1[1]) * scale;
+    if (softcap > 0.0f) {
+      s0 = softcap_score(s0, softcap);
+      s1 = softcap_score(s1, softcap);
+    }
+    return make_float2(key < k_end ? s0 : -INFINITY, key + 1 < k_end ? s1 : -INFINITY);
+  }
   const float x0 = key < k_end ? (c0[0] + c1[0]) * scale : -INFINITY;
   const float x1 = key + 1 < k_end ? (c0[1] + c1[1]) * scale : -INFINITY;
   return make_float2(x0, x1);
@@ -124,14 +136,14 @@ __device__ __forceinline__ SoftmaxStep decode_softmax_update(float& m, float& l,
 // its slice of ps [group][key][head], each head's rescale factor to cs
 // [group][head] and back into corr (every lane needs all heads' factors for
 // P.V); rescale: any factor != 1.
-template <int HD>
+template <int HD, bool kExt>
 __device__ __forceinline__ void decode_tile_softmax(float& m, float& l, const uint4* qf, const __half* kt, float scale,
-                                                    int k0, int k_end, int group, float* ps, float* cs,
+                                                    float softcap, int k0, int k_end, int group, float* ps, float* cs,
                                                     float (&corr)[kDecMaxHeads], bool& rescale) {
   const DecodeThread th = decode_thread<HD>();
   float* pg = ps + th.grp * kDecKeysPerGroup * kDecMaxHeads;
   {
-    const float2 x = decode_score_keys<HD>(qf, kt, scale, k0, k_end);
+    const float2 x = decode_score_keys<HD, kExt>(qf, kt, scale, softcap, k0, k_end);
     const SoftmaxStep st = decode_softmax_update(m, l, x);
     if (th.gid < group) {
       pg[2 * th.tig * kDecMaxHeads + th.gid] = st.p0;
@@ -194,10 +206,10 @@ __device__ __forceinline__ float decode_softmax_update(float& m, float& l, float
 // Scores and softmax of one tile for this thread's group: probabilities to
 // its slice of ps [group][key][head], the rescale factors to corr; rescale:
 // any factor != 1.
-template <int HD>
+template <int HD, bool kExt>
 __device__ __forceinline__ void decode_tile_softmax(float (&m)[kDecMaxHeads], float (&l)[kDecMaxHeads],
-                                                    const float* qs, const __half* kt, int k0, int k_end, int group,
-                                                    float* ps, float (&corr)[kDecMaxHeads], bool& rescale) {
+                                                    const float* qs, const __half* kt, float softcap, int k0, int k_end,
+                                                    int group, float* ps, float (&corr)[kDecMaxHeads], bool& rescale) {
   using L = DecodeLayout<HD>;
   const DecodeThread th = decode_thread<HD>();
   float* pg = ps + th.grp * kDecKeysPerGroup * kDecMaxHeads;
@@ -212,6 +224,8 @@ __device__ __forceinline__ void decode_tile_softmax(float (&m)[kDecMaxHeads], fl
     corr[h] = 1.0f;
     if (h < group) {
       float x = decode_score_key<HD>(qs, h, part, kf);
+      if constexpr (kExt)
+        if (softcap > 0.0f) x = softcap_score(x, softcap);
       x = valid ? x : -INFINITY;
       const float p = decode_softmax_update(m[h], l[h], x, corr[h]);
       rescale |= corr[h] != 1.0f;
@@ -310,7 +324,7 @@ __device__ __forceinline__ void decode_stash_acc(const float (&acc)[kDecMaxHeads
 // output, or this split's unnormalized sum and (m, l) for the combine kernel.
 template <int HD>
 __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const float* mls, const float* merge, int t,
-                                                   int kvh, int split, int pos, int group) {
+                                                   int head0, int split, int pos, int group) {
   using L = DecodeLayout<HD>;
   const DecodeThread th = decode_thread<HD>();
   for (int i = th.tid; i < group * HD; i += kDecThreads) {
@@ -330,7 +344,7 @@ __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const floa
       for (int u = 0; u < L::kSub; ++u) sv += merge[((size_t(g) * L::kSub + u) * kDecMaxHeads + h) * HD + d];
       v = fmaf(f, sv, v);
     }
-    const int hq = kvh * group + h;
+    const int hq = head0 + h;
     if (a.n_splits == 1) {
       const float inv = (pos >= 0 && lsum > 0.0f) ? 1.0f / lsum : 0.0f;
       a.out[(size_t(t) * a.n_heads + hq) * HD + d] = __float2half_rn(v * inv);
@@ -347,30 +361,42 @@ __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const floa
 
 // ---- the kernels ---------------------------------------------------------------
 
+// Head size 256 stages 107 KB of K/V per block: two blocks per SM.
 template <int HD>
-__global__ void __launch_bounds__(kDecThreads, kDecMinBlocks) attention_decode_kernel(AttnArgs a) {
+constexpr int kDecBlocksPerSM = HD == 256 ? 2 : kDecMinBlocks;
+
+template <int HD, bool kExt>
+__global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_decode_kernel(AttnArgs a) {
   using L = DecodeLayout<HD>;
   extern __shared__ __align__(16) unsigned char dsmem[];
   const DecodeSmem sm = decode_smem<HD>(dsmem);
 
   pdl_wait();
   pdl_trigger();
-  const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
+  const int t = blockIdx.x, split = blockIdx.z;
   const DecodeThread th = decode_thread<HD>();
-  const int group = a.n_heads / a.n_kv;
+  int kvh = blockIdx.y, group = a.n_heads / a.n_kv, head0 = kvh * group;  // this block's query heads
+  if constexpr (kExt) {
+    kvh = blockIdx.y / a.head_chunks;
+    const int chunk = blockIdx.y % a.head_chunks;
+    head0 = kvh * group + chunk * kDecMaxHeads;
+    group = min(kDecMaxHeads, group - chunk * kDecMaxHeads);
+  }
   const int pos = a.positions[t];
   const int split_len = a.split_len_dev ? *a.split_len_dev : a.split_len;
-  const int k_begin = split * split_len;
+  int k_begin = split * split_len;
   const int k_end = min(pos + 1, k_begin + split_len);
+  if constexpr (kExt)
+    if (a.window > 0) k_begin = max(k_begin, pos - a.window + 1);
   const int n_tiles = k_end > k_begin ? (k_end - k_begin + kDecTile - 1) / kDecTile : 0;
 
 #ifndef RF_HIP
   uint4* qf = reinterpret_cast<uint4*>(sm.q);
-  decode_load_q<HD>(a.q, a.n_heads, t, kvh, group, qf);
+  decode_load_q<HD>(a.q, a.n_heads, t, head0, group, qf);
   float m_h = -INFINITY, l_h = 0.0f;  // softmax state of head gid over this lane's keys
 #else
   float* qs = reinterpret_cast<float*>(sm.q);
-  decode_load_q<HD>(a.q, a.n_heads, a.scale, t, kvh, group, qs);
+  decode_load_q<HD>(a.q, a.n_heads, a.scale, t, head0, group, qs);
   float m[kDecMaxHeads], l[kDecMaxHeads];  // softmax state of every head over this lane's key
 #pragma unroll
   for (int h = 0; h < kDecMaxHeads; ++h) {
@@ -426,9 +452,9 @@ __global__ void __launch_bounds__(kDecThreads, kDecMinBlocks) attention_decode_k
     float corr[kDecMaxHeads];
     bool rescale = false;
 #ifndef RF_HIP
-    decode_tile_softmax<HD>(m_h, l_h, qf, kt, a.scale, k0, k_end, group, sm.ps, sm.cs, corr, rescale);
+    decode_tile_softmax<HD, kExt>(m_h, l_h, qf, kt, a.scale, a.softcap, k0, k_end, group, sm.ps, sm.cs, corr, rescale);
 #else
-    decode_tile_softmax<HD>(m, l, qs, kt, k0, k_end, group, sm.ps, corr, rescale);
+    decode_tile_softmax<HD, kExt>(m, l, qs, kt, a.softcap, k0, k_end, group, sm.ps, corr, rescale);
 #endif
     decode_accumulate_v<HD>(acc, corr, rescale, kt + size_t(kDecStages) * kDecTile * L::kRow, sm.ps, group);
   }
@@ -443,7 +469,7 @@ __global__ void __launch_bounds__(kDecThreads, kDecMinBlocks) attention_decode_k
   __syncthreads();
   decode_stash_acc<HD>(acc, group, sm.merge);
   __syncthreads();
-  decode_merge_store<HD>(a, sm.mls, sm.merge, t, kvh, split, pos, group);
+  decode_merge_store<HD>(a, sm.mls, sm.merge, t, head0, split, pos, group);
 }
 
 // Combines the splits of one (token, head): one block of hd threads or more.
@@ -475,36 +501,60 @@ __global__ void attention_combine_kernel(const float* __restrict__ part_out, con
   }
 }
 
-template <int HD>
+template <int HD, bool kExt>
 void opt_in_decode() {
   constexpr size_t bytes = DecodeLayout<HD>::kBytes;
   if constexpr (bytes > 48 * 1024) {
-    RF_GPU_CHECK(gpuFuncSetAttribute(attention_decode_kernel<HD>, gpuFuncAttributeMaxDynamicSharedMemorySize,
-                                     int(bytes)));
+    const auto kernel = attention_decode_kernel<HD, kExt>;
+    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 #ifndef RF_HIP
-    // Four blocks per SM need the largest shared-memory carveout.
-    RF_GPU_CHECK(cudaFuncSetAttribute(attention_decode_kernel<HD>, cudaFuncAttributePreferredSharedMemoryCarveout,
+    // Several blocks per SM need the largest shared-memory carveout.
+    RF_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                       int(cudaSharedmemCarveoutMaxShared)));
 #endif
   }
 }
 
+// Head size 256 fits the decode kernel's shared memory on CUDA only (107 KB).
+#ifdef RF_HIP
+constexpr bool kDecode256 = false;
+#else
+constexpr bool kDecode256 = true;
+#endif
+
 }  // namespace
 
 void attention_decode_device_setup() {
-  opt_in_decode<128>();
-  opt_in_decode<64>();
+  opt_in_decode<128, false>();
+  opt_in_decode<64, false>();
+  opt_in_decode<128, true>();
+  opt_in_decode<64, true>();
+#ifndef RF_HIP
+  opt_in_decode<256, true>();
+#endif
 }
 
-bool attention_decode_supported(int head_dim, int group) {
-  return (head_dim == 64 || head_dim == 128) && group <= kDecMaxHeads;
+bool attention_decode_supported(int head_dim) {
+  return head_dim == 64 || head_dim == 128 || (kDecode256 && head_dim == 256);
 }
 
-void launch_attention_decode(dim3 grid, const AttnArgs& a, const LaunchCtx& ctx) {
-  if (a.hd == 128)
-    launch(attention_decode_kernel<128>, grid, dim3(kDecThreads), DecodeLayout<128>::kBytes, ctx, a);
-  else
-    launch(attention_decode_kernel<64>, grid, dim3(kDecThreads), DecodeLayout<64>::kBytes, ctx, a);
+void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, const LaunchCtx& ctx) {
+  if (ext) {
+    grid.y *= unsigned(a.head_chunks);
+    if (a.hd == 256) {
+#ifndef RF_HIP
+      launch(attention_decode_kernel<256, true>, grid, dim3(kDecThreads), DecodeLayout<256>::kBytes, ctx, a);
+#endif
+    } else if (a.hd == 128) {
+      launch(attention_decode_kernel<128, true>, grid, dim3(kDecThreads), DecodeLayout<128>::kBytes, ctx, a);
+    } else {
+      launch(attention_decode_kernel<64, true>, grid, dim3(kDecThreads), DecodeLayout<64>::kBytes, ctx, a);
+    }
+  } else if (a.hd == 128) {
+    launch(attention_decode_kernel<128, false>, grid, dim3(kDecThreads), DecodeLayout<128>::kBytes, ctx, a);
+  } else {
+    launch(attention_decode_kernel<64, false>, grid, dim3(kDecThreads), DecodeLayout<64>::kBytes, ctx, a);
+  }
 }
 
 void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, int n_tokens, int n_heads,

@@ -14,7 +14,7 @@ constexpr int kDecGroups = 4;       // groups of 32 lanes per block
 constexpr int kDecKeysPerGroup = 8;
 constexpr int kDecTile = kDecGroups * kDecKeysPerGroup;
 constexpr int kDecStages = 3;
-constexpr int kDecMaxHeads = 8;     // query heads per KV head
+constexpr int kDecMaxHeads = kDecodeMaxHeads;  // query heads per block
 #ifdef RF_HIP
 constexpr int kDecMinBlocks = 1;
 #else

@@ -4,7 +4,8 @@
 // sequence and all query heads of one KV head, four threads per (query,
 // head) row each owning HD/4 dims. K/V tiles of kPrefillK keys are staged in
 // shared memory once for every head of the group; scores of a key tile go
-// through one online-softmax update.
+// through one online-softmax update. kExt: with a sliding window (key tiles
+// before the tile's first visible key skipped) and logit soft-capping.
 #include "backend/cuda/attention.cuh"
 
 namespace rf::gpu {
@@ -12,7 +13,7 @@ namespace {
 
 constexpr int kPrefillQ = 16, kPrefillK = 32;
 
-template <int HD>
+template <int HD, bool kExt>
 __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, const int32_t* __restrict__ tiles,
                                                                 int heads_per_block) {
   constexpr int DPT = HD / 4;
@@ -42,7 +43,10 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
   }
   float m = -INFINITY, l = 0.0f;
   constexpr int kChunks = HD * 2 / 16;  // 16-byte chunks per key row
-  for (int k0 = 0; k0 <= max_pos; k0 += kPrefillK) {
+  int k_first = 0;  // the first key tile any row of this tile sees
+  if constexpr (kExt)
+    if (a.window > 0) k_first = max(0, a.positions[t0] - a.window + 1) / kPrefillK * kPrefillK;
+  for (int k0 = k_first; k0 <= max_pos; k0 += kPrefillK) {
     __syncthreads();
     for (int i = threadIdx.x; i < kPrefillK * kChunks; i += blockDim.x) {
       const int j = i / kChunks, c = i % kChunks, p = k0 + j;
@@ -68,7 +72,12 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
       }
       s += RF_SHFL_XOR(s, 1);
       s += RF_SHFL_XOR(s, 2);
-      sc[j] = (k0 + j <= pos) ? s : -INFINITY;
+      if constexpr (kExt) {
+        const bool visible = k0 + j <= pos && (a.window <= 0 || k0 + j > pos - a.window);
+        sc[j] = visible ? (a.softcap > 0.0f ? softcap_score(s, a.softcap) : s) : -INFINITY;
+      } else {
+        sc[j] = (k0 + j <= pos) ? s : -INFINITY;
+      }
       tile_max = fmaxf(tile_max, sc[j]);
     }
     if (tile_max == -INFINITY) continue;  // nothing visible to this row in the tile
@@ -101,14 +110,22 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
 
 }  // namespace
 
-void launch_attention_prefill(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block,
+bool attention_prefill_supported(int head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
+
+void launch_attention_prefill(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool ext,
                               const LaunchCtx& ctx) {
   const dim3 grid(unsigned(n_tiles), unsigned(a.n_kv), unsigned(a.n_heads / a.n_kv / heads_per_block));
   const int threads = heads_per_block * kPrefillQ * 4;
-  if (a.hd == 128)
-    launch(attention_prefill_kernel<128>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+  if (a.hd == 256)
+    launch(attention_prefill_kernel<256, true>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+  else if (a.hd == 128 && ext)
+    launch(attention_prefill_kernel<128, true>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+  else if (a.hd == 128)
+    launch(attention_prefill_kernel<128, false>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+  else if (ext)
+    launch(attention_prefill_kernel<64, true>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
   else
-    launch(attention_prefill_kernel<64>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+    launch(attention_prefill_kernel<64, false>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
 }
 
 }  // namespace rf::gpu

@@ -304,8 +304,10 @@ void CudaBackend::embed(const Tensor& table, const StepMeta& m, Tensor& out) {
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
   OpTimer timer(profiler(), "rms_norm");
-  RF_CHECK(x.type == DType::F32 && w.type == DType::F32 && w.cols() == x.cols(), "cuda rms_norm: bad inputs");
-  gpu::rms_norm(x.ptr<float>(), w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, ctx());
+  RF_CHECK((x.type == DType::F32 || x.type == DType::F16) && w.type == DType::F32 && w.cols() == x.cols() &&
+               (out.type == DType::F32 || out.type == DType::F16) && out.cols() == x.cols() && out.rows() >= x.rows(),
+           "cuda rms_norm: bad inputs");
+  gpu::rms_norm(x.data, x.type, w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, ctx());
 }
 
 void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
@@ -386,6 +388,38 @@ void CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMet
   OpTimer timer(profiler(), m.max_new_tokens > 1 ? "attention prefill" : str("attention decode splits ", splits));
   RF_CHECK(p.n_heads <= limits_.n_heads && p.head_dim <= limits_.head_dim, "cuda attention: shape exceeds reserve()");
   gpu::attention(q.data, cache, m, m.n_tokens, p, splits, I.attn, out.data, ctx());
+}
+
+void CudaBackend::attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                                Tensor& out) {
+  // The same kernels: window and soft-cap are arguments of every one.
+  attention(q, cache, m, p, out);
+}
+
+void CudaBackend::add_bias(Tensor& x, const Tensor& bias) {
+  RF_CHECK(x.type == DType::F16 && bias.type == DType::F32 && bias.numel() == x.cols(), "cuda add_bias: f16 x [n, ",
+           bias.numel(), "] and f32 bias expected, x is ", x.shape_string());
+  OpTimer timer(profiler(), "add_bias");
+  gpu::add_bias_f16(x.data, bias.ptr<float>(), x.rows(), int(x.cols()), ctx());
+}
+
+void CudaBackend::geglu(const Tensor& gate, const Tensor& up, Tensor& out) {
+  RF_CHECK(gate.type == DType::F16 && up.type == DType::F16 && out.type == DType::F16, "cuda geglu: f16 only");
+  RF_CHECK(gate.numel() == up.numel() && out.numel() >= gate.numel(), "cuda geglu: bad shapes");
+  OpTimer timer(profiler(), "geglu");
+  gpu::geglu(gate.data, up.data, out.data, gate.numel(), ctx());
+}
+
+void CudaBackend::scale(Tensor& x, float s) {
+  RF_CHECK(x.type == DType::F32, "cuda scale: f32 only");
+  OpTimer timer(profiler(), "scale");
+  gpu::scale_f32(x.ptr<float>(), s, x.numel(), ctx());
+}
+
+void CudaBackend::softcap(Tensor& x, float cap) {
+  RF_CHECK(x.type == DType::F32 && cap > 0.0f, "cuda softcap: f32 and a positive cap");
+  OpTimer timer(profiler(), "softcap");
+  gpu::softcap_f32(x.ptr<float>(), cap, x.numel(), ctx());
 }
 
 void CudaBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {

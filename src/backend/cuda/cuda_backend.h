@@ -56,6 +56,12 @@ class CudaBackend final : public Backend {
   void attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                  Tensor& out) override;
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                     Tensor& out) override;
+  void add_bias(Tensor& x, const Tensor& bias) override;
+  void geglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void scale(Tensor& x, float s) override;
+  void softcap(Tensor& x, float cap) override;
   void add(const Tensor& a, const Tensor& b, Tensor& out) override;
   void gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) override;
   void sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,

@@ -1,5 +1,6 @@
 // Row and element kernels: embedding lookup (any weight format -> f32),
-// SwiGLU, residual add, row gather and the f32 -> f16 conversion. One block
+// SwiGLU and GeGLU, bias add, scale, soft-capping, residual add, row gather
+// and the f32 -> f16 conversion. One block
 // per row for the row ops, grid-stride loops for the element ops. (The
 // norms are in norm.cu.)
 #include "backend/cuda/dequant.cuh"
@@ -38,6 +39,45 @@ __global__ void swiglu_kernel(const __half* __restrict__ g, const __half* __rest
     const float a = __half2float(g[i]);
     o[i] = __float2half_rn(a / (1.0f + __expf(-a)) * __half2float(u[i]));
   }
+}
+
+// GELU (tanh approximation) as ggml evaluates it: on an f16 input (ours
+// already is), the result rounded to f16; saturated beyond +-10.
+__device__ __forceinline__ float gelu_tanh_f16(float x) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  const float kSqrt2OverPi = 0.79788456080286535588f;
+  const float g = 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+  return __half2float(__float2half_rn(g));
+}
+
+__global__ void geglu_kernel(const __half* __restrict__ g, const __half* __restrict__ u, __half* __restrict__ o,
+                             int64_t n) {
+  pdl_wait();
+  pdl_trigger();
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    o[i] = __float2half_rn(gelu_tanh_f16(__half2float(g[i])) * __half2float(u[i]));
+}
+
+__global__ void add_bias_kernel(__half* __restrict__ x, const float* __restrict__ bias, int64_t n, int cols) {
+  pdl_wait();
+  pdl_trigger();
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = __float2half_rn(__half2float(x[i]) + bias[i % cols]);
+}
+
+__global__ void scale_kernel(float* __restrict__ x, float s, int64_t n) {
+  pdl_wait();
+  pdl_trigger();
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] *= s;
+}
+
+__global__ void softcap_kernel(float* __restrict__ x, float cap, int64_t n) {
+  pdl_wait();
+  pdl_trigger();
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = cap * tanhf(x[i] / cap);
 }
 
 __global__ void add_kernel(float* __restrict__ x, const __half* __restrict__ y, int64_t n) {
@@ -88,6 +128,32 @@ void swiglu(const void* gate, const void* up, void* out, int64_t n, const Launch
   if (n == 0) return;
   launch(swiglu_kernel, grid_for(n, 256), 256, 0, ctx, static_cast<const __half*>(gate), static_cast<const __half*>(up),
                                                  static_cast<__half*>(out), n);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void geglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx) {
+  if (n == 0) return;
+  launch(geglu_kernel, grid_for(n, 256), 256, 0, ctx, static_cast<const __half*>(gate), static_cast<const __half*>(up),
+         static_cast<__half*>(out), n);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void add_bias_f16(void* x, const float* bias, int64_t rows, int cols, const LaunchCtx& ctx) {
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  launch(add_bias_kernel, grid_for(n, 256), 256, 0, ctx, static_cast<__half*>(x), bias, n, cols);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void scale_f32(float* x, float s, int64_t n, const LaunchCtx& ctx) {
+  if (n == 0) return;
+  launch(scale_kernel, grid_for(n, 256), 256, 0, ctx, x, s, n);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void softcap_f32(float* x, float cap, int64_t n, const LaunchCtx& ctx) {
+  if (n == 0) return;
+  launch(softcap_kernel, grid_for(n, 256), 256, 0, ctx, x, cap, n);
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -58,8 +58,8 @@ void gemm_f16_tiled(const void* x, const void* w, void* out, DType out_type, int
                     const LaunchCtx& ctx);
 
 // ---- norm.cu
-// out = x / rms(x) * w per row; x f32, out f16 or f32.
-void rms_norm(const float* x, const float* w, void* out, DType out_type, int rows, int cols, float eps,
+// out = x / rms(x) * w per row; x and out f16 or f32.
+void rms_norm(const void* x, DType in_type, const float* w, void* out, DType out_type, int rows, int cols, float eps,
               const LaunchCtx& ctx);
 // x (f32) += y (f16), then out = rms_norm(x) * w (f16 or f32), per row.
 void add_rms_norm(float* x, const void* y, const float* w, void* out, DType out_type, int rows, int cols, float eps,
@@ -71,6 +71,15 @@ void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const
                 float* out, const LaunchCtx& ctx);
 // out = silu(gate) * up (f16, n elements).
 void swiglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx);
+// out = gelu_tanh(gate) * up (f16, n elements), the GELU rounded to f16 as
+// ggml's table does (Backend::geglu).
+void geglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx);
+// x[r, :] += bias for the rows of x (f16 [rows, cols]); bias f32 [cols].
+void add_bias_f16(void* x, const float* bias, int64_t rows, int cols, const LaunchCtx& ctx);
+// x *= s (f32, n elements).
+void scale_f32(float* x, float s, int64_t n, const LaunchCtx& ctx);
+// x = cap * tanh(x / cap) (f32, n elements).
+void softcap_f32(float* x, float cap, int64_t n, const LaunchCtx& ctx);
 // x (f32) += y (f16), n elements.
 void add_f16_to_f32(float* x, const void* y, int64_t n, const LaunchCtx& ctx);
 // out[i, :] = x[rows[i], :] for f32 rows of `cols`.

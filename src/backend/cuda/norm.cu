@@ -1,23 +1,26 @@
-// RMSNorm (f32 in, f16/f32 out) and the residual add fused with the next
-// RMSNorm: one block per row, reductions with the target's warp size.
+// RMSNorm (f32 or f16 in, f16/f32 out) and the residual add fused with the
+// next RMSNorm: one block per row, reductions with the target's warp size.
 #include "backend/cuda/kernels.h"
 
 namespace rf::gpu {
 namespace {
 
-template <typename OutT>
-__global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, OutT* __restrict__ out,
+template <typename InT, typename OutT>
+__global__ void rms_norm_kernel(const InT* __restrict__ x, const float* __restrict__ w, OutT* __restrict__ out,
                                 int cols, float eps) {
   pdl_wait();
   pdl_trigger();
   __shared__ float scratch[32];
-  const float* xr = x + size_t(blockIdx.x) * cols;
+  const InT* xr = x + size_t(blockIdx.x) * cols;
   float ss = 0.0f;
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) ss += xr[i] * xr[i];
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+    const float v = to_float(xr[i]);
+    ss += v * v;
+  }
   ss = block_sum(ss, scratch);
   const float scale = rsqrtf(ss / float(cols) + eps);
   OutT* o = out + size_t(blockIdx.x) * cols;
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(xr[i] * scale * w[i]);
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(to_float(xr[i]) * scale * w[i]);
 }
 
 // Residual add and the next RMSNorm in one pass over the row. With kRegs
@@ -84,14 +87,23 @@ int norm_threads(int cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 6
 
 }  // namespace
 
-void rms_norm(const float* x, const float* w, void* out, DType out_type, int rows, int cols, float eps,
+void rms_norm(const void* x, DType in_type, const float* w, void* out, DType out_type, int rows, int cols, float eps,
               const LaunchCtx& ctx) {
   if (rows == 0) return;
   const int threads = norm_threads(cols);
-  if (out_type == DType::F32)
-    launch(rms_norm_kernel<float>, rows, threads, 0, ctx, x, w, static_cast<float*>(out), cols, eps);
-  else
-    launch(rms_norm_kernel<__half>, rows, threads, 0, ctx, x, w, static_cast<__half*>(out), cols, eps);
+  if (in_type == DType::F32) {
+    const auto* xf = static_cast<const float*>(x);
+    if (out_type == DType::F32)
+      launch(rms_norm_kernel<float, float>, rows, threads, 0, ctx, xf, w, static_cast<float*>(out), cols, eps);
+    else
+      launch(rms_norm_kernel<float, __half>, rows, threads, 0, ctx, xf, w, static_cast<__half*>(out), cols, eps);
+  } else {
+    const auto* xh = static_cast<const __half*>(x);
+    if (out_type == DType::F32)
+      launch(rms_norm_kernel<__half, float>, rows, threads, 0, ctx, xh, w, static_cast<float*>(out), cols, eps);
+    else
+      launch(rms_norm_kernel<__half, __half>, rows, threads, 0, ctx, xh, w, static_cast<__half*>(out), cols, eps);
+  }
   RF_GPU_CHECK_LAUNCH();
 }
 
