@@ -43,6 +43,7 @@ struct ServeOptions {
   double header_timeout = 10, body_timeout = 60, keep_alive_timeout = 65, write_timeout = 30;
   size_t max_connections = 10000;
   int http_threads = 4;
+  bool allow_special_in_content = false;
   bool verbose = false;
   BackendOptions backend;
 };
@@ -148,7 +149,7 @@ void serve(const ServeOptions& o) {
   auto model = Model::load(path, *backend, o.verbose);
   auto tok = Tokenizer::from_gguf(model->file());
   const ChatTemplateChoice tmpl = choose_chat_template(&model->file(), o.chat_template_file);
-  const server::ChatPrompt chat(*tok, tmpl.source, tmpl.origin);
+  const server::ChatPrompt chat(*tok, tmpl.source, tmpl.origin, o.allow_special_in_content);
 
   EngineConfig cfg;
   cfg.max_num_seqs = o.max_num_seqs;
@@ -235,6 +236,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--http-threads", o->http_threads, "I/O threads serving every connection")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  cmd->add_flag("--allow-special-in-content", o->allow_special_in_content,
+                "Tokenize special-token text in chat messages as control tokens (by default it stays text, so "
+                "content cannot forge roles)");
   cmd->add_flag("-v,--verbose", o->verbose, "Log every request and loading details");
   add_backend_options(*cmd, o->backend);
   cmd->callback([o] { serve(*o); });
