@@ -4,7 +4,8 @@
 
 #include <boost/beast/http.hpp>
 
-#include <iterator>
+#include <algorithm>
+#include <vector>
 
 namespace rf::server {
 namespace http = boost::beast::http;
@@ -111,16 +112,24 @@ void RequestParser::check_head() {
     return fail(431, "the request has more than " + std::to_string(limits_.max_headers) + " header fields");
   if (bytes_ > line + limits_.max_header_bytes)
     return fail(431, "the request's header fields are larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
-  if (n_length > 1) return fail(400, "malformed HTTP request: more than one Content-Length");
+  if (n_length > 1 || msg[http::field::content_length].find(',') != std::string_view::npos)
+    return fail(400, "malformed HTTP request: more than one Content-Length");
   if (n_coding > 0) {
     if (n_length > 0) return fail(400, "malformed HTTP request: both Content-Length and Transfer-Encoding");
     if (head_.version < 11) return fail(400, "malformed HTTP request: Transfer-Encoding in an HTTP/1.0 request");
-    const std::string coding = lower_trimmed(msg[http::field::transfer_encoding]);
-    if (n_coding > 1 || coding != "chunked") {
-      const bool ends_chunked = coding.size() >= 7 && coding.compare(coding.size() - 7, 7, "chunked") == 0;
-      if (n_coding > 1 || !ends_chunked) return fail(400, "malformed HTTP request: the body's length is unknown (Transfer-Encoding: " + coding + ")");
-      return fail(501, "transfer coding '" + coding + "' is not supported (only chunked)");
+    // Only "chunked" is understood; it must come last and once, or the body's end is unknown.
+    const std::string codings = lower_trimmed(msg[http::field::transfer_encoding]);
+    std::vector<std::string> list;
+    for (size_t pos = 0; pos <= codings.size();) {
+      const size_t comma = std::min(codings.find(',', pos), codings.size());
+      list.push_back(lower_trimmed(std::string_view(codings).substr(pos, comma - pos)));
+      pos = comma + 1;
     }
+    const bool chunked_last_once = n_coding == 1 && list.back() == "chunked" &&
+                                   std::count(list.begin(), list.end(), "chunked") == 1;
+    if (!chunked_last_once)
+      return fail(400, "malformed HTTP request: the body's length is unknown (Transfer-Encoding: " + codings + ")");
+    if (list.size() > 1) return fail(501, "transfer coding '" + codings + "' is not supported (only chunked)");
   }
   if (head_.version >= 11 && n_host != 1) return fail(400, "malformed HTTP request: HTTP/1.1 needs exactly one Host header");
   if (msg.count(http::field::expect) > 0) {
