@@ -24,11 +24,10 @@ HttpResponse error_response(const ApiError& e) {
   return r;
 }
 
-// Runs `f`, turning every exception into an OpenAI error response.
-template <typename F>
-HandlerResult guarded(F&& f) {
+// The OpenAI error response for the exception being handled.
+HttpResponse current_error_response() {
   try {
-    return f();
+    throw;
   } catch (const ApiError& e) {
     return error_response(e);
   } catch (const EngineBusy& e) {
@@ -40,6 +39,19 @@ HandlerResult guarded(F&& f) {
   } catch (const std::exception& e) {
     log_error("http: internal error: ", e.what());
     return error_response(internal_error(e.what()));
+  } catch (...) {
+    log_error("http: internal error: unknown exception");
+    return error_response(internal_error("unknown error"));
+  }
+}
+
+// Runs `f`, turning every exception into an OpenAI error response.
+template <typename F>
+HandlerResult guarded(F&& f) {
+  try {
+    return f();
+  } catch (...) {
+    return current_error_response();
   }
 }
 
@@ -128,18 +140,17 @@ class GenerationResponse : public DeferredResponse {
   }
 
  private:
-  // Non-streamed: the body once `f` gives one, or the error it throws.
+  // Non-streamed: the response once `f` gives a body, or the error it throws.
   template <typename F>
   void finish_with(F&& f, Pulled& out) {
-    HandlerResult r = guarded([&]() -> HandlerResult {
+    try {
       std::optional<std::string> body = f();
-      if (!body) return std::unique_ptr<DeferredResponse>();
-      return json_response(200, std::move(*body));
-    });
-    if (auto* response = std::get_if<HttpResponse>(&r)) {
-      out.start = std::move(*response);
-      ended_ = out.end = true;
+      if (!body) return;
+      out.start = json_response(200, std::move(*body));
+    } catch (...) {
+      out.start = current_error_response();
     }
+    ended_ = out.end = true;
   }
 
   std::unique_ptr<Generation> gen_;
