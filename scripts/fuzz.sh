@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target in build/fuzz for SECONDS (default 30), seeded
-# from the test data (GGUF files, tokenizer inputs). Fails on any crash.
+# from the test data (GGUF files, tokenizer inputs) and from requests written
+# here (request bodies, HTTP requests). Fails on any crash.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
@@ -22,6 +23,17 @@ for bin in build/fuzz/tests/fuzz/fuzz_*; do
       # Vocabularies to fuzz (':'-separated); byte 0 of an input picks one.
       export ROCMFORGE_FUZZ_VOCAB="${ROCMFORGE_FUZZ_VOCAB:-$testdata/vocab/ggml-vocab-llama-spm.gguf:$testdata/vocab/ggml-vocab-gpt-2.gguf:$testdata/vocab/ggml-vocab-deepseek-coder.gguf}"
       for f in "$testdata"/vocab/*.inp; do [ -f "$f" ] && cp -f "$f" "$corpus/"; done ;;
+    fuzz_request)
+      # Byte 0: even = /v1/completions, odd = /v1/chat/completions; then the body.
+      printf '\0{"prompt":"Once upon a time","max_tokens":16,"temperature":0.7,"top_p":0.9,"stop":["\\n"],"seed":3}' > "$corpus/completion"
+      printf '\0{"prompt":[[1,2,3],[4]],"logprobs":2,"stream":true,"stream_options":{"include_usage":true}}' > "$corpus/tokens"
+      printf '\1{"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}],"logprobs":true,"top_logprobs":3,"max_completion_tokens":5}' > "$corpus/chat"
+      printf '\1{"messages":[{"role":"system","content":"x"}],"top_k":40,"min_p":0.1,"repetition_penalty":1.1,"presence_penalty":-1}' > "$corpus/penalties" ;;
+    fuzz_http_request)
+      # Byte 0 seeds how the bytes are split; then what a client sends.
+      printf '\7POST /v1/completions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 14\r\n\r\n{"prompt":"x"}' > "$corpus/post"
+      printf '\3POST /v1/completions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: v\r\n\r\n' > "$corpus/chunked"
+      printf '\1GET /health?x=1 HTTP/1.0\r\nConnection: keep-alive\r\nX: a\r\n b\r\n\r\n' > "$corpus/http10" ;;
   esac
   echo "fuzz: $name for ${seconds}s"
   "$bin" "$corpus" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkgconf git
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libcli11-dev
+  nlohmann-json3-dev libboost1.81-dev libpcre2-dev libcli11-dev
   clang libclang-rt-14-dev            # libFuzzer and sanitizers
   hipcc libamdhip64-dev rocm-device-libs  # HIP compile check of the kernels
   python3

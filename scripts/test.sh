@@ -31,6 +31,16 @@ if has_stage cpu; then
   ctest --preset cpu -j "$jobs"
   step "server: rocmforge serve on stories260K driven by the openai npm client"
   bash scripts/server_test.sh build/cpu/src/rocmforge
+  step "soak: ${ROCMFORGE_SOAK_SECONDS:-60} s of streamed, dropped and bad requests against rocmforge serve"
+  model="${ROCMFORGE_TESTDATA:-../shared/testdata}/stories260K.gguf"
+  if [ -f "$model" ]; then
+    python3 scripts/soak.py --bin build/cpu/src/rocmforge --model "$model" --max-num-seqs 32 \
+      --duration "${ROCMFORGE_SOAK_SECONDS:-60}" --server-args "--threads 2"
+  elif [ "${ROCMFORGE_REQUIRE_TESTDATA:-0}" = 1 ]; then
+    echo "soak: FAILED: no $model" >&2; exit 1
+  else
+    echo "soak: SKIPPED: no $model (set ROCMFORGE_TESTDATA)"
+  fi
 fi
 
 if has_stage asan; then

@@ -39,6 +39,11 @@ struct ServeOptions {
   int max_num_batched_tokens = 2048;
   double shutdown_timeout = 30;
   double max_body_mb = 8;
+  size_t max_header_bytes = 16384, max_headers = 100, max_url_bytes = 8192;
+  double header_timeout = 10, body_timeout = 60, keep_alive_timeout = 65, write_timeout = 30;
+  size_t max_connections = 10000;
+  int http_threads = 4;
+  bool allow_special_in_content = false;
   bool verbose = false;
   BackendOptions backend;
 };
@@ -124,8 +129,17 @@ void serve(const ServeOptions& o) {
   http_opts.api_key = o.api_key;
   if (http_opts.api_key.empty())
     if (const char* env = std::getenv("ROCMFORGE_API_KEY"); env && *env) http_opts.api_key = env;
-  http_opts.max_body_bytes = size_t(o.max_body_mb * 1024 * 1024);
-  http_opts.max_connection_threads = size_t(o.max_num_seqs) + size_t(o.max_queue) + 256;
+  http_opts.limits.max_body_bytes = size_t(o.max_body_mb * 1024 * 1024);
+  http_opts.limits.max_header_bytes = o.max_header_bytes;
+  http_opts.limits.max_headers = o.max_headers;
+  http_opts.limits.max_url_bytes = o.max_url_bytes;
+  auto ms = [](double seconds) { return std::chrono::milliseconds(int64_t(seconds * 1000)); };
+  http_opts.header_timeout = ms(o.header_timeout);
+  http_opts.body_timeout = ms(o.body_timeout);
+  http_opts.keep_alive_timeout = ms(o.keep_alive_timeout);
+  http_opts.write_timeout = ms(o.write_timeout);
+  http_opts.max_connections = o.max_connections;
+  http_opts.io_threads = o.http_threads;
   server::HttpServer http(http_opts);
   http.start();
   std::fprintf(stderr, "rocmforge serve: listening on http://%s:%d (loading the model)\n", o.host.c_str(), http.port());
@@ -135,7 +149,7 @@ void serve(const ServeOptions& o) {
   auto model = Model::load(path, *backend, o.verbose);
   auto tok = Tokenizer::from_gguf(model->file());
   const ChatTemplateChoice tmpl = choose_chat_template(&model->file(), o.chat_template_file);
-  const server::ChatPrompt chat(*tok, tmpl.source, tmpl.origin);
+  const server::ChatPrompt chat(*tok, tmpl.source, tmpl.origin, o.allow_special_in_content);
 
   EngineConfig cfg;
   cfg.max_num_seqs = o.max_num_seqs;
@@ -164,8 +178,8 @@ void serve(const ServeOptions& o) {
     std::fprintf(stderr, "rocmforge serve: requests still running after %.1f s: cancelling them\n", o.shutdown_timeout);
   service.mark_stopping();
   engine.stop();  // cancels whatever is left; its handles end
-  http.wait_idle(std::chrono::seconds(5));
-  http.stop();
+  http.wait_idle(std::chrono::milliseconds(300));  // their clients get the error events
+  http.stop();  // every connection ends now, whatever its client does
   if (listener_failed) fail("the HTTP listener stopped unexpectedly");
   std::fprintf(stderr, "rocmforge serve: stopped\n");
 }
@@ -194,6 +208,37 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-body-mb", o->max_body_mb, "Largest request body accepted (413 beyond)")
       ->check(CLI::Range(0.001, 1024.0))
       ->capture_default_str();
+  cmd->add_option("--max-header-bytes", o->max_header_bytes, "Largest request header fields in all (431 beyond)")
+      ->check(CLI::Range(size_t(1024), size_t(1) << 24))
+      ->capture_default_str();
+  cmd->add_option("--max-headers", o->max_headers, "Most header fields in a request (431 beyond)")
+      ->check(CLI::Range(size_t(8), size_t(1) << 16))
+      ->capture_default_str();
+  cmd->add_option("--max-url-bytes", o->max_url_bytes, "Longest request URL (414 beyond)")
+      ->check(CLI::Range(size_t(256), size_t(1) << 24))
+      ->capture_default_str();
+  cmd->add_option("--header-timeout", o->header_timeout, "Seconds a client may take to send a request's head (408)")
+      ->check(CLI::Range(0.01, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--body-timeout", o->body_timeout, "Seconds a client may take to send a request's body (408)")
+      ->check(CLI::Range(0.01, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--keep-alive-timeout", o->keep_alive_timeout, "Seconds an idle connection stays open between requests")
+      ->check(CLI::Range(0.01, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--write-timeout", o->write_timeout,
+                  "Seconds a response may make no progress (a client that stopped reading) before the connection is dropped")
+      ->check(CLI::Range(0.01, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--max-connections", o->max_connections, "Open connections at most (503 beyond)")
+      ->check(CLI::Range(size_t(1), size_t(1) << 24))
+      ->capture_default_str();
+  cmd->add_option("--http-threads", o->http_threads, "I/O threads serving every connection")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_flag("--allow-special-in-content", o->allow_special_in_content,
+                "Tokenize special-token text in chat messages as control tokens (by default it stays text, so "
+                "content cannot forge roles)");
   cmd->add_flag("-v,--verbose", o->verbose, "Log every request and loading details");
   add_backend_options(*cmd, o->backend);
   cmd->callback([o] { serve(*o); });

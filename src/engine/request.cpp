@@ -28,13 +28,26 @@ std::optional<StreamEvent> RequestStream::next(std::chrono::milliseconds timeout
 }
 
 void RequestStream::push(StreamEvent ev) {
+  std::shared_ptr<const std::function<void()>> listener;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_) return;
     done_ = ev.finished;
     events_.push_back(std::move(ev));
+    listener = listener_;
   }
   cv_.notify_all();
+  if (listener) (*listener)();
+}
+
+void RequestStream::set_listener(std::function<void()> fn) {
+  std::shared_ptr<const std::function<void()>> now;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    listener_ = fn ? std::make_shared<const std::function<void()>>(std::move(fn)) : nullptr;
+    if (!events_.empty()) now = listener_;
+  }
+  if (now) (*now)();
 }
 
 bool RequestStream::finished() const {

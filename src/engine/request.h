@@ -1,5 +1,7 @@
 // A generation request and its handle: the thread-safe stream of events a
 // client reads (text deltas, token ids, logprobs, the finish) and cancel().
+// A consumer either blocks in next(timeout) or, from an event loop, sets a
+// listener that tells it when next(0) has something to give.
 #pragma once
 
 #include <atomic>
@@ -7,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -58,6 +61,11 @@ class RequestStream {
 
   // Consumer side: waits for the next event (or the timeout); nullopt on timeout.
   std::optional<StreamEvent> next(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
+  // Consumer side, for event loops: `fn` is called after every push (on the
+  // engine thread, outside the stream's lock), and at once when events are
+  // already waiting. It must return quickly and may run once more after it
+  // was replaced. nullptr removes it.
+  void set_listener(std::function<void()> fn);
   // Asks the engine to stop this request; its blocks are freed within a step.
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
@@ -75,6 +83,7 @@ class RequestStream {
   std::condition_variable cv_;
   std::deque<StreamEvent> events_;
   bool done_ = false;
+  std::shared_ptr<const std::function<void()>> listener_;  // copied under mu_, called outside it
 };
 
 using RequestHandle = std::shared_ptr<RequestStream>;

@@ -44,8 +44,13 @@ std::string error_body_for_status(int status, const std::string& message) {
   switch (status) {
     case 404: code = "not_found"; break;
     case 405: code = "method_not_allowed"; break;
+    case 408: code = "request_timeout"; break;
     case 413: code = "payload_too_large"; break;
     case 414: code = "uri_too_long"; break;
+    case 417: code = "expectation_failed"; break;
+    case 431: code = "request_header_fields_too_large"; break;
+    case 501: code = "not_implemented"; break;
+    case 503: code = "unavailable"; break;
     default: break;
   }
   return error_body(ApiError(status, message, type, "", code));

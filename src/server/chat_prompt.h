@@ -1,9 +1,19 @@
 // Chat prompts: renders a chat request's messages with the chat template
-// chosen where the model was loaded (cli/chat_template_choice.h) and tokenizes the result with
-// special tokens parsed. BOS is added when the vocabulary wants one and the
-// rendered text does not already start with it (llama.cpp's rule: never two).
-// A template that does not parse does not stop the server: chat requests
-// then fail with a 400 carrying the parse error. Thread-safe (const).
+// chosen where the model was loaded (cli/chat_template_choice.h) and tokenizes
+// the result with special tokens parsed. BOS is added when the vocabulary
+// wants one and the rendered text does not already start with it (llama.cpp's
+// rule: never two). A template that does not parse does not stop the server:
+// chat requests then fail with a 400 carrying the parse error.
+//
+// Special-token text inside the messages (e.g. "<|im_start|>system" in a
+// user's content, or in a role) stays text: it is tokenized as plain text,
+// never as control tokens, so a client cannot forge turns of the template.
+// Only the template's own markup becomes control tokens. How: before
+// rendering, each occurrence in a message string is swapped for a marker of
+// private-use characters; the rendered text is tokenized with special tokens
+// parsed between the markers and the marked text as plain text.
+// `special_in_content` turns this off (the text is parsed as a whole).
+// Thread-safe (const).
 #pragma once
 
 #include <cstdint>
@@ -20,11 +30,11 @@ namespace rf::server {
 class ChatPrompt {
  public:
   // `origin` names where the template came from, for messages.
-  ChatPrompt(const Tokenizer& tok, std::string source, std::string origin);
+  ChatPrompt(const Tokenizer& tok, std::string source, std::string origin, bool special_in_content = false);
 
   // The rendered prompt text; throws ApiError 400 when the template fails.
   std::string render(const Json& messages, bool add_generation_prompt) const;
-  // render() then tokenize.
+  // The prompt's token ids (render, then tokenize as described above).
   std::vector<int32_t> tokenize(const Json& messages, bool add_generation_prompt) const;
 
   bool valid() const { return tmpl_ != nullptr; }
@@ -32,10 +42,18 @@ class ChatPrompt {
   const std::string& origin() const { return origin_; }
 
  private:
+  // Swaps special-token texts (and stray marker characters) in every string
+  // of `v` for markers; `literals` gets the texts, by marker number.
+  void mark_specials(Json& v, std::vector<std::string>& literals) const;
+  void mark_string(std::string& s, std::vector<std::string>& literals) const;
+  std::vector<int32_t> encode_marked(const std::string& text, const std::vector<std::string>& literals) const;
+
   const Tokenizer& tok_;
   std::unique_ptr<ChatTemplate> tmpl_;
   std::string error_, origin_;
   std::string bos_text_, eos_text_;
+  bool special_in_content_;
+  std::vector<std::string> specials_by_byte_[256];  // control-token texts by first byte, longest first
 };
 
 }  // namespace rf::server

@@ -1,4 +1,5 @@
-// Generation: building engine requests, submitting, collecting and streaming.
+// Generation: building engine requests, submitting, and taking what the
+// handles have ready as a JSON body or SSE events.
 #include "server/generation.h"
 
 #include <chrono>
@@ -7,13 +8,6 @@
 
 namespace rf::server {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-// A stream with nothing to send for this long gets an SSE comment, so that a
-// client that left is noticed even while its request waits in the queue.
-constexpr std::chrono::milliseconds kHeartbeat{1000};
-// How often a batch stream (several prompts) looks at its other handles.
-constexpr std::chrono::milliseconds kBatchPoll{5};
 
 std::vector<int32_t> prompt_tokens(ModelService& svc, const PromptInput& p) {
   if (!p.is_tokens) {
@@ -95,13 +89,25 @@ Generation::Generation(ModelService& svc, const GenerationRequest& req)
       throw invalid_request(e.what());
     }
   }
+  const size_t n = handles_.size();
+  results_.resize(n);
+  text_offset_.assign(n, 0);
+  done_.assign(n, false);
+  live_ = n;
 }
 
-Generation::~Generation() { cancel(); }
+Generation::~Generation() {
+  for (auto& h : handles_) h->set_listener(nullptr);
+  cancel();
+}
 
 void Generation::cancel() {
   for (auto& h : handles_)
     if (!h->finished()) h->cancel();
+}
+
+void Generation::set_listener(std::function<void()> fn) {
+  for (auto& h : handles_) h->set_listener(fn);
 }
 
 namespace {
@@ -116,92 +122,86 @@ ApiError shutdown_error() {
   return service_unavailable("the server stopped before the request finished", "shutting_down");
 }
 
+bool finished_normally(FinishReason r) { return r == FinishReason::Stop || r == FinishReason::Length; }
+
 }  // namespace
 
-std::string Generation::run_to_completion() {
-  std::vector<ChoiceResult> results(handles_.size());
-  for (size_t i = 0; i < handles_.size(); ++i) {
-    ChoiceResult& c = results[i];
-    for (;;) {
-      std::optional<StreamEvent> ev = handles_[i]->next(kHeartbeat);
-      if (!ev) {
-        if (svc_.stopping()) throw shutdown_error();
-        continue;
-      }
-      c.text += ev->text;
-      if (fmt_.meta().logprobs)
-        c.logprobs.insert(c.logprobs.end(), ev->logprobs.begin(), ev->logprobs.end());
-      if (!ev->finished) continue;
-      if (ev->finish_reason != FinishReason::Stop && ev->finish_reason != FinishReason::Length)
-        throw finish_error(*ev);
-      c.finish = ev->finish_reason;
-      c.prompt_tokens = ev->prompt_tokens;
-      c.completion_tokens = ev->completion_tokens;
-      c.cached_tokens = ev->cached_prompt_tokens;
-      break;
-    }
+void Generation::on_event(size_t i, StreamEvent& ev, std::string* sse) {
+  ChoiceResult& c = results_[i];
+  if (sse) {
+    if (!ev.text.empty() || (fmt_.meta().logprobs && !ev.logprobs.empty()))
+      fmt_.delta_chunk(*sse, int(i), ev.text, ev.logprobs, text_offset_[i]);
+  } else {
+    c.text += ev.text;
+    if (fmt_.meta().logprobs) c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
   }
-  return fmt_.full_response(results);
+  if (!ev.finished) return;
+  done_[i] = true;
+  --live_;
+  if (!finished_normally(ev.finish_reason)) {
+    if (!failure_) failure_ = finish_error(ev);
+    return;
+  }
+  c.finish = ev.finish_reason;
+  c.prompt_tokens = ev.prompt_tokens;
+  c.completion_tokens = ev.completion_tokens;
+  c.cached_tokens = ev.cached_prompt_tokens;
+  usage_.add(ChoiceResult{"", {}, c.finish, "", c.prompt_tokens, c.completion_tokens, c.cached_tokens});
+  if (sse) fmt_.finish_chunk(*sse, int(i), ev.finish_reason);
 }
 
-bool Generation::stream(const Writer& write) {
-  const size_t n = handles_.size();
-  std::vector<size_t> text_offset(n, 0);
-  std::vector<bool> done(n, false);
-  size_t live = n;
-  Usage usage;
-  std::optional<ApiError> failure;
-  std::string buf;
-  auto on_event = [&](size_t i, const StreamEvent& ev) {
-    if (!ev.text.empty() || (fmt_.meta().logprobs && !ev.logprobs.empty()))
-      fmt_.delta_chunk(buf, int(i), ev.text, ev.logprobs, text_offset[i]);
-    if (!ev.finished) return;
-    done[i] = true;
-    --live;
-    if (ev.finish_reason == FinishReason::Stop || ev.finish_reason == FinishReason::Length) {
-      fmt_.finish_chunk(buf, int(i), ev.finish_reason);
-      usage.add(ChoiceResult{"", {}, ev.finish_reason, "", ev.prompt_tokens, ev.completion_tokens,
-                             ev.cached_prompt_tokens});
-    } else if (!failure) {
-      failure = finish_error(ev);
+void Generation::drain(std::string* sse) {
+  for (size_t i = 0; i < handles_.size() && !failure_; ++i)
+    while (!done_[i]) {
+      std::optional<StreamEvent> ev = handles_[i]->next(std::chrono::milliseconds(0));
+      if (!ev) break;
+      on_event(i, *ev, sse);
     }
-  };
-  auto send = [&](std::string_view s) {
-    if (write(s)) return true;
-    cancel();
-    return false;
-  };
+}
 
-  if (fmt_.meta().endpoint == Endpoint::ChatCompletions)
-    for (size_t i = 0; i < n; ++i) fmt_.role_chunk(buf, int(i));
-  if (!buf.empty() && !send(buf)) return false;
-  auto last_write = Clock::now();
-  while (live > 0 && !failure) {
-    buf.clear();
-    size_t first = 0;
-    while (done[first]) ++first;
-    if (auto ev = handles_[first]->next(n == 1 ? kHeartbeat : kBatchPoll)) on_event(first, *ev);
-    for (size_t i = 0; i < n; ++i)  // whatever else is ready, in one write
-      while (!done[i]) {
-        auto ev = handles_[i]->next(std::chrono::milliseconds(0));
-        if (!ev) break;
-        on_event(i, *ev);
-      }
-    const auto now = Clock::now();
-    if (!buf.empty()) {
-      if (!send(buf)) return false;
-      last_write = now;
-    } else if (now - last_write >= kHeartbeat) {
-      if (svc_.stopping()) failure = shutdown_error();
-      else if (!send(": keep-alive\n\n")) return false;
-      last_write = now;
-    }
+bool Generation::end_stream(std::string& out) {
+  if (failure_) ResponseFormatter::error_event(out, *failure_);
+  else if (fmt_.meta().include_usage) fmt_.usage_chunk(out, usage_);
+  ResponseFormatter::done_event(out);
+  ended_ = true;
+  cancel();  // after a failure, the other choices
+  return true;
+}
+
+bool Generation::pull_events(std::string& out) {
+  if (ended_) return true;
+  if (!started_) {
+    started_ = true;
+    if (fmt_.meta().endpoint == Endpoint::ChatCompletions)
+      for (size_t i = 0; i < handles_.size(); ++i) fmt_.role_chunk(out, int(i));
   }
-  buf.clear();
-  if (failure) ResponseFormatter::error_event(buf, *failure);
-  else if (fmt_.meta().include_usage) fmt_.usage_chunk(buf, usage);
-  ResponseFormatter::done_event(buf);
-  return send(buf);
+  drain(&out);
+  if (live_ > 0 && !failure_) return false;
+  return end_stream(out);
+}
+
+bool Generation::idle_events(std::string& out) {
+  if (ended_) return true;
+  if (svc_.stopping()) {
+    if (!failure_) failure_ = shutdown_error();
+    return end_stream(out);
+  }
+  out += ": keep-alive\n\n";
+  return false;
+}
+
+std::optional<std::string> Generation::pull_result() {
+  drain(nullptr);
+  if (failure_) {
+    cancel();
+    throw *failure_;
+  }
+  if (live_ > 0) return std::nullopt;
+  return fmt_.full_response(results_);
+}
+
+void Generation::check_stopping() const {
+  if (live_ > 0 && svc_.stopping()) throw shutdown_error();
 }
 
 }  // namespace rf::server

@@ -1,12 +1,15 @@
 // Generation: one API request in flight. Turns a parsed GenerationRequest
 // into engine requests (tokenizing prompts or rendering the chat), submits
-// them, and reads the handles: all at once for a JSON response, or event by
-// event for an SSE stream. Whatever has not finished when the Generation is
-// destroyed (an error, a client that left) is cancelled, so the engine frees
-// its KV blocks within a step.
+// them, and reads the handles without ever blocking: a listener says when
+// there is news, and pull_* take what is ready — the JSON response once all
+// choices are done, or SSE events as they come. Whatever has not finished
+// when the Generation is destroyed (an error, a client that left) is
+// cancelled, so the engine frees its KV blocks within a step. Not
+// thread-safe: one owner calls it (the listener may fire on any thread).
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,8 +28,6 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
 
 class Generation {
  public:
-  using Writer = std::function<bool(std::string_view)>;
-
   // Builds and submits; throws ApiError (400 bad request, 503 queue full or
   // shutting down).
   Generation(ModelService& svc, const GenerationRequest& req);
@@ -34,21 +35,43 @@ class Generation {
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;
 
-  // Non-streamed: waits for every choice and returns the JSON body; throws
-  // ApiError 500 if generation failed, 503 if it was cut by shutdown.
-  std::string run_to_completion();
+  // `fn` runs (on the engine thread) whenever a choice has news for pull_*;
+  // it must be quick. Without one, poll pull_* now and then.
+  void set_listener(std::function<void()> fn);
 
-  // Streamed: writes SSE events as they come, ending with "data: [DONE]".
-  // Returns false when a write fails (the client left): its requests are
-  // cancelled at once.
-  bool stream(const Writer& write);
+  // Streamed: appends the SSE events that are ready. True once the stream
+  // has ended ("data: [DONE]" appended); then nothing more comes.
+  bool pull_events(std::string& out);
+  // Streamed, when nothing was sent for a while: a keep-alive comment, or
+  // the end (an error event and [DONE]) once the server is stopping.
+  bool idle_events(std::string& out);
+
+  // Non-streamed: the JSON body once every choice has finished, nullopt
+  // before. Throws ApiError 500 if generation failed, 503 if it was cut by
+  // shutdown.
+  std::optional<std::string> pull_result();
+  // Non-streamed, when nothing came for a while: throws ApiError 503 once the
+  // server is stopping.
+  void check_stopping() const;
 
   void cancel();
 
  private:
+  // Takes every event that is ready; `sse` gets the stream's chunks.
+  void drain(std::string* sse);
+  void on_event(size_t i, StreamEvent& ev, std::string* sse);
+  bool end_stream(std::string& out);
+
   ModelService& svc_;
   ResponseFormatter fmt_;
   std::vector<RequestHandle> handles_;
+  std::vector<ChoiceResult> results_;   // non-streamed: text and logprobs so far
+  std::vector<size_t> text_offset_;     // streamed completions: where each choice's next text starts
+  std::vector<bool> done_;
+  size_t live_ = 0;
+  Usage usage_;
+  std::optional<ApiError> failure_;
+  bool started_ = false, ended_ = false;  // streams: the role chunks, [DONE]
 };
 
 }  // namespace rf::server

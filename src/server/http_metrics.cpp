@@ -1,7 +1,22 @@
 // HttpMetrics: counting and Prometheus rendering.
 #include "server/http_metrics.h"
 
+#include <unistd.h>
+
+#include <fstream>
+
 namespace rf::server {
+namespace {
+
+// Resident set size from /proc/self/statm (0 where there is none).
+uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return 0;
+  return resident * uint64_t(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
 
 void HttpMetrics::count_response(int status) {
   size_t slot = kCodes.size();
@@ -16,7 +31,7 @@ uint64_t HttpMetrics::responses(int status) const {
   return 0;
 }
 
-std::string HttpMetrics::prometheus_text(size_t in_flight, size_t connection_threads, bool ready) const {
+std::string HttpMetrics::prometheus_text(size_t in_flight, size_t connections, bool ready) const {
   std::string out;
   out += "# HELP rocmforge_http_responses_total HTTP responses sent, by status code.\n";
   out += "# TYPE rocmforge_http_responses_total counter\n";
@@ -28,11 +43,12 @@ std::string HttpMetrics::prometheus_text(size_t in_flight, size_t connection_thr
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
            std::to_string(v) + "\n";
   };
-  metric("rocmforge_http_client_disconnects_total", "counter", "Streams whose client left before the end.",
-         disconnects_.load());
-  metric("rocmforge_http_requests_in_flight", "gauge", "API requests being served.", in_flight);
-  metric("rocmforge_http_connection_threads", "gauge", "Threads serving HTTP connections.", connection_threads);
+  metric("rocmforge_http_client_disconnects_total", "counter",
+         "Generations whose client left before the end (they are cancelled).", disconnects_.load());
+  metric("rocmforge_http_requests_in_flight", "gauge", "Generation requests being served.", in_flight);
+  metric("rocmforge_http_connections", "gauge", "Open HTTP connections.", connections);
   metric("rocmforge_server_ready", "gauge", "1 when the model is loaded and requests are accepted.", ready ? 1 : 0);
+  metric("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", resident_bytes());
   return out;
 }
 

@@ -173,7 +173,7 @@ Json parse_json_body(std::string_view body) {
   Json j;
   try {
     j = Json::parse(body.begin(), body.end(), limit_depth);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // a syntax error, or a number too large for a double
     throw invalid_request(std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json");
   } catch (const TooDeep&) {
     throw invalid_request("the body nests JSON deeper than " + std::to_string(kMaxJsonDepth) + " levels", "",

@@ -144,7 +144,7 @@ describe('a server whose engine is full', () => {
     });
     m = await waitForMetrics(server, (x) => x.rocmforge_http_requests_in_flight >= N + 2, 15000);
     assert.equal(m.rocmforge_http_requests_in_flight, N + 2, 'every stream is connected and waiting');
-    assert.ok(m.rocmforge_http_connection_threads >= N + 2, `threads: ${m.rocmforge_http_connection_threads}`);
+    assert.ok(m.rocmforge_http_connections >= N + 2, `connections: ${m.rocmforge_http_connections}`);
     // With every stream held open, the server still answers at once.
     const t0 = Date.now();
     assert.equal((await fetch(`${server.url}/health`)).status, 200);

@@ -1,12 +1,16 @@
 // Generation (src/server/generation.h) against the real stories260K model on
-// the CPU engine: streamed and non-streamed greedy text agree and match the
-// golden text; SSE events are well formed; a failing writer (a client that
-// left) cancels and frees every KV block; bad prompts, an exceeded context,
-// broken chat templates and a full queue give the right API errors.
+// the CPU engine, driven the way the HTTP transport drives it (woken by its
+// listener, pulling what is ready): streamed and non-streamed greedy text
+// agree and match the golden text; SSE events are well formed; a Generation
+// dropped mid-stream (a client that left) cancels and frees every KV block;
+// bad prompts, an exceeded context, broken chat templates and a full queue
+// give the right API errors.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -24,6 +28,47 @@ namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
+
+// Wakes a waiting test thread from a Generation's listener.
+class Wakeup {
+ public:
+  std::function<void()> listener() {
+    return [this] {
+      std::lock_guard<std::mutex> lock(mu_);
+      woken_ = true;
+      cv_.notify_all();
+    };
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, 1s, [&] { return woken_; });  // the timeout only guards against a lost wake-up bug
+    woken_ = false;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool woken_ = false;
+};
+
+// The JSON body of a non-streamed Generation.
+std::string run_to_completion(Generation& g) {
+  Wakeup w;
+  g.set_listener(w.listener());
+  for (;;) {
+    if (auto body = g.pull_result()) return *body;
+    w.wait();
+  }
+}
+
+// The whole SSE body of a streamed Generation.
+std::string stream_all(Generation& g) {
+  Wakeup w;
+  g.set_listener(w.listener());
+  std::string body;
+  while (!g.pull_events(body)) w.wait();
+  return body;
+}
 
 class ServerGeneration : public ::testing::Test {
  protected:
@@ -114,7 +159,7 @@ TEST_F(ServerGeneration, StreamedEqualsNonStreamedEqualsGolden) {
   const std::string want = golden["greedy_text"];
 
   Generation plain(*svc_, completion(golden["prompt"], n));
-  const json full = json::parse(plain.run_to_completion());
+  const json full = json::parse(run_to_completion(plain));
   EXPECT_EQ(full["choices"][0]["text"], want);
   EXPECT_EQ(full["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(full["usage"]["completion_tokens"], n);
@@ -124,11 +169,7 @@ TEST_F(ServerGeneration, StreamedEqualsNonStreamedEqualsGolden) {
   sreq.stream = true;
   sreq.include_usage = true;
   Generation streamed(*svc_, sreq);
-  std::string body;
-  ASSERT_TRUE(streamed.stream([&](std::string_view s) {
-    body += s;
-    return true;
-  }));
+  const std::string body = stream_all(streamed);
   json usage;
   std::string finish;
   EXPECT_EQ(streamed_text(body, &usage, &finish), want);
@@ -143,15 +184,12 @@ TEST_F(ServerGeneration, BatchPromptsStreamEveryIndex) {
   GenerationRequest r = completion("Once upon a time", 12);
   r.prompts.push_back(PromptInput{false, "The little dog", {}});
   r.prompts.push_back(PromptInput{true, "", {1, 403, 407}});
-  const json full = json::parse(Generation(*svc_, r).run_to_completion());
+  Generation plain(*svc_, r);
+  const json full = json::parse(run_to_completion(plain));
   ASSERT_EQ(full["choices"].size(), 3u);
   r.stream = true;
   Generation g(*svc_, r);
-  std::string body;
-  ASSERT_TRUE(g.stream([&](std::string_view s) {
-    body += s;
-    return true;
-  }));
+  const std::string body = stream_all(g);
   // Per-index streamed text equals the non-streamed choice.
   std::vector<std::string> texts(3);
   size_t pos = 0;
@@ -172,15 +210,12 @@ TEST_F(ServerGeneration, ChatRendersAndStreams) {
   r.messages = Json::array({{{"role", "user"}, {"content", "Tell me a story."}}});
   r.sampling.temperature = 0;
   r.max_tokens = 10;
-  const json full = json::parse(Generation(*svc_, r).run_to_completion());
+  Generation plain(*svc_, r);
+  const json full = json::parse(run_to_completion(plain));
   EXPECT_EQ(full["object"], "chat.completion");
   r.stream = true;
   Generation g(*svc_, r);
-  std::string body;
-  ASSERT_TRUE(g.stream([&](std::string_view s) {
-    body += s;
-    return true;
-  }));
+  const std::string body = stream_all(g);
   EXPECT_EQ(streamed_text(body), full["choices"][0]["message"]["content"]);
   EXPECT_NE(body.find("\"role\":\"assistant\""), std::string::npos);
   // The prompt: BOS once, then the ChatML text.
@@ -197,10 +232,22 @@ TEST_F(ServerGeneration, ClientThatLeavesIsCancelledAndFreesBlocks) {
   GenerationRequest r = completion("Once upon a time", 200);
   r.ignore_eos = true;
   r.stream = true;
-  Generation g(*svc_, r);
-  int writes = 0;
-  EXPECT_FALSE(g.stream([&](std::string_view) { return ++writes < 4; }));
-  EXPECT_EQ(writes, 4);
+  {
+    auto g = std::make_unique<Generation>(*svc_, r);
+    Wakeup w;
+    g->set_listener(w.listener());
+    std::string body;
+    auto events = [&] {
+      size_t n = 0;
+      for (size_t pos = 0; (pos = body.find("data: {", pos)) != std::string::npos; ++pos) ++n;
+      return n;
+    };
+    while (events() < 3) {
+      ASSERT_FALSE(g->pull_events(body));
+      w.wait();
+    }
+    g.reset();  // the client left after three events
+  }
   EXPECT_TRUE(all_blocks_free()) << engine_->free_blocks() << " of " << engine_->num_blocks() << " free";
   EXPECT_EQ(engine_->metrics().requests_cancelled.load(), 1u);
 }

@@ -39,6 +39,8 @@ TEST(ServerProtocol, BodyMustBeAJsonObject) {
   EXPECT_API_ERROR(parse_json_body("\"text\""), 400, "");
   EXPECT_API_ERROR(parse_json_body("{\"a\":1} trailing"), 400, "");
   EXPECT_EQ(error_of([] { parse_json_body("null"); }).code(), "invalid_json");
+  // A number beyond a double (found by fuzz_request) is bad JSON too, not an internal error.
+  EXPECT_EQ(error_of([] { parse_json_body("{\"max_tokens\": 1e999}"); }).code(), "invalid_json");
   EXPECT_TRUE(parse_json_body("{\"a\":[1,{\"b\":2}]}").is_object());
 }
 

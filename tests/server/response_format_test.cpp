@@ -209,6 +209,8 @@ TEST(ServerHttpMetrics, CountsAndRenders) {
   EXPECT_NE(text.find("rocmforge_http_client_disconnects_total 1\n"), std::string::npos);
   EXPECT_NE(text.find("rocmforge_http_requests_in_flight 3\n"), std::string::npos);
   EXPECT_NE(text.find("rocmforge_server_ready 1\n"), std::string::npos);
+  EXPECT_NE(text.find("rocmforge_http_connections 9\n"), std::string::npos);
+  EXPECT_NE(text.find("process_resident_memory_bytes "), std::string::npos);
 }
 
 }  // namespace
