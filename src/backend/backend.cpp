@@ -24,6 +24,12 @@ void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float ep
   rms_norm(x, w, eps, out);
 }
 
+void Backend::rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb,
+                            Tensor& b_out, float eps) {
+  rms_norm(a, wa, eps, a_out);
+  rms_norm(b, wb, eps, b_out);
+}
+
 void Backend::unsupported(const char* op) const {
   fail("backend '", name(), "' does not implement op '", op, "' (needed by this model's architecture)");
 }

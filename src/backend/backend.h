@@ -173,6 +173,10 @@ class Backend {
                                      Tensor& up, Tensor& out);
   // x += y, then out = rms_norm(x) * w.
   virtual void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
+  // Two RMSNorms at once: a_out = rms_norm(a) * wa and b_out = rms_norm(b) *
+  // wb, rows of the same width (the per-head norms of q and k).
+  virtual void rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb,
+                             Tensor& b_out, float eps);
 
   // --- graphs ----------------------------------------------------------------
   // Backends that can record a sequence of ops once and replay it (CUDA

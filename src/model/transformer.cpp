@@ -141,8 +141,8 @@ Tensor Transformer::attention_block(int32_t il, const StepMeta& m, KVCache& kv) 
     // RMSNorm of each head: the same memory seen as one row per head.
     const int64_t hd = c_.head_dim;
     Tensor qo = q.view2d(hd, q.numel() / hd), ko = k.view2d(hd, k.numel() / hd);
-    backend_.rms_norm(qp.view2d(hd, qp.numel() / hd), l.q_norm, c_.rms_eps, qo);
-    backend_.rms_norm(kp.view2d(hd, kp.numel() / hd), l.k_norm, c_.rms_eps, ko);
+    backend_.rms_norm_pair(qp.view2d(hd, qp.numel() / hd), l.q_norm, qo, kp.view2d(hd, kp.numel() / hd), l.k_norm, ko,
+                           c_.rms_eps);
   }
   backend_.rope_store_kv(q, k, v, m, c_.rope_for(il), cache);
   AttentionParams ap;

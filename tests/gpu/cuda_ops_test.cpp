@@ -220,7 +220,18 @@ TEST(CudaOps, FamilyOpsMatchCpu) {
          tn = make_tensor(gn, DType::F16, d / 2, n * 2, DeviceKind::CUDA);
   gpu->rms_norm(tx2, tw, 1e-6f, tn);
   EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gn, nd)), nref), 1e-3);
-  for (void* p : {gx, gg, gu, gf, gx2, gn}) gpu->free(p);
+  // Both head norms in one launch (rms_norm_pair): q rows and k rows.
+  std::vector<float> kref(nd / 2);
+  Tensor ckn = make_tensor(x.data(), DType::F32, d / 2, n), ck = make_tensor(kref.data(), DType::F32, d / 2, n);
+  cpu.rms_norm(ckn, cw, 1e-6f, ck);
+  void* gq2 = gpu->alloc(nd * 2, "q norm out");
+  void* gk2 = gpu->alloc(nd, "k norm out");
+  Tensor tq2 = make_tensor(gq2, DType::F16, d / 2, n * 2, DeviceKind::CUDA),
+         tk2 = make_tensor(gk2, DType::F16, d / 2, n, DeviceKind::CUDA);
+  gpu->rms_norm_pair(tx2, tw, tq2, tx2.slice_rows(0, n), tw, tk2, 1e-6f);
+  EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gq2, nd)), nref), 1e-3);
+  EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gk2, nd / 2)), kref), 1e-3);
+  for (void* p : {gx, gg, gu, gf, gx2, gn, gq2, gk2}) gpu->free(p);
 }
 
 }  // namespace

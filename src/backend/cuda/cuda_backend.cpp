@@ -533,6 +533,19 @@ void CudaBackend::matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, c
                      DType::F16, ctx());
 }
 
+void CudaBackend::rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb,
+                                Tensor& b_out, float eps) {
+  const bool f16 = a.type == DType::F16 && b.type == DType::F16 && a_out.type == DType::F16 &&
+                   b_out.type == DType::F16 && a.cols() == b.cols();
+  if (!f16) return Backend::rms_norm_pair(a, wa, a_out, b, wb, b_out, eps);
+  RF_CHECK(wa.type == DType::F32 && wb.type == DType::F32 && wa.cols() == a.cols() && wb.cols() == b.cols() &&
+               a_out.rows() >= a.rows() && b_out.rows() >= b.rows(),
+           "cuda rms_norm_pair: bad inputs");
+  OpTimer timer(profiler(), "rms_norm x2");
+  gpu::rms_norm_pair_f16(a.data, wa.ptr<float>(), a_out.data, int(a.rows()), b.data, wb.ptr<float>(), b_out.data,
+                         int(b.rows()), int(a.cols()), eps, ctx());
+}
+
 void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
   RF_CHECK(x.type == DType::F32 && y.type == DType::F16 && w.type == DType::F32 && x.numel() == y.numel() &&
                w.cols() == x.cols(),

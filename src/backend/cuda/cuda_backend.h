@@ -71,6 +71,8 @@ class CudaBackend final : public Backend {
   void matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
                              Tensor& out) override;
   void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override;
+  void rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb, Tensor& b_out,
+                     float eps) override;
 
   // Graphs are off while profiling (op_profiler.h).
   bool supports_graphs() const override { return options_.graphs && !options_.profile; }

@@ -61,6 +61,9 @@ void gemm_f16_tiled(const void* x, const void* w, void* out, DType out_type, int
 // out = x / rms(x) * w per row; x and out f16 or f32.
 void rms_norm(const void* x, DType in_type, const float* w, void* out, DType out_type, int rows, int cols, float eps,
               const LaunchCtx& ctx);
+// Two f16 RMSNorms of rows of width cols in one launch (q and k head norms).
+void rms_norm_pair_f16(const void* a, const float* wa, void* a_out, int rows_a, const void* b, const float* wb,
+                       void* b_out, int rows_b, int cols, float eps, const LaunchCtx& ctx);
 // x (f32) += y (f16), then out = rms_norm(x) * w (f16 or f32), per row.
 void add_rms_norm(float* x, const void* y, const float* w, void* out, DType out_type, int rows, int cols, float eps,
                   const LaunchCtx& ctx);

@@ -5,13 +5,10 @@
 namespace rf::gpu {
 namespace {
 
+// One row: o = xr / rms(xr) * w (the block's threads together).
 template <typename InT, typename OutT>
-__global__ void rms_norm_kernel(const InT* __restrict__ x, const float* __restrict__ w, OutT* __restrict__ out,
-                                int cols, float eps) {
-  pdl_wait();
-  pdl_trigger();
-  __shared__ float scratch[32];
-  const InT* xr = x + size_t(blockIdx.x) * cols;
+__device__ __forceinline__ void rms_norm_row(const InT* __restrict__ xr, const float* __restrict__ w,
+                                             OutT* __restrict__ o, int cols, float eps, float* scratch) {
   float ss = 0.0f;
   for (int i = threadIdx.x; i < cols; i += blockDim.x) {
     const float v = to_float(xr[i]);
@@ -19,8 +16,30 @@ __global__ void rms_norm_kernel(const InT* __restrict__ x, const float* __restri
   }
   ss = block_sum(ss, scratch);
   const float scale = rsqrtf(ss / float(cols) + eps);
-  OutT* o = out + size_t(blockIdx.x) * cols;
   for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(to_float(xr[i]) * scale * w[i]);
+}
+
+// Two RMSNorms of rows of the same width in one launch (the per-head norms
+// of q and k): blocks [0, rows_a) take a's rows, the rest b's.
+__global__ void rms_norm_pair_kernel(const __half* __restrict__ a, const float* __restrict__ wa,
+                                     __half* __restrict__ a_out, int rows_a, const __half* __restrict__ b,
+                                     const float* __restrict__ wb, __half* __restrict__ b_out, int cols, float eps) {
+  pdl_wait();
+  pdl_trigger();
+  __shared__ float scratch[32];
+  const bool first = int(blockIdx.x) < rows_a;
+  const size_t row = first ? blockIdx.x : blockIdx.x - rows_a;
+  if (first) rms_norm_row(a + row * cols, wa, a_out + row * cols, cols, eps, scratch);
+  else rms_norm_row(b + row * cols, wb, b_out + row * cols, cols, eps, scratch);
+}
+
+template <typename InT, typename OutT>
+__global__ void rms_norm_kernel(const InT* __restrict__ x, const float* __restrict__ w, OutT* __restrict__ out,
+                                int cols, float eps) {
+  pdl_wait();
+  pdl_trigger();
+  __shared__ float scratch[32];
+  rms_norm_row(x + size_t(blockIdx.x) * cols, w, out + size_t(blockIdx.x) * cols, cols, eps, scratch);
 }
 
 // Residual add and the next RMSNorm in one pass over the row. With kRegs
@@ -104,6 +123,15 @@ void rms_norm(const void* x, DType in_type, const float* w, void* out, DType out
     else
       launch(rms_norm_kernel<__half, __half>, rows, threads, 0, ctx, xh, w, static_cast<__half*>(out), cols, eps);
   }
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void rms_norm_pair_f16(const void* a, const float* wa, void* a_out, int rows_a, const void* b, const float* wb,
+                       void* b_out, int rows_b, int cols, float eps, const LaunchCtx& ctx) {
+  if (rows_a + rows_b == 0) return;
+  launch(rms_norm_pair_kernel, rows_a + rows_b, norm_threads(cols), 0, ctx, static_cast<const __half*>(a), wa,
+         static_cast<__half*>(a_out), rows_a, static_cast<const __half*>(b), wb, static_cast<__half*>(b_out), cols,
+         eps);
   RF_GPU_CHECK_LAUNCH();
 }
 
