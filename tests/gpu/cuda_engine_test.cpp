@@ -22,33 +22,13 @@
 #include "gpu/gpu_test_util.h"
 #include "model/runner.h"
 #include "model/synthetic.h"
+#include "model/temp_model.h"
 #include "unit/engine_test_util.h"
 
 namespace rf {
 namespace {
 
-// A synthetic model written to a temporary file for the test's lifetime.
-class TempModel {
- public:
-  TempModel(const std::string& preset, const std::string& type) {
-    path_ = (std::filesystem::temp_directory_path() /
-             ("rf_engine_test_" + preset + "_" + type + "_" + std::to_string(getpid()) + ".gguf"))
-                .string();
-    const auto p = synthetic_preset(preset);
-    const auto plan = quant_plan(type);
-    RF_CHECK(p && plan, "no preset ", preset, " or type ", type);
-    ThreadPool pool(2);
-    write_synthetic_model(*p, *plan, path_, 7, pool, [](uint64_t, uint64_t) {});
-  }
-  ~TempModel() {
-    std::error_code ec;
-    std::filesystem::remove(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempModel;
 
 // Greedy, with the two best alternatives' logprobs when `logprobs`.
 Request greedy_req(std::vector<int32_t> prompt, int32_t max_tokens, bool logprobs) {

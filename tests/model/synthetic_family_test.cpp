@@ -12,28 +12,12 @@
 #include "backend/cpu/cpu_backend.h"
 #include "model/runner.h"
 #include "model/synthetic.h"
+#include "model/temp_model.h"
 
 namespace rf {
 namespace {
 
-class TempModel {
- public:
-  TempModel(const std::string& preset, const std::string& type) {
-    path_ = (std::filesystem::temp_directory_path() /
-             ("rf_synth_" + preset + "_" + type + "_" + std::to_string(getpid()) + ".gguf"))
-                .string();
-    const auto p = synthetic_preset(preset);
-    const auto plan = quant_plan(type);
-    EXPECT_TRUE(p && plan) << preset << " " << type;
-    ThreadPool pool(2);
-    write_synthetic_model(*p, *plan, path_, 3, pool, nullptr);
-  }
-  ~TempModel() { std::filesystem::remove(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempModel;
 
 struct FamilyCase {
   std::string preset, type;
@@ -43,7 +27,7 @@ class SyntheticFamily : public ::testing::TestWithParam<FamilyCase> {};
 
 TEST_P(SyntheticFamily, LoadsWithItsBlocksAndRuns) {
   const FamilyCase fc = GetParam();
-  TempModel tm(fc.preset, fc.type);
+  TempModel tm(fc.preset, fc.type, 3);
   CpuBackend backend(2);
   test::ModelRunner runner(tm.path(), backend, 64, 4, 32, 8);
   const ModelConfig& c = runner.model().config();

@@ -14,15 +14,12 @@
 #include "core/error.h"
 #include "core/fp16.h"
 
+#include "op/op_test_util.h"
+
 namespace rf {
 namespace {
 
-std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.0f) {
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::randn;
 
 double max_rel(const std::vector<float>& got, const std::vector<double>& want) {
   double mx = 0, scale = 0;

@@ -11,15 +11,12 @@
 #include "core/error.h"
 #include "core/quant.h"
 
+#include "op/op_test_util.h"
+
 namespace rf {
 namespace {
 
-std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.0f) {
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::randn;
 
 double rel_err(const std::vector<float>& got, const std::vector<double>& want) {
   double num = 0, den = 0;
