@@ -173,14 +173,8 @@ TEST_P(CpuAttentionExt, MatchesDenseReference) {
   KVLayer cache{kc.data(), vc.data(), DType::F32, num_blocks, bs, n_kv, hd};
   // A prefill of 13 tokens (longer than the window), a decode at position 20
   // and one at position 2 (shorter than the window), blocks scattered.
-  struct S { int ctx, n_new; std::vector<int32_t> blocks; };
-  std::vector<S> seqs = {{13, 13, {5, 2, 9, 14}}, {21, 1, {0, 30, 12, 3, 20, 6}}, {3, 1, {7}}};
-  Batch b;
-  b.reset(bs, 8);
-  for (auto& s : seqs) {
-    std::vector<int32_t> toks(size_t(s.n_new), 1);
-    b.add_sequence(toks, s.ctx - s.n_new, s.blocks, true);
-  }
+  const std::vector<test::BatchSeq> seqs = {{13, 13, {5, 2, 9, 14}}, {21, 1, {0, 30, 12, 3, 20, 6}}, {3, 1, {7}}};
+  const Batch b = test::make_batch(bs, 8, seqs);
   StepMeta m = be.upload_step(b);
   const int n_tok = b.n_tokens();
   auto q = randn(size_t(n_tok) * n_heads * hd, rng);
@@ -190,7 +184,7 @@ TEST_P(CpuAttentionExt, MatchesDenseReference) {
   be.attention_ext(tq, cache, m, ap, to);
   std::vector<double> want(q.size());
   for (int t = 0; t < n_tok; ++t) {
-    const S& s = seqs[size_t(b.token_seq[size_t(t)])];
+    const test::BatchSeq& s = seqs[size_t(b.token_seq[size_t(t)])];
     const int pos = b.positions[size_t(t)];
     const int first = ac.window > 0 ? std::max(0, pos - ac.window + 1) : 0;
     for (int h = 0; h < n_heads; ++h) {

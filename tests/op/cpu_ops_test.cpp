@@ -240,14 +240,8 @@ TEST(CpuOps, PagedAttentionGqaMixedBatch) {
   for (auto& x : vc) x = std::normal_distribution<float>()(rng);
   KVLayer cache{kc.data(), vc.data(), DType::F32, num_blocks, bs, n_kv, hd};
   // Sequence A: context 11, last 3 tokens new; B: context 1 (decode of first token); C: context 17, 1 new.
-  struct S { int ctx, n_new; std::vector<int32_t> blocks; };
-  std::vector<S> seqs = {{11, 3, {5, 2, 9}}, {1, 1, {7}}, {17, 1, {0, 30, 12, 3, 20}}};
-  Batch b;
-  b.reset(bs, 8);
-  for (auto& s : seqs) {
-    std::vector<int32_t> toks(size_t(s.n_new), 1);
-    b.add_sequence(toks, s.ctx - s.n_new, s.blocks, true);
-  }
+  const std::vector<test::BatchSeq> seqs = {{11, 3, {5, 2, 9}}, {1, 1, {7}}, {17, 1, {0, 30, 12, 3, 20}}};
+  const Batch b = test::make_batch(bs, 8, seqs);
   StepMeta m = be.upload_step(b);
   const int n_tok = b.n_tokens();
   auto q = randn(size_t(n_tok) * n_heads * hd, rng);
@@ -257,7 +251,7 @@ TEST(CpuOps, PagedAttentionGqaMixedBatch) {
   be.attention(tq, cache, m, ap, to);
   std::vector<double> want(q.size());
   for (int t = 0; t < n_tok; ++t) {
-    const S& s = seqs[size_t(b.token_seq[size_t(t)])];
+    const test::BatchSeq& s = seqs[size_t(b.token_seq[size_t(t)])];
     const int pos = b.positions[size_t(t)];
     for (int h = 0; h < n_heads; ++h) {
       const int kvh = h / (n_heads / n_kv);
