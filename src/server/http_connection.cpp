@@ -120,7 +120,8 @@ void Connection::read_more() {
     if (in_.size() > l.max_url_bytes + l.max_header_bytes + 2 * kReadChunk) return;  // the parser refuses first
   }
   reading_ = true;
-  socket_.async_read_some(in_.prepare(kReadChunk),
+  if (!read_chunk_) read_chunk_ = std::make_unique<char[]>(kReadChunk);
+  socket_.async_read_some(asio::buffer(read_chunk_.get(), kReadChunk),
                           [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
                             self->on_read(ec, n);
                           });
@@ -135,7 +136,7 @@ void Connection::on_read(const boost::system::error_code& ec, size_t n) {
     abort();
     return;
   } else {
-    in_.commit(n);
+    in_.commit(asio::buffer_copy(in_.prepare(n), asio::buffer(read_chunk_.get(), n)));
   }
   if (phase_ == Phase::Linger) {
     in_.consume(in_.size());

@@ -97,6 +97,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Phase phase_ = Phase::Idle;
   boost::beast::flat_buffer in_;  // read, not parsed yet
+  // The pending read's target. Reads never go straight into in_: parsing
+  // consumes in_ while a read is pending, and a flat_buffer emptied by
+  // consume() restarts at its front, away from where that read writes.
+  std::unique_ptr<char[]> read_chunk_;
   std::optional<RequestParser> parser_;
   bool reading_ = false, peer_eof_ = false;
   uint64_t requests_ = 0;  // answered on this connection

@@ -191,6 +191,24 @@ describe('HTTP/1.1 framing', () => {
     c.destroy();
   });
 
+  // Bytes read ahead while a response is written land in a read that is
+  // still pending when the pipelined request is parsed; the next request on
+  // the connection must arrive intact (seen as a 408 "head did not arrive"
+  // after a keep-alive fetch, when the read buffer moved under that read).
+  test('finding 3: after pipelined requests, later requests on the connection arrive intact', async () => {
+    const c = await connect(server);
+    const long = (target) => request('GET', target, { headers: [['X-Padding', 'p'.repeat(400)]] });
+    for (let round = 0; round < 5; ++round) {
+      await c.write(long('/v1/models') + long('/health'));
+      assert.equal((await c.response())?.status, 200, `round ${round}: the first pipelined request`);
+      assert.equal((await c.response())?.status, 200, `round ${round}: the second pipelined request`);
+      await c.write(request('GET', '/health'));
+      const r = await c.response(3000);
+      assert.equal(r?.status, 200, `round ${round}: the request after the pipelined pair (${r?.text})`);
+    }
+    c.destroy();
+  });
+
   test('finding 5: a client that half-closes after its request gets the response', async () => {
     const c = await connect(server);
     await c.write(postJson('/v1/completions', { prompt: 'Once upon a time', max_tokens: 16, ignore_eos: true }));
