@@ -7,20 +7,34 @@
 
 namespace rf {
 
-void Backend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs) {
+void Backend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                           std::span<const Tensor> biases) {
   RF_CHECK(ws.size() == outs.size(), "matmul_multi: ", ws.size(), " weights for ", outs.size(), " outputs");
-  for (size_t i = 0; i < ws.size(); ++i) matmul(x, ws[i], outs[i]);
+  RF_CHECK(biases.empty() || biases.size() == ws.size(), "matmul_multi: ", biases.size(), " biases for ", ws.size(),
+           " weights");
+  for (size_t i = 0; i < ws.size(); ++i) {
+    matmul(x, ws[i], outs[i]);
+    if (!biases.empty() && biases[i].data) add_bias(outs[i], biases[i]);
+  }
 }
 
-void Backend::matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
-                                    Tensor& up, Tensor& out) {
+void Backend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
+                                 Tensor& out, Activation act) {
   matmul(x, w_gate, gate);
   matmul(x, w_up, up);
-  swiglu(gate, up, out);
+  if (act == Activation::GeluTanh) geglu(gate, up, out);
+  else swiglu(gate, up, out);
 }
 
 void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
   add(x, y, x);
+  rms_norm(x, w, eps, out);
+}
+
+void Backend::add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
+                                     Tensor& out) {
+  rms_norm(y, w_y, eps, out);
+  add(x, out, x);
   rms_norm(x, w, eps, out);
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/batch.h"
+#include "core/activation.h"
 #include "core/rope_params.h"
 #include "core/sampling.h"
 #include "backend/tensor.h"
@@ -165,14 +166,24 @@ class Backend {
                              Tensor& out);
 
   // --- fused ops (defaults compose the ops above; backends may fuse) -------
-  // outs[i] = x . ws[i]^T for each weight (e.g. the q, k and v projections).
-  virtual void matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs);
-  // out = silu(x . w_gate^T) * (x . w_up^T); gate and up are scratch the
-  // default uses ([n, n_ff] each).
-  virtual void matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
-                                     Tensor& up, Tensor& out);
+  // outs[i] = x . ws[i]^T for each weight (e.g. the q, k and v
+  // projections), plus biases[i] (f32 [rows]) where biases is not empty and
+  // biases[i] has data.
+  virtual void matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                            std::span<const Tensor> biases);
+  // out = act(x . w_gate^T) * (x . w_up^T): SwiGLU or GeGLU (act as
+  // swiglu() and geglu() compute it); gate and up are scratch the default
+  // uses ([n, n_ff] each).
+  virtual void matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
+                                  Tensor& out, Activation act);
   // x += y, then out = rms_norm(x) * w.
   virtual void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
+  // The same with y post-normed first (Gemma's and GLM-4's norms after
+  // attention and FFN): x += rms_norm(y) * w_y, the normed y rounded to y's
+  // type as a separate rms_norm would store it; then out = rms_norm(x) * w.
+  // out has y's shape and type (the default uses it as scratch).
+  virtual void add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
+                                      Tensor& out);
   // Two RMSNorms at once: a_out = rms_norm(a) * wa and b_out = rms_norm(b) *
   // wb, rows of the same width (the per-head norms of q and k).
   virtual void rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb,

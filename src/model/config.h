@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "core/activation.h"
 #include "core/rope_params.h"
 #include "gguf/reader.h"
 
 namespace rf {
 
-enum class Activation { SiLU, GeluTanh };         // gated FFN: act(gate) * up
 enum class BiasUse { None, Optional, Required };  // attn_{q,k,v}.bias
 
 struct ModelConfig {

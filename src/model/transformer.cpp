@@ -41,7 +41,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     q_raw_ = alloc_act(c_.q_dim(), T, act, "q before norm");
     k_raw_ = alloc_act(c_.kv_dim(), T, act, "k before norm");
   }
-  if (c_.post_attn_norm || c_.post_ffn_norm) post_ = alloc_act(c_.n_embd, T, act, "post norm");
+  if (c_.post_ffn_norm) post_ = alloc_act(c_.n_embd, T, act, "post norm");  // the last layer's post-FFN norm
   last_ = alloc_act(c_.n_embd, limits.max_logits, res, "last hidden");
   last_n_ = alloc_act(c_.n_embd, limits.max_logits, act, "last normed");
   logits_ = alloc_act(c_.n_vocab, limits.max_logits, DType::F32, "logits");
@@ -129,14 +129,9 @@ Tensor Transformer::attention_block(int32_t il, const StepMeta& m, KVCache& kv) 
   Tensor attn = attn_.slice_rows(0, n), proj = proj_.slice_rows(0, n);
   // Projections, into the pre-norm buffers when q and k get a per-head norm.
   Tensor qp = c_.qk_norm ? q_raw_.slice_rows(0, n) : q, kp = c_.qk_norm ? k_raw_.slice_rows(0, n) : k;
-  const Tensor qkv_w[3] = {l.wq, l.wk, l.wv};
+  const Tensor qkv_w[3] = {l.wq, l.wk, l.wv}, qkv_b[3] = {l.bq, l.bk, l.bv};
   Tensor qkv[3] = {qp, kp, v};
-  backend_.matmul_multi(xn, qkv_w, qkv);
-  if (l.bq.data) {
-    backend_.add_bias(qp, l.bq);
-    backend_.add_bias(kp, l.bk);
-    backend_.add_bias(v, l.bv);
-  }
+  backend_.matmul_multi(xn, qkv_w, qkv, l.bq.data ? std::span<const Tensor>(qkv_b) : std::span<const Tensor>());
   if (c_.qk_norm) {
     // RMSNorm of each head: the same memory seen as one row per head.
     const int64_t hd = c_.head_dim;
@@ -158,29 +153,22 @@ Tensor Transformer::attention_block(int32_t il, const StepMeta& m, KVCache& kv) 
     backend_.attention(q, cache, m, ap, attn);
   }
   backend_.matmul(attn, l.wo, proj);
-  if (!l.post_attn_norm.data) return proj;
-  Tensor post = post_.slice_rows(0, n);
-  backend_.rms_norm(proj, l.post_attn_norm, c_.rms_eps, post);
-  return post;
+  return proj;
 }
 
 Tensor Transformer::ffn_block(int32_t il, int32_t n) {
   const LayerWeights& l = w_.layers[size_t(il)];
   Tensor xn = xn_.slice_rows(0, n), gate = gate_.slice_rows(0, n), up = up_.slice_rows(0, n);
   Tensor proj = proj_.slice_rows(0, n);
-  if (c_.activation == Activation::SiLU) {
-    backend_.matmul_gate_up_swiglu(xn, l.w_gate, l.w_up, gate, up, gate);
-  } else {
-    const Tensor ws[2] = {l.w_gate, l.w_up};
-    Tensor outs[2] = {gate, up};
-    backend_.matmul_multi(xn, ws, outs);
-    backend_.geglu(gate, up, gate);
-  }
+  backend_.matmul_gate_up_glu(xn, l.w_gate, l.w_up, gate, up, gate, c_.activation);
   backend_.matmul(gate, l.w_down, proj);
-  if (!l.post_ffn_norm.data) return proj;
-  Tensor post = post_.slice_rows(0, n);
-  backend_.rms_norm(proj, l.post_ffn_norm, c_.rms_eps, post);
-  return post;
+  return proj;
+}
+
+void Transformer::residual_and_norm(Tensor& x, const Tensor& block_out, const Tensor& post_norm,
+                                    const Tensor& next_norm, Tensor& xn) {
+  if (post_norm.data) backend_.add_post_norm_rms_norm(x, block_out, post_norm, next_norm, c_.rms_eps, xn);
+  else backend_.add_rms_norm(x, block_out, next_norm, c_.rms_eps, xn);
 }
 
 void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
@@ -192,10 +180,14 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
   for (int32_t il = 0; il < c_.n_layer; ++il) {
     const LayerWeights& l = w_.layers[size_t(il)];
     const Tensor attn_out = attention_block(il, m, kv);
-    backend_.add_rms_norm(x, attn_out, l.ffn_norm, c_.rms_eps, xn);
+    residual_and_norm(x, attn_out, l.post_attn_norm, l.ffn_norm, xn);
     const Tensor ffn_out = ffn_block(il, n);
     if (il + 1 < c_.n_layer) {
-      backend_.add_rms_norm(x, ffn_out, w_.layers[size_t(il) + 1].attn_norm, c_.rms_eps, xn);
+      residual_and_norm(x, ffn_out, l.post_ffn_norm, w_.layers[size_t(il) + 1].attn_norm, xn);
+    } else if (l.post_ffn_norm.data) {
+      Tensor post = post_.slice_rows(0, n);
+      backend_.rms_norm(ffn_out, l.post_ffn_norm, c_.rms_eps, post);
+      backend_.add(x, post, x);
     } else {
       backend_.add(x, ffn_out, x);
     }

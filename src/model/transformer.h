@@ -36,11 +36,15 @@ class Transformer {
   Tensor alloc_act(int64_t cols, int64_t rows, DType type, const char* what);
   void run_layers(const StepMeta& m, KVCache& kv);
   // One layer's attention block on the normed input in xn_: returns its
-  // output (rows of proj_, or of post_ after a post-attention norm).
+  // output projection (rows of proj_), before any post-attention norm.
   Tensor attention_block(int32_t il, const StepMeta& m, KVCache& kv);
-  // The FFN of the normed input in xn_: returns its output (rows of proj_,
-  // or of post_ after a post-FFN norm).
+  // The FFN of the normed input in xn_: returns its down projection (rows
+  // of proj_), before any post-FFN norm.
   Tensor ffn_block(int32_t il, int32_t n);
+  // x += block_out (post-normed when post_norm is present), then xn = the
+  // next RMSNorm of x: one fused op either way.
+  void residual_and_norm(Tensor& x, const Tensor& block_out, const Tensor& post_norm, const Tensor& next_norm,
+                         Tensor& xn);
   // Pure decode steps (one new token and one logit row per sequence) run as
   // graphs, padded to a bucket size.
   bool graph_eligible(const Batch& b) const;

@@ -1,5 +1,5 @@
-// The CUDA backend's fused ops (q/k/v in one GEMV, gate*up with SwiGLU, add
-// + RMSNorm) against the CPU backend's unfused reference, on fresh random
+// The CUDA backend's fused ops (q/k/v in one GEMV, gate*up with SwiGLU or
+// GeGLU, add + RMSNorm with or without a post norm) against the CPU backend's unfused reference, on fresh random
 // inputs, for plain and quantized weights.
 #include <gtest/gtest.h>
 
@@ -40,39 +40,55 @@ TEST_P(CudaFused, MatchCpuReference) {
     auto x = test::round_f16(test::randn(size_t(n) * k, rng));
     void* gx = test::upload(*gpu, test::to_f16(x));
     Tensor cx = make_tensor(x.data(), DType::F32, k, n), tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA);
-    // q/k/v: 3 weights of different heights.
+    // q/k/v: 3 weights of different heights, with and without biases (q/k/v
+    // biases of Qwen2 and GLM-4; the GEMV adds them in its epilogue).
     const int rows[3] = {256, 64, 96};
     std::vector<Weight> ws;
-    std::vector<Tensor> cws, gws, couts, gouts;
-    std::vector<std::vector<float>> ref(3);
+    std::vector<Tensor> cws, gws;
+    std::vector<std::vector<float>> bias(3);
+    std::vector<Tensor> cbias, gbias;
     for (int i = 0; i < 3; ++i) {
       ws.push_back(make_weight(type, rows[i], k, rng));
-      ref[size_t(i)].resize(size_t(n) * rows[i]);
-    }
-    for (int i = 0; i < 3; ++i) {
       cws.push_back(ws[size_t(i)].host);
       gws.push_back(gpu->load_weight(ws[size_t(i)].host, "w"));
-      couts.push_back(make_tensor(ref[size_t(i)].data(), DType::F32, rows[i], n));
-      gouts.push_back(make_tensor(gpu->alloc(size_t(n) * rows[i] * 2, "out"), DType::F16, rows[i], n, DeviceKind::CUDA));
+      bias[size_t(i)] = test::randn(size_t(rows[i]), rng);
+      cbias.push_back(make_tensor(bias[size_t(i)].data(), DType::F32, rows[i]));
+      gbias.push_back(gpu->load_f32(bias[size_t(i)].data(), rows[i], 1, "bias"));
     }
-    cpu.matmul_multi(cx, cws, couts);
-    gpu->matmul_multi(tx, gws, gouts);
-    for (int i = 0; i < 3; ++i)
-      EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gouts[size_t(i)].data, ref[size_t(i)].size())),
-                       ref[size_t(i)]),
-                4e-3)
-          << dtype_name(type) << " n=" << n << " output " << i;
-    // gate * up with SwiGLU.
+    for (const bool with_bias : {false, true}) {
+      std::vector<std::vector<float>> ref(3);
+      std::vector<Tensor> couts, gouts;
+      for (int i = 0; i < 3; ++i) {
+        ref[size_t(i)].resize(size_t(n) * rows[i]);
+        couts.push_back(make_tensor(ref[size_t(i)].data(), DType::F32, rows[i], n));
+        gouts.push_back(
+            make_tensor(gpu->alloc(size_t(n) * rows[i] * 2, "out"), DType::F16, rows[i], n, DeviceKind::CUDA));
+      }
+      cpu.matmul_multi(cx, cws, couts, with_bias ? std::span<const Tensor>(cbias) : std::span<const Tensor>());
+      gpu->matmul_multi(tx, gws, gouts, with_bias ? std::span<const Tensor>(gbias) : std::span<const Tensor>());
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gouts[size_t(i)].data, ref[size_t(i)].size())),
+                         ref[size_t(i)]),
+                  4e-3)
+            << dtype_name(type) << " n=" << n << " output " << i << (with_bias ? " with bias" : "");
+        gpu->free(gouts[size_t(i)].data);
+      }
+    }
+    // gate * up with SwiGLU and with GeGLU.
     Weight wg = make_weight(type, 320, k, rng), wu = make_weight(type, 320, k, rng);
-    std::vector<float> g(size_t(n) * 320), u(g.size());
-    Tensor cg = make_tensor(g.data(), DType::F32, 320, n), cu = make_tensor(u.data(), DType::F32, 320, n);
-    cpu.matmul_gate_up_swiglu(cx, wg.host, wu.host, cg, cu, cg);
     Tensor gwg = gpu->load_weight(wg.host, "g"), gwu = gpu->load_weight(wu.host, "u");
-    Tensor go = make_tensor(gpu->alloc(g.size() * 2, "o"), DType::F16, 320, n, DeviceKind::CUDA);
-    Tensor gu = make_tensor(gpu->alloc(g.size() * 2, "u"), DType::F16, 320, n, DeviceKind::CUDA);
-    gpu->matmul_gate_up_swiglu(tx, gwg, gwu, go, gu, go);
-    EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go.data, g.size())), g), 5e-3)
-        << dtype_name(type) << " n=" << n << " gate*up";
+    for (const Activation act : {Activation::SiLU, Activation::GeluTanh}) {
+      std::vector<float> g(size_t(n) * 320), u(g.size());
+      Tensor cg = make_tensor(g.data(), DType::F32, 320, n), cu = make_tensor(u.data(), DType::F32, 320, n);
+      cpu.matmul_gate_up_glu(cx, wg.host, wu.host, cg, cu, cg, act);
+      Tensor go = make_tensor(gpu->alloc(g.size() * 2, "o"), DType::F16, 320, n, DeviceKind::CUDA);
+      Tensor gu = make_tensor(gpu->alloc(g.size() * 2, "u"), DType::F16, 320, n, DeviceKind::CUDA);
+      gpu->matmul_gate_up_glu(tx, gwg, gwu, go, gu, go, act);
+      EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go.data, g.size())), g), 5e-3)
+          << dtype_name(type) << " n=" << n << (act == Activation::SiLU ? " gate*up silu" : " gate*up gelu");
+      gpu->free(go.data);
+      gpu->free(gu.data);
+    }
   }
 }
 
@@ -104,6 +120,41 @@ TEST(CudaFusedOps, AddRmsNormMatchesCpu) {
     EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go, out.size())), out), 1e-3) << n << " rows";
     gpu->free(gx);
     gpu->free(gy);
+    gpu->free(gw.data);
+    gpu->free(go);
+  }
+}
+
+// Gemma's and GLM-4's post norms: x += rms_norm(y) * wy, then the next
+// RMSNorm, against the CPU's three separate ops.
+TEST(CudaFusedOps, AddPostNormRmsNormMatchesCpu) {
+  RF_REQUIRE_GPU();
+  std::mt19937 rng(37);
+  auto gpu = test::make_gpu();
+  CpuBackend cpu(2);
+  for (const int n : {1, 5, 100}) {
+    const int d = 3584;
+    auto x = test::randn(size_t(n) * d, rng, 4.0f), y = test::round_f16(test::randn(size_t(n) * d, rng, 3.0f)),
+         wy = test::randn(size_t(d), rng), w = test::randn(size_t(d), rng);
+    std::vector<float> cx = x, out(x.size());
+    Tensor tcx = make_tensor(cx.data(), DType::F32, d, n), ty = make_tensor(y.data(), DType::F32, d, n),
+           twy = make_tensor(wy.data(), DType::F32, d), tw = make_tensor(w.data(), DType::F32, d),
+           to = make_tensor(out.data(), DType::F32, d, n);
+    cpu.add_post_norm_rms_norm(tcx, ty, twy, tw, 1e-6f, to);
+    void* gx = test::upload(*gpu, x);
+    void* gy = test::upload(*gpu, test::to_f16(y));
+    Tensor gwy = gpu->load_f32(wy.data(), d, 1, "wy"), gw = gpu->load_f32(w.data(), d, 1, "w");
+    void* go = gpu->alloc(out.size() * 2, "o");
+    Tensor ugx = make_tensor(gx, DType::F32, d, n, DeviceKind::CUDA), ugy = make_tensor(gy, DType::F16, d, n, DeviceKind::CUDA),
+           ugo = make_tensor(go, DType::F16, d, n, DeviceKind::CUDA);
+    gpu->add_post_norm_rms_norm(ugx, ugy, gwy, gw, 1e-6f, ugo);
+    // The normed y is rounded to f16 on the GPU (as a separate norm would
+    // store it), not on the CPU: x differs by that rounding (~3e-4 of |y'|).
+    EXPECT_LT(rel_l2(test::download<float>(*gpu, gx, x.size()), cx), 2e-4) << n << " rows";
+    EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go, out.size())), out), 1e-3) << n << " rows";
+    gpu->free(gx);
+    gpu->free(gy);
+    gpu->free(gwy.data);
     gpu->free(gw.data);
     gpu->free(go);
   }

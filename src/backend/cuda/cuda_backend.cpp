@@ -503,33 +503,39 @@ bool gemv_fusable(const Tensor& x, std::span<const Tensor> ws) {
 }
 }  // namespace
 
-void CudaBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs) {
+void CudaBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                               std::span<const Tensor> biases) {
   RF_CHECK(ws.size() == outs.size(), "matmul_multi: weights and outputs differ in number");
+  RF_CHECK(biases.empty() || biases.size() == ws.size(), "matmul_multi: biases and weights differ in number");
   bool same_out = true;
   for (const Tensor& o : outs) same_out = same_out && o.type == outs[0].type;
-  if (!gemv_fusable(x, ws) || ws.size() > 3 || !same_out) return Backend::matmul_multi(x, ws, outs);
+  if (!gemv_fusable(x, ws) || ws.size() > 3 || !same_out) return Backend::matmul_multi(x, ws, outs, biases);
   OpTimer timer(profiler(),
                 profiler() ? str("matmul gemv x", ws.size(), " ", dtype_name(ws[0].type), " n", x.rows(), " k", x.cols())
                            : std::string());
   gpu::GemvSegment segs[3];
   for (size_t i = 0; i < ws.size(); ++i) {
     RF_CHECK(outs[i].cols() == ws[i].rows(), "matmul_multi: output ", i, " has the wrong width");
-    segs[i] = {ws[i].data, outs[i].data, int(ws[i].rows())};
+    const Tensor* bias = biases.empty() || !biases[i].data ? nullptr : &biases[i];
+    RF_CHECK(!bias || (bias->type == DType::F32 && bias->cols() == ws[i].rows()), "matmul_multi: bias ", i,
+             " must be f32 of the output's width");
+    segs[i] = {ws[i].data, outs[i].data, int(ws[i].rows()), bias ? bias->ptr<float>() : nullptr};
   }
-  gpu::gemv_segments(ws[0].type, segs, int(ws.size()), nullptr, ws[0].row_bytes(), int(x.cols()), x.data,
+  gpu::gemv_segments(ws[0].type, segs, int(ws.size()), nullptr, false, ws[0].row_bytes(), int(x.cols()), x.data,
                      int(x.rows()), outs[0].type, ctx());
 }
 
-void CudaBackend::matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
-                                        Tensor& up, Tensor& out) {
+void CudaBackend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
+                                     Tensor& up, Tensor& out, Activation act) {
   const Tensor pair[2] = {w_gate, w_up};
   if (!gemv_fusable(x, pair) || w_gate.rows() != w_up.rows() || out.type != DType::F16)
-    return Backend::matmul_gate_up_swiglu(x, w_gate, w_up, gate, up, out);
-  OpTimer timer(profiler(), profiler() ? str("matmul gemv gate*up ", dtype_name(w_gate.type), " n", x.rows(), " m",
-                                             w_gate.rows(), " k", x.cols())
+    return Backend::matmul_gate_up_glu(x, w_gate, w_up, gate, up, out, act);
+  const bool gelu = act == Activation::GeluTanh;
+  OpTimer timer(profiler(), profiler() ? str("matmul gemv gate*up", gelu ? " gelu " : " ", dtype_name(w_gate.type),
+                                             " n", x.rows(), " m", w_gate.rows(), " k", x.cols())
                                        : std::string());
   const gpu::GemvSegment seg{w_gate.data, out.data, int(w_gate.rows())};
-  gpu::gemv_segments(w_gate.type, &seg, 1, w_up.data, w_gate.row_bytes(), int(x.cols()), x.data, int(x.rows()),
+  gpu::gemv_segments(w_gate.type, &seg, 1, w_up.data, gelu, w_gate.row_bytes(), int(x.cols()), x.data, int(x.rows()),
                      DType::F16, ctx());
 }
 
@@ -551,8 +557,18 @@ void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, floa
                w.cols() == x.cols(),
            "cuda add_rms_norm: bad inputs");
   OpTimer timer(profiler(), "add+rms_norm");
-  gpu::add_rms_norm(x.ptr<float>(), y.data, w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps,
-                    ctx());
+  gpu::add_rms_norm(x.ptr<float>(), y.data, nullptr, w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()),
+                    eps, ctx());
+}
+
+void CudaBackend::add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
+                                         Tensor& out) {
+  RF_CHECK(x.type == DType::F32 && y.type == DType::F16 && w.type == DType::F32 && w_y.type == DType::F32 &&
+               x.numel() == y.numel() && w.cols() == x.cols() && w_y.cols() == x.cols(),
+           "cuda add_post_norm_rms_norm: bad inputs");
+  OpTimer timer(profiler(), "post_norm+add+rms_norm");
+  gpu::add_rms_norm(x.ptr<float>(), y.data, w_y.ptr<float>(), w.ptr<float>(), out.data, out.type, int(x.rows()),
+                    int(x.cols()), eps, ctx());
 }
 
 void CudaBackend::run_graph(uint64_t key, const std::function<void()>& record) {

@@ -67,9 +67,12 @@ class CudaBackend final : public Backend {
   void sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
               std::vector<SampleResult>& out) override;
   void synchronize() override;
-  void matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs) override;
-  void matmul_gate_up_swiglu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
-                             Tensor& out) override;
+  void matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                    std::span<const Tensor> biases) override;
+  void add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
+                              Tensor& out) override;
+  void matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
+                          Tensor& out, Activation act) override;
   void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override;
   void rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb, Tensor& b_out,
                      float eps) override;

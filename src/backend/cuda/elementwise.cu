@@ -4,6 +4,7 @@
 // per row for the row ops, grid-stride loops for the element ops. (The
 // norms are in norm.cu.)
 #include "backend/cuda/dequant.cuh"
+#include "backend/cuda/glu.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace rf::gpu {
@@ -37,18 +38,8 @@ __global__ void swiglu_kernel(const __half* __restrict__ g, const __half* __rest
   pdl_trigger();
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const float a = __half2float(g[i]);
-    o[i] = __float2half_rn(a / (1.0f + __expf(-a)) * __half2float(u[i]));
+    o[i] = __float2half_rn(silu(a) * __half2float(u[i]));
   }
-}
-
-// GELU (tanh approximation) as ggml evaluates it: on an f16 input (ours
-// already is), the result rounded to f16; saturated beyond +-10.
-__device__ __forceinline__ float gelu_tanh_f16(float x) {
-  if (x <= -10.0f) return 0.0f;
-  if (x >= 10.0f) return x;
-  const float kSqrt2OverPi = 0.79788456080286535588f;
-  const float g = 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
-  return __half2float(__float2half_rn(g));
 }
 
 __global__ void geglu_kernel(const __half* __restrict__ g, const __half* __restrict__ u, __half* __restrict__ o,

@@ -9,9 +9,11 @@
 //  - gemv_tma_kernel: f16 weights, one activation row, rows bulk-copied into
 //    shared memory (sm_90).
 // Up to three weight matrices of one format and width go through one launch
-// (segments), and a gate/up pair can be fused with SiLU (paired). Switches:
+// (segments), each optionally adding an f32 bias per row (q/k/v biases),
+// and a gate/up pair can be fused with SiLU or GELU (paired). Switches:
 // CudaOptions::tma_gemv and l2_prefetch (cuda_options.h).
 #include "backend/cuda/gemv_dot.cuh"
+#include "backend/cuda/glu.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/ptx.cuh"
 
@@ -26,14 +28,17 @@ template <typename T> __device__ __forceinline__ void store_out(T* p, float v) {
 
 // Up to 3 weight matrices of the same type and width, stacked: global row r
 // belongs to the first segment whose row_end exceeds it and writes that
-// segment's output. Paired mode: segment 0 is gate, w_up the matching up
-// rows, and out[0] receives silu(gate) * up.
+// segment's output (plus the segment's bias, if any). Paired mode: segment 0
+// is gate, w_up the matching up rows, and out[0] receives act(gate) * up
+// (gelu ? GELU : SiLU).
 struct GemvArgs {
   const uint8_t* w[3];
   void* out[3];
+  const float* bias[3];
   int row_end[3];
   int n_segs;
   const uint8_t* w_up;
+  bool gelu;
   size_t row_bytes;
   int k, n;
   const __half* x;
@@ -47,6 +52,7 @@ struct GemvArgs {
 struct GemvRow {
   const uint8_t* w;
   void* out;
+  const float* bias;
   int local, seg_rows;
 };
 __device__ __forceinline__ GemvRow gemv_row(const GemvArgs& a, int r) {
@@ -57,16 +63,12 @@ __device__ __forceinline__ GemvRow gemv_row(const GemvArgs& a, int r) {
   g.seg_rows = (seg == 0 ? a.row_end[0] : (seg == 1 ? a.row_end[1] : a.row_end[2])) - start;
   g.w = (seg == 0 ? a.w[0] : (seg == 1 ? a.w[1] : a.w[2])) + size_t(g.local) * a.row_bytes;
   g.out = seg == 0 ? a.out[0] : (seg == 1 ? a.out[1] : a.out[2]);
+  g.bias = seg == 0 ? a.bias[0] : (seg == 1 ? a.bias[1] : a.bias[2]);
   return g;
 }
 
-// Paired output: silu(gate) * up, with gate and up rounded to f16 first, as
-// the unfused path stores them. (gemv_kq_kernel writes the same formula in
-// its own order of operations, which its generated code depends on.)
-__device__ __forceinline__ float silu_mul_f16_rounded(float gate, float up) {
-  const float g = __half2float(__float2half_rn(gate)), u = __half2float(__float2half_rn(up));
-  return g / (1.0f + __expf(-g)) * u;
-}
+// A finished dot product: plus the row's bias, if its segment has one.
+__device__ __forceinline__ float with_bias(const GemvRow& g, float s) { return g.bias ? s + g.bias[g.local] : s; }
 
 // One block: kGemvRows rows of kGemvThreads / kGemvRows threads each; the
 // warps of a row split its columns and combine through shared memory.
@@ -87,6 +89,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
   const int seg_rows = (seg == 0 ? a.row_end[0] : (seg == 1 ? a.row_end[1] : a.row_end[2])) - start;
   const uint8_t* wseg = seg == 0 ? a.w[0] : (seg == 1 ? a.w[1] : a.w[2]);
   void* oseg = seg == 0 ? a.out[0] : (seg == 1 ? a.out[1] : a.out[2]);
+  const float* bseg = seg == 0 ? a.bias[0] : (seg == 1 ? a.bias[1] : a.bias[2]);
   // Weights are constant: start pulling this block's rows into L2 before
   // waiting for the previous kernel (which produces x).
   if (a.prefetch && part == 0 && lane == 0 && r < m) {
@@ -121,7 +124,8 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
       s += partial[warp + p][lane];
       if constexpr (kPaired) u += partial[warp + p][C + lane];
     }
-    if constexpr (kPaired) s = silu_mul_f16_rounded(s, u);
+    if constexpr (kPaired) s = glu_f16_rounded(s, u, a.gelu);
+    if (bseg) s += bseg[local];
     store_out(static_cast<OutT*>(oseg) + size_t(lane) * seg_rows + local, s);
   }
 }
@@ -212,13 +216,9 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
       v += partial[w][i][c];
       if constexpr (kPaired) u += partial[w][kKqRows + i][c];
     }
-    if constexpr (kPaired) {
-      // Round gate and up to f16 first, as the unfused path stores them.
-      const float g = __half2float(__float2half_rn(v));
-      v = g / (1.0f + __expf(-g)) * __half2float(__float2half_rn(u));
-    }
+    if constexpr (kPaired) v = glu_f16_rounded(v, u, a.gelu);
     const GemvRow g = gemv_row(a, r0 + i);
-    store_out(static_cast<OutT*>(g.out) + size_t(c) * g.seg_rows + g.local, v);
+    store_out(static_cast<OutT*>(g.out) + size_t(c) * g.seg_rows + g.local, with_bias(g, v));
   }
 }
 
@@ -289,9 +289,9 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
       s += partial[warp + p][0];
       u += partial[warp + p][1];
     }
-    if constexpr (kPaired) s = silu_mul_f16_rounded(s, u);
+    if constexpr (kPaired) s = glu_f16_rounded(s, u, a.gelu);
     const GemvRow g = gemv_row(a, r0 + i);
-    store_out(static_cast<OutT*>(g.out) + g.local, s);
+    store_out(static_cast<OutT*>(g.out) + g.local, with_bias(g, s));
   }
 }
 
@@ -396,8 +396,8 @@ void gemv_device_setup() {
   opt_in_bulk_copies<__half, true>();
 }
 
-void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, size_t row_bytes, int k,
-                   const void* x, int n, DType out_type, const LaunchCtx& ctx) {
+void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, bool gelu, size_t row_bytes,
+                   int k, const void* x, int n, DType out_type, const LaunchCtx& ctx) {
   RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "gemv: output must be f32 or f16");
   RF_CHECK(n_segs >= 1 && n_segs <= 3 && (!w_up || n_segs == 1), "gemv: 1..3 segments (one when paired)");
   GemvArgs a{};
@@ -405,11 +405,13 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
   for (int i = 0; i < n_segs; ++i) {
     a.w[i] = static_cast<const uint8_t*>(segs[i].w);
     a.out[i] = segs[i].out;
+    a.bias[i] = segs[i].bias;
     end += segs[i].rows;
     a.row_end[i] = end;
   }
   a.n_segs = n_segs;
   a.w_up = static_cast<const uint8_t*>(w_up);
+  a.gelu = gelu;
   a.row_bytes = row_bytes;
   a.k = k;
   a.n = n;
@@ -437,7 +439,7 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
 void gemv(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out, DType out_type,
           const LaunchCtx& ctx) {
   const GemvSegment seg{w, out, m};
-  gemv_segments(w_type, &seg, 1, nullptr, row_bytes, k, x, n, out_type, ctx);
+  gemv_segments(w_type, &seg, 1, nullptr, false, row_bytes, k, x, n, out_type, ctx);
 }
 
 }  // namespace rf::gpu

@@ -26,15 +26,17 @@ void attention_device_setup();  // attention.cu, attention_decode.cu
 void gemv(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
           DType out_type, const LaunchCtx& ctx);
 // Several weight matrices of one type and width in one launch (each row
-// writes its own output [n, rows]); with w_up (one segment: the gate
-// weights) the output is silu(x . gate^T) * (x . up^T). n <= 8 per launch.
+// writes its own output [n, rows], plus its f32 bias [rows] if given); with
+// w_up (one segment: the gate weights) the output is act(x . gate^T) *
+// (x . up^T), act = GELU (tanh, as geglu) if gelu, else SiLU. n <= 8 per launch.
 struct GemvSegment {
   const void* w;
   void* out;
   int rows;
+  const float* bias = nullptr;
 };
-void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, size_t row_bytes, int k,
-                   const void* x, int n, DType out_type, const LaunchCtx& ctx);
+void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, bool gelu, size_t row_bytes,
+                   int k, const void* x, int n, DType out_type, const LaunchCtx& ctx);
 
 // ---- gemm_mma.cu
 // Tensor-core matmul for 1..64 activation rows straight from Q4_K or Q6_K
@@ -64,9 +66,10 @@ void rms_norm(const void* x, DType in_type, const float* w, void* out, DType out
 // Two f16 RMSNorms of rows of width cols in one launch (q and k head norms).
 void rms_norm_pair_f16(const void* a, const float* wa, void* a_out, int rows_a, const void* b, const float* wb,
                        void* b_out, int rows_b, int cols, float eps, const LaunchCtx& ctx);
-// x (f32) += y (f16), then out = rms_norm(x) * w (f16 or f32), per row.
-void add_rms_norm(float* x, const void* y, const float* w, void* out, DType out_type, int rows, int cols, float eps,
-                  const LaunchCtx& ctx);
+// x (f32) += y (f16; with wy, rms_norm(y) * wy rounded to f16), then
+// out = rms_norm(x) * w (f16 or f32), per row.
+void add_rms_norm(float* x, const void* y, const float* wy, const float* w, void* out, DType out_type, int rows,
+                  int cols, float eps, const LaunchCtx& ctx);
 
 // ---- elementwise.cu
 // out[t, :] = table[ids[t], :] as f32 (any weight format).

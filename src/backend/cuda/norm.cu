@@ -1,5 +1,6 @@
-// RMSNorm (f32 or f16 in, f16/f32 out) and the residual add fused with the
-// next RMSNorm: one block per row, reductions with the target's warp size.
+// RMSNorm (f32 or f16 in, f16/f32 out) and the residual add (of a row
+// optionally post-normed first) fused with the next RMSNorm: one block per
+// row, reductions with the target's warp size.
 #include "backend/cuda/kernels.h"
 
 namespace rf::gpu {
@@ -42,36 +43,56 @@ __global__ void rms_norm_kernel(const InT* __restrict__ x, const float* __restri
   rms_norm_row(x + size_t(blockIdx.x) * cols, w, out + size_t(blockIdx.x) * cols, cols, eps, scratch);
 }
 
-// Residual add and the next RMSNorm in one pass over the row. With kRegs
-// (decode: few rows, each a whole block), rows of up to kNormPerThread
-// elements per thread keep their values in registers and the norm weights
-// (constant) are loaded before waiting on the previous kernel: one round
-// trip to memory after the wait instead of three (batch-1 f16 decode
-// 211.7 -> 218.7 tok/s on the H200). Many rows (prefill) keep the loop,
-// whose fewer registers let two 1024-thread blocks share an SM.
+// Threads per row block.
+int norm_threads(int cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 64); }
+
+// Residual add and the next RMSNorm in one pass over the row; with kNormY
+// the added row is first post-normed (y / rms(y) * wy, rounded to f16 as a
+// separate rms_norm would store it). With kRegs (decode: few rows, each a
+// whole block), rows of up to kNormPerThread elements per thread keep their
+// values in registers and the norm weights (constant) are loaded before
+// waiting on the previous kernel: one round trip to memory after the wait
+// instead of three (batch-1 f16 decode 211.7 -> 218.7 tok/s on the H200).
+// Many rows (prefill) keep the loop, whose fewer registers let two
+// 1024-thread blocks share an SM.
 constexpr int kNormPerThread = 8;
 
-template <typename OutT, bool kRegs>
-__global__ void add_rms_norm_kernel(float* __restrict__ x, const __half* __restrict__ y, const float* __restrict__ w,
-                                    OutT* __restrict__ out, int cols, float eps) {
+template <typename OutT, bool kRegs, bool kNormY>
+__global__ void add_rms_norm_kernel(float* __restrict__ x, const __half* __restrict__ y, const float* __restrict__ wy,
+                                    const float* __restrict__ w, OutT* __restrict__ out, int cols, float eps) {
   __shared__ float scratch[32];
   float* xr = x + size_t(blockIdx.x) * cols;
   const __half* yr = y + size_t(blockIdx.x) * cols;
   OutT* o = out + size_t(blockIdx.x) * cols;
   if (kRegs && cols <= kNormPerThread * int(blockDim.x)) {
-    float wv[kNormPerThread], v[kNormPerThread];
+    float wv[kNormPerThread], wyv[kNormPerThread], v[kNormPerThread];
 #pragma unroll
     for (int j = 0; j < kNormPerThread; ++j) {
       const int i = threadIdx.x + j * blockDim.x;
       wv[j] = i < cols ? w[i] : 0.0f;
+      if constexpr (kNormY) wyv[j] = i < cols ? wy[i] : 0.0f;
     }
     pdl_wait();
     pdl_trigger();
+#pragma unroll
+    for (int j = 0; j < kNormPerThread; ++j) {
+      const int i = threadIdx.x + j * blockDim.x;
+      v[j] = i < cols ? __half2float(yr[i]) : 0.0f;
+    }
+    if constexpr (kNormY) {
+      float ssy = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kNormPerThread; ++j) ssy += v[j] * v[j];
+      ssy = block_sum(ssy, scratch);
+      const float scale_y = rsqrtf(ssy / float(cols) + eps);
+#pragma unroll
+      for (int j = 0; j < kNormPerThread; ++j) v[j] = __half2float(__float2half_rn(v[j] * scale_y * wyv[j]));
+    }
     float ss = 0.0f;
 #pragma unroll
     for (int j = 0; j < kNormPerThread; ++j) {
       const int i = threadIdx.x + j * blockDim.x;
-      v[j] = i < cols ? xr[i] + __half2float(yr[i]) : 0.0f;
+      v[j] = i < cols ? xr[i] + v[j] : 0.0f;
       ss += v[j] * v[j];
     }
 #pragma unroll
@@ -90,9 +111,21 @@ __global__ void add_rms_norm_kernel(float* __restrict__ x, const __half* __restr
   }
   pdl_wait();
   pdl_trigger();
+  float scale_y = 1.0f;
+  if constexpr (kNormY) {
+    float ssy = 0.0f;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+      const float u = __half2float(yr[i]);
+      ssy += u * u;
+    }
+    ssy = block_sum(ssy, scratch);
+    scale_y = rsqrtf(ssy / float(cols) + eps);
+  }
   float ss = 0.0f;
   for (int i = threadIdx.x; i < cols; i += blockDim.x) {
-    const float v = xr[i] + __half2float(yr[i]);
+    float u = __half2float(yr[i]);
+    if constexpr (kNormY) u = __half2float(__float2half_rn(u * scale_y * wy[i]));
+    const float v = xr[i] + u;
     xr[i] = v;
     ss += v * v;
   }
@@ -101,8 +134,13 @@ __global__ void add_rms_norm_kernel(float* __restrict__ x, const __half* __restr
   for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(xr[i] * scale * w[i]);
 }
 
-// Threads per row block.
-int norm_threads(int cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 64); }
+template <typename OutT, bool kNormY>
+void launch_add_rms_norm(float* x, const __half* y, const float* wy, const float* w, OutT* o, int rows, int cols,
+                         float eps, const LaunchCtx& ctx) {
+  const int threads = norm_threads(cols);
+  if (rows <= 64) launch(add_rms_norm_kernel<OutT, true, kNormY>, rows, threads, 0, ctx, x, y, wy, w, o, cols, eps);
+  else launch(add_rms_norm_kernel<OutT, false, kNormY>, rows, threads, 0, ctx, x, y, wy, w, o, cols, eps);
+}
 
 }  // namespace
 
@@ -135,20 +173,18 @@ void rms_norm_pair_f16(const void* a, const float* wa, void* a_out, int rows_a, 
   RF_GPU_CHECK_LAUNCH();
 }
 
-void add_rms_norm(float* x, const void* y, const float* w, void* out, DType out_type, int rows, int cols, float eps,
-                  const LaunchCtx& ctx) {
+void add_rms_norm(float* x, const void* y, const float* wy, const float* w, void* out, DType out_type, int rows,
+                  int cols, float eps, const LaunchCtx& ctx) {
   if (rows == 0) return;
-  const int threads = norm_threads(cols);
   const auto* yh = static_cast<const __half*>(y);
-  const bool regs = rows <= 64;
   if (out_type == DType::F32) {
     auto* o = static_cast<float*>(out);
-    if (regs) launch(add_rms_norm_kernel<float, true>, rows, threads, 0, ctx, x, yh, w, o, cols, eps);
-    else launch(add_rms_norm_kernel<float, false>, rows, threads, 0, ctx, x, yh, w, o, cols, eps);
+    if (wy) launch_add_rms_norm<float, true>(x, yh, wy, w, o, rows, cols, eps, ctx);
+    else launch_add_rms_norm<float, false>(x, yh, wy, w, o, rows, cols, eps, ctx);
   } else {
     auto* o = static_cast<__half*>(out);
-    if (regs) launch(add_rms_norm_kernel<__half, true>, rows, threads, 0, ctx, x, yh, w, o, cols, eps);
-    else launch(add_rms_norm_kernel<__half, false>, rows, threads, 0, ctx, x, yh, w, o, cols, eps);
+    if (wy) launch_add_rms_norm<__half, true>(x, yh, wy, w, o, rows, cols, eps, ctx);
+    else launch_add_rms_norm<__half, false>(x, yh, wy, w, o, rows, cols, eps, ctx);
   }
   RF_GPU_CHECK_LAUNCH();
 }
