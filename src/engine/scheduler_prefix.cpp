@@ -32,9 +32,10 @@ void Scheduler::apply_prefix_hits(Sequence* seq) {
       break;
     }
   }
-  // Shortened until every window group has the first query's window: a
-  // missing block i rules out every hit past it (shorter hits' windows
-  // start no later), so the search resumes at hit = i.
+  // Shortened until every window group has the first query's window. A
+  // missing block i lies in the window of every hit from i + 1 up to the
+  // current one (shorter hits' windows start no later), so the search
+  // resumes at hit = i.
   int32_t hit = int32_t(hashes_.size());
   for (bool settled = false; !settled;) {
     settled = true;
