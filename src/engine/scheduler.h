@@ -63,7 +63,6 @@ class Scheduler {
   // Blocks released because a sliding window moved past them.
   uint64_t num_window_releases() const { return window_releases_; }
   const BlockPool& pool() const { return pool_; }
-  const SchedulerConfig& config() const { return config_; }
 
  private:
   int32_t n_groups() const { return int32_t(config_.group_windows.size()); }
