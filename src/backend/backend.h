@@ -45,7 +45,9 @@ struct AttentionParams {
 };
 
 // Device-side view of an uploaded Batch: pointers valid until the next
-// upload_step. Scalars are host values.
+// upload_step. Scalars are host values. slot_mapping and block_tables are
+// those of one KV group (Batch::groups): upload_step returns group 0's,
+// for_group(g) the view a layer of group g passes to the ops.
 struct StepMeta {
   const int32_t* token_ids = nullptr;     // [n_tokens]
   const int32_t* positions = nullptr;     // [n_tokens]
@@ -53,7 +55,10 @@ struct StepMeta {
   const int32_t* token_seq = nullptr;     // [n_tokens]
   const int32_t* seq_starts = nullptr;    // [n_seqs + 1]
   const int32_t* context_lens = nullptr;  // [n_seqs]
-  const int32_t* block_tables = nullptr;  // [n_seqs, max_blocks_per_seq]
+  // [n_seqs, max_blocks_per_seq]; negative entries (released blocks of a
+  // sliding-window group) lie before every window that reads the table and
+  // must not be read.
+  const int32_t* block_tables = nullptr;
   const int32_t* logits_rows = nullptr;   // [n_logits]
   // Query tiles for prefill kernels (backends that build them): pairs of
   // (first token, count) of up to 16 consecutive tokens of one sequence.
@@ -65,6 +70,17 @@ struct StepMeta {
   int32_t n_tokens = 0, n_seqs = 0, n_logits = 0;
   int32_t max_blocks_per_seq = 0, block_size = 0;
   int32_t max_new_tokens = 0, max_context_len = 0;
+  // KV groups: group g's slot_mapping and block_tables lie g * these many
+  // elements after group 0's.
+  int32_t n_groups = 1;
+  int64_t group_slot_stride = 0, group_table_stride = 0;
+
+  StepMeta for_group(int32_t g) const {
+    StepMeta m = *this;
+    m.slot_mapping += g * group_slot_stride;
+    m.block_tables += g * group_table_stride;
+    return m;
+  }
 };
 
 struct BackendLimits {
@@ -77,6 +93,7 @@ struct BackendLimits {
   int32_t n_heads = 0;           // attention query heads
   int32_t head_dim = 0;
   int32_t n_kv_heads = 0;
+  int32_t kv_groups = 1;         // KV groups (Batch::groups) of every step
 };
 
 class Backend {

@@ -1,7 +1,9 @@
 // The flattened batch of one engine step (DESIGN.md, "One engine step"):
-// every sequence's new tokens laid end to end, with positions, the paged KV
-// slots they write, each sequence's block table and which rows need logits.
-// Built on the host once per step and uploaded to the device in one copy.
+// every sequence's new tokens laid end to end, with positions, and per KV
+// group (layers sharing block tables, kv/group_layout.h; one group unless
+// the model has sliding-window layers) the paged KV slots they write and
+// each sequence's block table; which rows need logits. Built on the host
+// once per step and uploaded to the device in one copy.
 #pragma once
 
 #include <cstdint>
@@ -13,13 +15,21 @@ namespace rf {
 struct Batch {
   // Per token, [n_tokens]:
   std::vector<int32_t> token_ids;
-  std::vector<int32_t> positions;     // position in its sequence
-  std::vector<int32_t> slot_mapping;  // KV slot = block * block_size + offset; -1: don't store (padding)
+  std::vector<int32_t> positions;     // position in its sequence; -1: padding
   std::vector<int32_t> token_seq;     // index of the token's sequence in this batch
   // Per sequence, [n_seqs] (seq_starts has n_seqs + 1 entries, like cu_seqlens):
   std::vector<int32_t> seq_starts;
   std::vector<int32_t> context_lens;  // tokens in the sequence's context after this step
-  std::vector<int32_t> block_tables;  // [n_seqs, max_blocks_per_seq], unused entries 0
+  // Per KV group, [n_groups]:
+  struct Group {
+    std::vector<int32_t> slot_mapping;  // [n_tokens] KV slot = block * block_size + offset; -1: don't store (padding)
+    // [n_seqs, max_blocks_per_seq]; unused entries 0. A negative entry is a
+    // block released from a sliding-window group (kv/block_table.h's
+    // kNullBlock): it lies wholly before the window of the sequence's first
+    // new token and no kernel reads it.
+    std::vector<int32_t> block_tables;
+  };
+  std::vector<Group> groups;
   int32_t max_blocks_per_seq = 0;
   int32_t block_size = 0;
   // Token rows whose logits are wanted, in output order.
@@ -28,19 +38,27 @@ struct Batch {
   int32_t n_tokens() const { return int32_t(token_ids.size()); }
   int32_t n_seqs() const { return int32_t(context_lens.size()); }
   int32_t n_logits() const { return int32_t(logits_rows.size()); }
+  int32_t n_groups() const { return int32_t(groups.size()); }
   int32_t max_new_tokens() const;   // longest run of new tokens of one sequence
   int32_t max_context_len() const;
 
-  // Starts an empty batch for sequences of at most `max_blocks` blocks.
-  void reset(int32_t block_size, int32_t max_blocks);
+  // Starts an empty batch of n_groups KV groups for sequences of at most
+  // `max_blocks` blocks.
+  void reset(int32_t block_size, int32_t max_blocks, int32_t n_groups = 1);
   // Appends `tokens` of one sequence, occupying positions [start_pos,
-  // start_pos + tokens.size()), whose KV blocks are `blocks` (covering at
-  // least start_pos + tokens.size() positions). If `want_logits`, the last
-  // token's logits are requested. Returns the sequence's index.
+  // start_pos + tokens.size()), whose KV blocks in group g are
+  // group_blocks[g] (covering at least start_pos + tokens.size() positions;
+  // the blocks of the new tokens held). If `want_logits`, the last token's
+  // logits are requested. Returns the sequence's index.
+  int32_t add_sequence(std::span<const int32_t> tokens, int32_t start_pos,
+                       std::span<const std::span<const int32_t>> group_blocks, bool want_logits);
+  // The same for a batch of one KV group.
   int32_t add_sequence(std::span<const int32_t> tokens, int32_t start_pos, std::span<const int32_t> blocks,
                        bool want_logits);
-  // Checks internal consistency (sizes, ranges); throws rf::Error.
-  void validate(int64_t num_blocks) const;
+  // Checks internal consistency (sizes, ranges, slots within the tables,
+  // released entries only where group_windows[g] > 0 and wholly before the
+  // window of the sequence's first new token); throws rf::Error.
+  void validate(int64_t num_blocks, std::span<const int32_t> group_windows) const;
 };
 
 }  // namespace rf

@@ -261,9 +261,9 @@ void serve_bench(const BenchOptions& o) {
   cfg.prefix_caching = true;
   set_kv_budget(*backend, o.backend, cfg);
   Engine engine(*model, *tok, *backend, cfg);
-  std::fprintf(stderr, "model: %s\ndevice: %s, %d KV blocks of %d tokens, %d tokens per step\n",
+  std::fprintf(stderr, "model: %s\ndevice: %s, %d KV blocks of %d tokens (KV %s), %d tokens per step\n",
                mc.summary().c_str(), backend->name().c_str(), engine.num_blocks(), cfg.block_size,
-               cfg.max_num_batched_tokens);
+               engine.kv_groups().summary().c_str(), cfg.max_num_batched_tokens);
 
   std::vector<Sample> samples(size_t(o.requests));
   std::atomic<int> next{0}, done{0}, clients_left{std::min(o.concurrency, o.requests)};
@@ -331,7 +331,10 @@ void bench(const BenchOptions& o) {
     cfg.max_model_len = o.n_prompt + o.n_gen + 16;
     cfg.max_num_batched_tokens = std::max(o.max_batch_tokens, P);
     cfg.prefix_caching = false;
-    cfg.num_blocks = P * ((cfg.max_model_len + cfg.block_size - 1) / cfg.block_size) + 1;
+    cfg.num_blocks = int32_t(P * kv_group_layout(model->config())
+                                     .max_blocks_per_sequence(cfg.max_model_len, cfg.block_size,
+                                                              cfg.max_num_batched_tokens) +
+                             1);
     Engine engine(*model, *tok, *backend, cfg);
     std::vector<double> pp, tg, bw;
     for (int r = 0; r <= o.reps; ++r) {

@@ -1,10 +1,13 @@
 // `rocmforge info MODEL`: metadata, tensors (dtype, shape, size), parameter
-// count and file type of a GGUF file.
+// count and file type of a GGUF file; for a supported model, its KV cache
+// groups (model/kv_cache.h) and what a full-context sequence holds.
 #include <cstdio>
 #include <map>
 
 #include "cli/commands.h"
 #include "gguf/reader.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
 
 namespace rf::cli {
 namespace {
@@ -30,6 +33,28 @@ std::string human_bytes(double b) {
   return buf;
 }
 
+// The KV group layout and the f16 K/V one sequence of the training context
+// holds (16-token blocks, 2048-token prompt chunks) with it and with every
+// layer keeping every token; nothing for files the engine would refuse.
+void print_kv(const gguf::File& f) {
+  ModelConfig c;
+  try {
+    c = ModelConfig::from_gguf(f);
+  } catch (const std::exception&) {
+    return;
+  }
+  const int32_t bs = 16, n = c.n_ctx_train;
+  const KVGeometry geo = kv_geometry(c, DType::F16, bs);
+  const double block = double(geo.bytes_per_block());
+  const double prefill = double(geo.groups.max_blocks_per_sequence(n, bs, 2048)) * block;
+  const double decode = double(geo.groups.max_blocks_per_sequence(n, bs, 1)) * block;
+  const double every = 2.0 * double(c.n_layer) * double(n) * double(geo.row_bytes);
+  std::printf("kv cache:    %s; a %d-token sequence holds %s of f16 K/V decoding, %s at most with 2048-token "
+              "prompt chunks (%s if every layer kept every token)\n",
+              geo.groups.summary().c_str(), n, human_bytes(decode).c_str(), human_bytes(prefill).c_str(),
+              human_bytes(every).c_str());
+}
+
 void run_info(const std::string& path, bool all_tensors) {
   auto f = gguf::File::open(path);
   std::printf("file:        %s\n", path.c_str());
@@ -39,6 +64,7 @@ void run_info(const std::string& path, bool all_tensors) {
   if (const auto* ft = f->find("general.file_type"))
     std::printf("file type:   %lld (%s)\n", (long long)ft->as_int("general.file_type"),
                 file_type_name(ft->as_int("general.file_type")));
+  print_kv(*f);
   uint64_t params = 0, bytes = 0;
   std::map<std::string, int> by_type;
   for (const auto& t : f->tensors()) {

@@ -161,8 +161,12 @@ void serve(const ServeOptions& o) {
   engine.start();
   server::ModelService service(engine, chat, model_names(o, path));
   http.set_service(&service);
-  std::fprintf(stderr, "rocmforge serve: ready: model '%s' (%s), context %d, chat template: %s\n",
-               service.name().c_str(), path.c_str(), engine.max_model_len(), tmpl.origin.c_str());
+  std::fprintf(stderr,
+               "rocmforge serve: ready: model '%s' (%s), context %d, KV cache %d blocks of %d tokens (%s; one "
+               "sequence up to %d tokens), chat template: %s\n",
+               service.name().c_str(), path.c_str(), engine.max_model_len(), engine.num_blocks(),
+               engine.config().block_size, engine.kv_groups().summary().c_str(), engine.max_sequence_tokens(),
+               tmpl.origin.c_str());
 
   bool listener_failed = false;
   while (!signals.wait_for(std::chrono::milliseconds(500))) {

@@ -47,20 +47,30 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend,
   budget.device_used = backend.allocated_bytes();
   budget.max_seqs = config_.max_num_seqs;
   budget.max_model_len = config_.max_model_len;
+  budget.max_chunk = config_.max_num_batched_tokens;
   const KVMemoryPlan plan(kv_geometry(mc, backend.kv_type(), config_.block_size), budget);
   config_.num_blocks = plan.num_blocks();
   kv_ = std::make_unique<KVCache>(backend, mc, plan);
   pool_ = std::make_unique<BlockPool>(config_.num_blocks, config_.block_size);
+  const KVGroupLayout& groups = kv_->groups();
   scheduler_ = std::make_unique<Scheduler>(
-      SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens, config_.prefix_caching}, *pool_);
+      SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens, config_.prefix_caching,
+                      groups.group_windows()},
+      *pool_);
+  group_blocks_.resize(size_t(groups.n_groups()));
   transformer_->warmup(*kv_);
   for (int32_t t = 0; t < mc.n_vocab && t < tokenizer.n_vocab(); ++t)
     if (tokenizer.is_eog(t)) eog_tokens_.push_back(t);
   metrics_.kv_blocks_total = config_.num_blocks;
   metrics_.kv_blocks_free = config_.num_blocks;
-  log_info("engine: ", config_.num_blocks, " KV blocks of ", config_.block_size, " tokens (",
-           double(kv_->bytes()) / 1e6, " MB), max ", config_.max_num_seqs, " sequences, ",
+  log_info("engine: ", config_.num_blocks, " KV blocks of ", config_.block_size, " tokens x ", groups.group_size(),
+           " layers (", double(kv_->bytes()) / 1e6, " MB), KV ", groups.summary(), "; one sequence holds up to ",
+           max_sequence_tokens(), " tokens; max ", config_.max_num_seqs, " sequences, ",
            config_.max_num_batched_tokens, " tokens per step, context ", config_.max_model_len);
+}
+
+int32_t Engine::max_sequence_tokens() const {
+  return kv_->groups().max_tokens_for_blocks(config_.num_blocks, config_.block_size, config_.max_num_batched_tokens);
 }
 
 Engine::~Engine() { stop(); }
@@ -111,9 +121,9 @@ RequestHandle Engine::submit(Request req) {
   RF_CHECK(int64_t(n_prompt) + req.max_tokens <= config_.max_model_len, "this model's maximum context length is ",
            config_.max_model_len, " tokens; the request has ", n_prompt, " prompt tokens and asks for ",
            req.max_tokens, " more (", int64_t(n_prompt) + req.max_tokens, " in total)");
-  RF_CHECK(int64_t(n_prompt) + req.max_tokens <= int64_t(config_.num_blocks) * config_.block_size,
-           "the request needs ", int64_t(n_prompt) + req.max_tokens, " tokens of KV cache; the whole cache holds ",
-           int64_t(config_.num_blocks) * config_.block_size);
+  RF_CHECK(int64_t(n_prompt) + req.max_tokens <= max_sequence_tokens(), "the request needs ",
+           int64_t(n_prompt) + req.max_tokens, " tokens of KV cache; the whole cache holds ", max_sequence_tokens(),
+           " for one sequence");
   RF_CHECK(req.min_tokens >= 0 && req.min_tokens <= req.max_tokens, "min_tokens must be in [0, max_tokens]");
   req.sampling.top_logprobs = std::clamp(req.sampling.top_logprobs, 0, kMaxTopLogprobs);
   std::unique_ptr<Active> a;
@@ -189,6 +199,7 @@ void Engine::update_gauges() {
   metrics_.running = int64_t(scheduler_->num_running());
   metrics_.kv_blocks_free = pool_->num_free();
   metrics_.preemptions = scheduler_->num_preemptions();
+  metrics_.kv_window_releases = scheduler_->num_window_releases();
 }
 
 bool Engine::step() {
@@ -198,7 +209,7 @@ bool Engine::step() {
   update_gauges();
   if (sched.empty()) return false;
 
-  batch_.reset(config_.block_size, transformer_->limits().max_blocks_per_seq);
+  batch_.reset(config_.block_size, transformer_->limits().max_blocks_per_seq, kv_->groups().n_groups());
   rows_.clear();
   penalties_.clear();
   sampled_.clear();
@@ -210,8 +221,9 @@ bool Engine::step() {
       metrics_.prefix_cache_queried_tokens += uint64_t(a->seq.n_prompt);
       metrics_.prefix_cache_hit_tokens += uint64_t(a->cached_prompt);
     }
+    for (size_t g = 0; g < group_blocks_.size(); ++g) group_blocks_[g] = e.seq->tables[g].blocks;
     batch_.add_sequence(std::span<const int32_t>(e.seq->tokens.data() + e.start, size_t(e.n_new)), e.start,
-                        e.seq->table.blocks, e.sample);
+                        group_blocks_, e.sample);
     if (!e.sample) continue;
     SampleRow row;
     row.params = a->req.sampling;

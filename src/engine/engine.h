@@ -71,6 +71,9 @@ class Engine final : public ServingEngine {
   const ModelConfig& model_config() const { return model_.config(); }
   int32_t max_model_len() const { return config_.max_model_len; }
   int32_t num_blocks() const { return config_.num_blocks; }
+  // The longest sequence the KV cache holds alone (KVGroupLayout::max_tokens_for_blocks).
+  int32_t max_sequence_tokens() const;
+  const KVGroupLayout& kv_groups() const { return kv_->groups(); }
   int32_t free_blocks() const { return int32_t(metrics_.kv_blocks_free.load()); }
   size_t active_requests() const override;
 
@@ -98,6 +101,7 @@ class Engine final : public ServingEngine {
   std::unordered_map<uint64_t, std::unique_ptr<Active>> active_;
   std::unordered_map<const Sequence*, Active*> by_seq_;
   Batch batch_;
+  std::vector<std::span<const int32_t>> group_blocks_;  // a sequence's block tables, per KV group
   std::vector<SampleRow> rows_;
   std::vector<PenaltyToken> penalties_;
   std::vector<SampleResult> results_;

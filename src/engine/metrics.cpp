@@ -59,11 +59,16 @@ std::string EngineMetrics::prometheus_text() const {
   metric("rocmforge_engine_steps_total", "counter", "Engine steps run.", double(steps.load()));
   metric("rocmforge_queue_depth", "gauge", "Requests waiting to be scheduled.", double(queue_depth.load()));
   metric("rocmforge_running_sequences", "gauge", "Sequences being generated.", double(running.load()));
-  metric("rocmforge_kv_blocks_total", "gauge", "KV cache blocks.", double(kv_blocks_total.load()));
+  metric("rocmforge_kv_blocks_total", "gauge",
+         "KV cache blocks (one holds block-size tokens of one KV group's layers; every group draws on them).",
+         double(kv_blocks_total.load()));
   metric("rocmforge_kv_blocks_free", "gauge", "KV cache blocks free (cached ones included).",
          double(kv_blocks_free.load()));
-  metric("rocmforge_kv_blocks_used", "gauge", "KV cache blocks held by sequences.",
+  metric("rocmforge_kv_blocks_used", "gauge", "KV cache blocks held by sequences, in all KV groups.",
          double(kv_blocks_total.load() - kv_blocks_free.load()));
+  metric("rocmforge_kv_window_blocks_released_total", "counter",
+         "KV blocks of sliding-window groups released as the window moved past them.",
+         double(kv_window_releases.load()));
   ttft.render(out, "rocmforge_time_to_first_token_seconds", "Time from request arrival to its first token.");
   tpot.render(out, "rocmforge_time_per_output_token_seconds", "Time between consecutive output tokens.");
   e2e.render(out, "rocmforge_request_latency_seconds", "Time from request arrival to its last token.");

@@ -40,6 +40,7 @@ struct EngineMetrics {
   std::atomic<int64_t> running{0};
   std::atomic<int64_t> kv_blocks_total{0};
   std::atomic<int64_t> kv_blocks_free{0};
+  std::atomic<uint64_t> kv_window_releases{0};  // blocks released as sliding windows moved
   Histogram ttft{{0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10, 30}};
   Histogram tpot{{0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1}};
   Histogram e2e{{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120}};

@@ -1,4 +1,5 @@
-// Scheduler implementation (see scheduler.h for the policy).
+// Scheduler implementation (see scheduler.h for the policy); prefix hits at
+// admission are in scheduler_prefix.cpp.
 #include "engine/scheduler.h"
 
 #include <algorithm>
@@ -9,22 +10,32 @@ namespace rf {
 
 Scheduler::Scheduler(const SchedulerConfig& config, BlockPool& pool) : config_(config), pool_(pool) {
   RF_CHECK(config.max_num_seqs > 0 && config.max_num_batched_tokens > 0, "scheduler: empty limits");
+  RF_CHECK(!config.group_windows.empty(), "scheduler: no KV group");
+  for (int32_t w : config.group_windows) RF_CHECK(w >= 0, "scheduler: KV group window ", w);
 }
 
 void Scheduler::add(Sequence* seq) {
+  for (const BlockTable& t : seq->tables) RF_CHECK(t.blocks.empty(), "scheduler: a new sequence holds blocks");
+  seq->tables.assign(size_t(n_groups()), BlockTable{});
   seq->status = SeqStatus::Waiting;
   waiting_.push_back(seq);
 }
 
 void Scheduler::release_blocks(Sequence* seq) {
-  // Tail first, so that its cached blocks are evicted before the prefix's.
-  for (auto it = seq->table.blocks.rbegin(); it != seq->table.blocks.rend(); ++it) pool_.release(*it);
-  seq->table.blocks.clear();
-  seq->table.n_tokens = 0;
+  for (BlockTable& t : seq->tables) t.release_all(pool_);
   seq->n_computed = 0;
   seq->n_cached = 0;
   seq->n_hashed_blocks = 0;
   seq->last_hash = 0;
+}
+
+void Scheduler::slide_windows(Sequence* seq) {
+  const int32_t bs = pool_.block_size();
+  for (int32_t g = 0; g < n_groups(); ++g) {
+    const int32_t w = config_.group_windows[size_t(g)];
+    if (w > 0)
+      window_releases_ += uint64_t(seq->tables[size_t(g)].release_before(first_needed_block(w, seq->n_computed, bs), pool_));
+  }
 }
 
 void Scheduler::preempt(Sequence* seq) {
@@ -43,39 +54,28 @@ void Scheduler::finish(Sequence* seq) {
   seq->status = SeqStatus::Finished;
 }
 
-bool Scheduler::allocate_for(Sequence* seq, int32_t n_tokens) {
-  const int32_t need = seq->table.blocks_needed(n_tokens, pool_.block_size());
-  if (!pool_.can_allocate(need)) return false;
-  for (int32_t i = 0; i < need; ++i) seq->table.blocks.push_back(pool_.allocate());
-  seq->table.n_tokens = std::max(seq->table.n_tokens, n_tokens);
-  return true;
-}
-
-void Scheduler::apply_prefix_hits(Sequence* seq) {
+bool Scheduler::allocate_for(Sequence* seq, int32_t end) {
   const int32_t bs = pool_.block_size();
-  // Leave at least one token to compute so the step yields logits.
-  const int32_t max_blocks = (seq->n_tokens() - 1) / bs;
-  uint64_t h = 0;
-  int32_t hits = 0;
-  while (hits < max_blocks) {
-    const std::span<const int32_t> toks(seq->tokens.data() + size_t(hits) * bs, size_t(bs));
-    const uint64_t next = BlockPool::chain_hash(h, toks);
-    const auto block = pool_.lookup(next);
-    if (!block) break;
-    seq->table.blocks.push_back(*block);
-    h = next;
-    ++hits;
+  int32_t need = 0;
+  for (int32_t g = 0; g < n_groups(); ++g) {
+    const int32_t first = first_needed_block(config_.group_windows[size_t(g)], seq->n_computed, bs);
+    need += seq->tables[size_t(g)].blocks_needed(first, end, bs);
   }
-  seq->n_computed = seq->n_cached = hits * bs;
-  seq->table.n_tokens = seq->n_computed;
-  seq->n_hashed_blocks = hits;
-  seq->last_hash = h;
+  if (!pool_.can_allocate(need)) return false;
+  for (int32_t g = 0; g < n_groups(); ++g) {
+    const int32_t first = first_needed_block(config_.group_windows[size_t(g)], seq->n_computed, bs);
+    seq->tables[size_t(g)].grow(first, end, bs, pool_);
+  }
+  return true;
 }
 
 std::vector<ScheduledSeq> Scheduler::schedule() {
   std::vector<ScheduledSeq> out;
   int32_t budget = config_.max_num_batched_tokens;
   bool preempted = false;
+
+  // Blocks that slid out of every window go back first, for anyone to take.
+  for (Sequence* s : running_) slide_windows(s);
 
   // Running sequences, oldest admission first.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
@@ -98,7 +98,7 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
   // Waiting sequences in order, unless this step had to preempt.
   while (!preempted && !waiting_.empty() && budget > 0 && int32_t(running_.size()) < config_.max_num_seqs) {
     Sequence* s = waiting_.front();
-    if (config_.prefix_caching && s->table.blocks.empty()) apply_prefix_hits(s);
+    if (config_.prefix_caching && s->n_blocks_held() == 0) apply_prefix_hits(s);
     const int32_t n_new = std::min(s->n_pending(), budget);
     if (!allocate_for(s, s->n_computed + n_new)) {
       release_blocks(s);  // give back any prefix hits; retry next step
@@ -122,7 +122,10 @@ void Scheduler::complete(const std::vector<ScheduledSeq>& step) {
     while ((s->n_hashed_blocks + 1) * bs <= s->n_computed) {
       const std::span<const int32_t> toks(s->tokens.data() + size_t(s->n_hashed_blocks) * bs, size_t(bs));
       s->last_hash = BlockPool::chain_hash(s->last_hash, toks);
-      pool_.set_hash(s->table.blocks[size_t(s->n_hashed_blocks)], s->last_hash);
+      for (int32_t g = 0; g < n_groups(); ++g) {
+        const int32_t b = s->tables[size_t(g)].blocks[size_t(s->n_hashed_blocks)];
+        if (b != kNullBlock) pool_.set_hash(b, BlockPool::group_key(s->last_hash, g));
+      }
       ++s->n_hashed_blocks;
     }
   }

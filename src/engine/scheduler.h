@@ -5,6 +5,15 @@
 // slot and KV blocks. When blocks run out it preempts the newest running
 // sequence (frees its blocks; it is recomputed later). Prefix caching: full
 // blocks are registered by chained hash and reused at admission.
+//
+// KV groups (kv/group_layout.h): a sequence has a block table per group, all
+// drawing on the one BlockPool. Full-attention groups hold every block of
+// the context; a sliding-window group holds only the blocks from the window
+// of the sequence's next query on: at each step, before anything is
+// allocated, the blocks wholly before that window are released (hashed ones
+// stay in the prefix cache). A prefix hit takes the leading blocks cached in
+// every full group, shortened until every window group has all the blocks
+// of the first computed query's window cached (kv/block_table.h).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +29,9 @@ struct SchedulerConfig {
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 2048;
   bool prefix_caching = true;
+  // The sliding window of each KV group, 0 for full attention
+  // (KVGroupLayout::group_windows()); by default one full-attention group.
+  std::vector<int32_t> group_windows = {0};
 };
 
 struct ScheduledSeq {
@@ -33,7 +45,8 @@ class Scheduler {
  public:
   Scheduler(const SchedulerConfig& config, BlockPool& pool);
 
-  // Queues a sequence (status Waiting) behind the others.
+  // Queues a sequence (status Waiting) behind the others; gives it a block
+  // table per KV group.
   void add(Sequence* seq);
   // This step's work; empty when nothing can run.
   std::vector<ScheduledSeq> schedule();
@@ -47,20 +60,30 @@ class Scheduler {
   size_t num_waiting() const { return waiting_.size(); }
   size_t num_running() const { return running_.size(); }
   uint64_t num_preemptions() const { return preemptions_; }
+  // Blocks released because a sliding window moved past them.
+  uint64_t num_window_releases() const { return window_releases_; }
   const BlockPool& pool() const { return pool_; }
 
  private:
+  int32_t n_groups() const { return int32_t(config_.group_windows.size()); }
   void preempt(Sequence* seq);
   void release_blocks(Sequence* seq);
-  // Takes cached blocks for the sequence's leading full blocks.
+  // Releases the window groups' blocks that the next query's window no longer reaches.
+  void slide_windows(Sequence* seq);
+  // Takes cached blocks for the sequence's leading full blocks
+  // (scheduler_prefix.cpp).
   void apply_prefix_hits(Sequence* seq);
-  bool allocate_for(Sequence* seq, int32_t n_tokens);
+  // Holds every group's blocks for computing up to position `end`, or
+  // nothing when the pool lacks them.
+  bool allocate_for(Sequence* seq, int32_t end);
 
   SchedulerConfig config_;
   BlockPool& pool_;
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  // admission order; the last is preempted first
   uint64_t preemptions_ = 0;
+  uint64_t window_releases_ = 0;
+  std::vector<uint64_t> hashes_;  // apply_prefix_hits' scratch
 };
 
 }  // namespace rf

@@ -1,6 +1,7 @@
 // Sequence: the scheduler's view of one request — its tokens (prompt, then
-// generated), how many have KV in the cache, and its block table. The
-// engine keeps the generation state (sampler, detokenizer, stream) beside it.
+// generated), how many have KV in the cache, and its block table in each KV
+// group (kv/group_layout.h). The engine keeps the generation state
+// (sampler, detokenizer, stream) beside it.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +19,8 @@ struct Sequence {
   int32_t n_prompt = 0;
   int32_t n_computed = 0;        // leading tokens whose KV is in the cache
   int32_t n_cached = 0;          // of those, taken from the prefix cache at admission
-  BlockTable table;
-  int32_t n_hashed_blocks = 0;   // leading full blocks registered in the prefix cache
+  std::vector<BlockTable> tables;  // one per KV group (the scheduler sizes it)
+  int32_t n_hashed_blocks = 0;   // leading full blocks registered in the prefix cache (in every group)
   uint64_t last_hash = 0;        // chain hash of block n_hashed_blocks - 1
   SeqStatus status = SeqStatus::Waiting;
   int32_t n_preemptions = 0;
@@ -27,6 +28,12 @@ struct Sequence {
   int32_t n_tokens() const { return int32_t(tokens.size()); }
   int32_t n_generated() const { return n_tokens() - n_prompt; }
   int32_t n_pending() const { return n_tokens() - n_computed; }
+  // Blocks held in every group.
+  int32_t n_blocks_held() const {
+    int32_t n = 0;
+    for (const BlockTable& t : tables) n += t.live_blocks();
+    return n;
+  }
 };
 
 }  // namespace rf

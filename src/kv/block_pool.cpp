@@ -58,13 +58,22 @@ uint64_t BlockPool::chain_hash(uint64_t parent, std::span<const int32_t> tokens)
   return h == 0 ? 1 : h;  // 0 means "no hash"
 }
 
-std::optional<int32_t> BlockPool::lookup(uint64_t hash) {
-  ++queries_;
-  auto it = by_hash_.find(hash);
+uint64_t BlockPool::group_key(uint64_t hash, int32_t group) {
+  if (group == 0) return hash;
+  const uint64_t k = splitmix64(hash ^ (0x9e3779b97f4a7c15ull * uint64_t(uint32_t(group))));
+  return k == 0 ? 1 : k;
+}
+
+std::optional<int32_t> BlockPool::find(uint64_t key) const {
+  auto it = by_hash_.find(key);
   if (it == by_hash_.end()) return std::nullopt;
-  ++hits_;
-  retain(it->second);
   return it->second;
+}
+
+std::optional<int32_t> BlockPool::lookup(uint64_t key) {
+  const auto b = find(key);
+  if (b) retain(*b);
+  return b;
 }
 
 void BlockPool::set_hash(int32_t b, uint64_t hash) {

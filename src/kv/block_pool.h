@@ -2,7 +2,9 @@
 // device memory here). Blocks are ref-counted; a full block can carry the
 // chained hash of its tokens (prefix caching) so later sequences with the
 // same prefix share it. Freed blocks with a hash stay cached and are evicted
-// least-recently-freed first, after the free blocks without one.
+// least-recently-freed first, after the free blocks without one. With
+// several KV groups (kv/group_layout.h) the same tokens are different
+// content in each group: the cache is keyed by group_key(hash, group).
 // Not thread-safe: owned by the engine thread.
 #pragma once
 
@@ -34,16 +36,16 @@ class BlockPool {
 
   // Prefix cache. The hash of a full block chains its parent's hash.
   static uint64_t chain_hash(uint64_t parent, std::span<const int32_t> tokens);
-  // A block holding exactly these tokens after this prefix, retained for the
-  // caller; nullopt when not cached.
-  std::optional<int32_t> lookup(uint64_t hash);
-  // Marks a (full, just computed) block as holding content `hash`.
-  void set_hash(int32_t block, uint64_t hash);
+  // The cache key of a block with this chain hash in KV group `group`
+  // (group 0: the hash itself).
+  static uint64_t group_key(uint64_t hash, int32_t group);
+  // The block cached under `key`, not retained; nullopt when not cached.
+  std::optional<int32_t> find(uint64_t key) const;
+  // find(), retained for the caller.
+  std::optional<int32_t> lookup(uint64_t key);
+  // Marks a (full, just computed) block as holding content `key`.
+  void set_hash(int32_t block, uint64_t key);
   void clear_cache();  // forgets every hash (e.g. after the weights change)
-
-  // Counters for metrics.
-  uint64_t hits() const { return hits_; }
-  uint64_t queries() const { return queries_; }
 
  private:
   void forget_hash(int32_t block);
@@ -56,7 +58,6 @@ class BlockPool {
   std::vector<std::list<int32_t>::iterator> lru_pos_;
   std::vector<uint8_t> in_lru_;
   std::unordered_map<uint64_t, int32_t> by_hash_;
-  uint64_t hits_ = 0, queries_ = 0;
 };
 
 }  // namespace rf

@@ -20,14 +20,15 @@ size_t budget_bytes(const KVGeometry& g, const KVBudget& b) {
   }
   RF_CHECK(b.max_seqs > 0 && b.max_model_len > 0, "KV budget: no block count, bytes or utilization, and no ",
            "sequence count and context to size it by");
-  const size_t blocks_per_seq = size_t((b.max_model_len + g.block_size - 1) / g.block_size);
+  const size_t blocks_per_seq = size_t(g.groups.max_blocks_per_sequence(b.max_model_len, g.block_size, b.max_chunk));
   return std::min(size_t(b.max_seqs) * blocks_per_seq * g.bytes_per_block(), kHostDefaultMaxBytes);
 }
 
 }  // namespace
 
 KVMemoryPlan::KVMemoryPlan(const KVGeometry& g, const KVBudget& budget) : geometry_(g) {
-  RF_CHECK(g.n_layer > 0 && g.row_bytes > 0, "KV geometry: ", g.n_layer, " layers of ", g.row_bytes, "-byte rows");
+  RF_CHECK(g.group_size() > 0 && g.row_bytes > 0, "KV geometry: groups of ", g.group_size(), " layers of ", g.row_bytes,
+           "-byte rows");
   RF_CHECK(g.block_size > 0 && g.block_size <= 1024, "KV block size ", g.block_size, " is not in [1, 1024]");
   if (budget.num_blocks > 0) {
     num_blocks_ = budget.num_blocks;

@@ -1,28 +1,38 @@
 // KV memory plan: the one place that decides how large the paged KV cache is
-// and how its memory is laid out. Geometry (layers, bytes of one token's K or
-// V row, block size) and a budget go in; the number of blocks and the byte
-// offsets of every layer's K and V arrays come out. The engine sizes its
-// cache with it and the device memory (model/kv_cache) is carved by it.
+// and how its memory is laid out. Geometry (the KV group layout, bytes of
+// one token's K or V row, block size) and a budget go in; the number of
+// blocks and the byte offsets of the K and V arrays come out. One block
+// holds block_size tokens of the g layers of one KV group
+// (kv/group_layout.h), so there are 2 * g arrays of [num_blocks *
+// block_size slots] rows, and layer il uses the pair index_in_group(il)
+// with its group's block ids (a single group of every layer: one pair per
+// layer, as without groups). The engine sizes its cache with it and the
+// device memory (model/kv_cache) is carved by it.
 // Pure arithmetic: no device memory here.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "kv/group_layout.h"
+
 namespace rf {
 
 struct KVGeometry {
-  int32_t n_layer = 0;
+  KVGroupLayout groups;
   size_t row_bytes = 0;  // one token's K (or V) row of one layer: n_kv_heads * head_dim elements
   int32_t block_size = 0;
 
-  size_t bytes_per_block() const { return 2 * size_t(n_layer) * size_t(block_size) * row_bytes; }
+  int32_t group_size() const { return groups.group_size(); }
+  size_t bytes_per_block() const { return 2 * size_t(group_size()) * size_t(block_size) * row_bytes; }
 };
 
 // Where the blocks come from, first match wins: an explicit block count; an
 // explicit byte budget; a share of device memory (total * utilization, less
 // what is already allocated and a reserve for graphs and library state);
-// else a host default of max_seqs full contexts, at most 4 GiB.
+// else a host default of max_seqs full contexts, at most 4 GiB (a full
+// context: KVGroupLayout::max_blocks_per_sequence of max_model_len tokens
+// in chunks of max_chunk).
 struct KVBudget {
   int32_t num_blocks = 0;
   size_t kv_bytes = 0;
@@ -31,6 +41,7 @@ struct KVBudget {
   size_t device_used = 0;
   int32_t max_seqs = 0;
   int32_t max_model_len = 0;
+  int32_t max_chunk = 0;  // tokens per step (0: max_model_len)
 };
 
 inline constexpr size_t kDeviceReserveBytes = size_t(512) << 20;  // CUDA graphs, library workspaces
@@ -44,11 +55,12 @@ class KVMemoryPlan {
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return geometry_.block_size; }
   const KVGeometry& geometry() const { return geometry_; }
-  // One layer's K or V array: [num_blocks * block_size slots] rows.
+  // One K or V array: [num_blocks * block_size slots] rows.
   size_t array_bytes() const { return size_t(num_blocks_) * size_t(geometry_.block_size) * geometry_.row_bytes; }
-  size_t total_bytes() const { return 2 * size_t(geometry_.n_layer) * array_bytes(); }
-  size_t k_offset(int32_t layer) const { return 2 * size_t(layer) * array_bytes(); }
-  size_t v_offset(int32_t layer) const { return (2 * size_t(layer) + 1) * array_bytes(); }
+  size_t total_bytes() const { return 2 * size_t(geometry_.group_size()) * array_bytes(); }
+  // The arrays of index j within a group (KVGroupLayout::index_in_group).
+  size_t k_offset(int32_t j) const { return 2 * size_t(j) * array_bytes(); }
+  size_t v_offset(int32_t j) const { return (2 * size_t(j) + 1) * array_bytes(); }
 
  private:
   KVGeometry geometry_;

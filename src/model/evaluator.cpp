@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "kv/block_table.h"
 
 namespace rf {
 
@@ -21,10 +22,14 @@ Evaluator::Evaluator(const Model& model, Backend& backend, const EvalOptions& op
   lim.max_logits = 1;
   lim.max_blocks_per_seq = n_blocks;
   tf_ = std::make_unique<Transformer>(c, model.weights(), backend, lim);
+  const KVGeometry geometry = kv_geometry(c, backend.kv_type(), options.block_size);
+  const int32_t n_groups = geometry.groups.n_groups();
   KVBudget budget;
-  budget.num_blocks = n_blocks;
-  kv_ = std::make_unique<KVCache>(backend, c, KVMemoryPlan(kv_geometry(c, backend.kv_type(), options.block_size), budget));
-  for (int32_t b = 0; b < n_blocks; ++b) blocks_.push_back(b);
+  budget.num_blocks = n_blocks * n_groups;
+  kv_ = std::make_unique<KVCache>(backend, c, KVMemoryPlan(geometry, budget));
+  blocks_.resize(size_t(n_groups));
+  for (int32_t g = 0; g < n_groups; ++g)
+    for (int32_t b = 0; b < n_blocks; ++b) blocks_[size_t(g)].push_back(g * n_blocks + b);
   host_logits_.resize(size_t(c.n_vocab));
 }
 
@@ -41,10 +46,19 @@ EvalResult Evaluator::run(std::span<const int32_t> prompt, int32_t n_predict, st
   r.prompt_tokens.assign(prompt.begin(), prompt.end());
   std::vector<int32_t> tokens = r.prompt_tokens;
   Batch b;
+  const KVGroupLayout& groups = kv_->groups();
+  std::vector<std::vector<int32_t>> tables(blocks_.size());
+  std::vector<std::span<const int32_t>> spans(blocks_.size());
   // Feeds tokens[done, end) and returns the argmax of the last one's logits.
   auto step = [&](int32_t done, int32_t end) {
-    b.reset(options_.block_size, int32_t(blocks_.size()));
-    b.add_sequence(std::span<const int32_t>(tokens.data() + done, size_t(end - done)), done, blocks_, true);
+    b.reset(options_.block_size, int32_t(blocks_[0].size()), groups.n_groups());
+    for (size_t g = 0; g < blocks_.size(); ++g) {
+      tables[g] = blocks_[g];
+      const int32_t first = first_needed_block(groups.window(int32_t(g)), done, options_.block_size);
+      std::fill(tables[g].begin(), tables[g].begin() + first, kNullBlock);
+      spans[g] = tables[g];
+    }
+    b.add_sequence(std::span<const int32_t>(tokens.data() + done, size_t(end - done)), done, spans, true);
     const Tensor logits = tf_->forward(b, *kv_);
     backend_.copy_to_host(host_logits_.data(), logits.data, size_t(vocab) * sizeof(float));
     return int32_t(std::max_element(host_logits_.begin(), host_logits_.end()) - host_logits_.begin());

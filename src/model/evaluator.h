@@ -4,7 +4,11 @@
 // greedy_tokens, first_step_logits), so any engine's output can be diffed
 // against it. One sequence at a time over the model's own Transformer and a
 // paged KV cache of its own; the prompt goes in one batch (or in chunks of
-// `prefill_chunk` tokens), then one token per step.
+// `prefill_chunk` tokens), then one token per step. Each KV group has its
+// own blocks; a sliding-window group's table entries before the window of
+// the step's first token are null (kv/block_table.h), as the engine
+// leaves them after releasing them, so kernels that read them would fail
+// the golden checks.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +51,7 @@ class Evaluator {
   EvalOptions options_;
   std::unique_ptr<Transformer> tf_;
   std::unique_ptr<KVCache> kv_;
-  std::vector<int32_t> blocks_;
+  std::vector<std::vector<int32_t>> blocks_;  // [n_groups][blocks per sequence]
   std::vector<float> host_logits_;
 };
 

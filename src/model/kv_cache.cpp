@@ -1,27 +1,36 @@
-// KV cache memory: one allocation split into per-layer K and V arrays.
+// KV cache memory: one allocation split into the K and V arrays of the
+// group indices; each layer mapped to its pair.
 #include "model/kv_cache.h"
 
 #include "core/error.h"
 
 namespace rf {
 
+KVGroupLayout kv_group_layout(const ModelConfig& c) {
+  std::vector<int32_t> windows(size_t(c.n_layer), 0);
+  for (int32_t il = 0; il < c.n_layer; ++il) windows[size_t(il)] = c.is_swa(il) ? c.sliding_window : 0;
+  return KVGroupLayout(std::move(windows));
+}
+
 KVGeometry kv_geometry(const ModelConfig& c, DType type, int32_t block_size) {
-  return KVGeometry{c.n_layer, row_bytes(type, uint64_t(c.kv_dim())), block_size};
+  return KVGeometry{kv_group_layout(c), row_bytes(type, uint64_t(c.kv_dim())), block_size};
 }
 
 KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& plan)
-    : backend_(backend), num_blocks_(plan.num_blocks()), block_size_(plan.block_size()) {
+    : backend_(backend), groups_(plan.geometry().groups), num_blocks_(plan.num_blocks()),
+      block_size_(plan.block_size()) {
   const DType type = backend.kv_type();
   const KVGeometry want = kv_geometry(c, type, block_size_);
-  RF_CHECK(plan.geometry().n_layer == want.n_layer && plan.geometry().row_bytes == want.row_bytes,
+  RF_CHECK(groups_.n_layer() == c.n_layer && groups_.group_windows() == want.groups.group_windows() &&
+               groups_.group_size() == want.group_size() && plan.geometry().row_bytes == want.row_bytes,
            "KV cache: the memory plan was made for another model or element type");
   bytes_ = plan.total_bytes();
   memory_ = backend.alloc(bytes_, "KV cache");
   auto* base = static_cast<uint8_t*>(memory_);
   for (int32_t i = 0; i < c.n_layer; ++i) {
     KVLayer l;
-    l.k = base + plan.k_offset(i);
-    l.v = base + plan.v_offset(i);
+    l.k = base + plan.k_offset(groups_.index_in_group(i));
+    l.v = base + plan.v_offset(groups_.index_in_group(i));
     l.type = type;
     l.num_blocks = num_blocks_;
     l.block_size = block_size_;

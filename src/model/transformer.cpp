@@ -21,6 +21,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   limits_.n_heads = c_.n_head;
   limits_.head_dim = c_.head_dim;
   limits_.n_kv_heads = c_.n_head_kv;
+  limits_.kv_groups = kv_group_layout(c_).n_groups();
   auto elems = [](const Tensor& t) { return t.cols() * t.rows(); };
   limits_.max_weight_elems = std::max(elems(w_.tok_embd), elems(w_.output));
   for (const LayerWeights& l : w_.layers)
@@ -79,11 +80,13 @@ void Transformer::pad_for_graph(const Batch& b, int32_t bucket) {
     // A padding token: no KV write (slot -1), no attention (position -1).
     padded_.token_ids.push_back(0);
     padded_.positions.push_back(-1);
-    padded_.slot_mapping.push_back(-1);
     padded_.token_seq.push_back(i);
     padded_.seq_starts.push_back(padded_.seq_starts.back() + 1);
     padded_.context_lens.push_back(0);
-    padded_.block_tables.resize(padded_.block_tables.size() + size_t(b.max_blocks_per_seq), 0);
+    for (Batch::Group& g : padded_.groups) {
+      g.slot_mapping.push_back(-1);
+      g.block_tables.resize(g.block_tables.size() + size_t(b.max_blocks_per_seq), 0);
+    }
     padded_.logits_rows.push_back(i);
   }
 }
@@ -91,7 +94,7 @@ void Transformer::pad_for_graph(const Batch& b, int32_t bucket) {
 void Transformer::warmup(KVCache& kv) {
   if (!backend_.supports_graphs()) return;
   Batch empty;
-  empty.reset(kv.block_size(), limits_.max_blocks_per_seq);
+  empty.reset(kv.block_size(), limits_.max_blocks_per_seq, kv.groups().n_groups());
   for (int32_t bucket = 1; bucket <= std::min(limits_.max_seqs, limits_.max_logits);
        bucket = bucket < 8 ? bucket * 2 : bucket / 16 * 16 + 16) {
     pad_for_graph(empty, bucket);
@@ -108,6 +111,11 @@ Tensor Transformer::forward(const Batch& batch, KVCache& kv) {
   RF_CHECK(batch.n_logits() <= limits_.max_logits, "forward: ", batch.n_logits(), " logit rows (limit ",
            limits_.max_logits, ")");
   RF_CHECK(batch.block_size == kv.block_size(), "forward: batch block size differs from the cache's");
+  RF_CHECK(batch.n_groups() == kv.groups().n_groups() && batch.n_groups() == limits_.kv_groups, "forward: batch of ",
+           batch.n_groups(), " KV groups for a cache of ", kv.groups().n_groups());
+  // The reference backend checks every batch (cheap beside its forward
+  // pass); GPU steps skip it on the hot path.
+  if (backend_.device() == DeviceKind::CPU) batch.validate(kv.num_blocks(), kv.groups().group_windows());
   const int32_t nl = batch.n_logits();
   if (graph_eligible(batch)) {
     const int32_t bucket = graph_bucket(n);
@@ -179,7 +187,8 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
   backend_.rms_norm(x, w_.layers[0].attn_norm, c_.rms_eps, xn);
   for (int32_t il = 0; il < c_.n_layer; ++il) {
     const LayerWeights& l = w_.layers[size_t(il)];
-    const Tensor attn_out = attention_block(il, m, kv);
+    // The layer's slots and block tables are its KV group's.
+    const Tensor attn_out = attention_block(il, m.for_group(kv.groups().group_of(il)), kv);
     residual_and_norm(x, attn_out, l.post_attn_norm, l.ffn_norm, xn);
     const Tensor ffn_out = ffn_block(il, n);
     if (il + 1 < c_.n_layer) {

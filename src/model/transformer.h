@@ -2,6 +2,8 @@
 // (DESIGN.md step 4), written once against the Backend interface for every
 // family: ModelConfig's building blocks switch its optional steps on (biases,
 // q/k norms, post norms, GeGLU, soft-caps, sliding windows, embedding scale).
+// Each layer stores and reads its K/V through its KV group's slots and
+// block tables (kv/group_layout.h, StepMeta::for_group).
 // Owns the activation workspace, sized at construction for the largest step;
 // forward allocates nothing.
 #pragma once

@@ -1,7 +1,8 @@
 // CUDA RoPE + KV store, paged attention (mixed prefill/decode batches,
 // single pass and split-K, head sizes 8/64/96/128/256, groups up to 16,
-// sliding windows and logit soft-capping) and sampling against the CPU
-// backend.
+// sliding windows — also with the blocks before each window released and
+// every unseen key NaN — and logit soft-capping) and sampling against the
+// CPU backend.
 #include <gtest/gtest.h>
 
 #include "gpu/gpu_test_util.h"
@@ -35,10 +36,12 @@ TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
   BackendLimits lim{512, 16, max_blocks, 16, 100, 1, sh.n_heads, sh.hd};
   gpu->reserve(lim);
   // Batches: a prefill chunk + decodes (single pass), then decodes with long
-  // contexts (split-K).
+  // contexts (split-K), then prefill chunks late in their sequences (with a
+  // window, their first key tiles start inside released blocks).
   std::vector<std::vector<std::pair<int, int>>> cases = {
       {{40, 40}, {300, 1}, {17, 3}, {1, 1}},             // (context, new tokens)
       {{2000, 1}, {1500, 1}, {33, 1}, {2500, 1}},
+      {{600, 64}, {90, 20}, {300, 1}, {1, 1}},
   };
   for (const auto& seqs : cases) {
     Batch b;
@@ -70,6 +73,45 @@ TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
     EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go, size_t(n) * q_dim)), ref), 2e-3)
         << "hd " << sh.hd << " window " << sh.window << " softcap " << sh.softcap << ", case with " << seqs.size()
         << " sequences";
+    if (sh.window > 0) {
+      // As a sliding-window KV group leaves them: entries wholly before the
+      // window of each sequence's first new token released (-1), and every
+      // slot no query sees (released blocks, keys before a window) NaN, on
+      // both backends. Kernels must load neither (0 * NaN is NaN).
+      Batch r = b;
+      std::vector<uint8_t> seen(slots, 0);
+      std::vector<int> first_key(size_t(b.n_seqs()));
+      for (int sq = 0; sq < b.n_seqs(); ++sq) {
+        const int32_t* table = b.groups[0].block_tables.data() + size_t(sq) * max_blocks;
+        first_key[size_t(sq)] = std::max(0, b.positions[size_t(b.seq_starts[size_t(sq)])] - sh.window + 1);
+        for (int p = first_key[size_t(sq)]; p < b.context_lens[size_t(sq)]; ++p)
+          seen[size_t(table[p / bs]) * bs + p % bs] = 1;
+        for (int i = 0; (i + 1) * bs <= first_key[size_t(sq)]; ++i)
+          r.groups[0].block_tables[size_t(sq) * max_blocks + i] = -1;
+      }
+      auto kp = kc, vp = vc;
+      for (size_t sl = 0; sl < slots; ++sl)
+        if (!seen[sl]) {
+          std::fill_n(kp.begin() + long(sl * kv_dim), kv_dim, NAN);
+          std::fill_n(vp.begin() + long(sl * kv_dim), kv_dim, NAN);
+        }
+      const int32_t windows[1] = {sh.window};
+      r.validate(num_blocks, windows);
+      KVLayer pc{kp.data(), vp.data(), DType::F32, num_blocks, bs, sh.n_kv, sh.hd};
+      KVLayer pg{test::upload(*gpu, test::to_f16(kp)), test::upload(*gpu, test::to_f16(vp)), DType::F16, num_blocks,
+                 bs, sh.n_kv, sh.hd};
+      std::vector<float> pref(size_t(n) * q_dim);
+      Tensor po = make_tensor(pref.data(), DType::F32, q_dim, n);
+      cpu.attention_ext(cq, pc, cpu.upload_step(r), ap, po);
+      EXPECT_LT(rel_l2(pref, ref), 1e-6) << "the CPU read a released or masked key";
+      gpu->attention_ext(tq, pg, gpu->upload_step(r), ap, to);
+      const auto got = test::from_f16(test::download<uint16_t>(*gpu, go, size_t(n) * q_dim));
+      for (float x : got) ASSERT_TRUE(std::isfinite(x)) << "hd " << sh.hd << " window " << sh.window
+                                                        << ": a released or masked key was loaded";
+      EXPECT_LT(rel_l2(got, ref), 2e-3) << "hd " << sh.hd << " window " << sh.window << " with released blocks";
+      gpu->free(pg.k);
+      gpu->free(pg.v);
+    }
     gpu->free(gq);
     gpu->free(go);
   }

@@ -104,16 +104,21 @@ TEST_P(CudaEngineBatch, GreedyAloneEqualsAmong32) {
     lens.push_back(1 + int32_t(rng() % 64));
   }
 
+  // Blocks for the longest request (124 tokens) alone: 8, or more where
+  // sliding-window KV groups split the layers over several blocks.
+  const int32_t one = int32_t(kv_group_layout(model->config()).max_blocks_per_sequence(124, 16, 256));
   std::vector<test::Output> alone;
   {
-    auto engine = std::make_unique<Engine>(*model, *tok, *gpu, test::config(16, 16, 256, 1, false));
+    auto engine = std::make_unique<Engine>(*model, *tok, *gpu, test::config(std::max(16, one), 16, 256, 1, false));
     for (size_t i = 0; i < prompts.size(); ++i)
       alone.push_back(test::run_one(*engine, greedy_req(prompts[i], lens[i], true)));
     test::expect_idle(*engine);
   }
-  // 48 blocks of 16 for 33 requests of up to 124 tokens: preemption; 128
-  // tokens per step: chunked prefill beside decode tokens.
-  auto engine = std::make_unique<Engine>(*model, *tok, *gpu, test::config(48, 16, 128, 64, true));
+  // 48 blocks of 16 (at least the longest request's and 8 more) for 33
+  // requests of up to 124 tokens: preemption; 128 tokens per step: chunked
+  // prefill beside decode tokens.
+  auto engine =
+      std::make_unique<Engine>(*model, *tok, *gpu, test::config(std::max(48, one + 8), 16, 128, 64, true));
   std::vector<Request> reqs;
   for (size_t i = 0; i < prompts.size(); ++i) reqs.push_back(greedy_req(prompts[i], lens[i], false));
   const auto batched = test::run_all(*engine, reqs);
@@ -221,6 +226,64 @@ TEST(CudaEngineLogits, SyntheticAloneVsBatchOf32) {
     runner.release(s);
   }
   EXPECT_EQ(runner.pool().num_free(), runner.pool().num_blocks());
+}
+
+// Sliding-window KV groups on the GPU (synthetic tiny-gemma3: window 16,
+// 16-token blocks): three 240-token generations at once, prompts in chunks
+// of 8, under a cache too small for every layer's full context (window
+// blocks released and reused as the windows move, the kernels given tables
+// with released entries), equal each one alone with room to spare and the
+// whole prompt in one step, and that equals a run that keeps every block
+// (test::ModelRunner) — up to near-ties.
+TEST(CudaEngineWindow, LongGenerationsWithWindowGroups) {
+  RF_REQUIRE_GPU();
+  TempModel tm("tiny-gemma3", "f16", 11);
+  auto gpu = test::make_gpu();
+  auto model = Model::load(tm.path(), *gpu, false);
+  auto tok = Tokenizer::from_gguf(model->file());
+  const KVGroupLayout groups = kv_group_layout(model->config());
+  ASSERT_EQ(groups.group_windows(), (std::vector<int32_t>{16, 16, 0}));
+  std::mt19937 rng(31);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int n : {40, 7, 90}) {
+    std::vector<int32_t> p;
+    for (int i = 0; i < n; ++i) p.push_back(3 + int32_t(rng() % 1000));
+    prompts.push_back(p);
+  }
+  const int32_t n_new = 240;
+  std::vector<test::Output> alone;
+  {
+    auto engine = std::make_unique<Engine>(*model, *tok, *gpu, test::config(200, 16, 256, 1, false));
+    for (const auto& p : prompts) alone.push_back(test::run_one(*engine, greedy_req(p, n_new, true)));
+    test::expect_idle(*engine);
+  }
+  // Enough for the three with window groups, far from enough without them.
+  int32_t need = 0;
+  for (const auto& p : prompts) need += int32_t(groups.max_blocks_per_sequence(int32_t(p.size()) + n_new, 16, 8));
+  int32_t without = 0;
+  for (const auto& p : prompts) without += 3 * ((int32_t(p.size()) + n_new + 15) / 16);
+  ASSERT_LT(need, without / 2);
+  auto engine = std::make_unique<Engine>(*model, *tok, *gpu, test::config(need, 16, 8, 4, true));
+  std::vector<Request> reqs;
+  for (const auto& p : prompts) reqs.push_back(greedy_req(p, n_new, false));
+  const auto together = test::run_all(*engine, reqs);
+  EXPECT_EQ(engine->metrics().preemptions.load(), 0u);
+  EXPECT_GT(engine->metrics().kv_window_releases.load(), 3u * 2 * 10);
+  int near_ties = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(together[i].tokens.size(), size_t(n_new));
+    EXPECT_TRUE(same_up_to_near_tie(alone[i], together[i], 1e-2, &near_ties)) << "request " << i;
+  }
+  test::expect_idle(*engine);
+  engine.reset();
+  // Every block kept, nothing released.
+  test::ModelRunner runner(tm.path(), *gpu, 256, 1, 32, 16);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    test::Output kept;
+    kept.tokens = runner.greedy(prompts[i], n_new, -1);
+    EXPECT_TRUE(same_up_to_near_tie(alone[i], kept, 1e-2, &near_ties)) << "request " << i << " vs every block kept";
+  }
+  EXPECT_LE(near_ties, 3);
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ TEST(CudaOps, NormEmbedSwigluAddGather) {
   BackendLimits lim{64, 8, 4, 8, 1000, 1 << 20, 8, 64};
   gpu->reserve(lim);
   b.max_blocks_per_seq = 4;
-  b.block_tables.resize(4, 0);
+  b.groups[0].block_tables.resize(4, 0);
   StepMeta gm = gpu->upload_step(b);
   std::vector<float> emb_ref(size_t(n) * 256);
   Tensor ct = make_tensor(tq.data(), DType::Q6_K, 256, vocab), ce = make_tensor(emb_ref.data(), DType::F32, 256, n);

@@ -1,6 +1,8 @@
 // Test helper: runs a model through the engine's own pieces (Transformer,
 // KVCache, BlockPool, Batch) without the scheduler, for one or several
-// sequences at once — the model tier of the tests.
+// sequences at once — the model tier of the tests. A sequence holds every
+// block of its context in each KV group (nothing is released as sliding
+// windows move): `num_blocks` per group.
 #pragma once
 
 #include <memory>
@@ -19,15 +21,18 @@ class ModelRunner {
  public:
   ModelRunner(const std::string& path, Backend& backend, int32_t max_tokens = 256, int32_t max_seqs = 8,
               int32_t num_blocks = 256, int32_t block_size = 16)
-      : backend_(backend), model_(Model::load(path, backend, false)), pool_(num_blocks, block_size) {
+      : backend_(backend),
+        model_(Model::load(path, backend, false)),
+        groups_(kv_group_layout(model_->config())),
+        pool_(num_blocks * groups_.n_groups(), block_size) {
     BackendLimits lim;
     lim.max_tokens = max_tokens;
     lim.max_seqs = max_seqs;
     lim.max_logits = max_seqs;
-    lim.max_blocks_per_seq = num_blocks;
+    lim.max_blocks_per_seq = max_blocks_ = num_blocks;
     tf_ = std::make_unique<Transformer>(model_->config(), model_->weights(), backend, lim);
     KVBudget budget;
-    budget.num_blocks = num_blocks;
+    budget.num_blocks = pool_.num_blocks();
     kv_ = std::make_unique<KVCache>(backend, model_->config(),
                                     KVMemoryPlan(kv_geometry(model_->config(), backend.kv_type(), block_size), budget));
   }
@@ -39,7 +44,7 @@ class ModelRunner {
 
   struct Seq {
     std::vector<int32_t> tokens;  // all tokens fed so far
-    std::vector<int32_t> blocks;
+    std::vector<std::vector<int32_t>> blocks;  // per KV group
     int32_t n_done = 0;
   };
 
@@ -47,12 +52,17 @@ class ModelRunner {
   // returns the logits after each sequence's last token, [n_seqs][vocab].
   std::vector<std::vector<float>> step(std::vector<Seq*> seqs) {
     Batch b;
-    b.reset(pool_.block_size(), pool_.num_blocks());
+    b.reset(pool_.block_size(), max_blocks_, groups_.n_groups());
     for (Seq* s : seqs) {
       const int32_t end = int32_t(s->tokens.size());
-      while (int32_t(s->blocks.size()) * pool_.block_size() < end) s->blocks.push_back(pool_.allocate());
+      s->blocks.resize(size_t(groups_.n_groups()));
+      std::vector<std::span<const int32_t>> tables;
+      for (auto& blocks : s->blocks) {
+        while (int32_t(blocks.size()) * pool_.block_size() < end) blocks.push_back(pool_.allocate());
+        tables.emplace_back(blocks);
+      }
       b.add_sequence(std::span<const int32_t>(s->tokens.data() + s->n_done, size_t(end - s->n_done)), s->n_done,
-                     s->blocks, true);
+                     tables, true);
       s->n_done = end;
     }
     Tensor logits = tf_->forward(b, *kv_);
@@ -64,7 +74,8 @@ class ModelRunner {
   }
 
   void release(Seq& s) {
-    for (int32_t b : s.blocks) pool_.release(b);
+    for (auto& blocks : s.blocks)
+      for (int32_t b : blocks) pool_.release(b);
     s.blocks.clear();
   }
 
@@ -98,7 +109,9 @@ class ModelRunner {
  private:
   Backend& backend_;
   std::unique_ptr<Model> model_;
+  KVGroupLayout groups_;
   BlockPool pool_;
+  int32_t max_blocks_ = 0;
   std::unique_ptr<Transformer> tf_;
   std::unique_ptr<KVCache> kv_;
 };

@@ -212,6 +212,30 @@ TEST_P(CpuAttentionExt, MatchesDenseReference) {
     }
   }
   EXPECT_LT(max_rel(out, want), 1e-6) << ac.name;
+  if (ac.window > 0) {
+    // As a sliding-window KV group leaves them: table entries wholly before
+    // the window of a sequence's first new token released (-1), their
+    // blocks and the keys before the window poisoned with NaN (another
+    // sequence's data, uninitialized memory). Same result.
+    Batch r = b;
+    for (int s = 0; s < r.n_seqs(); ++s) {
+      const int first_key = std::max(0, r.positions[size_t(r.seq_starts[size_t(s)])] - ac.window + 1);
+      for (int p = 0; p < first_key; ++p) {
+        const int slot = seqs[size_t(s)].blocks[size_t(p / bs)] * bs + p % bs;
+        std::fill_n(kc.begin() + slot * kv_dim, kv_dim, NAN);
+        std::fill_n(vc.begin() + slot * kv_dim, kv_dim, NAN);
+      }
+      for (int i = 0; (i + 1) * bs <= first_key; ++i) r.groups[0].block_tables[size_t(s * 8 + i)] = -1;
+    }
+    const int32_t windows[1] = {ac.window};
+    r.validate(num_blocks, windows);
+    StepMeta rm = be.upload_step(r);
+    std::vector<float> out2(q.size(), NAN);
+    Tensor to2 = make_tensor(out2.data(), DType::F32, n_heads * hd, n_tok);
+    be.attention_ext(tq, cache, rm, ap, to2);
+    for (float x : out2) ASSERT_TRUE(std::isfinite(x)) << ac.name << ": a released or masked key was read";
+    EXPECT_LT(max_rel(out2, want), 1e-6) << ac.name;
+  }
   // The plain op refuses what only attention_ext does.
   if (ac.window > 0 || ac.softcap > 0) {
     EXPECT_THROW(be.attention(tq, cache, m, ap, to), Error);
@@ -224,6 +248,45 @@ INSTANTIATE_TEST_SUITE_P(Variants, CpuAttentionExt,
                                            AttnCase{"window_softcap", 8, 2.0f, 1.0f / std::sqrt(32.0f)},
                                            AttnCase{"window_1", 1, 0.0f, 0.25f}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Batch::validate: released (negative) block-table entries only in
+// sliding-window groups and wholly before the window of the sequence's
+// first new token; slots inside the tables.
+TEST(BatchValidate, ReleasedEntriesOnlyBeforeTheWindow) {
+  Batch b;
+  b.reset(4, 8, 2);  // group 0: window 6; group 1: full attention
+  const std::vector<int32_t> toks = {1, 1};
+  const std::vector<int32_t> win = {-1, -1, 7, 8, 9}, full = {0, 1, 2, 3, 4};
+  const std::span<const int32_t> tables[2] = {win, full};
+  b.add_sequence(toks, 17, tables, true);  // positions 17, 18: keys from 12 (block 3) on
+  const int32_t windows[2] = {6, 0};
+  EXPECT_NO_THROW(b.validate(16, windows));
+  Batch more = b;
+  more.groups[0].block_tables[2] = -1;  // block 2 (keys 8-11) lies before the window of 17 (keys from 12)...
+  EXPECT_NO_THROW(more.validate(16, windows));
+  const int32_t wider[2] = {10, 0};
+  EXPECT_THROW(more.validate(16, wider), Error);  // ... but not before a window of 10 (keys from 8)
+  Batch in_window = b;
+  in_window.groups[0].block_tables[3] = -1;  // keys 12-15: inside the window
+  EXPECT_THROW(in_window.validate(16, windows), Error);
+  Batch in_full = b;
+  in_full.groups[1].block_tables[0] = -1;  // a full group reads every block
+  EXPECT_THROW(in_full.validate(16, windows), Error);
+  Batch bad_slot = b;
+  bad_slot.groups[0].slot_mapping[0] = 0;  // not the table's block for position 17
+  EXPECT_THROW(bad_slot.validate(16, windows), Error);
+  Batch out_of_range = b;
+  out_of_range.groups[1].block_tables[1] = 16;
+  EXPECT_THROW(out_of_range.validate(16, windows), Error);
+  const int32_t one[1] = {0};
+  EXPECT_THROW(b.validate(16, one), Error);  // a window per group
+  // A new token's own block must be held.
+  Batch c;
+  c.reset(4, 8, 2);
+  const std::vector<int32_t> no_block = {-1, -1, -1, -1, -1};
+  const std::span<const int32_t> bad[2] = {no_block, full};
+  EXPECT_THROW(c.add_sequence(toks, 17, bad, true), Error);
+}
 
 // A backend without these ops names the op and itself.
 class MinimalBackend final : public Backend {

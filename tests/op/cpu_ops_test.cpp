@@ -196,7 +196,7 @@ TEST_P(CpuRope, MatchesReferenceAndStoresKv) {
   const std::vector<int32_t> toks(n_tok, 1), blocks = {3, 1, 0, 2};
   b.add_sequence(toks, 0, blocks, false);
   b.positions = {1000, 1001, 1002, 1003, 1004};  // far positions: angles must stay exact
-  b.slot_mapping = {13, 5, 0, 9, -1};            // scattered slots; -1 is not stored
+  b.groups[0].slot_mapping = {13, 5, 0, 9, -1};  // scattered slots; -1 is not stored
   StepMeta m = be.upload_step(b);
   Tensor tq = make_tensor(q.data(), DType::F32, n_heads * hd, n_tok), tk = make_tensor(k.data(), DType::F32, n_kv * hd, n_tok),
          tv = make_tensor(v.data(), DType::F32, n_kv * hd, n_tok);
@@ -210,7 +210,7 @@ TEST_P(CpuRope, MatchesReferenceAndStoresKv) {
     std::vector<float> gk(k.begin() + t * n_kv * hd, k.begin() + (t + 1) * n_kv * hd);
     EXPECT_LT(rel_err(gq, rq), 1e-6) << rc.name << " token " << t;
     EXPECT_LT(rel_err(gk, rk), 1e-6) << rc.name << " token " << t;
-    const int slot = b.slot_mapping[size_t(t)];
+    const int slot = b.groups[0].slot_mapping[size_t(t)];
     if (slot < 0) continue;
     for (int i = 0; i < n_kv * hd; ++i) {
       ASSERT_EQ(kc[size_t(slot) * n_kv * hd + i], k[size_t(t) * n_kv * hd + i]);

@@ -71,9 +71,12 @@ TEST_P(EngineFamily, GoldenTokensAloneAndUnderPreemption) {
   }
   for (size_t i = 0; i < golden.size(); ++i) EXPECT_EQ(alone[i].tokens, golden[i].greedy) << arch << " prompt " << i;
 
-  // 12 blocks of 8 tokens for 16 requests of up to 64 tokens; 16 tokens per
-  // step, so prompts are chunked beside decode tokens.
-  Engine engine(*model, *tok, backend, config(12, 8, 16, 16, true));
+  // Blocks of 8 tokens for 16 requests of up to 64 tokens: what one such
+  // request needs (Llama-like: 8; with sliding-window KV groups their
+  // window's blocks besides) and 4 more; 16 tokens per step, so prompts are
+  // chunked beside decode tokens.
+  const int32_t num_blocks = int32_t(kv_group_layout(model->config()).max_blocks_per_sequence(64, 8, 16)) + 4;
+  Engine engine(*model, *tok, backend, config(num_blocks, 8, 16, 16, true));
   const auto together = test::run_all(engine, reqs);
   EXPECT_GT(engine.metrics().preemptions.load(), 0u) << arch;
   EXPECT_GT(engine.metrics().prefix_cache_hit_tokens.load(), 0u) << arch;

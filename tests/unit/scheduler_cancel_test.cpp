@@ -83,9 +83,9 @@ TEST(SchedulerCancel, HolderOfSharedPrefixBlocks) {
   Sequence* b = sim.add(p, 6);
   sim.step();
   EXPECT_EQ(sim.entry(b).n_cached, 8);
-  EXPECT_EQ(sim.pool().ref_count(a->table.blocks[0]), 2);
+  EXPECT_EQ(sim.pool().ref_count(a->tables[0].blocks[0]), 2);
   sim.cancel(a);  // the original owner goes; B keeps the shared blocks
-  EXPECT_EQ(sim.pool().ref_count(b->table.blocks[0]), 1);
+  EXPECT_EQ(sim.pool().ref_count(b->tables[0].blocks[0]), 1);
   sim.run();
   EXPECT_EQ(b->n_generated(), 6);
   sim.expect_reference_outputs();

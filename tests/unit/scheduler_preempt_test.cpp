@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "kv/group_layout.h"
 #include "unit/scheduler_sim.h"
 
 namespace rf {
@@ -41,7 +42,7 @@ void three_way_pressure(bool prefix_caching) {
   EXPECT_EQ(c->n_preemptions, 1);  // the newest, not A or B
   EXPECT_EQ(a->n_preemptions + b->n_preemptions, 0);
   EXPECT_EQ(c->status, SeqStatus::Waiting);
-  EXPECT_TRUE(c->table.blocks.empty());
+  EXPECT_TRUE(c->tables[0].blocks.empty());
   EXPECT_EQ(c->n_computed, 0);
   EXPECT_EQ(c->n_tokens(), 13);  // generated tokens are kept
   EXPECT_EQ(sim.sched().num_waiting(), 2u);  // C, re-queued ahead of D
@@ -122,16 +123,30 @@ TEST(SchedulerPreempt, PreemptsMidPrefill) {
 
 // Random workloads under KV pressure: every sequence completes with its
 // reference output (no starvation, no corruption), within a step bound.
-TEST(SchedulerPreempt, NoStarvationUnderPressure) {
-  uint64_t total_preemptions = 0, total_hits = 0;
+// With sliding windows: random KV group layouts (window groups of windows
+// 1..12 beside a full group, or window groups only), sequences up to the
+// longest one the pool holds alone.
+void pressure_workloads(bool windows) {
+  uint64_t total_preemptions = 0, total_hits = 0, total_window_releases = 0;
   for (uint32_t seed = 1; seed <= 60; ++seed) {
     std::mt19937 rng(seed);
     auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
     const int32_t bs = uni(1, 3) * 2;
     const int32_t num_blocks = uni(6, 16);
-    const int32_t cap = num_blocks * bs;
     const bool prefix = seed % 2 == 0;
     SchedulerConfig cfg{uni(1, 8), uni(1, 24), prefix};
+    int32_t cap = num_blocks * bs;
+    if (windows) {
+      std::vector<int32_t> layer_windows;
+      const int kind = uni(0, 2);  // window + full, two windows + full, window only
+      layer_windows.push_back(uni(1, 12));
+      if (kind == 1) layer_windows.push_back(uni(1, 12));
+      if (kind < 2) layer_windows.push_back(0);
+      const KVGroupLayout layout(layer_windows);
+      cfg.group_windows = layout.group_windows();
+      cap = std::min(layout.max_tokens_for_blocks(num_blocks, bs, cfg.max_num_batched_tokens), 4 * num_blocks * bs);
+      if (cap < 4) continue;  // the pool is too small for this layout
+    }
     SchedSim sim(cfg, num_blocks, bs);
     // A few shared prefixes so the prefix cache is exercised.
     std::vector<std::vector<int32_t>> bases;
@@ -163,11 +178,18 @@ TEST(SchedulerPreempt, NoStarvationUnderPressure) {
     sim.expect_reference_outputs();
     sim.expect_all_free();
     total_preemptions += sim.sched().num_preemptions();
-    total_hits += sim.pool().hits();
+    total_hits += sim.prefix_hits();
+    total_window_releases += sim.sched().num_window_releases();
   }
   EXPECT_GT(total_preemptions, 50u);  // the workloads did exercise preemption
   EXPECT_GT(total_hits, 50u);         // and prefix hits
+  if (windows) {
+    EXPECT_GT(total_window_releases, 100u);  // and windows moving
+  }
 }
+
+TEST(SchedulerPreempt, NoStarvationUnderPressure) { pressure_workloads(false); }
+TEST(SchedulerPreempt, NoStarvationUnderPressureWithSlidingWindows) { pressure_workloads(true); }
 
 }  // namespace
 }  // namespace rf

@@ -34,7 +34,7 @@ TEST(SchedulerPrefix, HitsSkipCachedFullBlocks) {
   Sequence* a = sim.add(pa, 2);
   const auto s0 = sim.step();
   ASSERT_EQ(s0.size(), 1u);
-  const std::vector<int32_t> a_blocks = a->table.blocks;
+  const std::vector<int32_t> a_blocks = a->tables[0].blocks;
   sim.run();
   // A's prompt is done: blocks 0 and 1 (positions 0-7) are full and cached.
   EXPECT_EQ(sim.pool().num_cached_free(), 2);
@@ -46,8 +46,8 @@ TEST(SchedulerPrefix, HitsSkipCachedFullBlocks) {
   EXPECT_EQ(sb[0].start, 8);
   EXPECT_EQ(sb[0].n_new, 3);
   EXPECT_EQ(sim.entry(b).n_cached, 8);
-  EXPECT_EQ(b->table.blocks[0], a_blocks[0]);
-  EXPECT_EQ(b->table.blocks[1], a_blocks[1]);
+  EXPECT_EQ(b->tables[0].blocks[0], a_blocks[0]);
+  EXPECT_EQ(b->tables[0].blocks[1], a_blocks[1]);
   sim.run();
 
   // C is exactly A's first 8 tokens: a hit may not cover its last token,
@@ -108,13 +108,13 @@ TEST(SchedulerPrefix, SharingWithARunningSequence) {
   EXPECT_EQ(s[2].seq, g);
   EXPECT_EQ(s[2].start, 8);
   for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(f->table.blocks[size_t(i)], e->table.blocks[size_t(i)]);
-    EXPECT_EQ(g->table.blocks[size_t(i)], e->table.blocks[size_t(i)]);
-    EXPECT_EQ(sim.pool().ref_count(e->table.blocks[size_t(i)]), 3);
+    EXPECT_EQ(f->tables[0].blocks[size_t(i)], e->tables[0].blocks[size_t(i)]);
+    EXPECT_EQ(g->tables[0].blocks[size_t(i)], e->tables[0].blocks[size_t(i)]);
+    EXPECT_EQ(sim.pool().ref_count(e->tables[0].blocks[size_t(i)]), 3);
   }
-  EXPECT_EQ(f->table.blocks[2], e->table.blocks[2]);
-  EXPECT_NE(g->table.blocks[2], e->table.blocks[2]);  // G writes its own 3rd block
-  EXPECT_EQ(sim.pool().ref_count(e->table.blocks[2]), 2);
+  EXPECT_EQ(f->tables[0].blocks[2], e->tables[0].blocks[2]);
+  EXPECT_NE(g->tables[0].blocks[2], e->tables[0].blocks[2]);  // G writes its own 3rd block
+  EXPECT_EQ(sim.pool().ref_count(e->tables[0].blocks[2]), 2);
   sim.run();
   sim.expect_reference_outputs();
   sim.expect_all_free();
@@ -128,7 +128,7 @@ TEST(SchedulerPrefix, SameStepDuplicatesComputeTwiceAndCacheOnce) {
   const auto s = sim.step();
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[1].start, 0);  // nothing was cached yet
-  EXPECT_NE(a->table.blocks[0], b->table.blocks[0]);
+  EXPECT_NE(a->tables[0].blocks[0], b->tables[0].blocks[0]);
   sim.run();
   // Only A's copies are registered; B's duplicates are plain free blocks.
   EXPECT_EQ(sim.pool().num_cached_free(), 2);

@@ -1,11 +1,13 @@
 // Test harness for the Scheduler without a model: a simulated paged KV
 // cache and a fake deterministic "model". Each step it writes (token,
-// position) into the KV slots of the scheduled tokens, checks that every
-// earlier position of a scheduled sequence already holds the right token
-// (so shared prefix blocks and recomputed blocks are verified), and for
-// entries with `sample` derives the next token from what it reads back
-// through the block table. The expected output of a sequence is the same
-// function applied to its own tokens, with no scheduler involved.
+// position, KV group) into the KV slots of the scheduled tokens in every
+// group, checks that every earlier position a scheduled query sees (all of
+// them in a full-attention group, the window in a sliding-window group)
+// already holds the right token (so shared prefix blocks and recomputed
+// blocks are verified), and for entries with `sample` derives the next
+// token from what the last query reads back through each group's block
+// table. The expected output of a sequence is the same function applied to
+// its own tokens, with no scheduler involved.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "engine/scheduler.h"
@@ -28,11 +31,28 @@ inline int32_t fake_next(const std::vector<int32_t>& ctx) {
   return int32_t(h % 997);
 }
 
+// The first position a query at `pos` sees in a group with this window.
+inline int32_t first_visible(int32_t window, int32_t pos) { return window > 0 ? std::max(0, pos - window + 1) : 0; }
+
+// What the fake model reads for the next token after `ctx`: each group's
+// visible tokens for the last query, groups separated by a marker (one
+// full group: ctx itself).
+inline std::vector<int32_t> visible_context(const std::vector<int32_t>& ctx, const std::vector<int32_t>& windows) {
+  std::vector<int32_t> v;
+  const int32_t last = int32_t(ctx.size()) - 1;
+  for (size_t g = 0; g < windows.size(); ++g) {
+    if (g > 0) v.push_back(-1 - int32_t(g));
+    v.insert(v.end(), ctx.begin() + first_visible(windows[g], last), ctx.end());
+  }
+  return v;
+}
+
 // The expected generated tokens of a prompt, computed directly.
-inline std::vector<int32_t> reference_output(std::vector<int32_t> tokens, int32_t n_new) {
+inline std::vector<int32_t> reference_output(std::vector<int32_t> tokens, int32_t n_new,
+                                             const std::vector<int32_t>& windows = {0}) {
   std::vector<int32_t> out;
   for (int32_t i = 0; i < n_new; ++i) {
-    out.push_back(fake_next(tokens));
+    out.push_back(fake_next(visible_context(tokens, windows)));
     tokens.push_back(out.back());
   }
   return out;
@@ -42,7 +62,10 @@ class SchedSim {
  public:
   SchedSim(SchedulerConfig cfg, int32_t num_blocks, int32_t block_size)
       : cfg_(cfg), pool_(num_blocks, block_size), sched_(cfg, pool_),
-        kv_(size_t(num_blocks) * size_t(block_size), {-1, -1}) {}
+        kv_(size_t(num_blocks) * size_t(block_size), {-1, -1, -1}) {}
+
+  int32_t n_groups() const { return int32_t(cfg_.group_windows.size()); }
+  int32_t window(int32_t g) const { return cfg_.group_windows[size_t(g)]; }
 
   BlockPool& pool() { return pool_; }
   Scheduler& sched() { return sched_; }
@@ -53,6 +76,9 @@ class SchedSim {
     bool done = false;
     int64_t first_step = -1, done_step = -1;
     int32_t n_cached = 0;  // seq->n_cached when last scheduled (finish() resets the sequence's)
+    // The most blocks held at once, after a step, in one window group and
+    // in one full group.
+    int32_t max_window_blocks = 0, max_full_blocks = 0;
   };
 
   Sequence* add(std::vector<int32_t> prompt, int32_t max_new) {
@@ -116,6 +142,8 @@ class SchedSim {
   }
   const Entry& entry(const Sequence* s) const { return *by_seq_.at(s); }
   int64_t steps() const { return steps_; }
+  // Admissions that took blocks from the prefix cache.
+  uint64_t prefix_hits() const { return prefix_hits_; }
 
   // Every finished (not cancelled) sequence generated its reference output.
   void expect_reference_outputs() const {
@@ -124,7 +152,7 @@ class SchedSim {
       if (s.n_generated() < e->max_new) continue;  // cancelled
       const std::vector<int32_t> prompt(s.tokens.begin(), s.tokens.begin() + s.n_prompt);
       const std::vector<int32_t> got(s.tokens.begin() + s.n_prompt, s.tokens.end());
-      EXPECT_EQ(got, reference_output(prompt, e->max_new)) << "sequence " << s.id;
+      EXPECT_EQ(got, reference_output(prompt, e->max_new, cfg_.group_windows)) << "sequence " << s.id;
     }
   }
 
@@ -150,6 +178,18 @@ class SchedSim {
       Entry& en = *by_seq_.at(e.seq);
       if (en.first_step < 0) en.first_step = steps_;
       en.n_cached = e.seq->n_cached;
+      if (e.start == e.seq->n_cached && e.seq->n_cached > 0) ++prefix_hits_;  // admitted with a hit
+    }
+    // Running sequences hold no window-group block before the window of
+    // their next query (released before anything was allocated).
+    for (const auto& en : entries_) {
+      const Sequence& s = *en->seq;
+      if (en->done || s.status != SeqStatus::Running) continue;
+      for (int32_t g = 0; g < n_groups(); ++g) {
+        const BlockTable& t = s.tables[size_t(g)];
+        const int32_t first = first_needed_block(window(g), s.n_computed, pool_.block_size());
+        EXPECT_GE(t.first_live, std::min(first, int32_t(t.blocks.size()))) << "sequence " << s.id << " group " << g;
+      }
     }
     EXPECT_LE(total, cfg_.max_num_batched_tokens);
     EXPECT_LE(int32_t(sched.size()), cfg_.max_num_seqs);
@@ -160,20 +200,36 @@ class SchedSim {
     Sequence& s = *e.seq;
     const int32_t bs = pool_.block_size();
     const int32_t end = e.start + e.n_new;
-    ASSERT_GE(int32_t(s.table.blocks.size()) * bs, end) << "block table too short";
-    auto slot = [&](int32_t p) { return size_t(s.table.blocks[size_t(p / bs)]) * size_t(bs) + size_t(p % bs); };
-    // Context computed earlier (by this sequence, or shared from the cache).
-    for (int32_t p = 0; p < e.start; ++p)
-      ASSERT_EQ(kv_[slot(p)], std::make_pair(s.tokens[size_t(p)], p)) << "sequence " << s.id << " position " << p;
-    // New tokens go only into blocks this sequence alone owns.
-    for (int32_t p = e.start; p < end; ++p) {
-      ASSERT_EQ(pool_.ref_count(s.table.blocks[size_t(p / bs)]), 1) << "write into a shared block";
-      kv_[slot(p)] = {s.tokens[size_t(p)], p};
+    ASSERT_EQ(int32_t(s.tables.size()), n_groups());
+    for (int32_t g = 0; g < n_groups(); ++g) {
+      const BlockTable& t = s.tables[size_t(g)];
+      ASSERT_GE(int32_t(t.blocks.size()) * bs, end) << "block table too short in group " << g;
+      auto slot = [&](int32_t p) {
+        const int32_t b = t.blocks[size_t(p / bs)];
+        EXPECT_GE(b, 0) << "sequence " << s.id << " reads position " << p << " from a null block in group " << g;
+        return size_t(std::max(b, 0)) * size_t(bs) + size_t(p % bs);
+      };
+      // Context computed earlier (by this sequence, or shared from the
+      // cache) that the step's first query sees.
+      for (int32_t p = first_visible(window(g), e.start); p < e.start; ++p)
+        ASSERT_EQ(kv_[slot(p)], std::make_tuple(s.tokens[size_t(p)], p, g))
+            << "sequence " << s.id << " position " << p << " group " << g;
+      // New tokens go only into blocks this sequence alone owns.
+      for (int32_t p = e.start; p < end; ++p) {
+        ASSERT_EQ(pool_.ref_count(t.blocks[size_t(p / bs)]), 1) << "write into a shared block";
+        kv_[slot(p)] = {s.tokens[size_t(p)], p, g};
+      }
     }
     if (!e.sample) return;
-    std::vector<int32_t> ctx;
-    for (int32_t p = 0; p < end; ++p) ctx.push_back(kv_[slot(p)].first);
-    s.tokens.push_back(fake_next(ctx));
+    // What the last query reads, group by group (as visible_context).
+    std::vector<int32_t> view;
+    for (int32_t g = 0; g < n_groups(); ++g) {
+      if (g > 0) view.push_back(-1 - g);
+      const BlockTable& t = s.tables[size_t(g)];
+      for (int32_t p = first_visible(window(g), end - 1); p < end; ++p)
+        view.push_back(std::get<0>(kv_[size_t(t.blocks[size_t(p / bs)]) * size_t(bs) + size_t(p % bs)]));
+    }
+    s.tokens.push_back(fake_next(view));
   }
 
   // Ref counts equal the number of sequences holding each block; waiting
@@ -183,12 +239,26 @@ class SchedSim {
     for (const auto& e : entries_) {
       const Sequence& s = *e->seq;
       if (e->done || s.status != SeqStatus::Running) {
-        EXPECT_TRUE(s.table.blocks.empty()) << "sequence " << s.id << " holds blocks while not running";
+        EXPECT_EQ(s.n_blocks_held(), 0) << "sequence " << s.id << " holds blocks while not running";
         continue;
       }
-      std::set<int32_t> own(s.table.blocks.begin(), s.table.blocks.end());
-      EXPECT_EQ(own.size(), s.table.blocks.size()) << "a block twice in one table";
-      for (int32_t b : s.table.blocks) holders[b]++;
+      std::set<int32_t> own;
+      size_t held = 0;
+      for (int32_t g = 0; g < n_groups(); ++g) {
+        const BlockTable& t = s.tables[size_t(g)];
+        for (int32_t i = 0; i < int32_t(t.blocks.size()); ++i) {
+          const int32_t b = t.blocks[size_t(i)];
+          EXPECT_EQ(b == kNullBlock, i < t.first_live) << "sequence " << s.id << " group " << g << " entry " << i;
+          if (b == kNullBlock) continue;
+          own.insert(b);
+          ++held;
+          holders[b]++;
+        }
+        Entry& en = *e;
+        int32_t& mx = window(g) > 0 ? en.max_window_blocks : en.max_full_blocks;
+        mx = std::max(mx, t.live_blocks());
+      }
+      EXPECT_EQ(own.size(), held) << "a block twice in one sequence's tables";
     }
     for (int32_t b = 0; b < pool_.num_blocks(); ++b) {
       const auto it = holders.find(b);
@@ -200,11 +270,12 @@ class SchedSim {
   SchedulerConfig cfg_;
   BlockPool pool_;
   Scheduler sched_;
-  std::vector<std::pair<int32_t, int32_t>> kv_;  // per slot: (token, position)
+  std::vector<std::tuple<int32_t, int32_t, int32_t>> kv_;  // per slot: (token, position, KV group)
   std::vector<std::unique_ptr<Entry>> entries_;
   std::map<const Sequence*, Entry*> by_seq_;
   uint64_t next_id_ = 1;
   int64_t steps_ = 0;
+  uint64_t prefix_hits_ = 0;
 };
 
 // n tokens starting at `first` (distinct, so blocks differ unless meant to).

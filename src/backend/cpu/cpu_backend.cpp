@@ -66,14 +66,26 @@ void CpuBackend::reserve(const BackendLimits&) {}
 
 StepMeta CpuBackend::upload_step(const Batch& b) {
   step_ = b;
+  step_slots_.clear();
+  step_tables_.clear();
+  for (const Batch::Group& g : step_.groups) {
+    RF_CHECK(int32_t(g.slot_mapping.size()) == b.n_tokens() &&
+                 g.block_tables.size() == size_t(b.n_seqs()) * size_t(b.max_blocks_per_seq),
+             "cpu upload_step: KV group arrays of the wrong size");
+    step_slots_.insert(step_slots_.end(), g.slot_mapping.begin(), g.slot_mapping.end());
+    step_tables_.insert(step_tables_.end(), g.block_tables.begin(), g.block_tables.end());
+  }
   StepMeta m;
   m.token_ids = step_.token_ids.data();
   m.positions = step_.positions.data();
-  m.slot_mapping = step_.slot_mapping.data();
+  m.slot_mapping = step_slots_.data();
   m.token_seq = step_.token_seq.data();
   m.seq_starts = step_.seq_starts.data();
   m.context_lens = step_.context_lens.data();
-  m.block_tables = step_.block_tables.data();
+  m.block_tables = step_tables_.data();
+  m.n_groups = b.n_groups();
+  m.group_slot_stride = b.n_tokens();
+  m.group_table_stride = int64_t(b.n_seqs()) * b.max_blocks_per_seq;
   m.logits_rows = step_.logits_rows.data();
   m.n_tokens = step_.n_tokens();
   m.n_seqs = step_.n_seqs();

@@ -59,6 +59,9 @@ class CpuBackend final : public Backend {
  private:
   ThreadPool pool_;
   Batch step_;  // the uploaded batch: StepMeta points into it
+  // Its KV groups' slot mappings [n_groups, n_tokens] and block tables
+  // [n_groups, n_seqs, max_blocks_per_seq], each laid end to end.
+  std::vector<int32_t> step_slots_, step_tables_;
   std::mutex alloc_mu_;
   std::unordered_set<void*> allocations_;
 };

@@ -5,7 +5,8 @@
 // head) row each owning HD/4 dims. K/V tiles of kPrefillK keys are staged in
 // shared memory once for every head of the group; scores of a key tile go
 // through one online-softmax update. kExt: with a sliding window (key tiles
-// before the tile's first visible key skipped) and logit soft-capping.
+// before the tile's first visible key skipped, keys before it never loaded)
+// and logit soft-capping.
 #include "backend/cuda/attention.cuh"
 
 namespace rf::gpu {
@@ -43,15 +44,20 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
   }
   float m = -INFINITY, l = 0.0f;
   constexpr int kChunks = HD * 2 / 16;  // 16-byte chunks per key row
-  int k_first = 0;  // the first key tile any row of this tile sees
+  // The first key any row of this tile sees (its first query's window
+  // start), and the key tile holding it. Keys before it are not loaded: in a
+  // sliding-window KV group their blocks may be released (table entries
+  // -1) or reused by another sequence.
+  int k_lo = 0;
   if constexpr (kExt)
-    if (a.window > 0) k_first = max(0, a.positions[t0] - a.window + 1) / kPrefillK * kPrefillK;
+    if (a.window > 0) k_lo = max(0, a.positions[t0] - a.window + 1);
+  const int k_first = k_lo / kPrefillK * kPrefillK;
   for (int k0 = k_first; k0 <= max_pos; k0 += kPrefillK) {
     __syncthreads();
     for (int i = threadIdx.x; i < kPrefillK * kChunks; i += blockDim.x) {
       const int j = i / kChunks, c = i % kChunks, p = k0 + j;
       uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
-      if (p <= max_pos) {
+      if (p >= k_lo && p <= max_pos) {
         const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
         kv = reinterpret_cast<const uint4*>(a.kc + slot * kv_dim + kvh * HD)[c];
         vv = reinterpret_cast<const uint4*>(a.vc + slot * kv_dim + kvh * HD)[c];

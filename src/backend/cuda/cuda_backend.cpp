@@ -33,7 +33,10 @@ struct CudaBackend::Impl {
   std::unique_ptr<gpu::Blas> blas;
   void* blas_workspace = nullptr;
   void* staging = nullptr;  // pinned, for weight uploads
-  // Step metadata: fixed offsets (in int32) into one device buffer.
+  // Step metadata: fixed offsets (in int32) into one device buffer. The KV
+  // groups' slot mappings lie at off_slots + g * max_tokens; their block
+  // tables end to end from off_tables, n_seqs * max_blocks_per_seq each (a
+  // captured graph fixes n_seqs, its bucket, so its pointers stay valid).
   int32_t* meta_dev = nullptr;
   int32_t* meta_host = nullptr;  // pinned
   size_t off_tokens = 0, off_pos = 0, off_slots = 0, off_tseq = 0, off_starts = 0, off_ctx = 0, off_logits = 0,
@@ -205,18 +208,18 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   limits_ = lim;
   Impl& I = *impl_;
   const size_t T = size_t(lim.max_tokens), Sq = size_t(lim.max_seqs), B = size_t(lim.max_blocks_per_seq),
-               L = size_t(lim.max_logits);
+               L = size_t(lim.max_logits), G = size_t(std::max(lim.kv_groups, 1));
   I.off_tokens = 0;
   I.off_pos = I.off_tokens + T;
   I.off_slots = I.off_pos + T;
-  I.off_tseq = I.off_slots + T;
+  I.off_tseq = I.off_slots + G * T;
   I.off_starts = I.off_tseq + T;
   I.off_ctx = I.off_starts + Sq + 1;
   I.off_logits = I.off_ctx + Sq;
   I.off_tiles = I.off_logits + L;
   I.off_split = I.off_tiles + 2 * (T + Sq);
   I.off_tables = I.off_split + 4;
-  I.meta_ints = I.off_tables + Sq * B;
+  I.meta_ints = I.off_tables + G * Sq * B;
   I.meta_dev = static_cast<int32_t*>(alloc(I.meta_ints * 4, "step metadata"));
   RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.meta_host), I.meta_ints * 4, gpuHostAllocDefault));
 
@@ -243,20 +246,27 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   RF_CHECK(reserved_, "cuda: reserve() must precede steps");
   Impl& I = *impl_;
   const int32_t nt = b.n_tokens(), ns = b.n_seqs(), nl = b.n_logits();
+  const int32_t ng = b.n_groups();
   RF_CHECK(nt <= limits_.max_tokens && ns <= limits_.max_seqs && nl <= limits_.max_logits &&
-               b.max_blocks_per_seq == limits_.max_blocks_per_seq,
+               b.max_blocks_per_seq == limits_.max_blocks_per_seq && ng >= 1 && ng <= limits_.kv_groups,
            "cuda: batch exceeds the reserved limits");
   // The previous upload must have left the pinned buffer.
   RF_GPU_CHECK(gpuEventSynchronize(I.meta_copied));
   int32_t* h = I.meta_host;
   std::memcpy(h + I.off_tokens, b.token_ids.data(), size_t(nt) * 4);
   std::memcpy(h + I.off_pos, b.positions.data(), size_t(nt) * 4);
-  std::memcpy(h + I.off_slots, b.slot_mapping.data(), size_t(nt) * 4);
   std::memcpy(h + I.off_tseq, b.token_seq.data(), size_t(nt) * 4);
   std::memcpy(h + I.off_starts, b.seq_starts.data(), size_t(ns + 1) * 4);
   std::memcpy(h + I.off_ctx, b.context_lens.data(), size_t(ns) * 4);
   std::memcpy(h + I.off_logits, b.logits_rows.data(), size_t(nl) * 4);
-  std::memcpy(h + I.off_tables, b.block_tables.data(), b.block_tables.size() * 4);
+  const size_t table_ints = size_t(ns) * size_t(b.max_blocks_per_seq);
+  for (int32_t g = 0; g < ng; ++g) {
+    const Batch::Group& gr = b.groups[size_t(g)];
+    RF_CHECK(int32_t(gr.slot_mapping.size()) == nt && gr.block_tables.size() == table_ints,
+             "cuda upload_step: KV group arrays of the wrong size");
+    std::memcpy(h + I.off_slots + size_t(g) * size_t(limits_.max_tokens), gr.slot_mapping.data(), size_t(nt) * 4);
+    std::memcpy(h + I.off_tables + size_t(g) * table_ints, gr.block_tables.data(), table_ints * 4);
+  }
   // Query tiles of up to 16 tokens within each sequence (prefill attention).
   int32_t n_tiles = 0;
   for (int32_t sq = 0; sq < ns; ++sq)
@@ -270,7 +280,7 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   const int32_t max_ctx = b.max_context_len();
   const int32_t slices = decode_slices(b.max_blocks_per_seq * b.block_size, nt);
   h[I.off_split] = std::max<int32_t>(32, (max_ctx + slices - 1) / slices);
-  const size_t used = I.off_tables + b.block_tables.size();
+  const size_t used = I.off_tables + size_t(ng) * table_ints;
   RF_GPU_CHECK(gpuMemcpyAsync(I.meta_dev, h, used * 4, gpuMemcpyHostToDevice, S(stream_)));
   RF_GPU_CHECK(gpuEventRecord(I.meta_copied, S(stream_)));
   StepMeta m;
@@ -292,6 +302,9 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   m.block_size = b.block_size;
   m.max_new_tokens = b.max_new_tokens();
   m.max_context_len = b.max_context_len();
+  m.n_groups = ng;
+  m.group_slot_stride = limits_.max_tokens;
+  m.group_table_stride = int64_t(table_ints);
   return m;
 }
 
