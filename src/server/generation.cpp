@@ -46,6 +46,10 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
   else
     for (const PromptInput& p : req.prompts) prompts.push_back(prompt_tokens(svc, p));
 
+  for (const auto& [t, bias] : req.logit_bias)
+    if (t >= svc.n_vocab())
+      throw invalid_request("'logit_bias' names token " + std::to_string(t) + ", outside the vocabulary [0, " +
+                                std::to_string(svc.n_vocab()) + ")", "logit_bias");
   const int64_t ctx = svc.max_model_len();
   std::vector<Request> out;
   for (auto& ids : prompts) {
@@ -62,6 +66,7 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
                                 std::to_string(max_tokens) + ")", "min_tokens");
     Request r;
     r.prompt = std::move(ids);
+    r.logit_bias = req.logit_bias;
     r.sampling = req.sampling;
     if (!req.seed_given) r.sampling.seed = svc.next_seed();
     r.max_tokens = int32_t(max_tokens);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -42,6 +43,7 @@ struct GenerationRequest {
   SamplingParams sampling;           // top_logprobs included
   bool seed_given = false;
   std::vector<std::string> stop;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]), sorted by id
   bool logprobs = false;             // completions: `logprobs` is set; chat: `logprobs: true`
   bool stream = false;
   bool include_usage = false;        // stream_options.include_usage

@@ -2,6 +2,7 @@
 // GenerationRequest (protocol.h). Ranges follow OpenAI's API reference;
 // extensions (min_tokens, ignore_eos, top_k, min_p, repetition_penalty,
 // add_generation_prompt) follow vLLM and llama.cpp.
+#include <algorithm>
 #include <limits>
 
 #include "server/api_error.h"
@@ -33,6 +34,30 @@ void parse_stop(const FieldReader& f, GenerationRequest& r) {
     throw invalid_request(std::string("'stop' must be a string or a list of strings, not ") + json_type_name(*v),
                           "stop");
   }
+}
+
+// {"token id": bias, ...}: ids as decimal strings (OpenAI's form), biases in
+// [-100, 100]. Whether an id is in the vocabulary is checked with the model.
+void parse_logit_bias(const FieldReader& f, GenerationRequest& r) {
+  const Json* v = f.get("logit_bias");
+  if (!v) return;
+  if (!v->is_object())
+    throw invalid_request(std::string("'logit_bias' must be an object, not ") + json_type_name(*v), "logit_bias");
+  for (const auto& [key, bias] : v->items()) {
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        key.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoll(key) > kInt32Max)
+      throw invalid_request("'logit_bias' keys must be token ids (non-negative integers), not '" + key + "'",
+                            "logit_bias");
+    if (!bias.is_number() || !(bias.get<double>() >= -100.0 && bias.get<double>() <= 100.0))
+      throw invalid_request("'logit_bias' values must be numbers in [-100, 100] (token " + key + ")", "logit_bias");
+    r.logit_bias.emplace_back(int32_t(std::stoll(key)), float(bias.get<double>()));
+  }
+  std::sort(r.logit_bias.begin(), r.logit_bias.end());
+  for (size_t i = 1; i < r.logit_bias.size(); ++i)
+    if (r.logit_bias[i].first == r.logit_bias[i - 1].first)
+      throw invalid_request("'logit_bias' names token " + std::to_string(r.logit_bias[i].first) + " twice",
+                            "logit_bias");
 }
 
 // A known parameter that is fine only at its "off" value.
@@ -70,11 +95,7 @@ void parse_common(const FieldReader& f, GenerationRequest& r) {
   r.min_tokens = int32_t(f.integer("min_tokens", 0, kInt32Max).value_or(0));
   r.ignore_eos = f.boolean("ignore_eos").value_or(false);
   if (f.integer("n", 1, 128).value_or(1) > 1) throw unsupported_parameter("n", "only n = 1 is supported");
-  if (const Json* bias = f.get("logit_bias")) {
-    if (!bias->is_object())
-      throw invalid_request(std::string("'logit_bias' must be an object, not ") + json_type_name(*bias), "logit_bias");
-    refuse_if(!bias->empty(), "logit_bias");
-  }
+  parse_logit_bias(f, r);
 }
 
 PromptInput token_prompt(const Json& ids, const char* what) {

@@ -283,6 +283,12 @@ TEST_F(ServerGeneration, BadRequestsAreApiErrors) {
   GenerationRequest min = completion("x", 4);
   min.min_tokens = 5;
   EXPECT_EQ(status_of(min).first, 400);
+
+  GenerationRequest bias = completion("x", 4);
+  bias.logit_bias = {{3, 1.0f}, {tok_->n_vocab(), 1.0f}};
+  auto [s2, m2] = status_of(bias);
+  EXPECT_EQ(s2, 400);
+  EXPECT_NE(m2.find(std::to_string(tok_->n_vocab())), std::string::npos) << m2;
   EXPECT_TRUE(all_blocks_free());
 }
 

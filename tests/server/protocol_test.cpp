@@ -182,8 +182,7 @@ TEST(ServerProtocol, UnsupportedParametersAreNamed) {
            {R"({"prompt":"x","n":2})", "n"},
            {R"({"prompt":"x","best_of":3})", "best_of"},
            {R"({"prompt":"x","echo":true})", "echo"},
-           {R"({"prompt":"x","suffix":"end"})", "suffix"},
-           {R"({"prompt":"x","logit_bias":{"50256":-100}})", "logit_bias"}}) {
+           {R"({"prompt":"x","suffix":"end"})", "suffix"}}) {
     const ApiError e = code(body);
     EXPECT_EQ(e.status(), 400) << body;
     EXPECT_EQ(e.param(), param) << body;
@@ -205,6 +204,19 @@ TEST(ServerProtocol, UnsupportedParametersAreNamed) {
   // Their "off" values are fine.
   EXPECT_NO_THROW(completion(R"({"prompt":"x","n":1,"best_of":1,"echo":false,"suffix":"","logit_bias":{}})"));
   EXPECT_NO_THROW(chat("{" + m + R"(,"tools":[],"tool_choice":"none","response_format":{"type":"text"},"n":1})"));
+}
+
+TEST(ServerProtocol, LogitBias) {
+  auto r = completion(R"({"prompt":"x","logit_bias":{"50256":-100,"7":2.5,"0":100}})");
+  EXPECT_EQ(r.logit_bias, (std::vector<std::pair<int32_t, float>>{{0, 100.0f}, {7, 2.5f}, {50256, -100.0f}}));
+  r = chat(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":{"3":1}})");
+  EXPECT_EQ(r.logit_bias, (std::vector<std::pair<int32_t, float>>{{3, 1.0f}}));
+  EXPECT_TRUE(completion(R"({"prompt":"x","logit_bias":null})").logit_bias.empty());
+  for (const char* bad : {R"([1])", R"("5")", R"({"-1":1})", R"({"a":1})", R"({"1.5":1})", R"({"":1})",
+                          R"({"99999999999":1})", R"({"2147483648":1})", R"({"5":100.5})", R"({"5":-101})",
+                          R"({"5":"1"})", R"({"5":null})", R"({"5":true})", R"({"5":1,"05":2})"}) {
+    EXPECT_API_ERROR(completion(std::string(R"({"prompt":"x","logit_bias":)") + bad + "}"), 400, "logit_bias");
+  }
 }
 
 TEST(ServerProtocol, StreamOptionsNeedStream) {
