@@ -3,8 +3,9 @@
 // listener, pulling what is ready): streamed and non-streamed greedy text
 // agree and match the golden text; SSE events are well formed; a Generation
 // dropped mid-stream (a client that left) cancels and frees every KV block;
-// bad prompts, an exceeded context, broken chat templates and a full queue
-// give the right API errors.
+// bad prompts, an exceeded context, broken chat templates, a logit_bias
+// outside the vocabulary and a full queue give the right API errors;
+// /tokenize gives the prompts generations get, /detokenize the text back.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -290,6 +291,45 @@ TEST_F(ServerGeneration, BadRequestsAreApiErrors) {
   EXPECT_EQ(s2, 400);
   EXPECT_NE(m2.find(std::to_string(tok_->n_vocab())), std::string::npos) << m2;
   EXPECT_TRUE(all_blocks_free());
+}
+
+// /tokenize gives the very ids a completion or chat completion is given;
+// /detokenize gives the text back, special tokens rendered.
+TEST_F(ServerGeneration, TokenizeGivesThePromptsOfGenerations) {
+  start();
+  TokenizeRequest t;
+  t.chat = true;
+  t.messages = Json::array({{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi </s>"}}});
+  GenerationRequest chat;
+  chat.endpoint = Endpoint::ChatCompletions;
+  chat.messages = t.messages;
+  const std::vector<int32_t> chat_ids = tokenize_request(*svc_, t);
+  EXPECT_EQ(chat_ids, build_engine_requests(*svc_, chat)[0].prompt);
+  EXPECT_EQ(std::count(chat_ids.begin(), chat_ids.end(), tok_->eos()), 0);  // the user's "</s>" is text
+  t.add_generation_prompt = chat.add_generation_prompt = false;
+  EXPECT_EQ(tokenize_request(*svc_, t), build_engine_requests(*svc_, chat)[0].prompt);
+  EXPECT_LT(tokenize_request(*svc_, t).size(), chat_ids.size());
+
+  TokenizeRequest p;
+  p.prompt = "Once upon a time</s>";
+  const std::vector<int32_t> ids = tokenize_request(*svc_, p);
+  EXPECT_EQ(ids, build_engine_requests(*svc_, completion(p.prompt, 1))[0].prompt);
+  EXPECT_EQ(ids.front(), tok_->bos());
+  EXPECT_EQ(ids.back(), tok_->eos());  // a completions prompt parses special tokens
+  p.add_special_tokens = false;
+  EXPECT_EQ(tokenize_request(*svc_, p), std::vector<int32_t>(ids.begin() + 1, ids.end()));
+
+  DetokenizeRequest d;
+  d.tokens = ids;
+  EXPECT_EQ(detokenize_request(*svc_, d), "<s>" + std::string(" Once upon a time</s>"));
+  d.tokens = {1, tok_->n_vocab()};
+  try {
+    detokenize_request(*svc_, d);
+    ADD_FAILURE() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "tokens");
+  }
 }
 
 TEST_F(ServerGeneration, ChatDefaultMaxTokensFillsTheContext) {

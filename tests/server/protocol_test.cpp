@@ -1,6 +1,7 @@
 // Request parsing and validation (src/server/protocol.h): every prompt form,
-// parameter types and ranges, unsupported parameters named in a 400, unknown
-// fields ignored, and the OpenAI error body.
+// parameter types and ranges, logit_bias, unsupported parameters named in a
+// 400, unknown fields ignored, /tokenize and /detokenize bodies, and the
+// OpenAI error body.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -217,6 +218,40 @@ TEST(ServerProtocol, LogitBias) {
                           R"({"5":"1"})", R"({"5":null})", R"({"5":true})", R"({"5":1,"05":2})"}) {
     EXPECT_API_ERROR(completion(std::string(R"({"prompt":"x","logit_bias":)") + bad + "}"), 400, "logit_bias");
   }
+}
+
+TEST(ServerProtocol, TokenizeAndDetokenizeBodies) {
+  auto t = parse_tokenize_request(parse_json_body(R"({"prompt":"Once upon"})"));
+  EXPECT_FALSE(t.chat);
+  EXPECT_EQ(t.prompt, "Once upon");
+  EXPECT_TRUE(t.add_special_tokens);
+  EXPECT_FALSE(t.return_token_strs);
+  t = parse_tokenize_request(parse_json_body(R"({"prompt":"x","add_special_tokens":false,"return_token_strs":true,"model":"m"})"));
+  EXPECT_FALSE(t.add_special_tokens);
+  EXPECT_TRUE(t.return_token_strs);
+  EXPECT_EQ(t.model, "m");
+  // Messages as for a chat completion: content parts joined.
+  t = parse_tokenize_request(parse_json_body(
+      R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],"add_generation_prompt":false})"));
+  EXPECT_TRUE(t.chat);
+  EXPECT_FALSE(t.add_generation_prompt);
+  EXPECT_EQ(t.messages[0]["content"], "a\nb");
+  auto tokenize = [](const std::string& body) { return parse_tokenize_request(parse_json_body(body)); };
+  EXPECT_API_ERROR(tokenize("{}"), 400, "prompt");
+  EXPECT_API_ERROR(tokenize(R"({"prompt":"x","messages":[{"role":"user","content":"y"}]})"), 400, "messages");
+  EXPECT_API_ERROR(tokenize(R"({"prompt":5})"), 400, "prompt");
+  EXPECT_API_ERROR(tokenize(R"({"messages":[]})"), 400, "messages");
+  EXPECT_API_ERROR(tokenize(R"({"messages":[{"content":"y"}]})"), 400, "messages[0].role");
+  EXPECT_API_ERROR(tokenize(R"({"prompt":"x","return_token_strs":"yes"})"), 400, "return_token_strs");
+
+  auto d = parse_detokenize_request(parse_json_body(R"({"tokens":[1,2,3]})"));
+  EXPECT_EQ(d.tokens, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_TRUE(parse_detokenize_request(parse_json_body(R"({"tokens":[]})")).tokens.empty());
+  auto detokenize = [](const std::string& body) { return parse_detokenize_request(parse_json_body(body)); };
+  EXPECT_API_ERROR(detokenize("{}"), 400, "tokens");
+  EXPECT_API_ERROR(detokenize(R"({"tokens":"1 2"})"), 400, "tokens");
+  EXPECT_API_ERROR(detokenize(R"({"tokens":[1,-2]})"), 400, "tokens");
+  EXPECT_API_ERROR(detokenize(R"({"tokens":[1.5]})"), 400, "tokens");
 }
 
 TEST(ServerProtocol, StreamOptionsNeedStream) {
