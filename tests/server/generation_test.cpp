@@ -30,26 +30,32 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-// Wakes a waiting test thread from a Generation's listener.
+// Wakes a waiting test thread from a Generation's listener. The listener
+// shares the state: the engine may call it after the test has taken the last
+// event and this Wakeup is gone (RequestStream calls listeners outside its
+// lock), so it must not point into the Wakeup.
 class Wakeup {
  public:
   std::function<void()> listener() {
-    return [this] {
-      std::lock_guard<std::mutex> lock(mu_);
-      woken_ = true;
-      cv_.notify_all();
+    return [s = state_] {
+      std::lock_guard<std::mutex> lock(s->mu);
+      s->woken = true;
+      s->cv.notify_all();
     };
   }
   void wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, 1s, [&] { return woken_; });  // the timeout only guards against a lost wake-up bug
-    woken_ = false;
+    std::unique_lock<std::mutex> lock(state_->mu);
+    state_->cv.wait_for(lock, 1s, [&] { return state_->woken; });  // the timeout only guards against a lost wake-up bug
+    state_->woken = false;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool woken_ = false;
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool woken = false;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 // The JSON body of a non-streamed Generation.
