@@ -209,6 +209,13 @@ describe('API key (and a served model name)', () => {
     const prefix = await post(server, '/v1/completions', { prompt: 'x', max_tokens: 2 }, { authorization: 'Bearer sk-test-12' });
     assertOpenAIError(assert, prefix, 401);
     assert.equal((await fetch(`${server.url}/v1/models`)).status, 401);
+    for (const [route, body] of [['/tokenize', { prompt: 'x' }], ['/detokenize', { tokens: [1] }]]) {
+      assertOpenAIError(assert, await post(server, route, body), 401);
+      const r = await post(server, route, body, { authorization: 'Bearer sk-test-123' });
+      assert.equal(r.status, 200, r.text);
+    }
+    const otherModel = await post(server, '/tokenize', { prompt: 'x', model: 'gpt-4' }, { authorization: 'Bearer sk-test-123' });
+    assertOpenAIError(assert, otherModel, 404);
     await assert.rejects(client(server, { apiKey: 'nope' }).models.list(), (e) => e.status === 401);
     const openai = client(server, { apiKey: 'sk-test-123' });
     const ok = await openai.completions.create({ model: 'tiny-stories', prompt: 'x', max_tokens: 2 });
