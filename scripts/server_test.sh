@@ -2,7 +2,8 @@
 # End-to-end tests of `rocmforge serve` with the official OpenAI client:
 # installs the pinned client (tests/server/package-lock.json) with npm ci and
 # runs the node tests (tests/server/*.test.mjs) against the given binary on
-# the real stories260K model, on the CPU. Builds nothing.
+# the real stories260K model and the tiny model of each family (arch/), on
+# the CPU. Builds nothing.
 # Usage: scripts/server_test.sh [path/to/rocmforge]   (default build/cpu/src/rocmforge)
 # Test data: $ROCMFORGE_TESTDATA, else ../shared/testdata beside the repository.
 set -euo pipefail
@@ -28,7 +29,8 @@ echo "server_test: npm ci (openai client from package-lock.json)"
 npm ci --no-audit --no-fund --loglevel=error || fail "npm ci"
 echo "server_test: node --test with $ROCMFORGE_BIN"
 if ! node --test --test-concurrency=1 --test-timeout=120000 \
-    e2e.test.mjs concurrency.test.mjs bad_input.test.mjs lifecycle.test.mjs hostile_clients.test.mjs; then
+    e2e.test.mjs concurrency.test.mjs bad_input.test.mjs lifecycle.test.mjs hostile_clients.test.mjs \
+    families.test.mjs; then
   fail "node tests (see the failures above)"
 fi
 echo "server_test: all passed"

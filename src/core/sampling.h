@@ -1,6 +1,7 @@
 // Sampling parameters and results shared by the backends. The pipeline, the
-// same on every backend: penalties -> (temperature 0: argmax) -> temperature
-// -> top-k -> softmax -> top-p -> min-p -> draw with a counter-based RNG.
+// same on every backend: logit biases -> penalties -> bans -> (temperature 0:
+// argmax) -> temperature -> top-k -> softmax -> top-p -> min-p -> draw with a
+// counter-based RNG.
 // Logprobs are of the model's raw distribution (log-softmax of the logits).
 #pragma once
 
@@ -30,12 +31,18 @@ struct SamplingParams {
 
 constexpr int32_t kMaxTopLogprobs = 20;
 
-// One token a row's penalties apply to.
+// One token a row's logit adjustments apply to. A token may have several
+// entries (e.g. a bias and a penalty); they are applied in passes — every
+// bias, then every penalty, then every ban — so their order does not matter,
+// but no two entries of one row may both bias, or both penalize, one token.
 struct PenaltyToken {
   int32_t token;
   int32_t output_count;  // times it occurs in the generated output
   int32_t in_context;    // 1 if it occurs in the prompt or output (repetition penalty)
   int32_t banned = 0;    // 1: the token cannot be drawn (e.g. EOS before min_tokens)
+  float bias = 0.0f;     // added to the logit first (the request's logit_bias)
+
+  RF_HOST_DEVICE bool penalized() const { return !banned && (in_context || output_count > 0); }
 };
 
 // One row of logits to sample from.
@@ -52,8 +59,8 @@ struct SampleResult {
   std::vector<std::pair<int32_t, float>> top;  // top_logprobs alternatives, best first
 };
 
-// Applies the penalties of one row to its logits in place (shared by backends
-// that sample on the host, and by the reference tests).
+// Applies the biases, penalties and bans of one row to its logits in place
+// (shared by backends that sample on the host, and by the reference tests).
 void apply_penalties(float* logits, const SamplingParams& p, const PenaltyToken* pen, int32_t n_pen);
 
 }  // namespace rf

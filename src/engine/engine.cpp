@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "core/log.h"
 
@@ -125,6 +126,9 @@ RequestHandle Engine::submit(Request req) {
            int64_t(n_prompt) + req.max_tokens, " tokens of KV cache; the whole cache holds ", max_sequence_tokens(),
            " for one sequence");
   RF_CHECK(req.min_tokens >= 0 && req.min_tokens <= req.max_tokens, "min_tokens must be in [0, max_tokens]");
+  for (const auto& [t, bias] : req.logit_bias)
+    RF_CHECK(t >= 0 && t < model_.config().n_vocab && std::isfinite(bias), "logit_bias: token id ", t,
+             " is out of range [0, ", model_.config().n_vocab, ") or its bias is not finite");
   req.sampling.top_logprobs = std::clamp(req.sampling.top_logprobs, 0, kMaxTopLogprobs);
   std::unique_ptr<Active> a;
   {
@@ -229,6 +233,7 @@ bool Engine::step() {
     row.params = a->req.sampling;
     row.rng_counter = uint64_t(e.seq->n_generated());
     row.penalty_offset = int32_t(penalties_.size());
+    for (const auto& [t, bias] : a->req.logit_bias) penalties_.push_back(PenaltyToken{t, 0, 0, 0, bias});
     if (row.params.has_penalties())
       for (const auto& [tok, p] : a->penalties) penalties_.push_back(p);
     // Before min_tokens, end-of-generation tokens cannot be drawn.

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/sampling.h"
@@ -31,6 +32,7 @@ struct Request {
   bool ignore_eos = false;
   std::vector<std::string> stop;      // stop strings (not included in the output)
   std::vector<int32_t> stop_token_ids;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit), one entry per token
   bool logprobs = false;              // report the chosen token's logprob (and top_logprobs alternatives)
 };
 

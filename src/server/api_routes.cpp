@@ -6,6 +6,7 @@
 #include "server/api_error.h"
 #include "server/generation.h"
 #include "server/protocol.h"
+#include "server/response_format.h"
 
 namespace rf::server {
 namespace {
@@ -187,6 +188,8 @@ ApiRoutes::Route ApiRoutes::route_of(const HttpRequestHead& head) {
   } else if (head.method == "POST") {
     if (path == "/v1/completions") return Route::Completions;
     if (path == "/v1/chat/completions") return Route::ChatCompletions;
+    if (path == "/tokenize") return Route::Tokenize;
+    if (path == "/detokenize") return Route::Detokenize;
   }
   return Route::None;
 }
@@ -238,6 +241,17 @@ HandlerResult ApiRoutes::handle(HttpRequest& request) {
       }
       case Route::Completions:
       case Route::ChatCompletions: return generation(request, route);
+      case Route::Tokenize: {
+        const TokenizeRequest r = parse_tokenize_request(parse_json_body(request.body));
+        if (!r.model.empty() && !svc.answers_to(r.model)) throw model_not_found(r.model);
+        return json_response(200, tokenize_body(tokenize_request(svc, r), svc.max_model_len(),
+                                                r.return_token_strs ? &svc.tokenizer() : nullptr));
+      }
+      case Route::Detokenize: {
+        const DetokenizeRequest r = parse_detokenize_request(parse_json_body(request.body));
+        if (!r.model.empty() && !svc.answers_to(r.model)) throw model_not_found(r.model);
+        return json_response(200, detokenize_body(detokenize_request(svc, r)));
+      }
       default: return refuse(404, "no route for " + request.head.method + " " + std::string(request.head.path()));
     }
   });

@@ -1,6 +1,7 @@
 // ApiRoutes: the OpenAI-compatible application behind the HTTP transport
 // (an HttpHandler). Routes:
 //   POST /v1/completions, POST /v1/chat/completions  (JSON or SSE streams)
+//   POST /tokenize, /detokenize  (prompt or chat -> the ids the model gets, and back)
 //   GET  /v1/models, /v1/models/{id}, /health, /metrics
 // It owns the server's state — loading (503 until a ModelService is set),
 // ready, draining (503 for new work) — the API key, the HTTP metrics and the
@@ -57,7 +58,7 @@ class ApiRoutes : public HttpHandler {
 
  private:
   enum class State { Loading, Ready, Draining };
-  enum class Route { None, Health, Metrics, Models, Model, Completions, ChatCompletions };
+  enum class Route { None, Health, Metrics, Models, Model, Completions, ChatCompletions, Tokenize, Detokenize };
 
   static Route route_of(const HttpRequestHead& head);
   ModelService& ready_service() const;  // throws ApiError 503

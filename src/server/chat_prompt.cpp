@@ -15,8 +15,6 @@ namespace {
 constexpr std::string_view kOpen = "\xEE\x80\x80";
 constexpr std::string_view kClose = "\xEE\x80\x81";
 
-void append_ids(std::vector<int32_t>& out, const std::vector<int32_t>& ids) { out.insert(out.end(), ids.begin(), ids.end()); }
-
 }  // namespace
 
 ChatPrompt::ChatPrompt(const Tokenizer& tok, std::string source, std::string origin, bool special_in_content)
@@ -80,11 +78,15 @@ void ChatPrompt::mark_specials(Json& v, std::vector<std::string>& literals) cons
 }
 
 std::vector<int32_t> ChatPrompt::encode_marked(const std::string& text, const std::vector<std::string>& literals) const {
-  std::vector<int32_t> ids;
+  // The rendered text with each intact marker replaced by its literal, whose
+  // bytes the tokenizer then keeps as text.
+  std::string plain;
+  std::vector<TextRange> ranges;
+  plain.reserve(text.size());
   size_t pos = 0;
   while (pos < text.size()) {
-    size_t open = text.find(kOpen, pos);
-    size_t close = open == std::string::npos ? open : text.find(kClose, open);
+    const size_t open = text.find(kOpen, pos);
+    const size_t close = open == std::string::npos ? open : text.find(kClose, open);
     size_t n = literals.size();
     if (close != std::string::npos) {
       const std::string digits = text.substr(open + kOpen.size(), close - open - kOpen.size());
@@ -93,14 +95,15 @@ std::vector<int32_t> ChatPrompt::encode_marked(const std::string& text, const st
       if (numeric) n = size_t(std::stoul(digits));
     }
     if (open == std::string::npos || n >= literals.size()) {  // no (intact) marker left
-      append_ids(ids, tok_.encode(std::string_view(text).substr(pos), false, true));
+      plain.append(text, pos, std::string::npos);
       break;
     }
-    if (open > pos) append_ids(ids, tok_.encode(std::string_view(text).substr(pos, open - pos), false, true));
-    append_ids(ids, tok_.encode(literals[n], false, false));
+    plain.append(text, pos, open - pos);
+    ranges.push_back({plain.size(), literals[n].size()});
+    plain += literals[n];
     pos = close + kClose.size();
   }
-  return ids;
+  return tok_.encode(plain, /*add_special=*/false, /*parse_special=*/true, ranges);
 }
 
 std::vector<int32_t> ChatPrompt::tokenize(const Json& messages, bool add_generation_prompt) const {

@@ -10,8 +10,10 @@
 // never as control tokens, so a client cannot forge turns of the template.
 // Only the template's own markup becomes control tokens. How: before
 // rendering, each occurrence in a message string is swapped for a marker of
-// private-use characters; the rendered text is tokenized with special tokens
-// parsed between the markers and the marked text as plain text.
+// private-use characters; in the rendered text the markers are put back to
+// the texts they stand for, and the tokenizer parses special tokens
+// everywhere but there (Tokenizer::encode's literal ranges): the ids are
+// those of the same text in a vocabulary without those special tokens.
 // `special_in_content` turns this off (the text is parsed as a whole).
 // Thread-safe (const).
 #pragma once

@@ -4,15 +4,16 @@
 
 #include <chrono>
 
+#include "core/utf8.h"
 #include "server/api_error.h"
 
 namespace rf::server {
 namespace {
 
-std::vector<int32_t> prompt_tokens(ModelService& svc, const PromptInput& p) {
+std::vector<int32_t> prompt_tokens(const ModelService& svc, const PromptInput& p, bool add_special = true) {
   if (!p.is_tokens) {
     try {
-      return svc.tokenizer().encode(p.text, /*add_special=*/true, /*parse_special=*/true);
+      return svc.tokenizer().encode(p.text, add_special, /*parse_special=*/true);
     } catch (const Error& e) {  // the tokenizer refuses the text
       throw invalid_request(e.what(), "prompt");
     }
@@ -46,6 +47,10 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
   else
     for (const PromptInput& p : req.prompts) prompts.push_back(prompt_tokens(svc, p));
 
+  for (const auto& [t, bias] : req.logit_bias)
+    if (t >= svc.n_vocab())
+      throw invalid_request("'logit_bias' names token " + std::to_string(t) + ", outside the vocabulary [0, " +
+                                std::to_string(svc.n_vocab()) + ")", "logit_bias");
   const int64_t ctx = svc.max_model_len();
   std::vector<Request> out;
   for (auto& ids : prompts) {
@@ -62,6 +67,7 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
                                 std::to_string(max_tokens) + ")", "min_tokens");
     Request r;
     r.prompt = std::move(ids);
+    r.logit_bias = req.logit_bias;
     r.sampling = req.sampling;
     if (!req.seed_given) r.sampling.seed = svc.next_seed();
     r.max_tokens = int32_t(max_tokens);
@@ -72,6 +78,19 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
     out.push_back(std::move(r));
   }
   return out;
+}
+
+std::vector<int32_t> tokenize_request(const ModelService& svc, const TokenizeRequest& req) {
+  if (req.chat) return svc.chat().tokenize(req.messages, req.add_generation_prompt);
+  return prompt_tokens(svc, PromptInput{false, req.prompt, {}}, req.add_special_tokens);
+}
+
+std::string detokenize_request(const ModelService& svc, const DetokenizeRequest& req) {
+  for (int32_t t : req.tokens)
+    if (t >= svc.tokenizer().n_vocab())
+      throw invalid_request("token id " + std::to_string(t) + " is out of range [0, " +
+                                std::to_string(svc.tokenizer().n_vocab()) + ")", "tokens");
+  return utf8::sanitize(svc.tokenizer().decode(req.tokens, /*render_special=*/true));
 }
 
 Generation::Generation(ModelService& svc, const GenerationRequest& req)

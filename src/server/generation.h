@@ -26,6 +26,13 @@ namespace rf::server {
 // chat template failure).
 std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRequest& req);
 
+// /tokenize: the ids a completion (prompt) or a chat completion (messages)
+// would be given — the same code path. Throws ApiError 400.
+std::vector<int32_t> tokenize_request(const ModelService& svc, const TokenizeRequest& req);
+// /detokenize: the text of the ids, special tokens rendered, as valid UTF-8.
+// Throws ApiError 400 for an id outside the vocabulary.
+std::string detokenize_request(const ModelService& svc, const DetokenizeRequest& req);
+
 class Generation {
  public:
   // Builds and submits; throws ApiError (400 bad request, 503 queue full or

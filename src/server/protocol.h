@@ -1,5 +1,7 @@
 // The OpenAI request model: what a POST /v1/completions or
-// /v1/chat/completions body means once parsed and validated. Parsing checks
+// /v1/chat/completions body means once parsed and validated — and the
+// bodies of POST /tokenize and /detokenize (vLLM's and llama.cpp's
+// extension: the token ids a prompt or a chat becomes, and back). Parsing checks
 // JSON well-formedness, types and ranges and throws ApiError (400, naming
 // the parameter) for anything wrong; unknown fields are ignored, known
 // OpenAI parameters this server lacks are refused by name. Turning prompts
@@ -10,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -42,9 +45,29 @@ struct GenerationRequest {
   SamplingParams sampling;           // top_logprobs included
   bool seed_given = false;
   std::vector<std::string> stop;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]), sorted by id
   bool logprobs = false;             // completions: `logprobs` is set; chat: `logprobs: true`
   bool stream = false;
   bool include_usage = false;        // stream_options.include_usage
+};
+
+// POST /tokenize: {"prompt": "..."} (tokenized as a completions prompt), or
+// {"messages": [...]} (the chat prompt a chat completion would get: the
+// template rendered, special-token text in messages kept as text, BOS).
+struct TokenizeRequest {
+  std::string model;
+  bool chat = false;                  // messages were given rather than a prompt
+  std::string prompt;
+  Json messages = Json::array();      // validated as for a chat completion
+  bool add_special_tokens = true;     // prompt: BOS (and EOS) as the vocabulary wants
+  bool add_generation_prompt = true;  // messages
+  bool return_token_strs = false;     // also the vocabulary's text of each token
+};
+
+// POST /detokenize: {"tokens": [ids]} -> the text, special tokens rendered.
+struct DetokenizeRequest {
+  std::string model;
+  std::vector<int32_t> tokens;
 };
 
 // Request limits the parser enforces.
@@ -59,5 +82,7 @@ Json parse_json_body(std::string_view body);
 
 GenerationRequest parse_completion_request(const Json& body);
 GenerationRequest parse_chat_request(const Json& body);
+TokenizeRequest parse_tokenize_request(const Json& body);
+DetokenizeRequest parse_detokenize_request(const Json& body);
 
 }  // namespace rf::server

@@ -1,7 +1,8 @@
 // Parsing and validation of completions and chat completions bodies into a
-// GenerationRequest (protocol.h). Ranges follow OpenAI's API reference;
+// GenerationRequest, and of /tokenize and /detokenize bodies (protocol.h). Ranges follow OpenAI's API reference;
 // extensions (min_tokens, ignore_eos, top_k, min_p, repetition_penalty,
 // add_generation_prompt) follow vLLM and llama.cpp.
+#include <algorithm>
 #include <limits>
 
 #include "server/api_error.h"
@@ -33,6 +34,30 @@ void parse_stop(const FieldReader& f, GenerationRequest& r) {
     throw invalid_request(std::string("'stop' must be a string or a list of strings, not ") + json_type_name(*v),
                           "stop");
   }
+}
+
+// {"token id": bias, ...}: ids as decimal strings (OpenAI's form), biases in
+// [-100, 100]. Whether an id is in the vocabulary is checked with the model.
+void parse_logit_bias(const FieldReader& f, GenerationRequest& r) {
+  const Json* v = f.get("logit_bias");
+  if (!v) return;
+  if (!v->is_object())
+    throw invalid_request(std::string("'logit_bias' must be an object, not ") + json_type_name(*v), "logit_bias");
+  for (const auto& [key, bias] : v->items()) {
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        key.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoll(key) > kInt32Max)
+      throw invalid_request("'logit_bias' keys must be token ids (non-negative integers), not '" + key + "'",
+                            "logit_bias");
+    if (!bias.is_number() || !(bias.get<double>() >= -100.0 && bias.get<double>() <= 100.0))
+      throw invalid_request("'logit_bias' values must be numbers in [-100, 100] (token " + key + ")", "logit_bias");
+    r.logit_bias.emplace_back(int32_t(std::stoll(key)), float(bias.get<double>()));
+  }
+  std::sort(r.logit_bias.begin(), r.logit_bias.end());
+  for (size_t i = 1; i < r.logit_bias.size(); ++i)
+    if (r.logit_bias[i].first == r.logit_bias[i - 1].first)
+      throw invalid_request("'logit_bias' names token " + std::to_string(r.logit_bias[i].first) + " twice",
+                            "logit_bias");
 }
 
 // A known parameter that is fine only at its "off" value.
@@ -70,25 +95,28 @@ void parse_common(const FieldReader& f, GenerationRequest& r) {
   r.min_tokens = int32_t(f.integer("min_tokens", 0, kInt32Max).value_or(0));
   r.ignore_eos = f.boolean("ignore_eos").value_or(false);
   if (f.integer("n", 1, 128).value_or(1) > 1) throw unsupported_parameter("n", "only n = 1 is supported");
-  if (const Json* bias = f.get("logit_bias")) {
-    if (!bias->is_object())
-      throw invalid_request(std::string("'logit_bias' must be an object, not ") + json_type_name(*bias), "logit_bias");
-    refuse_if(!bias->empty(), "logit_bias");
+  parse_logit_bias(f, r);
+}
+
+// A list of token ids (each an integer in [0, INT32_MAX]) of parameter `param`.
+std::vector<int32_t> token_ids(const Json& ids, const std::string& param, const char* what) {
+  std::vector<int32_t> out;
+  out.reserve(ids.size());
+  for (const Json& t : ids) {
+    if (!t.is_number_integer() && !t.is_number_unsigned())
+      throw invalid_request("'" + param + "' " + what + " must hold integer token ids", param);
+    const int64_t id = t.is_number_unsigned() ? (t.get<uint64_t>() > uint64_t(kInt32Max) ? -1 : int64_t(t.get<uint64_t>()))
+                                              : t.get<int64_t>();
+    if (id < 0 || id > kInt32Max) throw invalid_request("'" + param + "' holds an invalid token id", param);
+    out.push_back(int32_t(id));
   }
+  return out;
 }
 
 PromptInput token_prompt(const Json& ids, const char* what) {
   PromptInput p;
   p.is_tokens = true;
-  p.tokens.reserve(ids.size());
-  for (const Json& t : ids) {
-    if (!t.is_number_integer() && !t.is_number_unsigned())
-      throw invalid_request(std::string("'prompt' ") + what + " must hold integer token ids", "prompt");
-    const int64_t id = t.is_number_unsigned() ? (t.get<uint64_t>() > uint64_t(kInt32Max) ? -1 : int64_t(t.get<uint64_t>()))
-                                              : t.get<int64_t>();
-    if (id < 0 || id > kInt32Max) throw invalid_request("'prompt' holds an invalid token id", "prompt");
-    p.tokens.push_back(int32_t(id));
-  }
+  p.tokens = token_ids(ids, "prompt", what);
   if (p.tokens.empty()) throw invalid_request("'prompt' holds an empty list of token ids", "prompt");
   return p;
 }
@@ -198,6 +226,39 @@ GenerationRequest parse_completion_request(const Json& body) {
   refuse_if(f.boolean("echo").value_or(false), "echo");
   refuse_if(!f.string("suffix").value_or("").empty(), "suffix");
   refuse_if(f.integer("best_of", 1, 128).value_or(1) > 1, "best_of", "only best_of = 1 is supported");
+  return r;
+}
+
+TokenizeRequest parse_tokenize_request(const Json& body) {
+  TokenizeRequest r;
+  const FieldReader f(body);
+  if (auto model = f.string("model")) r.model = *model;
+  const bool has_prompt = f.get("prompt") != nullptr, has_messages = f.get("messages") != nullptr;
+  if (has_prompt == has_messages)
+    throw invalid_request("give either 'prompt' (a string) or 'messages' (a chat), not both or neither",
+                          has_prompt ? "messages" : "prompt");
+  r.return_token_strs = f.boolean("return_token_strs").value_or(false);
+  if (has_prompt) {
+    r.prompt = *f.string("prompt");
+    r.add_special_tokens = f.boolean("add_special_tokens").value_or(true);
+    return r;
+  }
+  GenerationRequest chat;
+  parse_messages(f, chat);
+  r.chat = true;
+  r.messages = std::move(chat.messages);
+  r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+  return r;
+}
+
+DetokenizeRequest parse_detokenize_request(const Json& body) {
+  DetokenizeRequest r;
+  const FieldReader f(body);
+  if (auto model = f.string("model")) r.model = *model;
+  const Json* v = f.get("tokens");
+  if (!v) throw invalid_request("'tokens' is required", "tokens");
+  if (!v->is_array()) throw invalid_request(std::string("'tokens' must be a list, not ") + json_type_name(*v), "tokens");
+  r.tokens = token_ids(*v, "tokens", "as a list");
   return r;
 }
 

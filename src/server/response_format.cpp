@@ -215,4 +215,18 @@ void ResponseFormatter::error_event(std::string& out, const ApiError& e) {
   out += "\n\n";
 }
 
+std::string tokenize_body(const std::vector<int32_t>& tokens, int32_t max_model_len, const Tokenizer* token_strs) {
+  Json body = {{"count", tokens.size()}, {"max_model_len", max_model_len}, {"tokens", tokens}};
+  if (token_strs) {
+    Json strs = Json::array();
+    for (int32_t t : tokens) strs.push_back(token_strs->token_text(t));
+    body["token_strs"] = std::move(strs);
+  }
+  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string detokenize_body(const std::string& text) {
+  return Json{{"prompt", text}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 }  // namespace rf::server

@@ -1,7 +1,7 @@
 // OpenAI response bodies: the non-streamed JSON of /v1/completions
 // ("text_completion") and /v1/chat/completions ("chat.completion"), and the
 // server-sent events of their streamed forms ("data: {...}\n\n" chunks,
-// then "data: [DONE]\n\n"). Chunks are built by appending to a prefix made
+// then "data: [DONE]\n\n"); and the bodies of /tokenize and /detokenize. Chunks are built by appending to a prefix made
 // once per request (id, object, created, model), so a token costs one
 // string escape, not a JSON re-serialization.
 #pragma once
@@ -49,6 +49,12 @@ struct ResponseMeta {
 // "stop" / "length" (OpenAI's values; cancelled and failed choices never
 // reach a client as a finish reason).
 const char* openai_finish_reason(FinishReason r);
+
+// /tokenize: {"count", "max_model_len", "tokens"[, "token_strs": the
+// vocabulary's text of each token]} (vLLM's shape).
+std::string tokenize_body(const std::vector<int32_t>& tokens, int32_t max_model_len, const Tokenizer* token_strs);
+// /detokenize: {"prompt": text}.
+std::string detokenize_body(const std::string& text);
 
 class ResponseFormatter {
  public:

@@ -16,6 +16,13 @@ bool is_candidate(TokenType t, bool parse_special) {
 
 bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
+// Whether [pos, pos + len) overlaps one of the sorted ranges.
+bool overlaps(std::span<const TextRange> ranges, size_t pos, size_t len) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), pos,
+                             [](size_t p, const TextRange& r) { return p < r.offset + r.length; });
+  return it != ranges.end() && it->offset < pos + len;
+}
+
 }  // namespace
 
 SpecialSplitter::SpecialSplitter(const Vocab& vocab) : vocab_(vocab) {
@@ -56,7 +63,8 @@ std::vector<size_t> SpecialSplitter::present(std::string_view text, bool parse_s
   return out;
 }
 
-std::vector<Fragment> SpecialSplitter::split(std::string_view text, bool parse_special) const {
+std::vector<Fragment> SpecialSplitter::split(std::string_view text, bool parse_special,
+                                             std::span<const TextRange> literal) const {
   std::vector<Fragment> frags;
   if (text.empty()) return frags;
   frags.push_back({-1, 0, text.size()});
@@ -65,6 +73,7 @@ std::vector<Fragment> SpecialSplitter::split(std::string_view text, bool parse_s
     const int32_t id = specials_[k];
     const std::string& tok = vocab_.texts[size_t(id)];
     const bool lstrip = vocab_.lstrip[size_t(id)], rstrip = vocab_.rstrip[size_t(id)];
+    const bool may_be_literal = !literal.empty() && vocab_.type(id) != TokenType::UserDefined;
     next.clear();
     for (const Fragment& f : frags) {
       if (f.token >= 0) {
@@ -72,12 +81,18 @@ std::vector<Fragment> SpecialSplitter::split(std::string_view text, bool parse_s
         continue;
       }
       size_t off = f.offset, len = f.length;
+      size_t from = 0;  // where the search resumes past literal occurrences
       while (len > 0) {
-        const size_t m = text.substr(off, len).find(tok);
+        const size_t m = text.substr(off, len).find(tok, from);
         if (m == std::string_view::npos) {
           next.push_back({-1, off, len});
           break;
         }
+        if (may_be_literal && overlaps(literal, off + m, tok.size())) {
+          from = m + 1;
+          continue;
+        }
+        from = 0;
         size_t left_len = m;
         if (lstrip)
           while (left_len > 0 && is_space(text[off + left_len - 1])) --left_len;

@@ -5,9 +5,13 @@
 // shorter one it overlaps. User-defined tokens are always split out;
 // control and unknown tokens only with parse_special (otherwise their text is
 // ordinary text). Tokens flagged lstrip/rstrip swallow adjacent whitespace.
+// `literal` byte ranges of the text keep control/unknown token text that
+// overlaps them as text, as if parse_special were off there (the server's
+// chat prompts: special-token text from a client's messages).
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -21,10 +25,17 @@ struct Fragment {
   size_t offset = 0, length = 0;  // the text's bytes in the input, when token == -1
 };
 
+// Bytes [offset, offset + length) of a text.
+struct TextRange {
+  size_t offset = 0, length = 0;
+};
+
 class SpecialSplitter {
  public:
   explicit SpecialSplitter(const Vocab& vocab);
-  std::vector<Fragment> split(std::string_view text, bool parse_special) const;
+  // `literal`: sorted by offset, not overlapping.
+  std::vector<Fragment> split(std::string_view text, bool parse_special,
+                              std::span<const TextRange> literal = {}) const;
 
  private:
   // Indices into specials_ of the tokens occurring in `text`, in order.

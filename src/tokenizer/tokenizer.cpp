@@ -137,13 +137,14 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
   }
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special,
+                                      std::span<const TextRange> literal) const {
   RF_CHECK(text.size() < (size_t(1) << 31), "tokenizer: input of ", text.size(), " bytes is too long");
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && vocab_.add_bos) out.push_back(vocab_.bos);
   bool after_special = true;  // SPM: the first fragment gets the space prefix too
-  for (const Fragment& f : splitter_.split(text, parse_special)) {
+  for (const Fragment& f : splitter_.split(text, parse_special, literal)) {
     if (f.token >= 0) {
       out.push_back(f.token);
       after_special = true;

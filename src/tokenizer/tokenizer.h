@@ -7,7 +7,11 @@
 //  - add_special adds BOS (when the vocab's add_bos) and EOS (add_eos);
 //  - parse_special turns control/unknown token texts in the input into their
 //    ids (longest first); user-defined tokens are always matched, as in
-//    llama.cpp; everything else is tokenized as text.
+//    llama.cpp; everything else is tokenized as text;
+//  - `literal` (sorted, disjoint byte ranges of `text`): control/unknown
+//    token text overlapping them stays text, as if parse_special were off
+//    there, and the text around it forms one fragment with it (so the ids
+//    are those of the same text in a vocabulary without that token).
 // Decoding: token_to_piece gives a token's bytes (control/unknown tokens give
 // "" unless render_special). decode() concatenates pieces and, for SPM
 // vocabularies that add a space prefix, drops the leading space of the first
@@ -52,7 +56,8 @@ class Tokenizer {
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
 
-  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special,
+                              std::span<const TextRange> literal = {}) const;
   // Throws rf::Error for an id outside the vocabulary.
   std::string token_to_piece(int32_t id, bool render_special = false) const;
   std::string decode(std::span<const int32_t> ids, bool render_special = false) const;

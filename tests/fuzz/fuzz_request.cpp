@@ -36,6 +36,12 @@ void check(const rf::server::GenerationRequest& r) {
   for (const auto& stop : r.stop)
     if (stop.empty()) violated("no empty stop string");
   if (r.include_usage && !r.stream) violated("include_usage only with stream");
+  for (size_t i = 0; i < r.logit_bias.size(); ++i) {
+    const auto& [token, bias] = r.logit_bias[i];
+    if (token < 0) violated("logit_bias token ids >= 0");
+    if (!(bias >= -100 && bias <= 100)) violated("logit_bias values in [-100, 100]");
+    if (i > 0 && token <= r.logit_bias[i - 1].first) violated("logit_bias sorted by id, one entry per id");
+  }
   if (r.endpoint == rf::server::Endpoint::Completions) {
     if (r.prompts.empty() || r.prompts.size() > rf::server::kMaxPrompts) violated("1..kMaxPrompts prompts");
     for (const auto& p : r.prompts)

@@ -209,6 +209,8 @@ TEST(CudaOps, SamplingMatchesCpu) {
   std::vector<PenaltyToken> pen;
   for (int i = 0; i < 300; ++i) pen.push_back({i * 7 % vocab, i % 3, 1, 0});
   pen.push_back({int32_t(std::max_element(logits.begin() + 7 * vocab, logits.end()) - (logits.begin() + 7 * vocab)), 0, 0, 1});
+  pen.push_back({7, 0, 0, 0, 2.0f});   // a bias on a penalized token: biased first, then penalized
+  pen.push_back({11, 0, 0, 0, -3.0f});
   r[7].penalty_count = int32_t(pen.size());
   for (int i = 0; i < rows; ++i) {
     r[size_t(i)].params.seed = 1000 + uint64_t(i);

@@ -122,6 +122,29 @@ TEST(CpuSample, PenaltiesFollowTheirFormulas) {
   EXPECT_EQ(sample(l, g, 0, ban).token, 2);
 }
 
+TEST(CpuSample, BiasesComeBeforePenaltiesAndBans) {
+  const std::vector<float> l = {2.0f, -2.0f, 0.5f, 0.5f};
+  SamplingParams p;
+  p.repetition_penalty = 2.0f;
+  // Token 0: a bias entry after its penalty entry — still biased first, then divided.
+  // Token 1: biased up; token 3: biased and banned (the ban wins).
+  std::vector<PenaltyToken> pen = {{0, 0, 1}, {0, 0, 0, 0, 4.0f}, {1, 0, 0, 0, 3.0f}, {3, 0, 0, 0, 50.0f}, {3, 0, 0, 1}};
+  std::vector<float> got = l;
+  apply_penalties(got.data(), p, pen.data(), int32_t(pen.size()));
+  EXPECT_FLOAT_EQ(got[0], (2.0f + 4.0f) / 2.0f);
+  EXPECT_FLOAT_EQ(got[1], 1.0f);
+  EXPECT_FLOAT_EQ(got[2], 0.5f);  // untouched
+  EXPECT_EQ(got[3], -INFINITY);
+  SamplingParams g;
+  g.temperature = 0;
+  const std::vector<PenaltyToken> up = {{2, 0, 0, 0, 1.75f}};
+  EXPECT_EQ(sample(l, g, 0, up).token, 2);  // 0.5 + 1.75 > 2
+  // Its logprob is of the model's own distribution, without the bias.
+  double z = 0;
+  for (float x : l) z += std::exp(double(x));
+  EXPECT_NEAR(sample(l, g, 0, up).logprob, 0.5 - std::log(z), 1e-6);
+}
+
 TEST(CpuSample, BackendSamplesRowsWithTheirOwnPenalties) {
   CpuBackend be(2);
   std::vector<float> logits = {1, 5, 2, 9, 0, 3};  // two rows of vocab 3

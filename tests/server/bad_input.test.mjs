@@ -1,7 +1,7 @@
 // Bad input over raw HTTP (node's fetch): malformed and non-object JSON,
 // wrong types, negative and huge numbers, a 10 MB body, unsupported
-// parameters, a context overflow, unknown routes, a missing or wrong API
-// key, a full queue, and broken chat templates. Each gets a 4xx (or 503)
+// parameters, bad logit_bias, a context overflow, unknown routes, a missing
+// or wrong API key, a full queue, and broken chat templates. Each gets a 4xx (or 503)
 // with the OpenAI error shape, and the server stays healthy afterwards.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -124,6 +124,18 @@ describe('bad requests', () => {
     assertOpenAIError(assert, chat, 400);
   });
 
+  test('logit_bias outside the vocabulary or [-100, 100], or not keyed by token ids, is a 400 naming it', async () => {
+    for (const bias of [{ 50256: -100 }, { 5: 101 }, { five: 1 }, { '-1': 1 }, [5]]) {
+      for (const route of ['/v1/completions', '/v1/chat/completions']) {
+        const body = route === '/v1/completions' ? { prompt: 'x', max_tokens: 2 } : chatBody();
+        const r = await post(server, route, { ...body, logit_bias: bias });
+        assertOpenAIError(assert, r, 400);
+        assert.equal(r.json.error.param, 'logit_bias', r.text);
+      }
+    }
+    await assertHealthy(server);
+  });
+
   test('unsupported parameters are named', async () => {
     const cases = [
       ['/v1/chat/completions', chatBody({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }), 'tools'],
@@ -131,13 +143,11 @@ describe('bad requests', () => {
       ['/v1/chat/completions', chatBody({ response_format: { type: 'json_object' } }), 'response_format'],
       ['/v1/chat/completions', chatBody({ functions: [{ name: 'f' }] }), 'functions'],
       ['/v1/chat/completions', chatBody({ n: 2 }), 'n'],
-      ['/v1/chat/completions', chatBody({ logit_bias: { 5: 10 } }), 'logit_bias'],
       ['/v1/chat/completions', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }, 'messages[0].content'],
       ['/v1/completions', { prompt: 'x', n: 3 }, 'n'],
       ['/v1/completions', { prompt: 'x', best_of: 2 }, 'best_of'],
       ['/v1/completions', { prompt: 'x', echo: true }, 'echo'],
       ['/v1/completions', { prompt: 'x', suffix: 'tail' }, 'suffix'],
-      ['/v1/completions', { prompt: 'x', logit_bias: { 50256: -100 } }, 'logit_bias'],
     ];
     for (const [route, body, param] of cases) {
       const r = await post(server, route, body);
@@ -199,6 +209,13 @@ describe('API key (and a served model name)', () => {
     const prefix = await post(server, '/v1/completions', { prompt: 'x', max_tokens: 2 }, { authorization: 'Bearer sk-test-12' });
     assertOpenAIError(assert, prefix, 401);
     assert.equal((await fetch(`${server.url}/v1/models`)).status, 401);
+    for (const [route, body] of [['/tokenize', { prompt: 'x' }], ['/detokenize', { tokens: [1] }]]) {
+      assertOpenAIError(assert, await post(server, route, body), 401);
+      const r = await post(server, route, body, { authorization: 'Bearer sk-test-123' });
+      assert.equal(r.status, 200, r.text);
+    }
+    const otherModel = await post(server, '/tokenize', { prompt: 'x', model: 'gpt-4' }, { authorization: 'Bearer sk-test-123' });
+    assertOpenAIError(assert, otherModel, 404);
     await assert.rejects(client(server, { apiKey: 'nope' }).models.list(), (e) => e.status === 401);
     const openai = client(server, { apiKey: 'sk-test-123' });
     const ok = await openai.completions.create({ model: 'tiny-stories', prompt: 'x', max_tokens: 2 });

@@ -3,8 +3,9 @@
 // listener, pulling what is ready): streamed and non-streamed greedy text
 // agree and match the golden text; SSE events are well formed; a Generation
 // dropped mid-stream (a client that left) cancels and frees every KV block;
-// bad prompts, an exceeded context, broken chat templates and a full queue
-// give the right API errors.
+// bad prompts, an exceeded context, broken chat templates, a logit_bias
+// outside the vocabulary and a full queue give the right API errors;
+// /tokenize gives the prompts generations get, /detokenize the text back.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -29,26 +30,32 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-// Wakes a waiting test thread from a Generation's listener.
+// Wakes a waiting test thread from a Generation's listener. The listener
+// shares the state: the engine may call it after the test has taken the last
+// event and this Wakeup is gone (RequestStream calls listeners outside its
+// lock), so it must not point into the Wakeup.
 class Wakeup {
  public:
   std::function<void()> listener() {
-    return [this] {
-      std::lock_guard<std::mutex> lock(mu_);
-      woken_ = true;
-      cv_.notify_all();
+    return [s = state_] {
+      std::lock_guard<std::mutex> lock(s->mu);
+      s->woken = true;
+      s->cv.notify_all();
     };
   }
   void wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, 1s, [&] { return woken_; });  // the timeout only guards against a lost wake-up bug
-    woken_ = false;
+    std::unique_lock<std::mutex> lock(state_->mu);
+    state_->cv.wait_for(lock, 1s, [&] { return state_->woken; });  // the timeout only guards against a lost wake-up bug
+    state_->woken = false;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool woken_ = false;
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool woken = false;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 // The JSON body of a non-streamed Generation.
@@ -283,7 +290,52 @@ TEST_F(ServerGeneration, BadRequestsAreApiErrors) {
   GenerationRequest min = completion("x", 4);
   min.min_tokens = 5;
   EXPECT_EQ(status_of(min).first, 400);
+
+  GenerationRequest bias = completion("x", 4);
+  bias.logit_bias = {{3, 1.0f}, {tok_->n_vocab(), 1.0f}};
+  auto [s2, m2] = status_of(bias);
+  EXPECT_EQ(s2, 400);
+  EXPECT_NE(m2.find(std::to_string(tok_->n_vocab())), std::string::npos) << m2;
   EXPECT_TRUE(all_blocks_free());
+}
+
+// /tokenize gives the very ids a completion or chat completion is given;
+// /detokenize gives the text back, special tokens rendered.
+TEST_F(ServerGeneration, TokenizeGivesThePromptsOfGenerations) {
+  start();
+  TokenizeRequest t;
+  t.chat = true;
+  t.messages = Json::array({{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi </s>"}}});
+  GenerationRequest chat;
+  chat.endpoint = Endpoint::ChatCompletions;
+  chat.messages = t.messages;
+  const std::vector<int32_t> chat_ids = tokenize_request(*svc_, t);
+  EXPECT_EQ(chat_ids, build_engine_requests(*svc_, chat)[0].prompt);
+  EXPECT_EQ(std::count(chat_ids.begin(), chat_ids.end(), tok_->eos()), 0);  // the user's "</s>" is text
+  t.add_generation_prompt = chat.add_generation_prompt = false;
+  EXPECT_EQ(tokenize_request(*svc_, t), build_engine_requests(*svc_, chat)[0].prompt);
+  EXPECT_LT(tokenize_request(*svc_, t).size(), chat_ids.size());
+
+  TokenizeRequest p;
+  p.prompt = "Once upon a time</s>";
+  const std::vector<int32_t> ids = tokenize_request(*svc_, p);
+  EXPECT_EQ(ids, build_engine_requests(*svc_, completion(p.prompt, 1))[0].prompt);
+  EXPECT_EQ(ids.front(), tok_->bos());
+  EXPECT_EQ(ids.back(), tok_->eos());  // a completions prompt parses special tokens
+  p.add_special_tokens = false;
+  EXPECT_EQ(tokenize_request(*svc_, p), std::vector<int32_t>(ids.begin() + 1, ids.end()));
+
+  DetokenizeRequest d;
+  d.tokens = ids;
+  EXPECT_EQ(detokenize_request(*svc_, d), "<s>" + std::string(" Once upon a time</s>"));
+  d.tokens = {1, tok_->n_vocab()};
+  try {
+    detokenize_request(*svc_, d);
+    ADD_FAILURE() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "tokens");
+  }
 }
 
 TEST_F(ServerGeneration, ChatDefaultMaxTokensFillsTheContext) {

@@ -1,6 +1,6 @@
 // Helpers for the end-to-end server tests: start `rocmforge serve` on the
-// real stories260K model (CPU, a free port), wait until /health says ready,
-// stop it with SIGTERM and check its exit code; read /metrics; make an
+// real stories260K model or another one (CPU, a free port), wait until
+// /health says ready, stop it with SIGTERM and check its exit code; read /metrics; make an
 // OpenAI client for it. Paths come from ROCMFORGE_BIN (the built binary)
 // and ROCMFORGE_TESTDATA (the shared test data).
 import { spawn } from 'node:child_process';
@@ -28,9 +28,10 @@ export function goldenCases() {
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// A running server: { url, port, proc, log(), stop() }.
-export async function startServer(extraArgs = [], { ready = true } = {}) {
-  const args = ['serve', '-m', MODEL, '--device', 'cpu', '--port', '0', '--threads', '2', ...extraArgs];
+// A running server: { url, port, proc, log(), stop() }. `model`: another GGUF
+// than stories260K.
+export async function startServer(extraArgs = [], { ready = true, model = MODEL } = {}) {
+  const args = ['serve', '-m', model, '--device', 'cpu', '--port', '0', '--threads', '2', ...extraArgs];
   const proc = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   proc.stdout.on('data', (d) => (output += d));

@@ -1,6 +1,7 @@
 // Request parsing and validation (src/server/protocol.h): every prompt form,
-// parameter types and ranges, unsupported parameters named in a 400, unknown
-// fields ignored, and the OpenAI error body.
+// parameter types and ranges, logit_bias, unsupported parameters named in a
+// 400, unknown fields ignored, /tokenize and /detokenize bodies, and the
+// OpenAI error body.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -182,8 +183,7 @@ TEST(ServerProtocol, UnsupportedParametersAreNamed) {
            {R"({"prompt":"x","n":2})", "n"},
            {R"({"prompt":"x","best_of":3})", "best_of"},
            {R"({"prompt":"x","echo":true})", "echo"},
-           {R"({"prompt":"x","suffix":"end"})", "suffix"},
-           {R"({"prompt":"x","logit_bias":{"50256":-100}})", "logit_bias"}}) {
+           {R"({"prompt":"x","suffix":"end"})", "suffix"}}) {
     const ApiError e = code(body);
     EXPECT_EQ(e.status(), 400) << body;
     EXPECT_EQ(e.param(), param) << body;
@@ -205,6 +205,53 @@ TEST(ServerProtocol, UnsupportedParametersAreNamed) {
   // Their "off" values are fine.
   EXPECT_NO_THROW(completion(R"({"prompt":"x","n":1,"best_of":1,"echo":false,"suffix":"","logit_bias":{}})"));
   EXPECT_NO_THROW(chat("{" + m + R"(,"tools":[],"tool_choice":"none","response_format":{"type":"text"},"n":1})"));
+}
+
+TEST(ServerProtocol, LogitBias) {
+  auto r = completion(R"({"prompt":"x","logit_bias":{"50256":-100,"7":2.5,"0":100}})");
+  EXPECT_EQ(r.logit_bias, (std::vector<std::pair<int32_t, float>>{{0, 100.0f}, {7, 2.5f}, {50256, -100.0f}}));
+  r = chat(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":{"3":1}})");
+  EXPECT_EQ(r.logit_bias, (std::vector<std::pair<int32_t, float>>{{3, 1.0f}}));
+  EXPECT_TRUE(completion(R"({"prompt":"x","logit_bias":null})").logit_bias.empty());
+  for (const char* bad : {R"([1])", R"("5")", R"({"-1":1})", R"({"a":1})", R"({"1.5":1})", R"({"":1})",
+                          R"({"99999999999":1})", R"({"2147483648":1})", R"({"5":100.5})", R"({"5":-101})",
+                          R"({"5":"1"})", R"({"5":null})", R"({"5":true})", R"({"5":1,"05":2})"}) {
+    EXPECT_API_ERROR(completion(std::string(R"({"prompt":"x","logit_bias":)") + bad + "}"), 400, "logit_bias");
+  }
+}
+
+TEST(ServerProtocol, TokenizeAndDetokenizeBodies) {
+  auto t = parse_tokenize_request(parse_json_body(R"({"prompt":"Once upon"})"));
+  EXPECT_FALSE(t.chat);
+  EXPECT_EQ(t.prompt, "Once upon");
+  EXPECT_TRUE(t.add_special_tokens);
+  EXPECT_FALSE(t.return_token_strs);
+  t = parse_tokenize_request(parse_json_body(R"({"prompt":"x","add_special_tokens":false,"return_token_strs":true,"model":"m"})"));
+  EXPECT_FALSE(t.add_special_tokens);
+  EXPECT_TRUE(t.return_token_strs);
+  EXPECT_EQ(t.model, "m");
+  // Messages as for a chat completion: content parts joined.
+  t = parse_tokenize_request(parse_json_body(
+      R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],"add_generation_prompt":false})"));
+  EXPECT_TRUE(t.chat);
+  EXPECT_FALSE(t.add_generation_prompt);
+  EXPECT_EQ(t.messages[0]["content"], "a\nb");
+  auto tokenize = [](const std::string& body) { return parse_tokenize_request(parse_json_body(body)); };
+  EXPECT_API_ERROR(tokenize("{}"), 400, "prompt");
+  EXPECT_API_ERROR(tokenize(R"({"prompt":"x","messages":[{"role":"user","content":"y"}]})"), 400, "messages");
+  EXPECT_API_ERROR(tokenize(R"({"prompt":5})"), 400, "prompt");
+  EXPECT_API_ERROR(tokenize(R"({"messages":[]})"), 400, "messages");
+  EXPECT_API_ERROR(tokenize(R"({"messages":[{"content":"y"}]})"), 400, "messages[0].role");
+  EXPECT_API_ERROR(tokenize(R"({"prompt":"x","return_token_strs":"yes"})"), 400, "return_token_strs");
+
+  auto d = parse_detokenize_request(parse_json_body(R"({"tokens":[1,2,3]})"));
+  EXPECT_EQ(d.tokens, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_TRUE(parse_detokenize_request(parse_json_body(R"({"tokens":[]})")).tokens.empty());
+  auto detokenize = [](const std::string& body) { return parse_detokenize_request(parse_json_body(body)); };
+  EXPECT_API_ERROR(detokenize("{}"), 400, "tokens");
+  EXPECT_API_ERROR(detokenize(R"({"tokens":"1 2"})"), 400, "tokens");
+  EXPECT_API_ERROR(detokenize(R"({"tokens":[1,-2]})"), 400, "tokens");
+  EXPECT_API_ERROR(detokenize(R"({"tokens":[1.5]})"), 400, "tokens");
 }
 
 TEST(ServerProtocol, StreamOptionsNeedStream) {

@@ -1,102 +1,16 @@
-// Chat templates in the style of Llama 2, ChatML/Qwen (with tools) and Phi-3, written for these tests,
+// Chat templates in the style of Llama 2, ChatML/Qwen (with tools) and Phi-3, written for these tests (tests/templates/<name>.jinja),
 // rendered for a set of conversations with and without the generation prompt.
 // The expected strings are what Python Jinja2 3.1.6 renders when configured
 // as Hugging Face transformers configures it (trim_blocks, lstrip_blocks,
 // loop controls, tojson without ASCII escaping, raise_exception,
 // strftime_now fixed at 2026-01-15), bos "<s>", eos "</s>".
-#include <map>
 #include <string>
 
 #include "unit/template_cases.h"
 
 namespace {
 
-const std::map<std::string, std::string> kTemplates = {
-    {"llama2", R"J({#- Llama 2 chat style: system folded into the first user turn with <<SYS>>. -#}
-{%- if messages[0]['role'] == 'system' -%}
-    {%- set system_message = messages[0]['content'] -%}
-    {%- set loop_messages = messages[1:] -%}
-{%- else -%}
-    {%- set system_message = none -%}
-    {%- set loop_messages = messages -%}
-{%- endif -%}
-{%- for message in loop_messages -%}
-    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
-        {{- raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') -}}
-    {%- endif -%}
-    {%- set content = message['content'] -%}
-    {%- if loop.first and system_message is not none -%}
-        {%- set content = '<<SYS>>\n' ~ system_message ~ '\n<</SYS>>\n\n' ~ content -%}
-    {%- endif -%}
-    {%- if message['role'] == 'user' -%}
-        {{- bos_token ~ '[INST] ' ~ content | trim ~ ' [/INST]' -}}
-    {%- else -%}
-        {{- ' ' ~ content | trim ~ ' ' ~ eos_token -}}
-    {%- endif -%}
-{%- endfor -%}
-)J"},
-    {"chatml_tools", R"J({#- ChatML / Qwen style with tools and tool calls. #}
-{%- if tools %}
-    {{- '<|im_start|>system\n' }}
-    {%- if messages[0].role == 'system' %}
-        {{- messages[0].content + '\n\n' }}
-    {%- endif %}
-    {{- "# Tools\n\n<tools>" }}
-    {%- for tool in tools %}
-        {{- "\n" + tool | tojson }}
-    {%- endfor %}
-    {{- "\n</tools><|im_end|>\n" }}
-{%- elif messages[0].role == 'system' %}
-    {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
-{%- else %}
-    {{- '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}
-{%- endif %}
-{%- for message in messages %}
-    {%- if message.role == 'system' and loop.first %}
-    {%- elif message.role == 'tool' %}
-        {%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}
-            {{- '<|im_start|>user' }}
-        {%- endif %}
-        {{- '\n<tool_response>\n' + message.content + '\n</tool_response>' }}
-        {%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}
-            {{- '<|im_end|>\n' }}
-        {%- endif %}
-    {%- else %}
-        {{- '<|im_start|>' + message.role }}
-        {%- if message.content is string %}
-            {{- '\n' + message.content }}
-        {%- elif message.content %}
-            {{- '\n' }}
-            {%- for part in message.content if part.type == 'text' %}
-                {{- part.text }}
-            {%- endfor %}
-        {%- endif %}
-        {%- for call in message.tool_calls | default([]) %}
-            {%- set fn = call.function if call.function is defined else call %}
-            {{- '\n<tool_call>\n{"name": "' + fn.name + '", "arguments": ' + fn.arguments | tojson + '}\n</tool_call>' }}
-        {%- endfor %}
-        {{- '<|im_end|>\n' }}
-    {%- endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}
-    {{- '<|im_start|>assistant\n' }}
-{%- endif %}
-)J"},
-    {"phi3", R"J({% for message in messages %}
-{% if message['role'] in ['system', 'user', 'assistant'] %}
-{{ '<|' + message['role'] + '|>' }}
-{{ message['content'] }}<|end|>
-{% else %}
-{{ raise_exception('Unknown role: ' + message['role']) }}
-{% endif %}
-{% endfor %}
-{% if add_generation_prompt %}
-<|assistant|>
-{% else %}
-{{ eos_token }}
-{% endif %}
-)J"},
-};
+const char* const kTemplates[] = {"llama2", "chatml_tools", "phi3"};  // tests/templates/<name>.jinja
 
 using Case = rf::test::ChatCase;  // template, conversation, add_generation_prompt, rendered, error
 

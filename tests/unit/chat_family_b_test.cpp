@@ -1,156 +1,17 @@
 // Chat templates in the style of DeepSeek V3/R1 (namespace, unicode tokens),
-// Command-R (macros, loop controls) and Llama 3.1 with tools, written for these tests,
+// Command-R (macros, loop controls) and Llama 3.1 with tools, written for these tests (tests/templates/<name>.jinja),
 // rendered for a set of conversations with and without the generation prompt.
 // The expected strings are what Python Jinja2 3.1.6 renders when configured
 // as Hugging Face transformers configures it (trim_blocks, lstrip_blocks,
 // loop controls, tojson without ASCII escaping, raise_exception,
 // strftime_now fixed at 2026-01-15), bos "<s>", eos "</s>".
-#include <map>
 #include <string>
 
 #include "unit/template_cases.h"
 
 namespace {
 
-const std::map<std::string, std::string> kTemplates = {
-    {"deepseek", R"J({%- set ns = namespace(system_prompt='', is_first_sp=true, is_tool=false, is_first_call=true, is_output_first=true) -%}
-{%- for message in messages if message['role'] == 'system' -%}
-    {%- if ns.is_first_sp -%}
-        {%- set ns.system_prompt = ns.system_prompt + message['content'] -%}
-        {%- set ns.is_first_sp = false -%}
-    {%- else -%}
-        {%- set ns.system_prompt = ns.system_prompt + '\n\n' + message['content'] -%}
-    {%- endif -%}
-{%- endfor -%}
-{{- bos_token }}{{ ns.system_prompt }}
-{%- for message in messages -%}
-    {%- if message['role'] == 'user' -%}
-        {%- set ns.is_tool = false -%}
-        {{- '<｜User｜>' + message['content'] -}}
-    {%- elif message['role'] == 'assistant' and message['tool_calls'] is defined and message['tool_calls'] -%}
-        {%- set ns.is_tool = false -%}
-        {%- for tool in message['tool_calls'] -%}
-            {%- if ns.is_first_call -%}
-                {{- '<｜Assistant｜><｜tool▁calls▁begin｜>' -}}
-                {%- set ns.is_first_call = false -%}
-            {%- else -%}
-                {{- '\n' -}}
-            {%- endif -%}
-            {{- '<｜tool▁call▁begin｜>' + tool['type'] + '<｜tool▁sep｜>' + tool['function']['name'] + '\n```json\n' + tool['function']['arguments'] | tojson + '\n```<｜tool▁call▁end｜>' -}}
-        {%- endfor -%}
-        {{- '<｜tool▁calls▁end｜><｜end▁of▁sentence｜>' -}}
-    {%- elif message['role'] == 'assistant' -%}
-        {%- set content = message['content'] -%}
-        {%- if '</think>' in content -%}
-            {%- set content = content.split('</think>')[-1].lstrip('\n') -%}
-        {%- endif -%}
-        {%- if ns.is_tool -%}
-            {{- '<｜tool▁outputs▁end｜>' + content + '<｜end▁of▁sentence｜>' -}}
-            {%- set ns.is_tool = false -%}
-        {%- else -%}
-            {{- '<｜Assistant｜>' + content + '<｜end▁of▁sentence｜>' -}}
-        {%- endif -%}
-    {%- elif message['role'] == 'tool' -%}
-        {%- set ns.is_tool = true -%}
-        {%- if ns.is_output_first -%}
-            {{- '<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>' + message['content'] + '<｜tool▁output▁end｜>' -}}
-            {%- set ns.is_output_first = false -%}
-        {%- else -%}
-            {{- '\n<｜tool▁output▁begin｜>' + message['content'] + '<｜tool▁output▁end｜>' -}}
-        {%- endif -%}
-    {%- endif -%}
-{%- endfor -%}
-{%- if ns.is_tool -%}{{ '<｜tool▁outputs▁end｜>' }}{%- endif -%}
-{%- if add_generation_prompt and not ns.is_tool -%}{{ '<｜Assistant｜><think>\n' }}{%- endif -%}
-)J"},
-    {"command_r", R"J({{ bos_token }}{%- macro tool_result(msg) -%}
-{
-    "tool_call_id": "{{ msg.tool_call_id }}",
-    "results": {{ msg.content | tojson }}
-}
-{%- endmacro -%}
-{%- macro turn(role, body) -%}
-<|START_OF_TURN_TOKEN|><|{{ role | upper }}_TOKEN|>{{ body }}<|END_OF_TURN_TOKEN|>
-{%- endmacro -%}
-{%- set ns = namespace(seen=[]) %}
-{{ turn('system', 'You are Command.' ~ ('\n' ~ messages[0].content if messages[0].role|lower == 'system' else '')) }}
-{%- for message in messages %}
-    {%- if message.role|lower == 'system' %}
-        {%- continue %}
-    {%- elif message.role|lower == 'user' %}
-{{ turn('user', message.content) }}
-    {%- elif message.role|lower == 'assistant' %}
-        {%- if message.tool_calls %}
-{{ turn('chatbot', '<|START_ACTION|>' ~ message.tool_calls | map(attribute='function') | map(attribute='name') | join(', ') ~ '<|END_ACTION|>') }}
-        {%- else %}
-{{ turn('chatbot', '<|START_RESPONSE|>' ~ message.content ~ '<|END_RESPONSE|>') }}
-        {%- endif %}
-    {%- elif message.role|lower == 'tool' and message.tool_call_id not in ns.seen %}
-        {%- set results = [tool_result(message)] %}
-        {%- set ns.seen = ns.seen + [message.tool_call_id] %}
-        {%- for later in messages[loop.index0 + 1:] %}
-            {%- if later.role|lower != 'tool' %}{% break %}{% endif %}
-            {%- set results = results + [tool_result(later)] %}
-            {%- set ns.seen = ns.seen + [later.tool_call_id] %}
-        {%- endfor %}
-{{ turn('system', '<|START_TOOL_RESULT|>[\n' ~ results | join(',\n') ~ '\n]<|END_TOOL_RESULT|>') }}
-    {%- endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>{% endif %}
-)J"},
-    {"llama3_tools", R"J({{- bos_token }}
-{%- set date_string = strftime_now("%d %b %Y") if date_string is not defined else date_string %}
-{%- if messages[0].role == 'system' %}
-    {%- set system_message = messages[0].content | trim %}
-    {%- set messages = messages[1:] %}
-{%- else %}
-    {%- set system_message = "" %}
-{%- endif %}
-{{- "<|start_header_id|>system<|end_header_id|>\n\n" }}
-{%- if tools is not none %}
-    {{- "Environment: ipython\n" }}
-{%- endif %}
-{{- "Today Date: " + date_string + "\n\n" }}
-{%- if tools is not none %}
-    {%- for t in tools %}
-        {{- t | tojson(indent=4) }}
-        {{- "\n\n" }}
-    {%- endfor %}
-{%- endif %}
-{{- system_message }}
-{{- "<|eot_id|>" }}
-{%- for message in messages %}
-    {%- if not (message.role == 'ipython' or message.role == 'tool' or 'tool_calls' in message) %}
-        {{- '<|start_header_id|>' + message.role + '<|end_header_id|>\n\n' }}
-        {%- if message.content is string %}
-            {{- message.content | trim }}
-        {%- else %}
-            {{- message.content | selectattr('type', 'equalto', 'text') | map(attribute='text') | join('\n') }}
-        {%- endif %}
-        {{- '<|eot_id|>' }}
-    {%- elif 'tool_calls' in message %}
-        {%- if message.tool_calls | length != 1 %}
-            {{- raise_exception("This model only supports single tool-calls at once!") }}
-        {%- endif %}
-        {%- set tool_call = message.tool_calls[0].function %}
-        {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' -}}
-        {{- '{"name": "' + tool_call.name + '", "parameters": ' + tool_call.arguments | tojson + '}' }}
-        {{- "<|eot_id|>" }}
-    {%- else %}
-        {{- "<|start_header_id|>ipython<|end_header_id|>\n\n" }}
-        {%- if message.content is mapping or message.content is iterable and message.content is not string %}
-            {{- message.content | tojson }}
-        {%- else %}
-            {{- message.content }}
-        {%- endif %}
-        {{- "<|eot_id|>" }}
-    {%- endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}
-    {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
-{%- endif %}
-)J"},
-};
+const char* const kTemplates[] = {"deepseek", "command_r", "llama3_tools"};  // tests/templates/<name>.jinja
 
 using Case = rf::test::ChatCase;  // template, conversation, add_generation_prompt, rendered, error
 

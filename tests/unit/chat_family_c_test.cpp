@@ -1,137 +1,17 @@
 // Chat templates in the style of Mistral v1, v3 (tools) and v7 (system
-// prompt, image parts, strftime_now), written for these tests,
+// prompt, image parts, strftime_now), written for these tests (tests/templates/<name>.jinja),
 // rendered for a set of conversations with and without the generation prompt.
 // The expected strings are what Python Jinja2 3.1.6 renders when configured
 // as Hugging Face transformers configures it (trim_blocks, lstrip_blocks,
 // loop controls, tojson without ASCII escaping, raise_exception,
 // strftime_now fixed at 2026-01-15), bos "<s>", eos "</s>".
-#include <map>
 #include <string>
 
 #include "unit/template_cases.h"
 
 namespace {
 
-const std::map<std::string, std::string> kTemplates = {
-    {"mistral_v1", R"J({{- bos_token }}
-{%- set offset = 1 if messages[0]['role'] == 'system' else 0 %}
-{%- for message in messages %}
-    {%- if message['role'] == 'system' %}
-        {%- if not loop.first %}{{ raise_exception('The system message must come first') }}{% endif %}
-    {%- elif (message['role'] == 'user') != ((loop.index0 - offset) % 2 == 0) %}
-        {{- raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}
-    {%- elif message['role'] == 'user' %}
-        {%- if loop.index0 == 1 and messages[0]['role'] == 'system' %}
-            {{- ' [INST] ' + messages[0]['content'] + '\n\n' + message['content'] + ' [/INST]' }}
-        {%- else %}
-            {{- ' [INST] ' + message['content'] + ' [/INST]' }}
-        {%- endif %}
-    {%- elif message['role'] == 'assistant' %}
-        {{- ' ' + message['content'] + eos_token }}
-    {%- else %}
-        {{- raise_exception('Only user, assistant and system roles are supported') }}
-    {%- endif %}
-{%- endfor %}
-)J"},
-    {"mistral_v3", R"J({%- if messages[0]["role"] == "system" %}
-    {%- set system_message = messages[0]["content"] %}
-    {%- set loop_messages = messages[1:] %}
-{%- else %}
-    {%- set loop_messages = messages %}
-{%- endif %}
-{%- if not tools is defined %}{% set tools = none %}{% endif %}
-{%- set user_messages = loop_messages | selectattr("role", "equalto", "user") | list %}
-{{- bos_token }}
-{%- for message in loop_messages %}
-    {%- if message["role"] == "user" %}
-        {%- if tools is not none and (message == user_messages[-1]) %}
-            {{- "[AVAILABLE_TOOLS] [" }}
-            {%- for tool in tools %}
-                {%- set tool = tool.function %}
-                {{- '{"type": "function", "function": {' }}
-                {%- for key, val in tool.items() if key != "return" %}
-                    {%- if val is string %}
-                        {{- '"' + key + '": "' + val + '"' }}
-                    {%- else %}
-                        {{- '"' + key + '": ' + val|tojson }}
-                    {%- endif %}
-                    {%- if not loop.last %}{{ ", " }}{% endif %}
-                {%- endfor %}
-                {{- "}}" }}
-                {{- ", " if not loop.last else "]" }}
-            {%- endfor %}
-            {{- "[/AVAILABLE_TOOLS]" }}
-        {%- endif %}
-        {%- if loop.last and system_message is defined %}
-            {{- "[INST] " + system_message + "\n\n" + message["content"] + "[/INST]" }}
-        {%- else %}
-            {{- "[INST] " + message["content"] + "[/INST]" }}
-        {%- endif %}
-    {%- elif message.tool_calls is defined and message.tool_calls is not none %}
-        {{- "[TOOL_CALLS] [" }}
-        {%- for tool_call in message.tool_calls %}
-            {%- set out = tool_call.function|tojson %}
-            {{- out[:-1] }}
-            {%- if tool_call.id is not defined or tool_call.id|length != 9 %}
-                {{- raise_exception("Tool call IDs should be alphanumeric strings with length 9!") }}
-            {%- endif %}
-            {{- ', "id": "' + tool_call.id + '"}' }}
-            {{- ", " if not loop.last else "]" + eos_token }}
-        {%- endfor %}
-    {%- elif message["role"] == "assistant" %}
-        {{- " " + message["content"]|trim + eos_token }}
-    {%- elif message["role"] == "tool" %}
-        {{- '[TOOL_RESULTS] {"content": ' + message.content|string + ', "call_id": "' + message.tool_call_id + '"}[/TOOL_RESULTS]' }}
-    {%- else %}
-        {{- raise_exception("Only user and assistant roles are supported, with the exception of an initial optional system message!") }}
-    {%- endif %}
-{%- endfor %}
-)J"},
-    {"mistral_v7", R"J({%- set today = strftime_now("%Y-%m-%d") %}
-{%- set default_system = "You are a helpful assistant. Today is " ~ today ~ "." %}
-{{- bos_token }}
-{%- if messages[0]['role'] == 'system' %}
-    {%- set system_message = messages[0]['content'] if messages[0]['content'] is string else messages[0]['content'][0]['text'] %}
-    {%- set loop_messages = messages[1:] %}
-{%- else %}
-    {%- set system_message = default_system %}
-    {%- set loop_messages = messages %}
-{%- endif %}
-{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}
-{%- for message in loop_messages %}
-    {%- if message['role'] == 'user' %}
-        {%- if message['content'] is string %}
-            {{- '[INST]' + message['content'] + '[/INST]' }}
-        {%- else %}
-            {{- '[INST]' }}
-            {%- for block in message['content'] %}
-                {%- if block['type'] == 'text' %}
-                    {{- block['text'] }}
-                {%- elif block['type'] in ['image', 'image_url'] %}
-                    {{- '[IMG]' }}
-                {%- else %}
-                    {{- raise_exception('Only text and image blocks are supported in message content!') }}
-                {%- endif %}
-            {%- endfor %}
-            {{- '[/INST]' }}
-        {%- endif %}
-    {%- elif message['role'] == 'assistant' %}
-        {%- if message.tool_calls %}
-            {%- for call in message.tool_calls %}
-                {{- '[TOOL_CALLS]' + call.function.name + '[ARGS]' + call.function.arguments|tojson }}
-            {%- endfor %}
-            {{- eos_token }}
-        {%- else %}
-            {{- message['content'] + eos_token }}
-        {%- endif %}
-    {%- elif message['role'] == 'tool' %}
-        {{- '[TOOL_RESULTS]' + message.content|string + '[/TOOL_RESULTS]' }}
-    {%- else %}
-        {{- raise_exception('Unexpected role ' ~ message['role']) }}
-    {%- endif %}
-{%- endfor %}
-)J"},
-};
+const char* const kTemplates[] = {"mistral_v1", "mistral_v3", "mistral_v7"};  // tests/templates/<name>.jinja
 
 using Case = rf::test::ChatCase;  // template, conversation, add_generation_prompt, rendered, error
 

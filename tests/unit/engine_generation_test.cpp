@@ -3,7 +3,8 @@
 // max_tokens, stop strings (across token boundaries, several, earliest
 // wins), stop token ids, end-of-generation tokens with ignore_eos and
 // min_tokens (a tokenizer whose EOG set includes a token the greedy output
-// contains, so the golden file says where generation must end).
+// contains, so the golden file says where generation must end), and logit
+// biases (a forced token, a forced end of generation, a banned golden token).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -192,6 +193,37 @@ TEST(EngineGeneration, EndOfGenerationIgnoreEosAndMinTokens) {
     EXPECT_EQ(o.tokens.back(), eog);
   }
   EXPECT_EQ(std::count(o.tokens.begin(), o.tokens.end() - 1, eog), 0);
+  test::expect_idle(*engine);
+}
+
+TEST(EngineGeneration, LogitBias) {
+  RF_REQUIRE_TESTDATA("stories260K.gguf");
+  test::Stories st;
+  const auto g = test::read_golden()[0];
+  auto engine = st.engine(config(32));
+  // +100 forces a token at every step; its text is the output.
+  const int32_t forced = g.greedy_tokens[3];
+  Request r = greedy(g.prompt_tokens, 5);
+  r.logit_bias = {{forced, 100.0f}};
+  Output o = test::run_one(*engine, r);
+  EXPECT_EQ(o.tokens, std::vector<int32_t>(5, forced));
+  EXPECT_EQ(o.reason, FinishReason::Length);
+  // Forcing the end-of-generation token ends at once: one token, no text.
+  r.logit_bias = {{st.tok().eos(), 100.0f}};
+  o = test::run_one(*engine, r);
+  EXPECT_EQ(o.tokens, std::vector<int32_t>{st.tok().eos()});
+  EXPECT_EQ(o.text, "");
+  EXPECT_EQ(o.reason, FinishReason::Stop);
+  // -100 on the first golden token: the output differs from the golden one
+  // there and never holds it.
+  r = greedy(g.prompt_tokens, 4);
+  r.logit_bias = {{g.greedy_tokens[0], -100.0f}};
+  o = test::run_one(*engine, r);
+  ASSERT_FALSE(o.tokens.empty());
+  EXPECT_EQ(std::count(o.tokens.begin(), o.tokens.end(), g.greedy_tokens[0]), 0);
+  // Outside the vocabulary: refused at submit.
+  r.logit_bias = {{st.tok().n_vocab(), 1.0f}};
+  EXPECT_THROW(engine->submit(r), Error);
   test::expect_idle(*engine);
 }
 

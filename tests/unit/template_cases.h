@@ -1,7 +1,9 @@
 // Table-driven template tests: the case shapes and the one runner each for
 // the Jinja tables (jinja_{expr,stmt,filter}_test.cpp) and the chat-template
-// family tables (chat_family_{a,b,c}_test.cpp), plus the conversations the
-// family tables render. Expected strings are what Python Jinja2 3.1.6 gives
+// family tables (chat_family_{a,b,c,d}_test.cpp), plus the conversations the
+// family tables render. The family templates live in tests/templates/
+// (<name>.jinja), where the server tests (tests/server/families.test.mjs)
+// serve them too. Expected strings are what Python Jinja2 3.1.6 gives
 // when configured as Hugging Face transformers configures it (trim_blocks,
 // lstrip_blocks, loop controls, transformers' tojson, raise_exception,
 // strftime_now fixed at 2026-01-15).
@@ -11,8 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <map>
 #include <span>
+#include <sstream>
 #include <string>
 
 #include "template/chat_template.h"
@@ -62,11 +66,23 @@ struct ChatCase {
   const char* error;     // raise_exception message, or "" for another runtime error
 };
 
-// `templates`: name -> Jinja source.
-inline void expect_chat_cases(const std::map<std::string, std::string>& templates, std::span<const ChatCase> cases) {
+// The source of tests/templates/<name>.jinja ("" when it cannot be read).
+inline std::string family_template_source(const std::string& name) {
+  std::ifstream in(std::string(ROCMFORGE_TEST_TEMPLATES) + "/" + name + ".jinja", std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// `templates`: names of tests/templates/<name>.jinja.
+inline void expect_chat_cases(std::span<const char* const> templates, std::span<const ChatCase> cases) {
   const auto conversations = nlohmann::ordered_json::parse(kChatConversations);
   std::map<std::string, ChatTemplate> parsed;
-  for (const auto& [name, source] : templates) parsed.emplace(name, ChatTemplate(source));
+  for (const char* name : templates) {
+    const std::string source = family_template_source(name);
+    ASSERT_FALSE(source.empty()) << "cannot read tests/templates/" << name << ".jinja";
+    parsed.emplace(name, ChatTemplate(source));
+  }
   for (const ChatCase& c : cases) {
     SCOPED_TRACE(std::string(c.tmpl) + " / " + c.conversation + (c.add_generation_prompt ? " / gen" : " / no gen"));
     const auto& conv = conversations.at(c.conversation);

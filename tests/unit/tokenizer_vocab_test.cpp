@@ -1,7 +1,10 @@
 // Vocabulary loading from GGUF metadata: bad metadata is an rf::Error naming
-// the key, "none" ids, llama.cpp's defaults, end-of-generation detection, and
-// a tiny byte-level BPE vocabulary built from scratch.
+// the key, "none" ids, llama.cpp's defaults, end-of-generation detection (the
+// chat families' end-of-turn markers), a tiny byte-level BPE vocabulary built
+// from scratch, and literal ranges that keep special-token text as text.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "core/error.h"
 #include "gguf/reader.h"
@@ -182,6 +185,63 @@ TEST(TokenizerVocab, PreTokenizerDefaults) {
   auto unknown = build(bpe_writer("some-new-pre"));  // falls back to default, with a warning
   EXPECT_EQ(unknown->pre_type(), PreType::Default);
   EXPECT_EQ(unknown->encode("ab", false, false), (std::vector<int32_t>{256}));
+}
+
+// Each chat family's end-of-turn marker ends generation when the vocabulary
+// has it (found by its text, as llama.cpp does); the markers that open a turn
+// do not. GLM-4's turns end when the model writes the next role marker: its
+// GGUFs name <|user|> as the EOT token, and that makes it end generation.
+TEST(TokenizerVocab, FamilyEndOfTurnMarkersEndGeneration) {
+  struct Family {
+    const char* name;
+    std::vector<std::string> markers;
+    std::vector<std::string> eog, not_eog;
+    const char* eot_key;  // tokenizer.ggml.eot_token_id names this marker
+  };
+  const Family families[] = {
+      {"ChatML (Qwen)", {"<|im_start|>", "<|im_end|>", "<|endoftext|>"}, {"<|im_end|>", "<|endoftext|>"}, {"<|im_start|>"}, nullptr},
+      {"Gemma", {"<start_of_turn>", "<end_of_turn>"}, {"<end_of_turn>"}, {"<start_of_turn>"}, nullptr},
+      {"Phi-3", {"<|user|>", "<|assistant|>", "<|end|>", "<|endoftext|>"}, {"<|end|>", "<|endoftext|>"},
+       {"<|user|>", "<|assistant|>"}, nullptr},
+      {"GLM-4", {"<|user|>", "<|assistant|>", "<|observation|>", "<|endoftext|>"}, {"<|user|>", "<|endoftext|>"},
+       {"<|assistant|>"}, "<|user|>"},
+  };
+  for (const Family& f : families) {
+    SCOPED_TRACE(f.name);
+    auto w = bpe_writer("gpt-2", f.markers);
+    const int32_t first = 259;  // after the 256 byte symbols and ab, abc, Ġa
+    auto id_of = [&](const std::string& marker) {
+      return first + int32_t(std::find(f.markers.begin(), f.markers.end(), marker) - f.markers.begin());
+    };
+    if (f.eot_key) w.set_u32("tokenizer.ggml.eot_token_id", uint32_t(id_of(f.eot_key)));
+    auto t = build(w);
+    for (const std::string& m : f.eog) EXPECT_TRUE(t->is_eog(id_of(m))) << m;
+    for (const std::string& m : f.not_eog) EXPECT_FALSE(t->is_eog(id_of(m))) << m;
+  }
+}
+
+// Literal ranges: control-token text overlapping one stays text and joins the
+// text around it in one fragment; outside the ranges it is still special;
+// user-defined tokens are split out everywhere (as without parse_special).
+TEST(TokenizerVocab, LiteralRangesKeepSpecialTextAsText) {
+  auto w = bpe_writer("gpt-2", {"<|end|>", "<x>"});
+  std::vector<int32_t> types(256 + 3 + 2, 1);
+  types[259] = 3;  // control
+  types[260] = 4;  // user-defined
+  w.set_i32s("tokenizer.ggml.token_type", types);
+  auto t = build(w);
+  const int32_t end = 259, x = 260;
+  const std::string text = "ab<|end|>ab<|end|>";
+  std::vector<int32_t> expected = t->encode("ab<|end|>ab", false, false);
+  expected.push_back(end);
+  const TextRange first_marker[] = {{2, 7}};
+  EXPECT_EQ(t->encode(text, false, true, first_marker), expected);
+  const TextRange inside[] = {{4, 1}};  // any overlap keeps it text
+  EXPECT_EQ(t->encode(text, false, true, inside), expected);
+  EXPECT_EQ(std::count(expected.begin(), expected.end(), end), 1);
+  EXPECT_EQ(t->encode(text, false, true), (std::vector<int32_t>{256, end, 256, end}));
+  const TextRange all[] = {{0, 3}};
+  EXPECT_EQ(t->encode("<x>", false, true, all), (std::vector<int32_t>{x}));
 }
 
 }  // namespace

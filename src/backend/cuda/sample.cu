@@ -185,9 +185,13 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   for (int i = threadIdx.x; i < vocab; i += blockDim.x) w[i] = lg[i];
   __syncthreads();
   const PenaltyToken* pen = penalties + p.penalty_offset;
+  // Biases, penalties, bans: one pass each (a token may have an entry in each).
+  for (int e = threadIdx.x; e < p.penalty_count; e += blockDim.x)
+    if (!pen[e].banned && pen[e].bias != 0.0f && pen[e].token >= 0 && pen[e].token < vocab) w[pen[e].token] += pen[e].bias;
+  __syncthreads();
   for (int e = threadIdx.x; e < p.penalty_count; e += blockDim.x) {
     const PenaltyToken t = pen[e];
-    if (t.banned || t.token < 0 || t.token >= vocab) continue;
+    if (!t.penalized() || t.token < 0 || t.token >= vocab) continue;
     float l = w[t.token];
     if (t.in_context && p.repetition_penalty != 1.0f) l = l > 0 ? l / p.repetition_penalty : l * p.repetition_penalty;
     if (t.output_count > 0) l -= p.presence_penalty + p.frequency_penalty * float(t.output_count);
