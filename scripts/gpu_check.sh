@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: run the GPU tests, the golden check through
-# `rocmforge run --device cuda`, and benchmarks on synthetic llama3-8b models.
+# `rocmforge run --device cuda`, and benchmarks on synthetic llama3-8b models
+# (stage bench-families: every family's preset, issue 12's table).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -50,6 +51,23 @@ if [ "$stage" = all ] || [ "$stage" = bench ]; then
     echo "== bench llama3-8b $t"
     "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r "${RF_REPS:-3}" --parallel "${RF_PARALLEL:-1,64}" 2>"$OUT/bench-$t.err" | tee "$OUT/bench-$t.md"
     tail -3 "$OUT/bench-$t.err"
+  done
+fi
+
+if [ "$stage" = bench-families ]; then
+  # Issue 12's speed table: each family's 7-12B preset against llama3-8b in
+  # one call (RF_PRESETS, RF_TYPES pick; models are generated, then removed).
+  for t in ${RF_TYPES:-f16}; do
+    for p in ${RF_PRESETS:-llama3-8b qwen2.5-7b qwen3-8b gemma2-9b gemma3-12b phi3-mini glm4-9b}; do
+      f="$MODELS/$p-$t.gguf"
+      [ -f "$f" ] || "$BIN/rocmforge" mkmodel --preset "$p" --type "$t" -o "$f" > "$OUT/mkmodel-$p-$t.log" 2>&1 ||
+        { echo "mkmodel $p $t failed"; tail -3 "$OUT/mkmodel-$p-$t.log"; continue; }
+      echo "== bench $p $t"
+      "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r "${RF_REPS:-2}" --parallel "${RF_PARALLEL:-1,64}" \
+        2>"$OUT/bench-$p-$t.err" | tee "$OUT/bench-$p-$t.md"
+      grep -iE "bandwidth|share|kv" "$OUT/bench-$p-$t.err" | tail -3
+      [ "${RF_KEEP_MODELS:-0}" = 1 ] || rm -f "$f"
+    done
   done
 fi
 
