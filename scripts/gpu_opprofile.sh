@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # On the GPU machine: the op profile (ROCMFORGE_PROFILE=1, graphs off) of
-# bench runs on llama3-8b models. Usage: scripts/gpu_opprofile.sh TYPE PARALLEL [N_GEN]
+# bench runs on a preset's model (RF_PRESET, default llama3-8b).
+# Usage: scripts/gpu_opprofile.sh TYPE PARALLEL [N_GEN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 t=$1; P=$2; n=${3:-32}
-f=/tmp/rf-models/llama3-8b-$t.gguf; mkdir -p /tmp/rf-models
-[ -f $f ] || .carry/bin/rocmforge mkmodel --preset llama3-8b --type $t -o $f 2>&1 | tail -1
+preset=${RF_PRESET:-llama3-8b}
+f=/tmp/rf-models/$preset-$t.gguf; mkdir -p /tmp/rf-models
+[ -f $f ] || .carry/bin/rocmforge mkmodel --preset $preset --type $t -o $f 2>&1 | tail -1
 echo "== $t parallel $P (graphs on)"
 .carry/bin/rocmforge bench -m $f -p 512 -n $n -r 1 --parallel $P 2>&1 | grep "run 1"
 echo "== $t parallel $P (profiled)"
-ROCMFORGE_PROFILE=1 .carry/bin/rocmforge bench -m $f -p 512 -n $n -r 1 --parallel $P 2>&1 | grep -A14 "run 1\|GPU op profile" | head -20
+ROCMFORGE_PROFILE=1 .carry/bin/rocmforge bench -m $f -p 512 -n $n -r 1 --parallel $P 2>&1 | grep -A${RF_PROFILE_LINES:-14} "run 1\|GPU op profile" | head -${RF_PROFILE_LINES:-20}
