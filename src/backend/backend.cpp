@@ -51,6 +51,10 @@ void Backend::unsupported(const char* op) const {
 void Backend::add_bias(Tensor&, const Tensor&) { unsupported("add_bias"); }
 void Backend::geglu(const Tensor&, const Tensor&, Tensor&) { unsupported("geglu"); }
 void Backend::scale(Tensor&, float) { unsupported("scale"); }
+void Backend::moe_route(const Tensor&, const MoeParams&, Tensor&, Tensor&) { unsupported("moe_route"); }
+void Backend::moe_ffn(const Tensor&, const Tensor&, const Tensor&, const ExpertWeights&, const MoeParams&, Tensor&) {
+  unsupported("moe_ffn");
+}
 void Backend::softcap(Tensor&, float) { unsupported("softcap"); }
 void Backend::attention_ext(const Tensor&, const KVLayer&, const StepMeta&, const AttentionParams&, Tensor&) {
   unsupported("attention_ext (sliding window / logit soft-cap)");

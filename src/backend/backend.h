@@ -94,6 +94,31 @@ struct BackendLimits {
   int32_t head_dim = 0;
   int32_t n_kv_heads = 0;
   int32_t kv_groups = 1;         // KV groups (Batch::groups) of every step
+  // Mixture-of-experts models (0 for dense ones): what moe_ffn's scratch needs.
+  int32_t n_expert = 0, n_expert_used = 0, expert_ff = 0;
+  int32_t n_embd = 0;
+};
+
+// A mixture-of-experts FFN layer's shape and routing (Mixtral, Qwen3-MoE).
+struct MoeParams {
+  int32_t n_expert = 0;  // experts per layer
+  int32_t n_used = 0;    // experts chosen per token (top-k)
+  int32_t n_ff = 0;      // each expert's FFN width
+  bool norm_weights = true;  // the chosen experts' probabilities renormalised to sum 1
+  Activation act = Activation::SiLU;
+};
+
+// One layer's experts, each matrix stacked along rows (GGUF's 3-D
+// ffn_{gate,up,down}_exps seen as 2-D): gate and up [n_expert * n_ff rows,
+// n_embd], down [n_expert * n_embd rows, n_ff]; expert e owns rows
+// [e * rows_per_expert, (e + 1) * rows_per_expert), so experts stay
+// addressable one by one (expert parallelism places them per device).
+struct ExpertWeights {
+  Tensor gate, up, down;
+  int32_t n_expert = 0;
+  Tensor gate_of(int32_t e) const { return gate.slice_rows(e * (gate.rows() / n_expert), gate.rows() / n_expert); }
+  Tensor up_of(int32_t e) const { return up.slice_rows(e * (up.rows() / n_expert), up.rows() / n_expert); }
+  Tensor down_of(int32_t e) const { return down.slice_rows(e * (down.rows() / n_expert), down.rows() / n_expert); }
 };
 
 class Backend {
@@ -181,6 +206,20 @@ class Backend {
   // p.softcap * tanh(s / p.softcap) when p.softcap > 0, then softmax.
   virtual void attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                              Tensor& out);
+
+  // --- mixture of experts -----------------------------------------------------
+  // Routing: router_logits f32 [n, n_expert] -> ids i32 [n, n_used] and
+  // weights f32 [n, n_used]: softmax over all experts, the n_used most
+  // probable in descending order (ties to the lower index), their
+  // probabilities renormalised to sum 1 when p.norm_weights (Mixtral's
+  // softmax over the chosen top-k is the same thing).
+  virtual void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights);
+  // out[t] = sum_j weights[t, j] * down_e . (act(gate_e . x[t]) * (up_e . x[t]))
+  // with e = ids[t, j]: only the chosen experts' weights are read. Scratch
+  // is the backend's own, sized by reserve() from BackendLimits' expert
+  // fields.
+  virtual void moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
+                       const MoeParams& p, Tensor& out);
 
   // --- fused ops (defaults compose the ops above; backends may fuse) -------
   // outs[i] = x . ws[i]^T for each weight (e.g. the q, k and v

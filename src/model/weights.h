@@ -27,6 +27,8 @@ struct LayerWeights {
   Tensor w_gate;     // [n_ff rows, n_embd]  (rows of ffn_up when fused)
   Tensor w_up;       // [n_ff rows, n_embd]
   Tensor w_down;     // [n_embd rows, n_ff]
+  Tensor router;     // ffn_gate_inp [n_expert rows, n_embd] (MoE layers; the dense FFN tensors are then empty)
+  ExpertWeights experts;  // ffn_{gate,up,down}_exps (MoE layers)
   Tensor post_ffn_norm;        // [n_embd] f32, optional
   bool fused_qkv = false;
 };
