@@ -11,6 +11,7 @@
 #include "backend/cuda/bandwidth_probe.h"
 #include "backend/cuda/blas.h"
 #include "backend/cuda/gpu.h"
+#include "backend/cuda/moe_scratch.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/op_profiler.h"
 #include "core/log.h"
@@ -185,6 +186,7 @@ Tensor CudaBackend::load_f32(const float* host, int64_t cols, int64_t rows, cons
 void CudaBackend::release_reserved() {
   Impl& I = *impl_;
   clear_graphs();
+  release_moe();
   for (void* p : {static_cast<void*>(I.meta_dev), static_cast<void*>(I.rows_dev), static_cast<void*>(I.pen_dev),
                   static_cast<void*>(I.sample_work), static_cast<void*>(I.out_dev), I.dequant,
                   static_cast<void*>(I.attn.partial_out), static_cast<void*>(I.attn.partial_ml)})
@@ -240,6 +242,7 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   const size_t per = size_t(I.attn.max_tokens) * size_t(std::max(lim.n_heads, 1)) * size_t(I.attn.max_splits);
   I.attn.partial_out = static_cast<float*>(alloc(per * size_t(std::max(lim.head_dim, 1)) * 4, "attention partials"));
   I.attn.partial_ml = static_cast<float*>(alloc(per * 2 * 4, "attention partial stats"));
+  reserve_moe(lim);
 }
 
 StepMeta CudaBackend::upload_step(const Batch& b) {

@@ -74,6 +74,9 @@ class CudaBackend final : public Backend {
   void matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
                           Tensor& out, Activation act) override;
   void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override;
+  void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) override;
+  void moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w, const MoeParams& p,
+               Tensor& out) override;
   void rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb, Tensor& b_out,
                      float eps) override;
 
@@ -88,6 +91,9 @@ class CudaBackend final : public Backend {
 
  private:
   struct Impl;
+  struct MoeScratch;  // cuda_moe.cpp
+  void reserve_moe(const BackendLimits& limits);
+  void release_moe();
   gpu::LaunchCtx ctx() const;  // the stream and options_, for the launchers
   int attention_splits(const StepMeta& m) const;
   int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
@@ -99,6 +105,7 @@ class CudaBackend final : public Backend {
   std::string name_;
   void* stream_ = nullptr;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<MoeScratch> moe_;
   std::mutex alloc_mu_;
   std::unordered_map<void*, size_t> allocations_;
   size_t allocated_ = 0;

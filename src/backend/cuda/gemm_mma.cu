@@ -6,7 +6,10 @@
 // form (the batched-decode case: 64 sequences on a Q4_K_M model). Activations
 // are staged per 256-wide k chunk in shared memory (double-buffered with
 // cp.async). Long k ranges are split over blocks; the splits' f32 partials
-// are summed in a fixed order (deterministic results).
+// are summed in a fixed order (deterministic results). Expert mode
+// (mixture-of-experts FFNs, mma_matmul_experts): blockIdx.y takes one tile
+// of up to 64 activation rows routed to one expert, and the block reads that
+// expert's weights: all active experts in one launch.
 //
 // Within each 32-wide k slice the k order is permuted identically for weights
 // and activations: lane quad t holds physical elements 8t..8t+7, which keeps
@@ -156,15 +159,22 @@ struct MmaArgs {
   void* out;            // [n, m], f16 or f32 (when not split)
   float* partials;      // [splits, n, m] when split
   int chunks_per_split;
+  // Expert mode (tiles != nullptr, no splits): block row blockIdx.y takes
+  // tile {expert, first row, rows} of the previous kernel's tiles[] (blocks
+  // past *n_tiles exit): weights advanced by expert * expert_bytes, x and
+  // out by the tile's first row.
+  const int4* tiles;
+  const int* n_tiles;
+  size_t expert_bytes;
 };
 
-// Stages activation chunk `c` (columns [256c, 256c + 256) of all n rows).
-__device__ __forceinline__ void stage_x(const MmaArgs& a, int c, __half* xs) {
+// Stages activation chunk `c` (columns [256c, 256c + 256) of all n rows of x).
+__device__ __forceinline__ void stage_x(const __half* x, int n, int k, int c, __half* xs) {
   constexpr int kVecs = kChunk / 8;  // 16-byte pieces per row
   for (int i = threadIdx.x; i < kMmaCols * kVecs; i += kMmaThreads) {
     const int row = i / kVecs, v = i % kVecs;
-    const bool valid = row < a.n;
-    const __half* src = a.x + size_t(valid ? row : 0) * a.k + size_t(c) * kChunk + 8 * v;
+    const bool valid = row < n;
+    const __half* src = x + size_t(valid ? row : 0) * k + size_t(c) * kChunk + 8 * v;
     copy16_async_or_zero(xs + row * kXStride + 8 * v, src, valid);
   }
   copy_commit();
@@ -177,12 +187,26 @@ __global__ void __launch_bounds__(kMmaThreads, 1) mma_matmul_kernel(MmaArgs a) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
   const int row_g = blockIdx.x * kMmaRows + warp * 16 + g, row_g8 = row_g + 8;
-  const uint8_t* wg = a.w + size_t(min(row_g, a.m - 1)) * a.row_bytes;
-  const uint8_t* wg8 = a.w + size_t(min(row_g8, a.m - 1)) * a.row_bytes;
+  const uint8_t* w = a.w;
+  const __half* x = a.x;
+  int n = a.n;
+  void* out = a.out;
+  if (a.tiles) {  // the tiles are the previous kernel's output
+    pdl_wait();
+    if (int(blockIdx.y) >= *a.n_tiles) return;
+    const int4 tile = a.tiles[blockIdx.y];
+    w += size_t(tile.x) * a.expert_bytes;
+    x += size_t(tile.y) * a.k;
+    n = tile.z;
+    out = static_cast<OutT*>(out) + size_t(tile.y) * a.m;
+  }
+  const uint8_t* wg = w + size_t(min(row_g, a.m - 1)) * a.row_bytes;
+  const uint8_t* wg8 = w + size_t(min(row_g8, a.m - 1)) * a.row_bytes;
   const int n_chunks = a.k / kChunk;
-  const int c_begin = blockIdx.y * a.chunks_per_split;
+  const bool split = !a.tiles && gridDim.y > 1;
+  const int c_begin = split ? blockIdx.y * a.chunks_per_split : 0;
   const int c_end = min(n_chunks, c_begin + a.chunks_per_split);
-  const int n_tiles = (a.n + 7) / 8;
+  const int n_tiles = (n + 7) / 8;
 
   typename F::Raw raw_g, raw_g8;
   F::load(wg, c_begin, t, raw_g);  // weights are constant: load before waiting on the previous kernel
@@ -194,7 +218,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1) mma_matmul_kernel(MmaArgs a) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
 
-  stage_x(a, c_begin, xs_all);
+  stage_x(x, n, a.k, c_begin, xs_all);
   for (int c = c_begin; c < c_end; ++c) {
     const int buf = (c - c_begin) & 1;
     if (c != c_begin) {  // issue this chunk's weight loads before the barrier wait
@@ -203,7 +227,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1) mma_matmul_kernel(MmaArgs a) {
     }
     copy_wait<0>();
     __syncthreads();  // chunk c staged; everyone is done with the other buffer
-    if (c + 1 < c_end) stage_x(a, c + 1, xs_all + (buf ^ 1) * kMmaCols * kXStride);
+    if (c + 1 < c_end) stage_x(x, n, a.k, c + 1, xs_all + (buf ^ 1) * kMmaCols * kXStride);
     const __half* xs = xs_all + buf * kMmaCols * kXStride + g * kXStride + 8 * t;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -220,19 +244,18 @@ __global__ void __launch_bounds__(kMmaThreads, 1) mma_matmul_kernel(MmaArgs a) {
   }
 
   // C fragment: acc[nt] = out^T rows (g, g, g+8, g+8), columns (2t, 2t+1, 2t, 2t+1).
-  const bool split = gridDim.y > 1;
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
     if (nt >= n_tiles) continue;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int col = 8 * nt + 2 * t + (i & 1), row = i < 2 ? row_g : row_g8;
-      if (col >= a.n || row >= a.m) continue;
+      if (col >= n || row >= a.m) continue;
       const size_t o = size_t(col) * a.m + row;
       if (split)
         a.partials[size_t(blockIdx.y) * a.n * a.m + o] = acc[nt][i];
       else
-        static_cast<OutT*>(a.out)[o] = from_float<OutT>(acc[nt][i]);
+        static_cast<OutT*>(out)[o] = from_float<OutT>(acc[nt][i]);
     }
   }
 }
@@ -318,12 +341,41 @@ void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, con
   }
 }
 
+void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k, const void* x,
+                        void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles, int max_tiles,
+                        const LaunchCtx& ctx) {
+  RF_CHECK(mma_matmul_supported(w_type, k), "mma matmul: unsupported shape");
+  RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "mma matmul: output must be f32 or f16");
+  if (max_tiles <= 0) return;
+  MmaArgs a{};
+  a.w = static_cast<const uint8_t*>(w);
+  a.row_bytes = row_bytes;
+  a.m = m;
+  a.k = k;
+  a.n = kMmaCols;
+  a.x = static_cast<const __half*>(x);
+  a.out = out;
+  a.chunks_per_split = k / kChunk;
+  a.tiles = reinterpret_cast<const int4*>(tiles);
+  a.n_tiles = n_tiles;
+  a.expert_bytes = expert_bytes;
+  const dim3 grid(unsigned((m + kMmaRows - 1) / kMmaRows), unsigned(max_tiles));
+  const auto go = [&](auto* kernel) { launch(kernel, grid, dim3(kMmaThreads), kSmem, ctx, a); };
+  if (w_type == DType::Q4_K) out_type == DType::F32 ? go(mma_matmul_kernel<DType::Q4_K, float>)
+                                                    : go(mma_matmul_kernel<DType::Q4_K, __half>);
+  else out_type == DType::F32 ? go(mma_matmul_kernel<DType::Q6_K, float>) : go(mma_matmul_kernel<DType::Q6_K, __half>);
+}
+
 #else  // HIP: no mma.sync; large batches go through dequantization + BLAS.
 
 void mma_device_setup() {}
 bool mma_matmul_supported(DType, int) { return false; }
 int mma_matmul_splits(int, int, int) { return 1; }
 void mma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, DType, int, float*, const LaunchCtx&) {
+  fail("mma matmul: not available on this GPU vendor");
+}
+void mma_matmul_experts(DType, const void*, size_t, size_t, int, int, const void*, void*, DType, const int32_t*,
+                        const int32_t*, int, const LaunchCtx&) {
   fail("mma matmul: not available on this GPU vendor");
 }
 

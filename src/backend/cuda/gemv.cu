@@ -10,7 +10,9 @@
 //    shared memory (sm_90).
 // Up to three weight matrices of one format and width go through one launch
 // (segments), each optionally adding an f32 bias per row (q/k/v biases),
-// and a gate/up pair can be fused with SiLU or GELU (paired). Switches:
+// and a gate/up pair can be fused with SiLU or GELU (paired). Expert mode
+// (mixture-of-experts FFNs, gemv_experts): blockIdx.y takes one tile of
+// rows grouped by expert and reads only that expert's weights. Switches:
 // CudaOptions::tma_gemv and l2_prefetch (cuda_options.h).
 #include "backend/cuda/gemv_dot.cuh"
 #include "backend/cuda/glu.cuh"
@@ -44,7 +46,41 @@ struct GemvArgs {
   const __half* x;
   bool prefetch;  // bulk L2 prefetch of each row (16-byte aligned rows only)
   bool tma;       // rows may be bulk-copied to shared memory (sm_90 TMA; launchers check the size)
+  // Expert mode (tiles != nullptr; one segment): block row blockIdx.y takes
+  // tile {expert, first row, rows} of the previous kernel's tiles[] (blocks
+  // past *n_tiles exit): weights w[0] and w_up advanced by expert *
+  // expert_bytes, x and out by the tile's first row.
+  const int4* tiles;
+  const int* n_tiles;
+  size_t expert_bytes;
 };
+
+// The part of x, of the weights and of out that a block works on: all of
+// them, or its expert tile's.
+struct GemvTile {
+  size_t w_off;
+  const __half* x;
+  int n;
+  size_t out_off;  // elements
+};
+// False when the block has no tile (it exits). In expert mode the tiles are
+// the previous kernel's output: wait for it first (no weight prefetch before
+// the wait, since the expert is not known yet).
+__device__ __forceinline__ bool gemv_tile(const GemvArgs& a, int m, GemvTile& t) {
+  t.w_off = 0;
+  t.x = a.x;
+  t.n = a.n;
+  t.out_off = 0;
+  if (!a.tiles) return true;
+  pdl_wait();
+  if (int(blockIdx.y) >= *a.n_tiles) return false;
+  const int4 tile = a.tiles[blockIdx.y];
+  t.w_off = size_t(tile.x) * a.expert_bytes;
+  t.x = a.x + size_t(tile.y) * a.k;
+  t.n = tile.z;
+  t.out_off = size_t(tile.y) * m;
+  return true;
+}
 
 // Row r's weights and output: the segment it belongs to. Segment lookups use
 // constant indices only: indexing the kernel parameters at run time would
@@ -87,14 +123,19 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
   const int start = seg == 0 ? 0 : (seg == 1 ? a.row_end[0] : a.row_end[1]);
   const int local = r - start;
   const int seg_rows = (seg == 0 ? a.row_end[0] : (seg == 1 ? a.row_end[1] : a.row_end[2])) - start;
-  const uint8_t* wseg = seg == 0 ? a.w[0] : (seg == 1 ? a.w[1] : a.w[2]);
-  void* oseg = seg == 0 ? a.out[0] : (seg == 1 ? a.out[1] : a.out[2]);
+  GemvTile tile;
+  if (!gemv_tile(a, m, tile)) return;
+  const uint8_t* wseg = (seg == 0 ? a.w[0] : (seg == 1 ? a.w[1] : a.w[2])) + tile.w_off;
+  const uint8_t* wup = a.w_up + tile.w_off;
+  void* oseg = static_cast<OutT*>(seg == 0 ? a.out[0] : (seg == 1 ? a.out[1] : a.out[2])) + tile.out_off;
   const float* bseg = seg == 0 ? a.bias[0] : (seg == 1 ? a.bias[1] : a.bias[2]);
+  const __half* x = tile.x;
+  const int n = tile.n;
   // Weights are constant: start pulling this block's rows into L2 before
   // waiting for the previous kernel (which produces x).
   if (a.prefetch && part == 0 && lane == 0 && r < m) {
     prefetch_l2(wseg + size_t(local) * a.row_bytes, uint32_t(a.row_bytes));
-    if constexpr (kPaired) prefetch_l2(a.w_up + size_t(local) * a.row_bytes, uint32_t(a.row_bytes));
+    if constexpr (kPaired) prefetch_l2(wup + size_t(local) * a.row_bytes, uint32_t(a.row_bytes));
   }
   pdl_wait();
   pdl_trigger();
@@ -102,13 +143,12 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
 #pragma unroll
   for (int c = 0; c < C; ++c) acc[c] = acc_up[c] = 0.0f;
   if (r < m) {
-    row_dot<T, C>(wseg + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc);
-    if constexpr (kPaired)
-      row_dot<T, C>(a.w_up + size_t(local) * a.row_bytes, a.row_bytes, a.k, a.x, a.n, id, stride, acc_up);
+    row_dot<T, C>(wseg + size_t(local) * a.row_bytes, a.row_bytes, a.k, x, n, id, stride, acc);
+    if constexpr (kPaired) row_dot<T, C>(wup + size_t(local) * a.row_bytes, a.row_bytes, a.k, x, n, id, stride, acc_up);
   }
 #pragma unroll
   for (int c = 0; c < C; ++c) {
-    if (c < a.n) {  // no break: every acc index stays a compile-time constant (registers, not local memory)
+    if (c < n) {  // no break: every acc index stays a compile-time constant (registers, not local memory)
       const float s = warp_sum(acc[c]);
       if (lane == 0) partial[warp][c] = s;
       if constexpr (kPaired) {
@@ -118,7 +158,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
     }
   }
   __syncthreads();
-  if (part == 0 && lane < a.n && r < m) {
+  if (part == 0 && lane < n && r < m) {
     float s = 0.0f, u = 0.0f;
     for (int p = 0; p < warps_per_row; ++p) {
       s += partial[warp + p][lane];
@@ -145,12 +185,14 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
   const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
   const int r0 = blockIdx.x * kKqRows;
+  GemvTile tile;
+  if (!gemv_tile(a, m, tile)) return;
   const uint8_t* rows[R];
 #pragma unroll
   for (int i = 0; i < kKqRows; ++i) {
     const GemvRow g = gemv_row(a, min(r0 + i, m - 1));
-    rows[i] = g.w;
-    if constexpr (kPaired) rows[kKqRows + i] = a.w_up + size_t(g.local) * a.row_bytes;
+    rows[i] = g.w + tile.w_off;
+    if constexpr (kPaired) rows[kKqRows + i] = a.w_up + tile.w_off + size_t(g.local) * a.row_bytes;
   }
 #if !defined(RF_HIP)
   // With a.tma the block's rows go to shared memory in bulk (see
@@ -185,8 +227,8 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
   for (int sb = warp * RF_WARP_SIZE + lane; sb < subs; sb += kKqWarps * RF_WARP_SIZE) {
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      if (c < a.n) {
-        const uint4* xp = reinterpret_cast<const uint4*>(a.x + size_t(c) * a.k + size_t(sb) * 32);
+      if (c < tile.n) {
+        const uint4* xp = reinterpret_cast<const uint4*>(tile.x + size_t(c) * a.k + size_t(sb) * 32);
         const uint4 xv[4] = {__ldg(xp), __ldg(xp + 1), __ldg(xp + 2), __ldg(xp + 3)};
         const float xsum = T == DType::Q4_K ? half_sum32(xv) : 0.0f;
 #pragma unroll
@@ -201,7 +243,7 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
   for (int i = 0; i < R; ++i)
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      if (c < a.n) {  // no break: acc indices stay compile-time constants
+      if (c < tile.n) {  // no break: acc indices stay compile-time constants
         const float v = warp_sum(acc[i][c]);
         if (lane == 0) partial[warp][i][c] = v;
       }
@@ -209,7 +251,7 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
   __syncthreads();
   // Thread (row i, column c) of the first kKqRows * C threads finishes one output.
   const int i = threadIdx.x / C, c = threadIdx.x % C;
-  if (i < kKqRows && c < a.n && r0 + i < m) {
+  if (i < kKqRows && c < tile.n && r0 + i < m) {
     float v = 0.0f, u = 0.0f;
 #pragma unroll
     for (int w = 0; w < kKqWarps; ++w) {
@@ -218,7 +260,7 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
     }
     if constexpr (kPaired) v = glu_f16_rounded(v, u, a.gelu);
     const GemvRow g = gemv_row(a, r0 + i);
-    store_out(static_cast<OutT*>(g.out) + size_t(c) * g.seg_rows + g.local, with_bias(g, v));
+    store_out(static_cast<OutT*>(g.out) + tile.out_off + size_t(c) * g.seg_rows + g.local, with_bias(g, v));
   }
 }
 
@@ -305,31 +347,33 @@ void launch_gemv_tma(const GemvArgs& a, int blocks, const LaunchCtx& ctx) {
 // Shared memory for a k-quant GEMV block's rows when they are bulk-copied.
 constexpr size_t kKqTmaMaxBytes = size_t(64) << 10;
 
+// grid_y: 1, or the most expert tiles (expert mode).
 template <DType T, typename OutT, bool kPaired, int C>
-void launch_gemv_kq(GemvArgs a, const LaunchCtx& ctx) {
+void launch_gemv_kq(GemvArgs a, int grid_y, const LaunchCtx& ctx) {
   const int m = a.row_end[a.n_segs - 1];
-  const int blocks = (m + kKqRows - 1) / kKqRows;
+  const dim3 grid(unsigned((m + kKqRows - 1) / kKqRows), unsigned(grid_y));
   const size_t smem = size_t(kKqRows) * (kPaired ? 2 : 1) * a.row_bytes;
   a.tma = a.tma && smem <= kKqTmaMaxBytes;
-  launch(gemv_kq_kernel<T, OutT, kPaired, C>, blocks, kKqWarps * RF_WARP_SIZE, a.tma ? smem : 0, ctx, a);
+  launch(gemv_kq_kernel<T, OutT, kPaired, C>, grid, dim3(kKqWarps * RF_WARP_SIZE), a.tma ? smem : 0, ctx, a);
 }
 
 template <DType T, int C>
-void launch_gemv_cols(const GemvArgs& a, DType out_type, bool paired, int blocks, const LaunchCtx& ctx) {
+void launch_gemv_cols(const GemvArgs& a, DType out_type, bool paired, int blocks, int grid_y, const LaunchCtx& ctx) {
+  const dim3 grid{unsigned(blocks), unsigned(grid_y)}, block{unsigned(kGemvThreads)};
   if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
     if (out_type == DType::F32) {
-      if (paired) launch_gemv_kq<T, float, true, C>(a, ctx);
-      else launch_gemv_kq<T, float, false, C>(a, ctx);
+      if (paired) launch_gemv_kq<T, float, true, C>(a, grid_y, ctx);
+      else launch_gemv_kq<T, float, false, C>(a, grid_y, ctx);
     } else {
-      if (paired) launch_gemv_kq<T, __half, true, C>(a, ctx);
-      else launch_gemv_kq<T, __half, false, C>(a, ctx);
+      if (paired) launch_gemv_kq<T, __half, true, C>(a, grid_y, ctx);
+      else launch_gemv_kq<T, __half, false, C>(a, grid_y, ctx);
     }
   } else if (out_type == DType::F32) {
-    if (paired) launch(gemv_kernel<T, float, true, C>, blocks, kGemvThreads, 0, ctx, a);
-    else launch(gemv_kernel<T, float, false, C>, blocks, kGemvThreads, 0, ctx, a);
+    if (paired) launch(gemv_kernel<T, float, true, C>, grid, block, 0, ctx, a);
+    else launch(gemv_kernel<T, float, false, C>, grid, block, 0, ctx, a);
   } else {
-    if (paired) launch(gemv_kernel<T, __half, true, C>, blocks, kGemvThreads, 0, ctx, a);
-    else launch(gemv_kernel<T, __half, false, C>, blocks, kGemvThreads, 0, ctx, a);
+    if (paired) launch(gemv_kernel<T, __half, true, C>, grid, block, 0, ctx, a);
+    else launch(gemv_kernel<T, __half, false, C>, grid, block, 0, ctx, a);
   }
 }
 
@@ -366,10 +410,19 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
     // accumulator per row: fewer registers, more warps in flight.
     // (Only for the common formats, to keep instantiations few.)
     constexpr bool kSingle = T == DType::F16 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
-    if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, ctx);
-    else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, ctx);
+    if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, 1, ctx);
+    else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, 1, ctx);
     RF_GPU_CHECK_LAUNCH();
   }
+}
+
+// Expert mode: one launch over every tile (a.n: the most rows of a tile).
+template <DType T>
+void launch_gemv_experts(const GemvArgs& a, DType out_type, bool paired, int max_tiles, const LaunchCtx& ctx) {
+  const int blocks = (a.row_end[0] + kGemvRows - 1) / kGemvRows;
+  constexpr bool kSingle = T == DType::F16 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
+  if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, max_tiles, ctx);
+  else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, max_tiles, ctx);
 }
 
 // The shared-memory opt-ins of the kernels that bulk-copy rows (gemv_device_setup).
@@ -396,6 +449,58 @@ void gemv_device_setup() {
   opt_in_bulk_copies<__half, true>();
 }
 
+namespace {
+
+// The bulk-copy and prefetch switches for weights at these addresses.
+void set_bulk_loads(GemvArgs& a, DType w_type, bool aligned, const LaunchCtx& ctx) {
+  aligned = aligned && a.row_bytes % 16 == 0 && a.row_bytes < (size_t(1) << 31);
+  // Measured on the H200: the prefetch slows the f16 GEMV (its loads already
+  // stream) and speeds up the k-quant ones.
+  a.prefetch = aligned && ctx.options.l2_prefetch && (w_type == DType::Q4_K || w_type == DType::Q6_K);
+#if defined(RF_HIP)
+  a.tma = false;  // no bulk-copy engine
+#else
+  a.tma = aligned && ctx.options.tma_gemv;
+#endif
+}
+
+}  // namespace
+
+void gemv_experts(DType w_type, const void* w, const void* w_up, bool gelu, size_t expert_bytes, size_t row_bytes,
+                  int m, int k, const void* x, void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles,
+                  int max_tiles, int max_tile_rows, const LaunchCtx& ctx) {
+  RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "gemv: output must be f32 or f16");
+  RF_CHECK(max_tile_rows >= 1 && max_tile_rows <= kMaxCols, "gemv_experts: tiles of 1..", kMaxCols, " rows");
+  if (max_tiles <= 0) return;
+  GemvArgs a{};
+  a.w[0] = static_cast<const uint8_t*>(w);
+  a.out[0] = out;
+  a.row_end[0] = m;
+  a.n_segs = 1;
+  a.w_up = static_cast<const uint8_t*>(w_up);
+  a.gelu = gelu;
+  a.row_bytes = row_bytes;
+  a.k = k;
+  a.n = max_tile_rows;
+  a.x = static_cast<const __half*>(x);
+  a.tiles = reinterpret_cast<const int4*>(tiles);
+  a.n_tiles = n_tiles;
+  a.expert_bytes = expert_bytes;
+  set_bulk_loads(a, w_type,
+                 expert_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0 &&
+                     reinterpret_cast<uintptr_t>(w_up) % 16 == 0,
+                 ctx);
+  a.prefetch = false;  // the expert is known only after the wait
+  switch (w_type) {
+#define RF_CASE(T) \
+  case DType::T: launch_gemv_experts<DType::T>(a, out_type, w_up != nullptr, max_tiles, ctx); break;
+    RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
+#undef RF_CASE
+    default: fail("cuda moe: expert weight type ", dtype_name(w_type), " is not supported");
+  }
+  RF_GPU_CHECK_LAUNCH();
+}
+
 void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, bool gelu, size_t row_bytes,
                    int k, const void* x, int n, DType out_type, const LaunchCtx& ctx) {
   RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "gemv: output must be f32 or f16");
@@ -416,17 +521,10 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
   a.k = k;
   a.n = n;
   a.x = static_cast<const __half*>(x);
-  bool aligned = row_bytes % 16 == 0 && row_bytes < (size_t(1) << 31);
+  bool aligned = true;
   for (int i = 0; i < n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(segs[i].w) % 16 == 0;
   if (w_up) aligned = aligned && reinterpret_cast<uintptr_t>(w_up) % 16 == 0;
-  // Measured on the H200: the prefetch slows the f16 GEMV (its loads already
-  // stream) and speeds up the k-quant ones.
-  a.prefetch = aligned && ctx.options.l2_prefetch && (w_type == DType::Q4_K || w_type == DType::Q6_K);
-#if defined(RF_HIP)
-  a.tma = false;  // no bulk-copy engine
-#else
-  a.tma = aligned && ctx.options.tma_gemv;
-#endif
+  set_bulk_loads(a, w_type, aligned, ctx);
   switch (w_type) {
 #define RF_CASE(T) \
   case DType::T: return launch_gemv<DType::T>(a, out_type, w_up != nullptr, ctx);

@@ -60,6 +60,7 @@
 #endif
 #define RF_SHFL_XOR(v, m) __shfl_xor((v), (m))
 #define RF_SHFL(v, lane) __shfl((v), (lane))
+#define RF_SHFL_UP(v, d) __shfl_up((v), (d))
 #define RF_SYNCWARP() __builtin_amdgcn_wave_barrier()
 #else
 #include <cuda_fp16.h>
@@ -109,6 +110,7 @@
 #define RF_WARP_SIZE 32
 #define RF_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
 #define RF_SHFL(v, lane) __shfl_sync(0xffffffffu, (v), (lane))
+#define RF_SHFL_UP(v, d) __shfl_up_sync(0xffffffffu, (v), (d))
 #define RF_SYNCWARP() __syncwarp()
 #endif
 

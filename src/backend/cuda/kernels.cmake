@@ -12,4 +12,5 @@ set(RF_GPU_KERNELS
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention_prefill.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention_decode.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/sample.cu)

@@ -37,6 +37,14 @@ struct GemvSegment {
 };
 void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, bool gelu, size_t row_bytes,
                    int k, const void* x, int n, DType out_type, const LaunchCtx& ctx);
+// Expert mode (mixture of experts): one launch over the tiles {expert, first
+// row, rows <= max_tile_rows <= 8} that moe_plan wrote (int4 each; *n_tiles
+// of them, at most max_tiles): out[first + i, :] = x[first + i, :] . W_e^T
+// for expert e's m rows (W_e = w + e * expert_bytes; with w_up, the GLU of
+// gate and up as gemv_segments computes it).
+void gemv_experts(DType w_type, const void* w, const void* w_up, bool gelu, size_t expert_bytes, size_t row_bytes,
+                  int m, int k, const void* x, void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles,
+                  int max_tiles, int max_tile_rows, const LaunchCtx& ctx);
 
 // ---- gemm_mma.cu
 // Tensor-core matmul for 1..64 activation rows straight from Q4_K or Q6_K
@@ -47,6 +55,11 @@ bool mma_matmul_supported(DType w_type, int k);
 int mma_matmul_splits(int m, int k, int n_sms);
 void mma_matmul(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
                 DType out_type, int splits, float* partials, const LaunchCtx& ctx);
+// Expert mode: gemv_experts' contract with tiles of up to 64 rows, on
+// tensor cores (mma_matmul_supported formats).
+void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k, const void* x,
+                        void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles, int max_tiles,
+                        const LaunchCtx& ctx);
 
 // ---- dequant.cu
 // dst[r, :] = dequant(w[r, :]) as f16, for rows [row0, row0 + rows).
@@ -108,6 +121,27 @@ struct AttentionScratch {
 };
 void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tokens, const AttentionParams& p,
                int n_splits, const AttentionScratch& scratch, void* out, const LaunchCtx& ctx);
+
+// ---- moe.cu
+constexpr int kMoeMaxExperts = 256;
+// Routing: f32 router logits [n, n_expert] -> the k chosen experts of each
+// token (ids [n, k], largest logit first, ties to the lower index) and
+// their softmax probabilities (weights [n, k], renormalised when norm).
+void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32_t* ids, float* weights,
+               const LaunchCtx& ctx);
+// Groups the n_pairs = n * k (token, expert) pairs of ids by expert:
+// order[pos] = pair, pos_of[pair] = pos, and tiles (int4 {expert, first
+// pos, rows, 0}) of at most tile_a rows into tiles_a and tile_b rows into
+// tiles_b; n_tiles[0], n_tiles[1] their counts (each at most
+// moe_max_tiles).
+void moe_plan(const int32_t* ids, int n_pairs, int n_expert, int tile_a, int tile_b, int32_t* order, int32_t* pos_of,
+              int32_t* tiles_a, int32_t* tiles_b, int32_t* n_tiles, const LaunchCtx& ctx);
+int moe_max_tiles(int n_pairs, int n_expert, int tile_rows);
+// xs[pos, :] = x[order[pos] / k, :] (f16 rows of cols).
+void moe_gather(const void* x, const int32_t* order, int n_pairs, int k, int cols, void* xs, const LaunchCtx& ctx);
+// out[t, :] = sum_j weights[t, j] * y[pos_of[t * k + j], :] (y f32, out f16).
+void moe_combine(const float* y, const int32_t* pos_of, const float* weights, int n, int k, int cols, void* out,
+                 const LaunchCtx& ctx);
 
 // ---- sample.cu
 // Sampling: one block per row over f32 logits [rows, vocab].

@@ -1,0 +1,125 @@
+// The CUDA backend's mixture-of-experts ops: routing, and the expert FFN as
+// plan (pairs grouped by expert, tiles) -> gather -> gate*up -> down ->
+// weighted combine, each one launch over all active experts. Few rows per
+// expert go through the GEMV kernels in expert mode (only the chosen
+// experts' rows are read); many through the tensor-core kernel in expert
+// mode (Q4_K / Q6_K). Large batches run in chunks of the reserved size.
+#include <algorithm>
+
+#include "backend/cuda/gpu.h"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/moe_scratch.h"
+#include "backend/cuda/op_profiler.h"
+#include "core/error.h"
+
+namespace rf {
+namespace {
+
+constexpr int kGemvTileRows = 8;   // the GEMV kernels' most activation rows
+constexpr int kMmaTileRows = 64;   // the tensor-core kernel's
+constexpr int kMaxChunkTokens = 1024;
+
+}  // namespace
+
+void CudaBackend::reserve_moe(const BackendLimits& lim) {
+  if (lim.n_expert == 0) return;
+  RF_CHECK(lim.n_expert <= gpu::kMoeMaxExperts && lim.n_expert_used >= 1 && lim.n_expert_used <= 32 &&
+               lim.expert_ff > 0 && lim.n_embd > 0,
+           "cuda: mixture of ", lim.n_expert, " experts (", lim.n_expert_used, " used) is not supported (at most ",
+           gpu::kMoeMaxExperts, " experts, 32 used)");
+  moe_ = std::make_unique<MoeScratch>();
+  MoeScratch& M = *moe_;
+  M.chunk_tokens = std::min(lim.max_tokens, kMaxChunkTokens);
+  M.max_pairs = M.chunk_tokens * lim.n_expert_used;
+  const size_t P = size_t(M.max_pairs);
+  const int tiles = gpu::moe_max_tiles(M.max_pairs, lim.n_expert, 1);  // the most of either kind
+  M.order = static_cast<int32_t*>(alloc(P * 4, "moe pair order"));
+  M.pos_of = static_cast<int32_t*>(alloc(P * 4, "moe pair positions"));
+  M.tiles_gemv = static_cast<int32_t*>(alloc(size_t(tiles) * 16, "moe gemv tiles"));
+  M.tiles_mma = static_cast<int32_t*>(alloc(size_t(tiles) * 16, "moe mma tiles"));
+  M.n_tiles = static_cast<int32_t*>(alloc(2 * 4, "moe tile counts"));
+  M.xs = alloc(P * size_t(lim.n_embd) * 2, "moe gathered activations");
+  M.h = alloc(P * size_t(lim.expert_ff) * 2, "moe expert hidden");
+  M.u = alloc(P * size_t(lim.expert_ff) * 2, "moe expert up");
+  M.y = static_cast<float*>(alloc(P * size_t(lim.n_embd) * 4, "moe expert outputs"));
+}
+
+void CudaBackend::release_moe() {
+  if (!moe_) return;
+  MoeScratch& M = *moe_;
+  for (void* p : {static_cast<void*>(M.order), static_cast<void*>(M.pos_of), static_cast<void*>(M.tiles_gemv),
+                  static_cast<void*>(M.tiles_mma), static_cast<void*>(M.n_tiles), M.xs, M.h, M.u,
+                  static_cast<void*>(M.y)})
+    free(p);
+  moe_.reset();
+}
+
+void CudaBackend::moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) {
+  const int n = int(router_logits.rows());
+  RF_CHECK(router_logits.type == DType::F32 && router_logits.cols() == p.n_expert && ids.type == DType::I32 &&
+               weights.type == DType::F32 && ids.cols() == p.n_used && weights.cols() == p.n_used &&
+               ids.rows() >= n && weights.rows() >= n,
+           "cuda moe_route: bad inputs");
+  gpu::OpProfiler::Scope timer(profiler(), "moe route");
+  gpu::moe_route(router_logits.ptr<float>(), n, p.n_expert, p.n_used, p.norm_weights, ids.ptr<int32_t>(),
+                 weights.ptr<float>(), ctx());
+}
+
+void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
+                          const MoeParams& p, Tensor& out) {
+  const int n = int(x.rows()), d = int(x.cols()), k = p.n_used, E = p.n_expert, ff = p.n_ff;
+  RF_CHECK(moe_ && E <= limits_.n_expert && k <= limits_.n_expert_used && ff <= limits_.expert_ff &&
+               d <= limits_.n_embd,
+           "cuda moe_ffn: reserve() did not size the expert workspace for this layer");
+  RF_CHECK(x.type == DType::F16 && out.type == DType::F16 && out.cols() == d && out.rows() >= n &&
+               ids.type == DType::I32 && weights.type == DType::F32 && ids.cols() == k && weights.cols() == k,
+           "cuda moe_ffn: bad activations");
+  RF_CHECK(w.n_expert == E && w.gate.cols() == d && w.up.cols() == d && w.down.cols() == ff &&
+               w.gate.rows() == int64_t(E) * ff && w.up.rows() == int64_t(E) * ff && w.down.rows() == int64_t(E) * d &&
+               w.gate.type == w.up.type,
+           "cuda moe_ffn: expert weights of the wrong shape");
+  MoeScratch& M = *moe_;
+  const bool gelu = p.act == Activation::GeluTanh;
+  const size_t gate_expert_bytes = w.gate.row_bytes() * size_t(ff), down_expert_bytes = w.down.row_bytes() * size_t(d);
+  gpu::OpProfiler::Scope timer(profiler(), profiler() ? str("moe ffn ", dtype_name(w.gate.type), "/",
+                                                            dtype_name(w.down.type), " n", n, " experts ", E, " used ",
+                                                            k, " ff ", ff)
+                                                      : std::string());
+  for (int t0 = 0; t0 < n; t0 += M.chunk_tokens) {
+    const int nt = std::min(M.chunk_tokens, n - t0), P = nt * k;
+    // One token: every expert has one row (tiles of 1 use the single-row
+    // GEMV kernels).
+    const int gemv_rows = nt == 1 ? 1 : kGemvTileRows;
+    // Tensor cores where the experts average more than a GEMV tile of rows.
+    const bool many = P > kGemvTileRows * std::min(E, P);
+    const bool mma_gate = many && gpu::mma_matmul_supported(w.gate.type, d);
+    const bool mma_down = many && gpu::mma_matmul_supported(w.down.type, ff);
+    const int max_gemv = gpu::moe_max_tiles(P, E, gemv_rows), max_mma = gpu::moe_max_tiles(P, E, kMmaTileRows);
+    const int32_t* ids_c = ids.ptr<int32_t>() + size_t(t0) * k;
+    const float* w_c = weights.ptr<float>() + size_t(t0) * k;
+    gpu::moe_plan(ids_c, P, E, gemv_rows, kMmaTileRows, M.order, M.pos_of, M.tiles_gemv, M.tiles_mma, M.n_tiles,
+                  ctx());
+    gpu::moe_gather(static_cast<const uint8_t*>(x.data) + size_t(t0) * d * 2, M.order, P, k, d, M.xs, ctx());
+    if (mma_gate) {
+      gpu::mma_matmul_experts(w.gate.type, w.gate.data, gate_expert_bytes, w.gate.row_bytes(), ff, d, M.xs, M.h,
+                              DType::F16, M.tiles_mma, M.n_tiles + 1, max_mma, ctx());
+      gpu::mma_matmul_experts(w.up.type, w.up.data, gate_expert_bytes, w.up.row_bytes(), ff, d, M.xs, M.u, DType::F16,
+                              M.tiles_mma, M.n_tiles + 1, max_mma, ctx());
+      if (gelu) gpu::geglu(M.h, M.u, M.h, int64_t(P) * ff, ctx());
+      else gpu::swiglu(M.h, M.u, M.h, int64_t(P) * ff, ctx());
+    } else {
+      gpu::gemv_experts(w.gate.type, w.gate.data, w.up.data, gelu, gate_expert_bytes, w.gate.row_bytes(), ff, d, M.xs,
+                        M.h, DType::F16, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows, ctx());
+    }
+    if (mma_down) {
+      gpu::mma_matmul_experts(w.down.type, w.down.data, down_expert_bytes, w.down.row_bytes(), d, ff, M.h, M.y,
+                              DType::F32, M.tiles_mma, M.n_tiles + 1, max_mma, ctx());
+    } else {
+      gpu::gemv_experts(w.down.type, w.down.data, nullptr, false, down_expert_bytes, w.down.row_bytes(), d, ff, M.h,
+                        M.y, DType::F32, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows, ctx());
+    }
+    gpu::moe_combine(M.y, M.pos_of, w_c, nt, k, d, static_cast<uint8_t*>(out.data) + size_t(t0) * d * 2, ctx());
+  }
+}
+
+}  // namespace rf

@@ -1,0 +1,219 @@
+// Mixture-of-experts kernels around the expert matmuls (which gemv.cu and
+// gemm_mma.cu run in expert mode): routing (softmax + top-k per token), the
+// plan that groups the step's (token, expert) pairs by expert and cuts them
+// into tiles, the gather of activation rows into that order, and the
+// weighted combine of the experts' outputs. Everything stays on the device:
+// sizes come from the host-known token count, so a captured graph replays
+// for any routing.
+#include <algorithm>
+
+#include "backend/cuda/kernels.h"
+
+namespace rf::gpu {
+namespace {
+
+constexpr int kRoutePerLane = kMoeMaxExperts / RF_WARP_SIZE;  // router logits per lane
+constexpr int kPlanThreads = 1024;
+
+// One warp per token. Experts are chosen by logit (the softmax is monotonic),
+// largest first, ties to the lower index; weights are their softmax
+// probabilities, renormalised over the chosen ones when `norm`.
+__global__ void moe_route_kernel(const float* __restrict__ logits, int n, int n_expert, int k, bool norm,
+                                 int32_t* __restrict__ ids, float* __restrict__ weights) {
+  pdl_wait();
+  pdl_trigger();
+  const int token = int((blockIdx.x * blockDim.x + threadIdx.x) / RF_WARP_SIZE), lane = threadIdx.x % RF_WARP_SIZE;
+  if (token >= n) return;
+  const float* l = logits + size_t(token) * n_expert;
+  float v[kRoutePerLane];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kRoutePerLane; ++i) {
+    const int e = lane + RF_WARP_SIZE * i;
+    v[i] = e < n_expert ? l[e] : -INFINITY;
+    mx = fmaxf(mx, v[i]);
+  }
+  mx = warp_max(mx);
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kRoutePerLane; ++i) sum += lane + RF_WARP_SIZE * i < n_expert ? expf(v[i] - mx) : 0.0f;
+  sum = warp_sum(sum);
+  float mine = 0.0f, chosen = 0.0f;  // lane j keeps the j-th chosen probability
+  int mine_id = 0;
+  for (int j = 0; j < k; ++j) {
+    float best = -INFINITY;
+    int best_e = n_expert;
+#pragma unroll
+    for (int i = 0; i < kRoutePerLane; ++i) {
+      const int e = lane + RF_WARP_SIZE * i;
+      if (e < n_expert && (v[i] > best || (v[i] == best && e < best_e))) {
+        best = v[i];
+        best_e = e;
+      }
+    }
+#pragma unroll
+    for (int m = RF_WARP_SIZE / 2; m > 0; m >>= 1) {
+      const float ob = RF_SHFL_XOR(best, m);
+      const int oe = RF_SHFL_XOR(best_e, m);
+      if (ob > best || (ob == best && oe < best_e)) {
+        best = ob;
+        best_e = oe;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kRoutePerLane; ++i)
+      if (lane + RF_WARP_SIZE * i == best_e) v[i] = -INFINITY;  // taken
+    const float p = expf(best - mx) / sum;
+    chosen += p;
+    if (lane == j) {
+      mine = p;
+      mine_id = best_e;
+    }
+  }
+  if (lane < k) {
+    ids[size_t(token) * k + lane] = mine_id;
+    weights[size_t(token) * k + lane] = norm ? mine / chosen : mine;
+  }
+}
+
+// Exclusive prefix sum over v[0..n) in shared memory, n <= kPlanThreads;
+// returns the total. All threads of the block call it.
+__device__ int block_exclusive_scan(int* v, int n, int* warp_totals) {
+  constexpr int kWarps = kPlanThreads / RF_WARP_SIZE;
+  const int tid = threadIdx.x, lane = tid % RF_WARP_SIZE, warp = tid / RF_WARP_SIZE;
+  const int x = tid < n ? v[tid] : 0;
+  int incl = x;
+#pragma unroll
+  for (int d = 1; d < RF_WARP_SIZE; d <<= 1) {
+    const int y = RF_SHFL_UP(incl, d);
+    if (lane >= d) incl += y;
+  }
+  if (lane == RF_WARP_SIZE - 1) warp_totals[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    const int t = lane < kWarps ? warp_totals[lane] : 0;
+    int ti = t;
+#pragma unroll
+    for (int d = 1; d < RF_WARP_SIZE; d <<= 1) {
+      const int y = RF_SHFL_UP(ti, d);
+      if (lane >= d) ti += y;
+    }
+    if (lane < kWarps) warp_totals[lane] = ti - t;  // exclusive over warps
+    if (lane == kWarps - 1) warp_totals[kWarps] = ti;
+  }
+  __syncthreads();
+  if (tid < n) v[tid] = warp_totals[warp] + incl - x;
+  const int total = warp_totals[kWarps];
+  __syncthreads();
+  return total;
+}
+
+// One block: counts the pairs of each expert, orders the pairs by expert
+// (order[pos] = pair, pos_of[pair] = pos; the order within an expert does not
+// change any result), and cuts each expert's run into tiles of at most
+// tile_a and tile_b rows: {expert, first position, rows, 0}.
+__global__ void __launch_bounds__(kPlanThreads) moe_plan_kernel(const int32_t* __restrict__ ids, int n_pairs,
+                                                                int n_expert, int tile_a, int tile_b,
+                                                                int32_t* __restrict__ order, int32_t* __restrict__ pos_of,
+                                                                int4* __restrict__ tiles_a, int4* __restrict__ tiles_b,
+                                                                int32_t* __restrict__ n_tiles) {
+  __shared__ int count[kMoeMaxExperts], start[kMoeMaxExperts], cursor[kMoeMaxExperts];
+  __shared__ int first_a[kMoeMaxExperts], first_b[kMoeMaxExperts];
+  __shared__ int warp_totals[kPlanThreads / RF_WARP_SIZE + 1];
+  pdl_wait();
+  pdl_trigger();
+  const int tid = threadIdx.x;
+  for (int e = tid; e < n_expert; e += blockDim.x) count[e] = cursor[e] = 0;
+  __syncthreads();
+  for (int p = tid; p < n_pairs; p += blockDim.x) atomicAdd(&count[min(max(ids[p], 0), n_expert - 1)], 1);
+  __syncthreads();
+  for (int e = tid; e < n_expert; e += blockDim.x) {
+    start[e] = count[e];
+    first_a[e] = (count[e] + tile_a - 1) / tile_a;
+    first_b[e] = (count[e] + tile_b - 1) / tile_b;
+  }
+  __syncthreads();
+  block_exclusive_scan(start, n_expert, warp_totals);
+  const int total_a = block_exclusive_scan(first_a, n_expert, warp_totals);
+  const int total_b = block_exclusive_scan(first_b, n_expert, warp_totals);
+  for (int p = tid; p < n_pairs; p += blockDim.x) {
+    const int e = min(max(ids[p], 0), n_expert - 1);
+    const int pos = start[e] + atomicAdd(&cursor[e], 1);
+    order[pos] = p;
+    pos_of[p] = pos;
+  }
+  for (int e = tid; e < n_expert; e += blockDim.x) {
+    const int c = count[e];
+    for (int i = 0; i * tile_a < c; ++i)
+      tiles_a[first_a[e] + i] = make_int4(e, start[e] + i * tile_a, min(tile_a, c - i * tile_a), 0);
+    for (int i = 0; i * tile_b < c; ++i)
+      tiles_b[first_b[e] + i] = make_int4(e, start[e] + i * tile_b, min(tile_b, c - i * tile_b), 0);
+  }
+  if (tid == 0) {
+    n_tiles[0] = total_a;
+    n_tiles[1] = total_b;
+  }
+}
+
+// xs[pos, :] = x[order[pos] / k, :] (f16 rows of `cols`, cols % 8 == 0).
+__global__ void moe_gather_kernel(const __half* __restrict__ x, const int32_t* __restrict__ order, int k, int cols,
+                                  __half* __restrict__ xs) {
+  pdl_wait();
+  pdl_trigger();
+  const int pos = blockIdx.x;
+  const uint4* src = reinterpret_cast<const uint4*>(x + size_t(order[pos] / k) * cols);
+  uint4* dst = reinterpret_cast<uint4*>(xs + size_t(pos) * cols);
+  for (int i = threadIdx.x; i < cols / 8; i += blockDim.x) dst[i] = src[i];
+}
+
+// out[t, :] = sum_j weights[t, j] * y[pos_of[t * k + j], :], in j order.
+__global__ void moe_combine_kernel(const float* __restrict__ y, const int32_t* __restrict__ pos_of,
+                                   const float* __restrict__ weights, int k, int cols, __half* __restrict__ out) {
+  pdl_wait();
+  pdl_trigger();
+  const int t = blockIdx.x;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    float s = 0.0f;
+    for (int j = 0; j < k; ++j) s += weights[size_t(t) * k + j] * y[size_t(pos_of[size_t(t) * k + j]) * cols + c];
+    out[size_t(t) * cols + c] = __float2half_rn(s);
+  }
+}
+
+}  // namespace
+
+void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32_t* ids, float* weights,
+               const LaunchCtx& ctx) {
+  RF_CHECK(n_expert >= 1 && n_expert <= kMoeMaxExperts && k >= 1 && k <= 32 && k <= n_expert,
+           "cuda moe_route: ", n_expert, " experts, ", k, " used (at most ", kMoeMaxExperts, " and 32)");
+  if (n <= 0) return;
+  constexpr int kWarps = 4;
+  launch(moe_route_kernel, dim3(unsigned((n + kWarps - 1) / kWarps)), dim3(RF_WARP_SIZE * kWarps), 0, ctx, logits, n, n_expert,
+         k, norm, ids, weights);
+}
+
+void moe_plan(const int32_t* ids, int n_pairs, int n_expert, int tile_a, int tile_b, int32_t* order, int32_t* pos_of,
+              int32_t* tiles_a, int32_t* tiles_b, int32_t* n_tiles, const LaunchCtx& ctx) {
+  RF_CHECK(n_expert >= 1 && n_expert <= kMoeMaxExperts && tile_a >= 1 && tile_b >= 1, "cuda moe_plan: bad sizes");
+  launch(moe_plan_kernel, dim3(1), dim3(kPlanThreads), 0, ctx, ids, n_pairs, n_expert, tile_a, tile_b, order, pos_of,
+         reinterpret_cast<int4*>(tiles_a), reinterpret_cast<int4*>(tiles_b), n_tiles);
+}
+
+void moe_gather(const void* x, const int32_t* order, int n_pairs, int k, int cols, void* xs, const LaunchCtx& ctx) {
+  RF_CHECK(cols % 8 == 0, "cuda moe: width ", cols, " is not a multiple of 8");
+  if (n_pairs <= 0) return;
+  launch(moe_gather_kernel, dim3(unsigned(n_pairs)), dim3(128), 0, ctx, static_cast<const __half*>(x), order, k, cols,
+         static_cast<__half*>(xs));
+}
+
+void moe_combine(const float* y, const int32_t* pos_of, const float* weights, int n, int k, int cols, void* out,
+                 const LaunchCtx& ctx) {
+  if (n <= 0) return;
+  launch(moe_combine_kernel, dim3(unsigned(n)), dim3(256), 0, ctx, y, pos_of, weights, k, cols,
+         static_cast<__half*>(out));
+}
+
+int moe_max_tiles(int n_pairs, int n_expert, int tile_rows) {
+  return n_pairs / tile_rows + std::min(n_pairs, n_expert);
+}
+
+}  // namespace rf::gpu

@@ -1,0 +1,199 @@
+// The CUDA backend's mixture-of-experts ops against naive double-precision
+// references: routing (softmax, top-k with ties to the lower index,
+// renormalisation on and off) and the expert FFN for plain and quantized
+// experts, one token (single-row GEMV tiles), a few (GEMV tiles of up to 8
+// rows), many (tensor-core tiles where the format has them) and more tokens
+// than the reserved chunk (the op loops).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/quant.h"
+#include "gpu/gpu_test_util.h"
+
+namespace rf {
+namespace {
+
+using test::rel_l2;
+
+struct Routed {
+  std::vector<int32_t> ids;
+  std::vector<float> weights;
+};
+
+Routed route_reference(const std::vector<float>& logits, int n, int n_expert, int k, bool norm) {
+  Routed r;
+  for (int t = 0; t < n; ++t) {
+    const float* l = logits.data() + size_t(t) * n_expert;
+    const double mx = *std::max_element(l, l + n_expert);
+    double sum = 0;
+    for (int e = 0; e < n_expert; ++e) sum += std::exp(double(l[e]) - mx);
+    std::vector<int> order(static_cast<size_t>(n_expert));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return l[a] > l[b]; });
+    double chosen = 0;
+    for (int j = 0; j < k; ++j) chosen += std::exp(double(l[order[size_t(j)]]) - mx) / sum;
+    for (int j = 0; j < k; ++j) {
+      const double p = std::exp(double(l[order[size_t(j)]]) - mx) / sum;
+      r.ids.push_back(order[size_t(j)]);
+      r.weights.push_back(float(norm ? p / chosen : p));
+    }
+  }
+  return r;
+}
+
+TEST(CudaMoe, RouteMatchesNaiveSoftmaxTopK) {
+  RF_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  auto gpu = test::make_gpu();
+  for (const auto [n_expert, k] : {std::pair{4, 2}, std::pair{8, 2}, std::pair{128, 8}, std::pair{256, 8}}) {
+    for (const bool norm : {true, false}) {
+      const int n = 37;
+      auto logits = test::randn(size_t(n) * n_expert, rng, 2.0f);
+      // Ties: token 0's two largest logits equal (the lower index wins).
+      const auto top = std::max_element(logits.begin(), logits.begin() + n_expert);
+      logits[size_t(n_expert - 1)] = *top;
+      void* gl = test::upload(*gpu, logits);
+      void* gi = gpu->alloc(size_t(n) * k * 4, "ids");
+      void* gw = gpu->alloc(size_t(n) * k * 4, "weights");
+      Tensor tl = make_tensor(gl, DType::F32, n_expert, n, DeviceKind::CUDA);
+      Tensor ti = make_tensor(gi, DType::I32, k, n, DeviceKind::CUDA), tw = make_tensor(gw, DType::F32, k, n, DeviceKind::CUDA);
+      MoeParams p;
+      p.n_expert = n_expert;
+      p.n_used = k;
+      p.norm_weights = norm;
+      gpu->moe_route(tl, p, ti, tw);
+      const Routed ref = route_reference(logits, n, n_expert, k, norm);
+      EXPECT_EQ(test::download<int32_t>(*gpu, gi, ref.ids.size()), ref.ids) << n_expert << " experts";
+      EXPECT_LT(rel_l2(test::download<float>(*gpu, gw, ref.weights.size()), ref.weights), 1e-6);
+      for (void* b : {gl, gi, gw}) gpu->free(b);
+    }
+  }
+}
+
+struct Experts {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;  // dequantized, [rows, cols]
+  Tensor host;
+};
+
+Experts make_experts(DType type, int rows, int cols, std::mt19937& rng) {
+  Experts w;
+  auto f = test::randn(size_t(rows) * cols, rng, 0.2f);
+  const size_t rb = row_bytes(type, uint64_t(cols));
+  w.bytes.resize(rb * size_t(rows));
+  w.values.resize(f.size());
+  for (int r = 0; r < rows; ++r) {
+    quantize_row(type, f.data() + size_t(r) * cols, w.bytes.data() + r * rb, size_t(cols));
+    dequantize_row(type, w.bytes.data() + r * rb, w.values.data() + size_t(r) * cols, size_t(cols));
+  }
+  w.host = make_tensor(w.bytes.data(), type, cols, rows);
+  return w;
+}
+
+double act_ref(double g, bool gelu) {
+  if (!gelu) return g / (1.0 + std::exp(-g));
+  return 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+}
+
+struct MoeCase {
+  DType gate_type, down_type;
+  int n_expert, k;
+  bool gelu;
+};
+
+class CudaMoeFfn : public ::testing::TestWithParam<MoeCase> {};
+
+TEST_P(CudaMoeFfn, MatchesNaiveReference) {
+  RF_REQUIRE_GPU();
+  const MoeCase c = GetParam();
+  const int d = 256, ff = 512, E = c.n_expert, k = c.k;
+  std::mt19937 rng(17 + int(c.gate_type) * 7 + E);
+  auto gpu = test::make_gpu();
+  BackendLimits lim;
+  lim.max_tokens = 128;  // moe_ffn works in chunks of at most this many tokens
+  lim.max_seqs = 4;
+  lim.max_blocks_per_seq = 4;
+  lim.max_logits = 4;
+  lim.vocab = 16;
+  lim.max_weight_elems = int64_t(E) * ff * d;
+  lim.n_heads = lim.head_dim = lim.n_kv_heads = 1;
+  lim.n_expert = E;
+  lim.n_expert_used = k;
+  lim.expert_ff = ff;
+  lim.n_embd = d;
+  gpu->reserve(lim);
+  const Experts gate = make_experts(c.gate_type, E * ff, d, rng), up = make_experts(c.gate_type, E * ff, d, rng);
+  const Experts down = make_experts(c.down_type, E * d, ff, rng);
+  ExpertWeights gw;
+  gw.gate = gpu->load_weight(gate.host, "gate");
+  gw.up = gpu->load_weight(up.host, "up");
+  gw.down = gpu->load_weight(down.host, "down");
+  gw.n_expert = E;
+  MoeParams p;
+  p.n_expert = E;
+  p.n_used = k;
+  p.n_ff = ff;
+  p.act = c.gelu ? Activation::GeluTanh : Activation::SiLU;
+  for (const int n : {1, 3, 8, 40, 300}) {
+    const auto x = test::round_f16(test::randn(size_t(n) * d, rng));
+    const auto logits = test::randn(size_t(n) * E, rng, 2.0f);
+    void* gx = test::upload(*gpu, test::to_f16(x));
+    void* gl = test::upload(*gpu, logits);
+    void* gi = gpu->alloc(size_t(n) * k * 4, "ids");
+    void* gwt = gpu->alloc(size_t(n) * k * 4, "weights");
+    void* go = gpu->alloc(size_t(n) * d * 2, "out");
+    Tensor tx = make_tensor(gx, DType::F16, d, n, DeviceKind::CUDA), tl = make_tensor(gl, DType::F32, E, n, DeviceKind::CUDA);
+    Tensor ti = make_tensor(gi, DType::I32, k, n, DeviceKind::CUDA), tw = make_tensor(gwt, DType::F32, k, n, DeviceKind::CUDA);
+    Tensor to = make_tensor(go, DType::F16, d, n, DeviceKind::CUDA);
+    gpu->moe_route(tl, p, ti, tw);
+    gpu->moe_ffn(tx, ti, tw, gw, p, to);
+    const Routed r = route_reference(logits, n, E, k, true);
+    std::vector<float> ref(size_t(n) * d, 0.0f);
+    std::vector<double> h(static_cast<size_t>(ff));
+    for (int t = 0; t < n; ++t) {
+      std::vector<double> acc(static_cast<size_t>(d), 0.0);
+      for (int j = 0; j < k; ++j) {
+        const int e = r.ids[size_t(t) * k + j];
+        for (int i = 0; i < ff; ++i) {
+          double g = 0, u = 0;
+          const float* wg = gate.values.data() + (size_t(e) * ff + i) * d;
+          const float* wu = up.values.data() + (size_t(e) * ff + i) * d;
+          for (int q = 0; q < d; ++q) {
+            g += double(wg[q]) * x[size_t(t) * d + q];
+            u += double(wu[q]) * x[size_t(t) * d + q];
+          }
+          h[size_t(i)] = act_ref(g, c.gelu) * u;
+        }
+        for (int o = 0; o < d; ++o) {
+          double s = 0;
+          const float* wd = down.values.data() + (size_t(e) * d + o) * ff;
+          for (int i = 0; i < ff; ++i) s += double(wd[i]) * h[size_t(i)];
+          acc[size_t(o)] += r.weights[size_t(t) * k + j] * s;
+        }
+      }
+      for (int o = 0; o < d; ++o) ref[size_t(t) * d + o] = float(acc[size_t(o)]);
+    }
+    // f16 activations and the f16 intermediate (as the dense FFN stores it).
+    EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go, ref.size())), ref), 3e-3)
+        << n << " tokens, " << dtype_name(c.gate_type) << "/" << dtype_name(c.down_type);
+    for (void* b : {gx, gl, gi, gwt, go}) gpu->free(b);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
+                         ::testing::Values(MoeCase{DType::F16, DType::F16, 8, 2, false},
+                                           MoeCase{DType::Q4_K, DType::Q6_K, 8, 2, false},
+                                           MoeCase{DType::Q4_K, DType::Q4_K, 16, 4, true},
+                                           MoeCase{DType::Q6_K, DType::Q6_K, 128, 8, false},
+                                           MoeCase{DType::Q8_0, DType::Q8_0, 4, 2, false},
+                                           MoeCase{DType::F32, DType::F32, 8, 2, false}),
+                         [](const auto& info) {
+                           return std::string(dtype_name(info.param.gate_type)) + "_" +
+                                  dtype_name(info.param.down_type) + "_e" + std::to_string(info.param.n_expert) +
+                                  (info.param.gelu ? "_gelu" : "");
+                         });
+
+}  // namespace
+}  // namespace rf
