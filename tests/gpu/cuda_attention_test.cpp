@@ -126,7 +126,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
                                            AttnShape{256, 16, 8}, AttnShape{256, 16, 8, 8, 0.0f},
                                            AttnShape{256, 16, 8, 100, 2.0f}, AttnShape{256, 8, 4, 0, 2.0f},
                                            AttnShape{128, 32, 8, 500, 0.0f}, AttnShape{64, 8, 8, 8, 2.0f},
-                                           AttnShape{128, 32, 2, 37, 2.0f}),
+                                           AttnShape{128, 32, 2, 37, 2.0f}, AttnShape{96, 16, 4, 37, 2.0f}),
                          [](const auto& info) {
                            const AttnShape& p = info.param;
                            return "hd" + std::to_string(p.hd) + "_h" + std::to_string(p.n_heads) + "_kv" +

@@ -1,6 +1,6 @@
 // Decode attention (one query per sequence, the hot path) over the paged f16
 // KV cache, and the kernel that combines split-K slices (flash-decoding).
-// Owns attention_decode_kernel (head_dim 64/128, and 256 on CUDA; up to 8
+// Owns attention_decode_kernel (head_dim 64/96/128, and 256 on CUDA; up to 8
 // query heads per block), attention_combine_kernel, their launchers and
 // their one-time shared-memory opt-ins. attention.cu chooses between the
 // kernels. The kExt instantiations add a sliding window (the block's keys
@@ -306,7 +306,7 @@ __device__ __forceinline__ void decode_publish_ml(const float (&m)[kDecMaxHeads]
 }
 #endif
 
-// This lane's accumulators to merge [group][sub][head][HD].
+// This lane's accumulators to merge [group][sub][head][kWidth].
 template <int HD>
 __device__ __forceinline__ void decode_stash_acc(const float (&acc)[kDecMaxHeads][8], int group, float* merge) {
   using L = DecodeLayout<HD>;
@@ -314,7 +314,7 @@ __device__ __forceinline__ void decode_stash_acc(const float (&acc)[kDecMaxHeads
 #pragma unroll
   for (int h = 0; h < kDecMaxHeads; ++h)
     if (h < group) {
-      float* dst = merge + ((size_t(th.grp) * L::kSub + th.sub) * kDecMaxHeads + h) * HD + th.vc8 * 8;
+      float* dst = merge + ((size_t(th.grp) * L::kSub + th.sub) * kDecMaxHeads + h) * L::kWidth + th.vc8 * 8;
       *reinterpret_cast<float4*>(dst) = make_float4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
       *reinterpret_cast<float4*>(dst + 4) = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
     }
@@ -341,7 +341,7 @@ __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const floa
       lsum = fmaf(f, mls[(kDecGroups + g) * kDecMaxHeads + h], lsum);
       float sv = 0.0f;
 #pragma unroll
-      for (int u = 0; u < L::kSub; ++u) sv += merge[((size_t(g) * L::kSub + u) * kDecMaxHeads + h) * HD + d];
+      for (int u = 0; u < L::kSub; ++u) sv += merge[((size_t(g) * L::kSub + u) * kDecMaxHeads + h) * L::kWidth + d];
       v = fmaf(f, sv, v);
     }
     const int hq = head0 + h;
@@ -526,8 +526,10 @@ constexpr bool kDecode256 = true;
 
 void attention_decode_device_setup() {
   opt_in_decode<128, false>();
+  opt_in_decode<96, false>();
   opt_in_decode<64, false>();
   opt_in_decode<128, true>();
+  opt_in_decode<96, true>();
   opt_in_decode<64, true>();
 #ifndef RF_HIP
   opt_in_decode<256, true>();
@@ -535,7 +537,7 @@ void attention_decode_device_setup() {
 }
 
 bool attention_decode_supported(int head_dim) {
-  return head_dim == 64 || head_dim == 128 || (kDecode256 && head_dim == 256);
+  return head_dim == 64 || head_dim == 96 || head_dim == 128 || (kDecode256 && head_dim == 256);
 }
 
 void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, const LaunchCtx& ctx) {
@@ -547,11 +549,15 @@ void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, const Launc
 #endif
     } else if (a.hd == 128) {
       launch(attention_decode_kernel<128, true>, grid, dim3(kDecThreads), DecodeLayout<128>::kBytes, ctx, a);
+    } else if (a.hd == 96) {
+      launch(attention_decode_kernel<96, true>, grid, dim3(kDecThreads), DecodeLayout<96>::kBytes, ctx, a);
     } else {
       launch(attention_decode_kernel<64, true>, grid, dim3(kDecThreads), DecodeLayout<64>::kBytes, ctx, a);
     }
   } else if (a.hd == 128) {
     launch(attention_decode_kernel<128, false>, grid, dim3(kDecThreads), DecodeLayout<128>::kBytes, ctx, a);
+  } else if (a.hd == 96) {
+    launch(attention_decode_kernel<96, false>, grid, dim3(kDecThreads), DecodeLayout<96>::kBytes, ctx, a);
   } else {
     launch(attention_decode_kernel<64, false>, grid, dim3(kDecThreads), DecodeLayout<64>::kBytes, ctx, a);
   }

@@ -21,10 +21,15 @@ constexpr int kDecMinBlocks = 1;
 constexpr int kDecMinBlocks = 4;  // 4 x 128 threads x 128 registers, 4 x 55.7 KB shared memory per SM (sm_90)
 #endif
 
+// Head sizes whose 16-byte chunks do not divide 32 lanes (96) are laid out
+// as the next power of two (kWidth): the chunks past the head are zeros in
+// the stages and their outputs are never stored.
 template <int HD>
 struct DecodeLayout {
-  static constexpr int kRow = HD + 8;             // halves per staged key row (16-byte pad)
-  static constexpr int kChunks = HD / 8;          // 16-byte chunks per key row
+  static constexpr int kWidth = HD == 96 ? 128 : HD;  // dims per staged row and merged accumulator
+  static constexpr int kRow = kWidth + 8;         // halves per staged key row (16-byte pad)
+  static constexpr int kChunks = kWidth / 8;      // 16-byte chunks per staged row
+  static constexpr int kHeadChunks = HD / 8;      // of them, the chunks of the head
   static constexpr int kRowsPerPass = kDecThreads / kChunks;
   static constexpr int kPasses = kDecTile / kRowsPerPass;  // rows each thread copies per tile
   static constexpr int kSub = 32 / kChunks;       // key subgroups of a group in P.V
@@ -43,7 +48,7 @@ struct DecodeLayout {
 #endif
   static constexpr size_t kHead = kP + kC + kML + kQ;
   static constexpr size_t kStages = size_t(kDecStages) * 2 * kDecTile * kRow * 2;
-  static constexpr size_t kMerge = size_t(kDecGroups) * kSub * kDecMaxHeads * HD * 4;
+  static constexpr size_t kMerge = size_t(kDecGroups) * kSub * kDecMaxHeads * kWidth * 4;
   static constexpr size_t kBytes = kHead + (kStages > kMerge ? kStages : kMerge);
   static_assert(kDecTile % kRowsPerPass == 0 && kDecKeysPerGroup % kSub == 0, "decode tile shape");
   static_assert(kHead % 16 == 0, "16-byte aligned stages");
@@ -57,7 +62,7 @@ struct DecodeSmem {
   unsigned char* q;     // q: mma fragments [HD / 32][lane] (CUDA) or scaled f32 [head][HD] (HIP)
   __half* ks;           // K stages [stage][key][kRow]
   __half* vs;           // V stages, the same shape
-  float* merge;         // [group][sub][head][HD], after the key loop (reuses the stages)
+  float* merge;         // [group][sub][head][kWidth], after the key loop (reuses the stages)
 };
 template <int HD>
 __device__ __forceinline__ DecodeSmem decode_smem(unsigned char* dsmem) {
@@ -147,12 +152,12 @@ struct DecodeTiles {
     for (int i = 0; i < L::kPasses; ++i) {
       const int p = k_begin + tile * kDecTile + r0 + i * L::kRowsPerPass;
       const size_t row = (size_t(st) * kDecTile + r0 + i * L::kRowsPerPass) * L::kRow + cc * 8;
-      if (p < k_end) {
+      if (p < k_end && (L::kHeadChunks == L::kChunks || cc < L::kHeadChunks)) {
         const int in_block = block_shift >= 0 ? p & (bs - 1) : p % bs;
         const size_t src = (size_t(blk[i]) * bs + in_block) * kv_dim;
         copy16_async(ks + row, kbase + src);
         copy16_async(vs + row, vbase + src);
-      } else {  // past the range: zeros (p = 0 must not meet garbage V)
+      } else {  // past the range or the head: zeros (p = 0 must not meet garbage V)
         *reinterpret_cast<uint4*>(ks + row) = make_uint4(0, 0, 0, 0);
         *reinterpret_cast<uint4*>(vs + row) = make_uint4(0, 0, 0, 0);
       }
