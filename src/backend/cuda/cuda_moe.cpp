@@ -3,7 +3,7 @@
 // weighted combine, each one launch over all active experts. Few rows per
 // expert go through the GEMV kernels in expert mode (only the chosen
 // experts' rows are read); many through the tensor-core kernel in expert
-// mode (Q4_K / Q6_K). Large batches run in chunks of the reserved size.
+// mode (f16, Q4_K, Q6_K). Large batches run in chunks of the reserved size.
 #include <algorithm>
 
 #include "backend/cuda/gpu.h"
@@ -92,8 +92,8 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
     const int gemv_rows = nt == 1 ? 1 : kGemvTileRows;
     // Tensor cores where the experts average more than a GEMV tile of rows.
     const bool many = P > kGemvTileRows * std::min(E, P);
-    const bool mma_gate = many && gpu::mma_matmul_supported(w.gate.type, d);
-    const bool mma_down = many && gpu::mma_matmul_supported(w.down.type, ff);
+    const bool mma_gate = many && gpu::mma_experts_supported(w.gate.type, d);
+    const bool mma_down = many && gpu::mma_experts_supported(w.down.type, ff);
     const int max_gemv = gpu::moe_max_tiles(P, E, gemv_rows), max_mma = gpu::moe_max_tiles(P, E, kMmaTileRows);
     const int32_t* ids_c = ids.ptr<int32_t>() + size_t(t0) * k;
     const float* w_c = weights.ptr<float>() + size_t(t0) * k;

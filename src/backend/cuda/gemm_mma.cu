@@ -16,7 +16,7 @@
 // both operands' loads contiguous (a dot product does not depend on the
 // order of its terms).
 //
-// Formats: Q4_K, Q6_K (k % 256 == 0). NVIDIA only (mma.sync, cp.async);
+// Formats: Q4_K, Q6_K (k % 256 == 0), and f16 in expert mode. NVIDIA only (mma.sync, cp.async);
 // other formats and HIP use dequantization to f16 + BLAS. (F16 weights read
 // this way measured slower than cuBLAS on the H200: 3,800 vs 4,768 tok/s
 // for 64-sequence decode, so f16 stays with cuBLAS.)
@@ -147,6 +147,21 @@ template <> struct MmaFormat<DType::Q6_K> {
     f.w = h2_bits(__hmul2(bytes_to_h2<0x4342>(q1, bias), dl));
     return f;
   }
+};
+
+// f16 rows (expert mode only: dense f16 matrices go to cuBLAS): a lane's
+// eight halves of each 32-wide slice are one 16-byte load, already in
+// fragment order.
+template <> struct MmaFormat<DType::F16> {
+  struct Raw {
+    uint4 v[kChunk / 32];
+  };
+  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
+    const uint4* p = reinterpret_cast<const uint4*>(row) + size_t(chunk) * (kChunk / 8);
+#pragma unroll
+    for (int j = 0; j < kChunk / 32; ++j) r.v[j] = __ldg(p + 4 * j + t);
+  }
+  __device__ static Frag frag(const Raw& r, int j, int) { return r.v[j]; }
 };
 
 // ---- the kernel ---------------------------------------------------------------------
@@ -298,6 +313,8 @@ void opt_in_smem() {
 }  // namespace
 
 void mma_device_setup() {
+  opt_in_smem<DType::F16, float>();
+  opt_in_smem<DType::F16, __half>();
   opt_in_smem<DType::Q4_K, float>();
   opt_in_smem<DType::Q4_K, __half>();
   opt_in_smem<DType::Q6_K, float>();
@@ -306,6 +323,10 @@ void mma_device_setup() {
 
 bool mma_matmul_supported(DType w_type, int k) {
   return (w_type == DType::Q4_K || w_type == DType::Q6_K) && k % kChunk == 0;
+}
+
+bool mma_experts_supported(DType w_type, int k) {
+  return (w_type == DType::F16 || mma_matmul_supported(w_type, k)) && k % kChunk == 0;
 }
 
 int mma_matmul_splits(int m, int k, int n_sms) {
@@ -344,7 +365,7 @@ void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, con
 void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k, const void* x,
                         void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles, int max_tiles,
                         const LaunchCtx& ctx) {
-  RF_CHECK(mma_matmul_supported(w_type, k), "mma matmul: unsupported shape");
+  RF_CHECK(mma_experts_supported(w_type, k), "mma matmul: unsupported shape");
   RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "mma matmul: output must be f32 or f16");
   if (max_tiles <= 0) return;
   MmaArgs a{};
@@ -361,8 +382,10 @@ void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t
   a.expert_bytes = expert_bytes;
   const dim3 grid(unsigned((m + kMmaRows - 1) / kMmaRows), unsigned(max_tiles));
   const auto go = [&](auto* kernel) { launch(kernel, grid, dim3(kMmaThreads), kSmem, ctx, a); };
-  if (w_type == DType::Q4_K) out_type == DType::F32 ? go(mma_matmul_kernel<DType::Q4_K, float>)
-                                                    : go(mma_matmul_kernel<DType::Q4_K, __half>);
+  if (w_type == DType::F16) out_type == DType::F32 ? go(mma_matmul_kernel<DType::F16, float>)
+                                                   : go(mma_matmul_kernel<DType::F16, __half>);
+  else if (w_type == DType::Q4_K) out_type == DType::F32 ? go(mma_matmul_kernel<DType::Q4_K, float>)
+                                                         : go(mma_matmul_kernel<DType::Q4_K, __half>);
   else out_type == DType::F32 ? go(mma_matmul_kernel<DType::Q6_K, float>) : go(mma_matmul_kernel<DType::Q6_K, __half>);
 }
 
@@ -370,6 +393,7 @@ void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t
 
 void mma_device_setup() {}
 bool mma_matmul_supported(DType, int) { return false; }
+bool mma_experts_supported(DType, int) { return false; }
 int mma_matmul_splits(int, int, int) { return 1; }
 void mma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, DType, int, float*, const LaunchCtx&) {
   fail("mma matmul: not available on this GPU vendor");

@@ -56,7 +56,8 @@ int mma_matmul_splits(int m, int k, int n_sms);
 void mma_matmul(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
                 DType out_type, int splits, float* partials, const LaunchCtx& ctx);
 // Expert mode: gemv_experts' contract with tiles of up to 64 rows, on
-// tensor cores (mma_matmul_supported formats).
+// tensor cores (mma_experts_supported: those of mma_matmul and f16).
+bool mma_experts_supported(DType w_type, int k);
 void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k, const void* x,
                         void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles, int max_tiles,
                         const LaunchCtx& ctx);
