@@ -19,6 +19,7 @@ CudaOptions CudaOptions::from_env() { return from_env(CudaOptions{}); }
 CudaOptions CudaOptions::from_env(CudaOptions o) {
   o.pdl = o.pdl && switch_on("ROCMFORGE_PDL");
   o.tma_gemv = o.tma_gemv && switch_on("ROCMFORGE_TMA_GEMV");
+  o.tma_wide = o.tma_wide && switch_on("ROCMFORGE_TMA_WIDE");
   o.l2_prefetch = o.l2_prefetch && switch_on("ROCMFORGE_L2_PREFETCH");
   if (!switch_on("ROCMFORGE_MMA")) o.mma_max_rows_quant = 0;
   if (const char* p = std::getenv("ROCMFORGE_ATTN_BLOCKS"); p && std::atoi(p) > 0)

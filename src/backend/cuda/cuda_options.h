@@ -10,6 +10,9 @@
 //                            launches                               (pdl)
 //   ROCMFORGE_TMA_GEMV=0     GEMVs do not bulk-copy weight rows into shared
 //                            memory with the copy engine            (tma_gemv)
+//   ROCMFORGE_TMA_WIDE=0     rows too wide for 4 per bulk-copying GEMV block
+//                            go to the plain GEMV instead of 2 per block
+//                                                           (tma_wide)
 //   ROCMFORGE_L2_PREFETCH=0  k-quant GEMVs do not prefetch their rows into
 //                            L2                                     (l2_prefetch)
 //   ROCMFORGE_MMA=0          Q4_K/Q6_K batches of 9..256 rows take
@@ -46,6 +49,8 @@ struct CudaOptions {
   bool pdl = true;
   // Batch-1 GEMVs bulk-copy weight rows into shared memory (sm_90 TMA).
   bool tma_gemv = true;
+  // ... also rows too wide for 4 per block, 2 per block.
+  bool tma_wide = true;
   // k-quant GEMVs prefetch their weight rows into L2.
   bool l2_prefetch = true;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.

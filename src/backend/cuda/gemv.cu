@@ -269,31 +269,32 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
 // kernel waits for its inputs, so a whole block's weights are in flight at
 // once (and during the previous kernel's tail); the warps then read them
 // from shared memory. Up to kTmaMaxBlockBytes per block (4 f16 rows of 4096,
-// or 4 gate + 4 up rows); larger rows go to gemv_kernel (measured on the
-// H200: bulk-copying the 4 x 28 KB rows of the 14336-wide down projection,
+// or 4 gate + 4 up rows); rows too wide for 4 go 2 per block (kRows 2: the
+// 14336-wide down projections) when CudaOptions::tma_wide allows, wider
+// ones to gemv_kernel (measured on the H200: bulk-copying 4 x 28 KB rows,
 // two blocks per SM, lowered decode from 212 to 197 tok/s).
 constexpr size_t kTmaMaxBlockBytes = size_t(64) << 10;
 
 #if !defined(RF_HIP)
-template <typename OutT, bool kPaired>
+template <typename OutT, bool kPaired, int kRows>
 __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
-  constexpr int R = kGemvRows * (kPaired ? 2 : 1);  // rows in shared memory: gate rows, then up rows
+  constexpr int R = kRows * (kPaired ? 2 : 1);  // rows in shared memory: gate rows, then up rows
   extern __shared__ __align__(128) uint8_t wsm[];
   __shared__ __align__(8) uint64_t bar;
   __shared__ float partial[kGemvThreads / 32][2];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  constexpr int kWarpsPerRow = kGemvThreads / 32 / kGemvRows;
+  constexpr int kWarpsPerRow = kGemvThreads / 32 / kRows;
   const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
-  const int r0 = blockIdx.x * kGemvRows;
-  const int rows = min(kGemvRows, m - r0);
+  const int r0 = blockIdx.x * kRows;
+  const int rows = min(kRows, m - r0);
   const uint32_t rb = uint32_t(a.row_bytes);
   if (threadIdx.x == 0) {
     const uint8_t* src[R];
 #pragma unroll
-    for (int i = 0; i < kGemvRows; ++i) {
+    for (int i = 0; i < kRows; ++i) {
       const GemvRow g = gemv_row(a, r0 + min(i, rows - 1));
       src[i] = g.w;
-      if constexpr (kPaired) src[kGemvRows + i] = a.w_up + size_t(g.local) * rb;
+      if constexpr (kPaired) src[kRows + i] = a.w_up + size_t(g.local) * rb;
     }
     tma_rows_start(&bar, wsm, src, R, rb);
   }
@@ -307,7 +308,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
   float acc = 0.0f, acc_up = 0.0f;
   if (i < rows) {
     const uint4* wv = reinterpret_cast<const uint4*>(wsm + size_t(i) * rb);
-    const uint4* uv = reinterpret_cast<const uint4*>(wsm + size_t(kGemvRows + i) * rb);
+    const uint4* uv = reinterpret_cast<const uint4*>(wsm + size_t(kRows + i) * rb);
     for (int v = id; v < nv; v += stride) {
       float f[8];
       half8_to_float(wv[v], f);
@@ -338,9 +339,13 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
 }
 
 template <typename OutT, bool kPaired>
-void launch_gemv_tma(const GemvArgs& a, int blocks, const LaunchCtx& ctx) {
-  launch(gemv_tma_kernel<OutT, kPaired>, blocks, kGemvThreads, size_t(kGemvRows) * (kPaired ? 2 : 1) * a.row_bytes, ctx,
-         a);  // all rows copied (the last block repeats its last row)
+void launch_gemv_tma(const GemvArgs& a, int rows_per_block, const LaunchCtx& ctx) {
+  const int m = a.row_end[a.n_segs - 1];
+  const int blocks = (m + rows_per_block - 1) / rows_per_block;
+  // All rows copied (the last block repeats its last row).
+  const size_t smem = size_t(rows_per_block) * (kPaired ? 2 : 1) * a.row_bytes;
+  if (rows_per_block == kGemvRows) launch(gemv_tma_kernel<OutT, kPaired, kGemvRows>, blocks, kGemvThreads, smem, ctx, a);
+  else launch(gemv_tma_kernel<OutT, kPaired, 2>, blocks, kGemvThreads, smem, ctx, a);
 }
 #endif
 
@@ -394,13 +399,17 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
     }
 #if !defined(RF_HIP)
     if constexpr (T == DType::F16) {
-      if (a.n == 1 && a.tma && size_t(kGemvRows) * (paired ? 2 : 1) * a.row_bytes <= kTmaMaxBlockBytes) {
+      const size_t block_bytes = size_t(kGemvRows) * (paired ? 2 : 1) * a.row_bytes;
+      const int rows_per_block = block_bytes <= kTmaMaxBlockBytes                        ? kGemvRows
+                                 : ctx.options.tma_wide && block_bytes / 2 <= kTmaMaxBlockBytes ? 2
+                                                                                               : 0;
+      if (a.n == 1 && a.tma && rows_per_block > 0) {
         if (out_type == DType::F32) {
-          if (paired) launch_gemv_tma<float, true>(a, blocks, ctx);
-          else launch_gemv_tma<float, false>(a, blocks, ctx);
+          if (paired) launch_gemv_tma<float, true>(a, rows_per_block, ctx);
+          else launch_gemv_tma<float, false>(a, rows_per_block, ctx);
         } else {
-          if (paired) launch_gemv_tma<__half, true>(a, blocks, ctx);
-          else launch_gemv_tma<__half, false>(a, blocks, ctx);
+          if (paired) launch_gemv_tma<__half, true>(a, rows_per_block, ctx);
+          else launch_gemv_tma<__half, false>(a, rows_per_block, ctx);
         }
         continue;
       }
@@ -432,7 +441,8 @@ void opt_in_bulk_copies() {
   const auto set = [](auto* kernel, size_t bytes) {
     RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   };
-  set(gemv_tma_kernel<OutT, kPaired>, kTmaMaxBlockBytes);
+  set(gemv_tma_kernel<OutT, kPaired, kGemvRows>, kTmaMaxBlockBytes);
+  set(gemv_tma_kernel<OutT, kPaired, 2>, kTmaMaxBlockBytes);
   set(gemv_kq_kernel<DType::Q4_K, OutT, kPaired, 1>, kKqTmaMaxBytes);
   set(gemv_kq_kernel<DType::Q4_K, OutT, kPaired, kMaxCols>, kKqTmaMaxBytes);
   set(gemv_kq_kernel<DType::Q6_K, OutT, kPaired, 1>, kKqTmaMaxBytes);
