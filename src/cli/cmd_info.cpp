@@ -1,8 +1,10 @@
 // `rocmforge info MODEL`: metadata, tensors (dtype, shape, size), parameter
-// count and file type of a GGUF file; for a supported model, its KV cache
-// groups (model/kv_cache.h) and what a full-context sequence holds.
+// count and file type of a GGUF file; for a supported model, its experts
+// (mixture-of-experts models), its KV cache groups (model/kv_cache.h) and
+// what a full-context sequence holds.
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "cli/commands.h"
 #include "gguf/reader.h"
@@ -33,16 +35,19 @@ std::string human_bytes(double b) {
   return buf;
 }
 
+// The experts of a mixture-of-experts model: how many, how many run per
+// token, each one's FFN width and how their weights are combined.
+void print_experts(const ModelConfig& c) {
+  if (!c.has_experts()) return;
+  std::printf("experts:     %d per layer, %d used per token, expert FFN %d, weights %s\n", c.n_expert,
+              c.n_expert_used, c.n_ff_expert,
+              c.expert_weights_norm ? "renormalised over the chosen experts" : "their softmax probabilities");
+}
+
 // The KV group layout and the f16 K/V one sequence of the training context
 // holds (16-token blocks, 2048-token prompt chunks) with it and with every
-// layer keeping every token; nothing for files the engine would refuse.
-void print_kv(const gguf::File& f) {
-  ModelConfig c;
-  try {
-    c = ModelConfig::from_gguf(f);
-  } catch (const std::exception&) {
-    return;
-  }
+// layer keeping every token.
+void print_kv(const ModelConfig& c) {
   const int32_t bs = 16, n = c.n_ctx_train;
   const KVGeometry geo = kv_geometry(c, DType::F16, bs);
   const double block = double(geo.bytes_per_block());
@@ -64,7 +69,16 @@ void run_info(const std::string& path, bool all_tensors) {
   if (const auto* ft = f->find("general.file_type"))
     std::printf("file type:   %lld (%s)\n", (long long)ft->as_int("general.file_type"),
                 file_type_name(ft->as_int("general.file_type")));
-  print_kv(*f);
+  // The model's own lines; nothing for files the engine would refuse.
+  std::optional<ModelConfig> config;
+  try {
+    config = ModelConfig::from_gguf(*f);
+  } catch (const std::exception&) {
+  }
+  if (config) {
+    print_experts(*config);
+    print_kv(*config);
+  }
   uint64_t params = 0, bytes = 0;
   std::map<std::string, int> by_type;
   for (const auto& t : f->tensors()) {

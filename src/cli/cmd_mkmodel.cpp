@@ -1,6 +1,7 @@
 // `rocmforge mkmodel --preset NAME --type TYPE -o FILE`: write a synthetic
 // model in a real model's shape (see model/synthetic.h: Llama, Qwen2.5,
-// Qwen3, Gemma 2 and 3, Phi-3, GLM-4), using every core.
+// Qwen3, Gemma 2 and 3, Phi-3, GLM-4, and the mixtures of experts Mixtral
+// and Qwen3-MoE), using every core.
 #include <chrono>
 #include <cstdio>
 

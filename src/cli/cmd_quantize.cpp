@@ -28,6 +28,7 @@ void quantize(const QuantOptions& o) {
   auto f = gguf::File::open(o.in);
   const std::string arch = f->get_string("general.architecture", "llama");
   const int n_layer = int(f->get_int(arch + ".block_count", 0));
+  const int n_expert = int(f->get_int(arch + ".expert_count", 0));
   const bool tied_output = f->find_tensor("output.weight") == nullptr;
   ThreadPool pool(size_t(o.threads));
   gguf::Writer w;
@@ -36,7 +37,8 @@ void quantize(const QuantOptions& o) {
   w.set_u32("general.file_type", uint32_t(plan->file_type));
   uint64_t in_bytes = 0, out_bytes = 0;
   for (const auto& t : f->tensors()) {
-    const DType target = plan_tensor_type(*plan, t.name, int64_t(t.ne(0)), int(t.dims.size()), n_layer, tied_output);
+    const DType target = plan_tensor_type(*plan, t.name, int64_t(t.ne(0)), int(t.dims.size()), n_layer, tied_output,
+                                          n_expert);
     RF_CHECK(can_dequantize(t.type), "tensor '", t.name, "' has type ", dtype_name(t.type), " which cannot be read");
     const gguf::TensorInfo* info = &t;
     const gguf::File* file = f.get();

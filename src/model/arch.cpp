@@ -1,9 +1,14 @@
 // Each family as a configuration of building blocks, with the metadata keys
 // and defaults llama.cpp uses for it (src/llama-model.cpp, load_hparams;
 // RoPE styles from llama_model_rope_type):
-//   llama, mistral  NORM RoPE; SwiGLU; pre-norms only
+//   llama, mistral  NORM RoPE; SwiGLU; pre-norms only; llama may have
+//                   experts (Mixtral: expert_count > 0), each expert
+//                   feed_forward_length wide
 //   qwen2           NeoX RoPE; q/k/v biases (required)
 //   qwen3           NeoX RoPE; per-head q/k RMSNorm
+//   qwen3moe        qwen3's blocks with experts (expert_count required), each
+//                   expert_feed_forward_length wide (default
+//                   feed_forward_length / expert_used_count)
 //   gemma2          NeoX RoPE; embeddings * sqrt(n_embd); GeGLU; post-attention
 //                   and post-FFN norms; attention soft-cap (default 50) and
 //                   final soft-cap (default 30); sliding window (default 4096)
@@ -18,6 +23,10 @@
 //                   sliding_window key is ignored, as llama.cpp does
 //   glm4            NORM RoPE over rope.dimension_count dims (partial);
 //                   optional q/k/v biases; fused gate+up; post norms
+// Experts (every layer's FFN a router and expert_count experts): softmax
+// routing over all experts, the expert_used_count most probable run, their
+// weights renormalised unless expert_weights_norm is false (llama.cpp's
+// build_moe_ffn with norm_w for both families).
 #include "model/arch.h"
 
 #include <cmath>
@@ -89,13 +98,34 @@ void configure_gemma3(const gguf::File& f, ModelConfig& c) {
   c.rope_swa.freq_scale = 1.0f;
 }
 
+enum class ExpertUse { None, Optional, Required };
+
 struct Family {
   const char* arch;
   void (*configure)(const gguf::File&, ModelConfig&);
+  ExpertUse experts = ExpertUse::None;
 };
 
+void configure_qwen3moe(const gguf::File& f, ModelConfig& c) {
+  c.rope.neox = true;
+  c.qk_norm = true;
+  const std::string key = c.arch + ".expert_feed_forward_length";
+  if (f.has(key)) {
+    c.n_ff_expert = positive_key(key, f.get_int(key, 0));
+  } else {  // llama.cpp's default
+    c.n_ff_expert = c.n_ff / c.n_expert_used;
+    RF_CHECK(c.n_ff_expert > 0, "model metadata is missing '", key, "' (feed_forward_length ", c.n_ff,
+             " / expert_used_count ", c.n_expert_used, " is 0)");
+  }
+}
+
 const Family kFamilies[] = {
-    {"llama", [](const gguf::File&, ModelConfig& c) { c.rope.neox = false; }},
+    {"llama",
+     [](const gguf::File&, ModelConfig& c) {
+       c.rope.neox = false;
+       if (c.has_experts()) c.n_ff_expert = c.n_ff;
+     },
+     ExpertUse::Optional},
     {"mistral", [](const gguf::File&, ModelConfig& c) { c.rope.neox = false; }},
     {"qwen2",
      [](const gguf::File&, ModelConfig& c) {
@@ -107,6 +137,7 @@ const Family kFamilies[] = {
        c.rope.neox = true;
        c.qk_norm = true;
      }},
+    {"qwen3moe", configure_qwen3moe, ExpertUse::Required},
     {"gemma2", configure_gemma2},
     {"gemma3", configure_gemma3},
     {"phi3",
@@ -123,6 +154,39 @@ const Family kFamilies[] = {
        c.fused_gate_up = true;
      }},
 };
+
+// At most llama.cpp's LLAMA_MAX_EXPERTS.
+constexpr int64_t kMaxExperts = 512;
+
+std::string expert_architectures() {
+  std::string s;
+  for (const Family& fam : kFamilies)
+    if (fam.experts != ExpertUse::None) s += (s.empty() ? "" : ", ") + std::string(fam.arch);
+  return s;
+}
+
+// expert_count, expert_used_count and expert_weights_norm, as llama.cpp's
+// load_hparams reads them: expert_used_count is required with experts and
+// must be 1..expert_count, and must be absent or 0 without them.
+void read_experts(const gguf::File& f, ModelConfig& c, ExpertUse use) {
+  const std::string a = c.arch + ".";
+  const std::string count_key = a + "expert_count", used_key = a + "expert_used_count";
+  const int64_t n = use == ExpertUse::Required ? f.require_int(count_key) : f.get_int(count_key, 0);
+  if (use == ExpertUse::None) {
+    RF_CHECK(n == 0, "unsupported model: '", c.arch, "' with ", n, " experts (", count_key,
+             "); mixture-of-experts models are supported for ", expert_architectures());
+    return;
+  }
+  if (n == 0 && use == ExpertUse::Optional) {
+    const int64_t used = f.get_int(used_key, 0);
+    RF_CHECK(used == 0, "model metadata '", used_key, "' = ", used, " without experts ('", count_key,
+             "' is 0 or missing)");
+    return;
+  }
+  c.n_expert = positive_key(count_key, n, kMaxExperts);
+  c.n_expert_used = positive_key(used_key, f.require_int(used_key), c.n_expert);
+  c.expert_weights_norm = f.get_bool(a + "expert_weights_norm", true);
+}
 
 }  // namespace
 
@@ -144,6 +208,7 @@ void configure_family(const gguf::File& f, ModelConfig& c) {
   c.rope_swa = c.rope;
   for (const Family& fam : kFamilies)
     if (c.arch == fam.arch) {
+      read_experts(f, c, fam.experts);
       fam.configure(f, c);
       // The sliding-window layers share the global RoPE style.
       c.rope_swa.neox = c.rope.neox;

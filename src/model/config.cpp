@@ -25,9 +25,6 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
            "' (supported: ", supported_architectures(), ")");
   c.name = f.get_string("general.name", c.arch);
   const std::string a = c.arch + ".";
-  const int64_t n_expert = f.get_int(a + "expert_count", 0);
-  RF_CHECK(n_expert == 0, "unsupported model: '", c.arch, "' with ", n_expert,
-           " experts (", a, "expert_count); mixture-of-experts models are not supported yet");
   auto required = [&](const std::string& key, int64_t max = int64_t(1) << 24) {
     return positive_key(a + key, f.require_int(a + key), max);
   };
@@ -80,6 +77,16 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
   return c;
 }
 
+MoeParams ModelConfig::moe() const {
+  MoeParams p;
+  p.n_expert = n_expert;
+  p.n_used = n_expert_used;
+  p.n_ff = n_ff_expert;
+  p.norm_weights = expert_weights_norm;
+  p.act = activation;
+  return p;
+}
+
 std::string ModelConfig::summary() const {
   std::string blocks;
   auto add = [&](bool on, const std::string& what) {
@@ -94,8 +101,12 @@ std::string ModelConfig::summary() const {
   add(final_softcap > 0, str("final soft-cap ", final_softcap));
   add(sliding_window > 0, str("sliding window ", sliding_window));
   add(rope.n_rot < head_dim, str("rotary ", rope.n_rot, "/", head_dim));
+  const std::string ffn =
+      has_experts() ? str(n_expert, " experts (", n_expert_used, " used",
+                          expert_weights_norm ? "" : ", weights unnormalised", ") of ffn ", n_ff_expert)
+                    : str("ffn ", n_ff);
   return str(arch, " '", name, "': ", n_layer, " layers, embd ", n_embd, ", ", n_head, " heads (", n_head_kv,
-             " KV) of ", head_dim, ", ffn ", n_ff, ", vocab ", n_vocab, ", ctx ", n_ctx_train, ", rope ",
+             " KV) of ", head_dim, ", ", ffn, ", vocab ", n_vocab, ", ctx ", n_ctx_train, ", rope ",
              rope.neox ? "neox" : "norm", " base ", rope.freq_base,
              (rope_scaling != "none" ? ", scaling " + rope_scaling : std::string()), blocks);
 }

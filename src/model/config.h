@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/activation.h"
 #include "core/rope_params.h"
 #include "gguf/reader.h"
@@ -27,7 +28,7 @@ struct ModelConfig {
   int32_t n_head = 0;
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;    // attention.key_length (== value_length), default n_embd / n_head
-  int32_t n_ff = 0;
+  int32_t n_ff = 0;        // feed_forward_length: the dense FFN's width (unused by qwen3moe's expert layers)
   int32_t n_ctx_train = 0;
   float rms_eps = 1e-5f;
   RopeParams rope;         // freq_factors stays null here; the model sets it
@@ -48,10 +49,20 @@ struct ModelConfig {
   int32_t sliding_window = 0;   // > 0: keys this many positions old or older are masked on SWA layers
   std::vector<uint8_t> swa_layers;  // [n_layer]: 1 where the layer uses the sliding window
 
+  // --- mixture of experts (n_expert 0: every layer's FFN is dense) --------
+  // Every layer's FFN is then a router and n_expert experts, n_expert_used
+  // of them run per token (model/arch.cpp says which families have them).
+  int32_t n_expert = 0;         // expert_count
+  int32_t n_expert_used = 0;    // expert_used_count: 1..n_expert
+  int32_t n_ff_expert = 0;      // each expert's FFN width (the family's rule, model/arch.cpp)
+  bool expert_weights_norm = true;  // expert_weights_norm: the chosen experts' weights renormalised to sum 1
+
   int32_t q_dim() const { return n_head * head_dim; }
   int32_t kv_dim() const { return n_head_kv * head_dim; }
   bool is_swa(int32_t il) const { return sliding_window > 0 && swa_layers[size_t(il)] != 0; }
   const RopeParams& rope_for(int32_t il) const { return is_swa(il) ? rope_swa : rope; }
+  bool has_experts() const { return n_expert > 0; }
+  MoeParams moe() const;  // the expert layers' shape and routing for the backend
 
   // Reads and validates; throws rf::Error naming the key on bad or missing
   // metadata, and naming the architecture when it is not supported.

@@ -51,15 +51,19 @@ std::string quant_plan_names() {
 }
 
 DType plan_tensor_type(const QuantPlan& plan, const std::string& name, int64_t cols, int n_dims, int n_layer,
-                       bool tied_output) {
-  if (n_dims < 2) return DType::F32;
+                       bool tied_output, int n_expert) {
+  if (n_dims < 2 || ends_with(name, "ffn_gate_inp.weight")) return DType::F32;
   DType t = plan.base;
   if (plan.mixture) {
     const int layer = layer_of(name);
+    const bool more_bits = layer >= 0 && use_more_bits(layer, n_layer);
     if (name == "output.weight" || (tied_output && name == "token_embd.weight")) t = DType::Q6_K;
     else if (ends_with(name, "attn_qkv.weight")) t = plan.base == DType::Q4_K ? DType::Q5_K : DType::Q6_K;
-    else if ((ends_with(name, "attn_v.weight") || ends_with(name, "ffn_down.weight")) && layer >= 0 &&
-             use_more_bits(layer, n_layer))
+    else if (n_expert == 8 && (ends_with(name, "attn_v.weight") || ends_with(name, "attn_k.weight"))) t = DType::Q8_0;
+    else if (n_expert == 8 && plan.base == DType::Q4_K && ends_with(name, "attn_output.weight")) t = DType::Q5_K;
+    else if ((ends_with(name, "attn_v.weight") || ends_with(name, "ffn_down.weight") ||
+              ends_with(name, "ffn_down_exps.weight")) &&
+             more_bits)
       t = DType::Q6_K;
   }
   for (DType cand : {t, DType::Q8_0, DType::F16})

@@ -1,6 +1,7 @@
 // Writing synthetic models (see synthetic.h).
 #include "model/synthetic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -35,11 +36,18 @@ SyntheticPreset family(std::string name, const std::string& arch, int32_t embd, 
   p.head_dim = hd;
   p.rms_eps = eps;
   if (arch == "qwen2") p.qkv_bias = true;
-  if (arch == "qwen3") p.qk_norm = true;
+  if (arch == "qwen3" || arch == "qwen3moe") p.qk_norm = true;
   if (arch == "gemma2" || arch == "gemma3") p.post_norms = true;
   if (arch == "gemma3") p.qk_norm = true;
   if (arch == "phi3") p.fused_qkv = p.fused_gate_up = true;
   if (arch == "glm4") p.qkv_bias = p.post_norms = p.fused_gate_up = true;
+  return p;
+}
+
+SyntheticPreset experts(SyntheticPreset p, int32_t n_expert, int32_t n_used, int32_t n_ff_expert = 0) {
+  p.n_expert = n_expert;
+  p.n_expert_used = n_used;
+  p.n_ff_expert = n_ff_expert;
   return p;
 }
 
@@ -65,6 +73,13 @@ std::vector<SyntheticPreset> presets() {
       // GLM-4-9B-0414: 4096 / 40 / 32, 2 KV / 128 / 13696 / 151552; RoPE on
       // half of each head (64 of 128 dims).
       family("glm4-9b", "glm4", 4096, 40, 32, 2, 128, 13696, 151552, 32768, 10000.0f, false, 1e-5f),
+      // Mixtral-8x7B: Mistral 7B's attention (4096 / 32 / 32 heads, 8 KV) with
+      // 8 experts of FFN 14336 per layer, 2 used; vocabulary 32000.
+      experts(family("mixtral-8x7b", "llama", 4096, 32, 32, 8, 0, 14336, 32000, 32768, 1e6f, false, 1e-5f), 8, 2),
+      // Qwen3-30B-A3B: 2048 / 48 / 32, 4 KV / 128 / 128 experts of FFN 768, 8
+      // used (intermediate_size 6144 as feed_forward_length) / 151936.
+      experts(family("qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 151936, 40960, 1e6f, false, 1e-6f), 128,
+              8, 768),
       // Test sizes of each family.
       family("tiny-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 1024, 2048, 1e6f, true, 1e-6f),
       family("tiny-qwen3", "qwen3", 256, 2, 4, 2, 64, 512, 1024, 2048, 1e6f, false, 1e-6f),
@@ -72,6 +87,9 @@ std::vector<SyntheticPreset> presets() {
       family("tiny-gemma3", "gemma3", 256, 6, 4, 2, 128, 512, 1024, 2048, 1e6f, true, 1e-6f),
       family("tiny-phi3", "phi3", 256, 2, 4, 4, 64, 512, 1024, 2048, 10000.0f, false, 1e-5f),
       family("tiny-glm4", "glm4", 256, 2, 4, 2, 64, 512, 1024, 2048, 10000.0f, false, 1e-5f),
+      experts(family("tiny-mixtral", "llama", 256, 2, 4, 2, 0, 512, 1024, 2048, 1e6f, false, 1e-5f), 4, 2),
+      // 8 experts: q4_k_m's rules for 8-expert models apply.
+      experts(family("tiny-qwen3moe", "qwen3moe", 256, 2, 4, 2, 64, 512, 1024, 2048, 1e6f, false, 1e-6f), 8, 2, 256),
   };
   for (auto& p : v) {
     if (p.arch == "gemma2") {
@@ -100,8 +118,9 @@ uint64_t name_seed(uint64_t seed, const std::string& name) {
 }  // namespace
 
 int32_t SyntheticPreset::n_tensors() const {
+  const int32_t ffn = n_expert > 0 ? 4 : (fused_gate_up ? 1 : 2) + 1;
   const int32_t per_layer = 2 + (fused_qkv ? 1 : 3) + 1 + (qkv_bias ? 3 : 0) + (qk_norm ? 2 : 0) +
-                            (post_norms ? 2 : 0) + (fused_gate_up ? 1 : 2) + 1;
+                            (post_norms ? 2 : 0) + ffn;
   return 2 + (tied_embeddings ? 0 : 1) + n_layer * per_layer;
 }
 
@@ -157,6 +176,11 @@ void write_synthetic_model(const SyntheticPreset& p, const QuantPlan& plan, cons
   if (p.attn_softcap > 0) w.set_f32(a + "attn_logit_softcapping", p.attn_softcap);
   if (p.final_softcap > 0) w.set_f32(a + "final_logit_softcapping", p.final_softcap);
   w.set_u32(a + "vocab_size", uint32_t(p.n_vocab));
+  if (p.n_expert > 0) {
+    w.set_u32(a + "expert_count", uint32_t(p.n_expert));
+    w.set_u32(a + "expert_used_count", uint32_t(p.n_expert_used));
+    if (p.n_ff_expert > 0) w.set_u32(a + "expert_feed_forward_length", uint32_t(p.n_ff_expert));
+  }
 
   std::vector<std::string> tokens;
   std::vector<float> scores;
@@ -186,14 +210,20 @@ void write_synthetic_model(const SyntheticPreset& p, const QuantPlan& plan, cons
   w.set_bool("tokenizer.ggml.add_bos_token", true);
   w.set_bool("tokenizer.ggml.add_eos_token", false);
 
-  auto matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
-    const DType t = plan_tensor_type(plan, name, cols, 2, p.n_layer, p.tied_embeddings);
+  // A matrix [cols, rows], or `stack` of them as one 3-D tensor [cols, rows,
+  // stack] (experts).
+  auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, int64_t stack = 0) {
+    const int n_dims = stack > 0 ? 3 : 2;
+    const DType t = plan_tensor_type(plan, name, cols, n_dims, p.n_layer, p.tied_embeddings, p.n_expert);
     const uint64_t tseed = name_seed(seed, name);
     // Uniform in (-a, a) with standard deviation 1/sqrt(cols): unit-scale outputs.
     const float scale = std::sqrt(3.0f / float(cols));
-    w.add_tensor(name, t, {uint64_t(cols), uint64_t(rows)}, [=, &pool](uint8_t* dst) {
+    std::vector<uint64_t> dims = {uint64_t(cols), uint64_t(rows)};
+    if (stack > 0) dims.push_back(uint64_t(stack));
+    const int64_t all_rows = rows * std::max<int64_t>(stack, 1);
+    w.add_tensor(name, t, dims, [=, &pool](uint8_t* dst) {
       const size_t rb = row_bytes(t, uint64_t(cols));
-      pool.parallel_for(size_t(rows), 64, [&](size_t r0, size_t r1) {
+      pool.parallel_for(size_t(all_rows), 64, [&](size_t r0, size_t r1) {
         std::vector<float> row(static_cast<size_t>(cols));
         for (size_t r = r0; r < r1; ++r) {
           synthetic_values(tseed, r * uint64_t(cols), scale, row.data(), row.size());
@@ -239,13 +269,21 @@ void write_synthetic_model(const SyntheticPreset& p, const QuantPlan& plan, cons
     matrix(b + "attn_output.weight", q_dim, p.n_embd);
     if (p.post_norms) norm(b + "post_attention_norm.weight", p.n_embd);
     norm(b + "ffn_norm.weight", p.n_embd);
-    if (p.fused_gate_up) {
-      matrix(b + "ffn_up.weight", p.n_embd, 2 * int64_t(p.n_ff));
+    if (p.n_expert > 0) {
+      const int64_t ff = p.expert_ff();
+      matrix(b + "ffn_gate_inp.weight", p.n_embd, p.n_expert);
+      matrix(b + "ffn_gate_exps.weight", p.n_embd, ff, p.n_expert);
+      matrix(b + "ffn_up_exps.weight", p.n_embd, ff, p.n_expert);
+      matrix(b + "ffn_down_exps.weight", ff, p.n_embd, p.n_expert);
     } else {
-      matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff);
-      matrix(b + "ffn_up.weight", p.n_embd, p.n_ff);
+      if (p.fused_gate_up) {
+        matrix(b + "ffn_up.weight", p.n_embd, 2 * int64_t(p.n_ff));
+      } else {
+        matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff);
+        matrix(b + "ffn_up.weight", p.n_embd, p.n_ff);
+      }
+      matrix(b + "ffn_down.weight", p.n_ff, p.n_embd);
     }
-    matrix(b + "ffn_down.weight", p.n_ff, p.n_embd);
     if (p.post_norms) norm(b + "post_ffw_norm.weight", p.n_embd);
   }
   w.write(path, [&](size_t done, size_t total) {

@@ -3,8 +3,9 @@
 // the right size (special tokens, 256 byte tokens, then "▁t<i>" pieces),
 // loadable by this engine and by llama.cpp. Every supported family has
 // presets in its published shape, with its tensors (biases, q/k norms, post
-// norms, fused q/k/v or gate+up) and metadata keys (head size, soft-caps,
-// sliding window, partial rotary, ...) as llama.cpp's converter writes them.
+// norms, fused q/k/v or gate+up, MoE routers and 3-D expert tensors) and
+// metadata keys (head size, soft-caps, sliding window, partial rotary,
+// experts, ...) as llama.cpp's converter writes them.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,13 @@ struct SyntheticPreset {
   // Tensors beyond Llama's:
   bool qkv_bias = false, qk_norm = false, post_norms = false;
   bool fused_qkv = false, fused_gate_up = false;
+  // Mixture of experts (n_expert 0: dense): ffn_gate_inp and
+  // ffn_{gate,up,down}_exps replace ffn_{gate,up,down}.
+  int32_t n_expert = 0, n_expert_used = 0;
+  int32_t n_ff_expert = 0;     // > 0: written as expert_feed_forward_length (qwen3moe); 0: experts are n_ff wide
 
   int32_t hd() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
+  int32_t expert_ff() const { return n_ff_expert > 0 ? n_ff_expert : n_ff; }
   int32_t n_tensors() const;  // what write_synthetic_model writes
 };
 

@@ -1,9 +1,10 @@
 // The forward pass: embed (x scale) -> layers (RMSNorm, QKV [+ biases]
 // [-> per-head q/k RMSNorm], RoPE + KV store, paged attention [window,
 // soft-cap], output projection [-> post norm], residual, RMSNorm, SwiGLU or
-// GeGLU FFN [-> post norm], residual) -> gather the rows that need logits ->
-// final norm -> LM head [-> soft-cap]. Bracketed steps run where the
-// model's configuration has them.
+// GeGLU FFN — or router logits (f32) -> top-k routing -> the chosen
+// experts' FFNs, weighted — [-> post norm], residual) -> gather the rows
+// that need logits -> final norm -> LM head [-> soft-cap]. Bracketed steps
+// run where the model's configuration has them.
 #include "model/transformer.h"
 
 #include <algorithm>
@@ -22,11 +23,23 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   limits_.head_dim = c_.head_dim;
   limits_.n_kv_heads = c_.n_head_kv;
   limits_.kv_groups = kv_group_layout(c_).n_groups();
+  if (c_.has_experts()) {  // (the expert fields stay 0 for dense models)
+    moe_ = c_.moe();
+    limits_.n_embd = c_.n_embd;
+    limits_.n_expert = moe_.n_expert;
+    limits_.n_expert_used = moe_.n_used;
+    limits_.expert_ff = moe_.n_ff;
+  }
+  // The largest matrix an op reads whole: an expert's is one expert's slice.
   auto elems = [](const Tensor& t) { return t.cols() * t.rows(); };
   limits_.max_weight_elems = std::max(elems(w_.tok_embd), elems(w_.output));
-  for (const LayerWeights& l : w_.layers)
-    for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+  for (const LayerWeights& l : w_.layers) {
+    for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router})
       limits_.max_weight_elems = std::max(limits_.max_weight_elems, elems(*t));
+    if (l.experts.n_expert > 0)
+      for (const Tensor& t : {l.experts.gate_of(0), l.experts.up_of(0), l.experts.down_of(0)})
+        limits_.max_weight_elems = std::max(limits_.max_weight_elems, elems(t));
+  }
   const DType act = backend.activation_type(), res = backend.residual_type();
   const int64_t T = limits.max_tokens;
   x_ = alloc_act(c_.n_embd, T, res, "residual");
@@ -36,8 +49,14 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   v_ = alloc_act(c_.kv_dim(), T, act, "v");
   attn_ = alloc_act(c_.q_dim(), T, act, "attention out");
   proj_ = alloc_act(c_.n_embd, T, act, "projection");
-  gate_ = alloc_act(c_.n_ff, T, act, "ffn gate");
-  up_ = alloc_act(c_.n_ff, T, act, "ffn up");
+  if (c_.has_experts()) {
+    router_logits_ = alloc_act(moe_.n_expert, T, DType::F32, "router logits");
+    expert_ids_ = alloc_act(moe_.n_used, T, DType::I32, "expert ids");
+    expert_weights_ = alloc_act(moe_.n_used, T, DType::F32, "expert weights");
+  } else {
+    gate_ = alloc_act(c_.n_ff, T, act, "ffn gate");
+    up_ = alloc_act(c_.n_ff, T, act, "ffn up");
+  }
   if (c_.qk_norm) {
     q_raw_ = alloc_act(c_.q_dim(), T, act, "q before norm");
     k_raw_ = alloc_act(c_.kv_dim(), T, act, "k before norm");
@@ -166,8 +185,16 @@ Tensor Transformer::attention_block(int32_t il, const StepMeta& m, KVCache& kv) 
 
 Tensor Transformer::ffn_block(int32_t il, int32_t n) {
   const LayerWeights& l = w_.layers[size_t(il)];
-  Tensor xn = xn_.slice_rows(0, n), gate = gate_.slice_rows(0, n), up = up_.slice_rows(0, n);
-  Tensor proj = proj_.slice_rows(0, n);
+  Tensor xn = xn_.slice_rows(0, n), proj = proj_.slice_rows(0, n);
+  if (c_.has_experts()) {
+    Tensor logits = router_logits_.slice_rows(0, n), ids = expert_ids_.slice_rows(0, n);
+    Tensor weights = expert_weights_.slice_rows(0, n);
+    backend_.matmul(xn, l.router, logits);
+    backend_.moe_route(logits, moe_, ids, weights);
+    backend_.moe_ffn(xn, ids, weights, l.experts, moe_, proj);
+    return proj;
+  }
+  Tensor gate = gate_.slice_rows(0, n), up = up_.slice_rows(0, n);
   backend_.matmul_gate_up_glu(xn, l.w_gate, l.w_up, gate, up, gate, c_.activation);
   backend_.matmul(gate, l.w_down, proj);
   return proj;

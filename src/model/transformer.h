@@ -1,7 +1,8 @@
 // Transformer: the forward pass over a flattened multi-sequence batch
 // (DESIGN.md step 4), written once against the Backend interface for every
 // family: ModelConfig's building blocks switch its optional steps on (biases,
-// q/k norms, post norms, GeGLU, soft-caps, sliding windows, embedding scale).
+// q/k norms, post norms, GeGLU, soft-caps, sliding windows, embedding scale,
+// experts in place of the dense FFN).
 // Each layer stores and reads its K/V through its KV group's slots and
 // block tables (kv/group_layout.h, StepMeta::for_group).
 // Owns the activation workspace, sized at construction for the largest step;
@@ -40,8 +41,8 @@ class Transformer {
   // One layer's attention block on the normed input in xn_: returns its
   // output projection (rows of proj_), before any post-attention norm.
   Tensor attention_block(int32_t il, const StepMeta& m, KVCache& kv);
-  // The FFN of the normed input in xn_: returns its down projection (rows
-  // of proj_), before any post-FFN norm.
+  // The FFN of the normed input in xn_ (dense, or router -> top-k experts):
+  // returns its down projection (rows of proj_), before any post-FFN norm.
   Tensor ffn_block(int32_t il, int32_t n);
   // x += block_out (post-normed when post_norm is present), then xn = the
   // next RMSNorm of x: one fused op either way.
@@ -64,7 +65,11 @@ class Transformer {
   Tensor q_, k_, v_;  // [q_dim], [kv_dim], [kv_dim]
   Tensor attn_;     // [q_dim]
   Tensor proj_;     // projection output [n_embd]
-  Tensor gate_, up_;  // [n_ff]
+  Tensor gate_, up_;  // [n_ff] (dense FFNs only)
+  MoeParams moe_;                 // experts' shape and routing (MoE models only, as are the next three)
+  Tensor router_logits_;          // [n_expert] f32
+  Tensor expert_ids_;             // [n_expert_used] i32: each token's chosen experts
+  Tensor expert_weights_;         // [n_expert_used] f32: their weights
   Tensor q_raw_, k_raw_;  // [q_dim], [kv_dim]: q and k before their per-head norm (qk_norm only)
   Tensor post_;     // a post-norm's output [n_embd] (post norms only)
   Tensor last_;     // [max_logits rows, n_embd]

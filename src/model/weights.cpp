@@ -41,11 +41,30 @@ struct Loader {
     if (progress) progress(done, total);
   }
 
-  Tensor matrix(const std::string& name, int64_t cols, int64_t rows) {
-    const gguf::TensorInfo& t = info(name, {uint64_t(cols), uint64_t(rows)});
+  // A weight of `shape` (ne[0] first) as a matrix of its rows: a 3-D
+  // tensor's matrices stacked along rows (each whole, as blocks run along
+  // ne[0] in every format).
+  Tensor weight(const std::string& name, std::vector<uint64_t> shape) {
+    const gguf::TensorInfo& t = info(name, std::move(shape));
     Tensor out = backend.load_weight(host_view(t), name);
     advance(t.n_bytes);
     return out;
+  }
+
+  Tensor matrix(const std::string& name, int64_t cols, int64_t rows) {
+    return weight(name, {uint64_t(cols), uint64_t(rows)});
+  }
+
+  // One layer's experts: ffn_{gate,up}_exps [n_embd, n_ff_expert, n_expert]
+  // and ffn_down_exps [n_ff_expert, n_embd, n_expert].
+  ExpertWeights experts(const std::string& prefix, const ModelConfig& c) {
+    const auto n_embd = uint64_t(c.n_embd), n_ff = uint64_t(c.n_ff_expert), n = uint64_t(c.n_expert);
+    ExpertWeights e;
+    e.n_expert = c.n_expert;
+    e.gate = weight(prefix + "ffn_gate_exps.weight", {n_embd, n_ff, n});
+    e.up = weight(prefix + "ffn_up_exps.weight", {n_embd, n_ff, n});
+    e.down = weight(prefix + "ffn_down_exps.weight", {n_ff, n_embd, n});
+    return e;
   }
 
   // Norm weights and rope factors: always f32 on the backend.
@@ -120,16 +139,21 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& c, Backe
     l.wo = L.matrix(p + "attn_output.weight", c.q_dim(), c.n_embd);
     if (c.post_attn_norm) l.post_attn_norm = L.vector_f32(p + "post_attention_norm.weight", c.n_embd);
     l.ffn_norm = L.vector_f32(p + "ffn_norm.weight", c.n_embd);
-    if (c.fused_gate_up) {
-      // ffn_up holds the gate rows, then the up rows.
-      const Tensor gate_up = L.matrix(p + "ffn_up.weight", c.n_embd, 2 * int64_t(c.n_ff));
-      l.w_gate = gate_up.slice_rows(0, c.n_ff);
-      l.w_up = gate_up.slice_rows(c.n_ff, c.n_ff);
+    if (c.has_experts()) {
+      l.router = L.matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
+      l.experts = L.experts(p, c);
     } else {
-      l.w_gate = L.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff);
-      l.w_up = L.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff);
+      if (c.fused_gate_up) {
+        // ffn_up holds the gate rows, then the up rows.
+        const Tensor gate_up = L.matrix(p + "ffn_up.weight", c.n_embd, 2 * int64_t(c.n_ff));
+        l.w_gate = gate_up.slice_rows(0, c.n_ff);
+        l.w_up = gate_up.slice_rows(c.n_ff, c.n_ff);
+      } else {
+        l.w_gate = L.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff);
+        l.w_up = L.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff);
+      }
+      l.w_down = L.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd);
     }
-    l.w_down = L.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd);
     if (c.post_ffn_norm) l.post_ffn_norm = L.vector_f32(p + "post_ffw_norm.weight", c.n_embd);
   }
   // As llama.cpp: a tensor the architecture does not use means the file is

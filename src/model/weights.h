@@ -2,7 +2,10 @@
 // names), shape-checked against the config (a missing tensor or a wrong
 // shape is an error naming it) and made usable by the backend. Fused
 // weights (attn_qkv; ffn_up holding gate and up) are loaded once and seen as
-// row slices, so the forward pass treats them like separate matrices.
+// row slices, so the forward pass treats them like separate matrices. A
+// mixture-of-experts layer has a router (ffn_gate_inp) and 3-D expert
+// tensors (ffn_{gate,up,down}_exps) seen as matrices with the experts
+// stacked along rows (backend.h, ExpertWeights) instead of the dense FFN.
 #pragma once
 
 #include <functional>

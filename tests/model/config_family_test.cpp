@@ -3,8 +3,9 @@
 // (the 27B's is 1/sqrt(n_embd/n_head)), soft-cap and window defaults, the
 // sliding-window layer patterns (Gemma 2: every other layer from 0; Gemma 3:
 // period 6 by default, a per-layer array, no window without the key), Phi-3's
-// ignored window, GLM-4's partial rotary; missing required keys, unequal
-// key/value lengths and unsupported architectures are errors naming them.
+// ignored window, GLM-4's partial rotary, the experts of Mixtral (llama) and
+// Qwen3-MoE; missing required keys, unequal key/value lengths, bad expert
+// keys and unsupported architectures are errors naming them.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -193,6 +194,92 @@ TEST(ConfigFamily, BadMetadataIsNamed) {
     config_of("qwen2", [](gguf::Writer& w, const std::string& a) { w.set_u32(a + "expert_count", 8); });
   });
   EXPECT_NE(moe.find("mixture-of-experts"), std::string::npos) << moe;
+}
+
+TEST(ConfigFamily, Experts) {
+  const ModelConfig dense = config_of("llama");
+  EXPECT_FALSE(dense.has_experts());
+  EXPECT_EQ(dense.moe().n_expert, 0);
+  // Mixtral: llama with experts, each feed_forward_length wide.
+  const ModelConfig mixtral = config_of("llama", [](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "expert_count", 8);
+    w.set_u32(a + "expert_used_count", 2);
+  });
+  EXPECT_FALSE(mixtral.rope.neox);
+  EXPECT_TRUE(mixtral.has_experts());
+  const MoeParams m = mixtral.moe();
+  EXPECT_EQ(m.n_expert, 8);
+  EXPECT_EQ(m.n_used, 2);
+  EXPECT_EQ(m.n_ff, 1024);
+  EXPECT_TRUE(m.norm_weights);
+  EXPECT_EQ(m.act, Activation::SiLU);
+  EXPECT_NE(mixtral.summary().find("8 experts (2 used) of ffn 1024"), std::string::npos) << mixtral.summary();
+  // Qwen3-MoE: qwen3's blocks; expert width from its own key, else
+  // feed_forward_length / expert_used_count (llama.cpp's default).
+  const ModelConfig q = config_of("qwen3moe", [](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "expert_count", 128);
+    w.set_u32(a + "expert_used_count", 8);
+    w.set_u32(a + "expert_feed_forward_length", 768);
+  });
+  EXPECT_TRUE(q.rope.neox);
+  EXPECT_TRUE(q.qk_norm);
+  EXPECT_EQ(q.n_expert, 128);
+  EXPECT_EQ(q.n_expert_used, 8);
+  EXPECT_EQ(q.n_ff_expert, 768);
+  const ModelConfig q_default = config_of("qwen3moe", [](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "expert_count", 16);
+    w.set_u32(a + "expert_used_count", 4);
+  });
+  EXPECT_EQ(q_default.n_ff_expert, 1024 / 4);
+  // expert_weights_norm, an optional bool (default true).
+  const ModelConfig unnormed = config_of("qwen3moe", [](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "expert_count", 8);
+    w.set_u32(a + "expert_used_count", 2);
+    w.set_bool(a + "expert_weights_norm", false);
+  });
+  EXPECT_FALSE(unnormed.moe().norm_weights);
+  EXPECT_NE(unnormed.summary().find("weights unnormalised"), std::string::npos) << unnormed.summary();
+}
+
+TEST(ConfigFamily, BadExpertMetadataIsNamed) {
+  using Edit = std::function<void(gguf::Writer&, const std::string&)>;
+  auto experts = [](int64_t count, int64_t used) -> Edit {
+    return [=](gguf::Writer& w, const std::string& a) {
+      if (count >= 0) w.set_u32(a + "expert_count", uint32_t(count));
+      if (used >= 0) w.set_u32(a + "expert_used_count", uint32_t(used));
+    };
+  };
+  struct Case {
+    std::string arch;
+    Edit edit;
+    std::vector<std::string> expect;  // substrings of the message
+  };
+  const std::vector<Case> cases = {
+      {"qwen3moe", experts(-1, 2), {"'qwen3moe.expert_count'"}},       // required for qwen3moe
+      {"qwen3moe", experts(0, 0), {"'qwen3moe.expert_count'", "out of range"}},
+      {"llama", experts(8, -1), {"'llama.expert_used_count'"}},         // required with experts
+      {"llama", experts(8, 9), {"'llama.expert_used_count' = 9", "(1..8)"}},
+      {"llama", experts(8, 0), {"'llama.expert_used_count' = 0"}},
+      {"llama", experts(-1, 2), {"'llama.expert_used_count' = 2 without experts"}},
+      {"llama", experts(1000, 2), {"'llama.expert_count' = 1000"}},
+      {"llama",
+       [=](gguf::Writer& w, const std::string& a) {
+         experts(4, 2)(w, a);
+         w.set_string(a + "expert_weights_norm", "yes");
+       },
+       {"llama.expert_weights_norm", "expected a bool"}},
+      {"qwen3moe",
+       [=](gguf::Writer& w, const std::string& a) {
+         experts(4, 2)(w, a);
+         w.set_u32(a + "expert_feed_forward_length", 0);
+       },
+       {"'qwen3moe.expert_feed_forward_length' = 0"}},
+      {"qwen2", experts(8, 2), {"'qwen2' with 8 experts", "qwen2.expert_count", "mixture-of-experts"}},
+  };
+  for (const Case& c : cases) {
+    const std::string msg = error_of([&] { config_of(c.arch, c.edit); });
+    for (const std::string& e : c.expect) EXPECT_NE(msg.find(e), std::string::npos) << c.arch << ": " << msg;
+  }
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Synthetic models of every family (model/synthetic.h): the tiny-* presets
 // written as f16 and q4_k_m load with the building blocks their architecture
 // implies and run (finite logits, batched == alone to rounding); the q4_k_m mixture's
-// rules for tied embeddings and fused q/k/v; the published shapes of the
-// full-size presets.
+// rules for tied embeddings, fused q/k/v and mixtures of experts; the
+// published shapes of the full-size presets.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -41,6 +41,13 @@ TEST_P(SyntheticFamily, LoadsWithItsBlocksAndRuns) {
   EXPECT_EQ(runner.model().weights().layers[0].fused_qkv, p.fused_qkv);
   EXPECT_EQ(runner.model().weights().layers[0].bq.data != nullptr, p.qkv_bias);
   EXPECT_EQ(runner.model().weights().tied_output, p.tied_embeddings);
+  EXPECT_EQ(c.n_expert, p.n_expert);
+  if (p.n_expert > 0) {
+    EXPECT_EQ(c.n_expert_used, p.n_expert_used);
+    EXPECT_EQ(c.n_ff_expert, p.expert_ff());
+    EXPECT_EQ(runner.model().weights().layers[0].router.type, DType::F32);  // kept f32 by every plan
+    EXPECT_EQ(runner.model().weights().layers[0].experts.gate.rows(), int64_t(p.n_expert) * p.expert_ff());
+  }
   if (p.arch == "gemma2") {
     EXPECT_EQ(c.sliding_window, 16);
     EXPECT_EQ(std::vector<uint8_t>(c.swa_layers), (std::vector<uint8_t>{1, 0, 1, 0}));
@@ -82,7 +89,8 @@ TEST_P(SyntheticFamily, LoadsWithItsBlocksAndRuns) {
 
 std::vector<FamilyCase> cases() {
   std::vector<FamilyCase> v;
-  for (const char* p : {"tiny-qwen2", "tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-glm4"})
+  for (const char* p : {"tiny-qwen2", "tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-glm4",
+                        "tiny-mixtral", "tiny-qwen3moe"})
     for (const char* t : {"f16", "q4_k_m"}) v.push_back({p, t});
   return v;
 }
@@ -105,6 +113,22 @@ TEST(SyntheticFamily, QuantMixtureRules) {
   EXPECT_EQ(plan_tensor_type(plan, "blk.0.attn_q.bias", 4096, 1, 32), DType::F32);
   // GLM-4's FFN of 13696 is no multiple of 256: ffn_down falls back to Q8_0.
   EXPECT_EQ(plan_tensor_type(plan, "blk.1.ffn_down.weight", 13696, 2, 40), DType::Q8_0);
+  // Mixtures of experts (llama.cpp's llama_tensor_get_type): routers stay
+  // f32 under every plan; the experts' ffn_down_exps follow ffn_down's
+  // "more bits" layers; 8-expert models get Q8_0 attn_k / attn_v and, under
+  // q4_k_m, Q5_K attn_output.
+  for (const char* type : {"q4_k_m", "q8_0", "f16"})
+    EXPECT_EQ(plan_tensor_type(*quant_plan(type), "blk.0.ffn_gate_inp.weight", 4096, 2, 32, false, 8), DType::F32);
+  EXPECT_EQ(plan_tensor_type(plan, "blk.0.ffn_down_exps.weight", 14336, 3, 32, false, 8), DType::Q6_K);
+  EXPECT_EQ(plan_tensor_type(plan, "blk.4.ffn_down_exps.weight", 14336, 3, 32, false, 8), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(plan, "blk.4.ffn_gate_exps.weight", 4096, 3, 32, false, 8), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(plan, "blk.4.attn_k.weight", 4096, 2, 32, false, 8), DType::Q8_0);
+  EXPECT_EQ(plan_tensor_type(plan, "blk.0.attn_v.weight", 4096, 2, 32, false, 8), DType::Q8_0);
+  EXPECT_EQ(plan_tensor_type(plan, "blk.4.attn_output.weight", 4096, 2, 32, false, 8), DType::Q5_K);
+  EXPECT_EQ(plan_tensor_type(*quant_plan("q5_k_m"), "blk.4.attn_output.weight", 4096, 2, 32, false, 8), DType::Q5_K);
+  EXPECT_EQ(plan_tensor_type(plan, "blk.4.attn_k.weight", 2048, 2, 48, false, 128), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(plan, "blk.4.attn_output.weight", 4096, 2, 48, false, 128), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(*quant_plan("q4_0"), "blk.4.attn_k.weight", 4096, 2, 32, false, 8), DType::Q4_0);
 }
 
 TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
@@ -117,7 +141,9 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
                          Shape{"gemma2-9b", 3584, 42, 16, 8, 256, 14336, 256000},
                          Shape{"gemma3-12b", 3840, 48, 16, 8, 256, 15360, 262208},
                          Shape{"phi3-mini", 3072, 32, 32, 32, 96, 8192, 32064},
-                         Shape{"glm4-9b", 4096, 40, 32, 2, 128, 13696, 151552}}) {
+                         Shape{"glm4-9b", 4096, 40, 32, 2, 128, 13696, 151552},
+                         Shape{"mixtral-8x7b", 4096, 32, 32, 8, 128, 14336, 32000},
+                         Shape{"qwen3-30b-a3b", 2048, 48, 32, 4, 128, 6144, 151936}}) {
     const auto p = synthetic_preset(s.name);
     ASSERT_TRUE(p) << s.name;
     EXPECT_EQ(p->n_embd, s.embd) << s.name;
@@ -128,6 +154,25 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
     EXPECT_EQ(p->n_ff, s.ff) << s.name;
     EXPECT_EQ(p->n_vocab, s.vocab) << s.name;
   }
+  // Their experts: count, used per token, each one's FFN width.
+  const auto mixtral = *synthetic_preset("mixtral-8x7b");
+  EXPECT_EQ(mixtral.arch, "llama");
+  EXPECT_EQ(mixtral.n_expert, 8);
+  EXPECT_EQ(mixtral.n_expert_used, 2);
+  EXPECT_EQ(mixtral.expert_ff(), 14336);
+  EXPECT_EQ(mixtral.rope_base, 1e6f);
+  EXPECT_EQ(mixtral.n_ctx, 32768);
+  const auto qwen = *synthetic_preset("qwen3-30b-a3b");
+  EXPECT_EQ(qwen.arch, "qwen3moe");
+  EXPECT_TRUE(qwen.qk_norm);
+  EXPECT_EQ(qwen.n_expert, 128);
+  EXPECT_EQ(qwen.n_expert_used, 8);
+  EXPECT_EQ(qwen.expert_ff(), 768);
+  EXPECT_EQ(qwen.rope_base, 1e6f);
+  EXPECT_EQ(qwen.n_ctx, 40960);
+  // Routers and three 3-D expert tensors in place of the dense FFN's three.
+  EXPECT_EQ(mixtral.n_tensors(), 3 + 32 * (2 + 3 + 1 + 4));
+  EXPECT_EQ(qwen.n_tensors(), 3 + 48 * (2 + 3 + 2 + 1 + 4));
 }
 
 }  // namespace

@@ -336,7 +336,9 @@ TEST(CpuFamilyOps, MissingOpsAreErrorsNamingOpAndBackend) {
            {"geglu", [&] { be.geglu(t, t, t); }},
            {"scale", [&] { be.scale(t, 2.0f); }},
            {"softcap", [&] { be.softcap(t, 2.0f); }},
-           {"attention_ext", [&] { be.attention_ext(t, kv, m, ap, t); }}}) {
+           {"attention_ext", [&] { be.attention_ext(t, kv, m, ap, t); }},
+           {"moe_route", [&] { be.moe_route(t, MoeParams(), t, t); }},
+           {"moe_ffn", [&] { be.moe_ffn(t, t, t, ExpertWeights(), MoeParams(), t); }}}) {
     const std::string msg = message(f);
     EXPECT_NE(msg.find("'" + op), std::string::npos) << msg;
     EXPECT_NE(msg.find("'minimal'"), std::string::npos) << msg;

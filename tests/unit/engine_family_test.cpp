@@ -3,7 +3,9 @@
 // whole engine, and every request's output is the same alone and among
 // others under a KV cache small enough to force preemption, with chunked
 // prefill and prefix-cache hits — on Gemma 3 (sliding window 8, its own RoPE
-// base on local layers) and Gemma 2 (soft-caps) and Qwen2 (biases).
+// base on local layers) and Gemma 2 (soft-caps) and Qwen2 (biases), and on
+// the mixtures of experts Mixtral and Qwen3-MoE (a token's experts chosen
+// the same in any batch).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -87,7 +89,7 @@ TEST_P(EngineFamily, GoldenTokensAloneAndUnderPreemption) {
   test::expect_idle(engine);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, EngineFamily, ::testing::Values("gemma3", "gemma2", "qwen2"),
+INSTANTIATE_TEST_SUITE_P(Families, EngineFamily, ::testing::Values("gemma3", "gemma2", "qwen2", "mixtral", "qwen3moe"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

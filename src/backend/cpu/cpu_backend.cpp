@@ -1,5 +1,6 @@
 // CpuBackend: memory, step upload and the elementwise ops. Matmul, attention
-// (with RoPE/KV store) and sampling live in their own files.
+// (with RoPE/KV store), mixture of experts and sampling live in their own
+// files.
 #include "backend/cpu/cpu_backend.h"
 
 #include <unistd.h>
@@ -62,7 +63,7 @@ Tensor CpuBackend::load_f32(const float* host, int64_t cols, int64_t rows, const
   return make_tensor(p, DType::F32, cols, rows);
 }
 
-void CpuBackend::reserve(const BackendLimits&) {}
+void CpuBackend::reserve(const BackendLimits& limits) { moe_.reserve(limits); }
 
 StepMeta CpuBackend::upload_step(const Batch& b) {
   step_ = b;
@@ -192,6 +193,15 @@ void CpuBackend::softcap(Tensor& x, float cap) {
   RF_CHECK(x.type == DType::F32 && cap > 0.0f, "cpu softcap: f32 and a positive cap");
   float* p = x.ptr<float>();
   for (int64_t i = 0; i < x.numel(); ++i) p[i] = float(double(cap) * std::tanh(double(p[i]) / double(cap)));
+}
+
+void CpuBackend::moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) {
+  cpu::moe_route(router_logits, p, ids, weights);
+}
+
+void CpuBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
+                         const MoeParams& p, Tensor& out) {
+  cpu::moe_ffn(pool_, x, ids, weights, w, p, out, moe_);
 }
 
 void CpuBackend::gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) {

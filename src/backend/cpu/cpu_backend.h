@@ -8,11 +8,25 @@
 #include <memory>
 #include <mutex>
 #include <unordered_set>
+#include <vector>
 
 #include "backend/backend.h"
 #include "core/thread_pool.h"
 
 namespace rf {
+
+namespace cpu {
+// moe_ffn's scratch for up to max_rows (token, chosen expert) pairs per call.
+struct MoeScratch {
+  int64_t max_rows = 0, n_embd = 0, n_ff = 0, n_expert = 0;
+  std::vector<int32_t> order;           // [max_rows]: the pairs t * n_used + j grouped by expert
+  std::vector<int32_t> start, cursor;   // [n_expert + 1], [n_expert]: each expert's range of order
+  std::vector<float> x, gate, up, y_chunk;  // one chunk of an expert's gathered rows
+  std::vector<float> y;                 // [max_rows, n_embd]: each pair's expert output
+  // Sized by the limits' expert fields (empty for dense models).
+  void reserve(const BackendLimits& limits);
+};
+}  // namespace cpu
 
 class CpuBackend final : public Backend {
  public:
@@ -49,6 +63,9 @@ class CpuBackend final : public Backend {
   void softcap(Tensor& x, float cap) override;
   void attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                      Tensor& out) override;
+  void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) override;
+  void moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w, const MoeParams& p,
+               Tensor& out) override;
   void gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) override;
   void sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
               std::vector<SampleResult>& out) override;
@@ -62,6 +79,7 @@ class CpuBackend final : public Backend {
   // Its KV groups' slot mappings [n_groups, n_tokens] and block tables
   // [n_groups, n_seqs, max_blocks_per_seq], each laid end to end.
   std::vector<int32_t> step_slots_, step_tables_;
+  cpu::MoeScratch moe_;  // sized by reserve()
   std::mutex alloc_mu_;
   std::unordered_set<void*> allocations_;
 };
@@ -76,6 +94,9 @@ float gelu_tanh_f16(float x);
 // Ops as free functions over host tensors (the backend's implementation,
 // also used directly by tests).
 namespace cpu {
+void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights);
+void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
+             const MoeParams& p, Tensor& out, MoeScratch& scratch);
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out);
 void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
                    const RopeParams& rope, const KVLayer& cache);

@@ -1,0 +1,148 @@
+// CPU mixture of experts: routing (softmax over every expert, top-k,
+// renormalised) and the experts' FFNs. moe_ffn groups each step's (token,
+// chosen expert) pairs by expert and runs each expert's gate, up and down
+// projections through the CPU matmul on that expert's row slice, in chunks
+// of gathered rows; each pair's output lands in its own row of the scratch,
+// and a token's output is their weighted sum in the order of its choices
+// (as llama.cpp's build_moe_ffn adds them). A token's result depends only on
+// its own row and choices, never on the other tokens of the step. Scratch is
+// sized by reserve(); nothing is allocated per call.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/error.h"
+
+namespace rf::cpu {
+namespace {
+
+// Rows of gathered activations per expert matmul: each weight row is
+// dequantized once per chunk.
+constexpr int64_t kChunkRows = 64;
+
+}  // namespace
+
+void MoeScratch::reserve(const BackendLimits& lim) {
+  *this = MoeScratch();
+  if (lim.n_expert <= 0) return;
+  RF_CHECK(lim.n_expert_used > 0 && lim.n_expert_used <= lim.n_expert && lim.expert_ff > 0 && lim.n_embd > 0 &&
+               lim.max_tokens > 0,
+           "cpu reserve: bad expert limits (n_expert ", lim.n_expert, ", n_expert_used ", lim.n_expert_used,
+           ", expert_ff ", lim.expert_ff, ", n_embd ", lim.n_embd, ", max_tokens ", lim.max_tokens, ")");
+  max_rows = int64_t(lim.max_tokens) * lim.n_expert_used;
+  n_embd = lim.n_embd;
+  n_ff = lim.expert_ff;
+  n_expert = lim.n_expert;
+  const int64_t chunk = std::min(max_rows, kChunkRows);
+  order.resize(size_t(max_rows));
+  start.resize(size_t(n_expert) + 1);
+  cursor.resize(size_t(n_expert));
+  x.resize(size_t(chunk * n_embd));
+  gate.resize(size_t(chunk * n_ff));
+  up.resize(size_t(chunk * n_ff));
+  y_chunk.resize(size_t(chunk * n_embd));
+  y.resize(size_t(max_rows * n_embd));
+}
+
+void moe_route(const Tensor& logits, const MoeParams& p, Tensor& ids, Tensor& weights) {
+  const int64_t n = logits.rows(), n_expert = p.n_expert, k = p.n_used;
+  RF_CHECK(k >= 1 && k <= n_expert, "moe_route: n_used ", k, " is out of range (1..", n_expert, ")");
+  RF_CHECK(logits.type == DType::F32 && logits.cols() == n_expert, "moe_route: router logits are ",
+           logits.shape_string(), " ", dtype_name(logits.type), ", expected [", n_expert, ", n] f32");
+  RF_CHECK(ids.type == DType::I32 && ids.cols() == k && ids.rows() >= n, "moe_route: ids are ", ids.shape_string(),
+           " ", dtype_name(ids.type), ", expected [", k, ", ", n, "] i32");
+  RF_CHECK(weights.type == DType::F32 && weights.cols() == k && weights.rows() >= n, "moe_route: weights are ",
+           weights.shape_string(), " ", dtype_name(weights.type), ", expected [", k, ", ", n, "] f32");
+  for (int64_t t = 0; t < n; ++t) {
+    const float* l = logits.ptr<float>() + t * n_expert;
+    int32_t* id = ids.ptr<int32_t>() + t * k;
+    float* wt = weights.ptr<float>() + t * k;
+    // The k largest logits (softmax keeps their order, and rounding of the
+    // probabilities cannot reorder them), in descending order, ties to the
+    // lower index: each pick is the best expert after the previous pick.
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t best = -1;
+      for (int64_t e = 0; e < n_expert; ++e) {
+        if (j > 0) {
+          const int64_t prev = id[j - 1];
+          const bool after = l[e] < l[prev] || (l[e] == l[prev] && e > prev);
+          if (!after) continue;
+        }
+        if (best < 0 || l[e] > l[best]) best = e;
+      }
+      RF_CHECK(best >= 0, "moe_route: token ", t, "'s router logits are not all numbers");
+      id[j] = int32_t(best);
+    }
+    const double top = l[id[0]];
+    double sum = 0, chosen = 0;
+    for (int64_t e = 0; e < n_expert; ++e) sum += std::exp(double(l[e]) - top);
+    for (int64_t j = 0; j < k; ++j) chosen += std::exp(double(l[id[j]]) - top);
+    const double denom = p.norm_weights ? chosen : sum;
+    for (int64_t j = 0; j < k; ++j) wt[j] = float(std::exp(double(l[id[j]]) - top) / denom);
+  }
+}
+
+void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
+             const MoeParams& p, Tensor& out, MoeScratch& s) {
+  const int64_t n = x.rows(), d = x.cols(), k = p.n_used, ff = p.n_ff, n_expert = p.n_expert;
+  RF_CHECK(x.type == DType::F32 && out.type == DType::F32, "moe_ffn: activations must be f32");
+  RF_CHECK(out.cols() == d && out.rows() >= n, "moe_ffn: out is ", out.shape_string(), ", expected [", d, ", ", n, "]");
+  RF_CHECK(ids.type == DType::I32 && ids.cols() == k && ids.rows() >= n && weights.type == DType::F32 &&
+               weights.cols() == k && weights.rows() >= n,
+           "moe_ffn: ids ", ids.shape_string(), " and weights ", weights.shape_string(), ", expected [", k, ", ", n,
+           "] i32 and f32");
+  RF_CHECK(w.n_expert == n_expert && w.gate.cols() == d && w.up.cols() == d && w.down.cols() == ff &&
+               w.gate.rows() == n_expert * ff && w.up.rows() == n_expert * ff && w.down.rows() == n_expert * d,
+           "moe_ffn: expert weights gate ", w.gate.shape_string(), ", up ", w.up.shape_string(), ", down ",
+           w.down.shape_string(), " do not fit ", n_expert, " experts of ffn ", ff, " and embd ", d);
+  RF_CHECK(n * k <= s.max_rows && d <= s.n_embd && ff <= s.n_ff && n_expert <= s.n_expert, "moe_ffn: ", n,
+           " tokens x ", k, " experts (ffn ", ff, ", embd ", d, ") exceed the scratch reserved for ", s.max_rows,
+           " (reserve() with BackendLimits' expert fields)");
+  const int32_t* id = ids.ptr<int32_t>();
+  // Each expert's (token, choice) pairs t * k + j, in token order.
+  std::fill(s.start.begin(), s.start.begin() + n_expert + 1, 0);
+  for (int64_t r = 0; r < n * k; ++r) {
+    RF_CHECK(id[r] >= 0 && id[r] < n_expert, "moe_ffn: token ", r / k, " chose expert ", id[r], " of ", n_expert);
+    ++s.start[size_t(id[r]) + 1];
+  }
+  for (int64_t e = 0; e < n_expert; ++e) s.start[size_t(e) + 1] += s.start[size_t(e)];
+  std::copy(s.start.begin(), s.start.begin() + n_expert, s.cursor.begin());
+  for (int64_t r = 0; r < n * k; ++r) s.order[size_t(s.cursor[size_t(id[r])]++)] = int32_t(r);
+
+  for (int64_t e = 0; e < n_expert; ++e) {
+    const Tensor gate_w = w.gate_of(int32_t(e)), up_w = w.up_of(int32_t(e)), down_w = w.down_of(int32_t(e));
+    for (int64_t c0 = s.start[size_t(e)]; c0 < s.start[size_t(e) + 1]; c0 += kChunkRows) {
+      const int64_t m = std::min<int64_t>(kChunkRows, s.start[size_t(e) + 1] - c0);
+      for (int64_t r = 0; r < m; ++r)
+        std::memcpy(s.x.data() + r * d, x.ptr<float>() + (s.order[size_t(c0 + r)] / k) * d, size_t(d) * 4);
+      const Tensor xc = make_tensor(s.x.data(), DType::F32, d, m);
+      Tensor gate = make_tensor(s.gate.data(), DType::F32, ff, m), up = make_tensor(s.up.data(), DType::F32, ff, m);
+      Tensor y = make_tensor(s.y_chunk.data(), DType::F32, d, m);
+      matmul(pool, xc, gate_w, gate);
+      matmul(pool, xc, up_w, up);
+      float* g = s.gate.data();
+      const float* u = s.up.data();
+      for (int64_t i = 0; i < m * ff; ++i)
+        g[i] = (p.act == Activation::GeluTanh ? gelu_tanh_f16(g[i]) : g[i] / (1.0f + std::exp(-g[i]))) * u[i];
+      matmul(pool, gate, down_w, y);
+      for (int64_t r = 0; r < m; ++r)
+        std::memcpy(s.y.data() + int64_t(s.order[size_t(c0 + r)]) * d, s.y_chunk.data() + r * d, size_t(d) * 4);
+    }
+  }
+
+  // out[t] = sum_j weights[t, j] * y[t * k + j], added in the order j.
+  const float* wt = weights.ptr<float>();
+  pool.parallel_for(size_t(n), 4, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) {
+      float* o = out.ptr<float>() + int64_t(t) * d;
+      const float* y = s.y.data() + int64_t(t) * k * d;
+      const float* tw = wt + int64_t(t) * k;
+      for (int64_t i = 0; i < d; ++i) o[i] = tw[0] * y[i];
+      for (int64_t j = 1; j < k; ++j)
+        for (int64_t i = 0; i < d; ++i) o[i] += tw[j] * y[j * d + i];
+    }
+  });
+}
+
+}  // namespace rf::cpu
