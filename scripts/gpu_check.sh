@@ -80,7 +80,7 @@ if [ "$stage" = all ] || [ "$stage" = families ]; then
 import json, math, os, subprocess
 td = os.environ["ROCMFORGE_TESTDATA"] + "/arch"
 worst = 0.0
-for fam in ["qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4"]:
+for fam in ["qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4", "mixtral", "qwen3moe"]:
     out = subprocess.run([os.environ.get("RF_BIN", ".carry/bin") + "/rocmforge", "eval", "-m", f"{td}/tiny-{fam}.gguf",
                           "--prompts", f"{td}/prompts.txt", "--device", "cuda"], capture_output=True, text=True)
     if out.returncode != 0:

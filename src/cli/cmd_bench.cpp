@@ -321,8 +321,14 @@ void bench(const BenchOptions& o) {
   auto model = Model::load(path, *backend, true);
   auto tok = Tokenizer::from_gguf(model->file());
   const double weight_bytes = double(model->weights().bytes);
+  const ModelConfig& mc = model->config();
   std::fprintf(stderr, "model: %s (%.2f GB of weights)\ndevice: %s, copy bandwidth %.0f GB/s (read + write)\n",
-               model->config().summary().c_str(), weight_bytes / 1e9, backend->name().c_str(), copy_bw / 1e9);
+               mc.summary().c_str(), weight_bytes / 1e9, backend->name().c_str(), copy_bw / 1e9);
+  if (model->weights().expert_bytes > 0)
+    std::fprintf(stderr,
+                 "weight GB/s counts the bytes a step reads: the shared weights and the chosen experts (%.2f GB at "
+                 "batch 1; more sequences: the expected share under uniform routing)\n",
+                 model->weights().bytes_read_per_step(1, mc.n_expert_used, mc.n_expert) / 1e9);
   nlohmann::json results = nlohmann::json::array();
   for (int P : o.parallel) {
     RF_CHECK(P >= 1, "--parallel values must be >= 1");
@@ -342,7 +348,7 @@ void bench(const BenchOptions& o) {
       if (r == 0) continue;  // warm-up
       pp.push_back(double(P) * o.n_prompt / ph.prompt_s);
       tg.push_back(double(P) * (o.n_gen - 1) / ph.gen_s);
-      bw.push_back(weight_bytes * (o.n_gen - 1) / ph.gen_s);
+      bw.push_back(model->weights().bytes_read_per_step(P, mc.n_expert_used, mc.n_expert) * (o.n_gen - 1) / ph.gen_s);
       std::fprintf(stderr, "  parallel %d run %d/%d: prompt %.0f tok/s, generation %.1f tok/s\n", P, r, o.reps,
                    pp.back(), tg.back());
     }

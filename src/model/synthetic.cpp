@@ -80,6 +80,10 @@ std::vector<SyntheticPreset> presets() {
       // used (intermediate_size 6144 as feed_forward_length) / 151936.
       experts(family("qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 151936, 40960, 1e6f, false, 1e-6f), 128,
               8, 768),
+      // Their first 4 layers: per-layer measurements without the whole file.
+      experts(family("mixtral-8x7b-4l", "llama", 4096, 4, 32, 8, 0, 14336, 32000, 32768, 1e6f, false, 1e-5f), 8, 2),
+      experts(family("qwen3-30b-a3b-4l", "qwen3moe", 2048, 4, 32, 4, 128, 6144, 151936, 40960, 1e6f, false, 1e-6f), 128,
+              8, 768),
       // Test sizes of each family.
       family("tiny-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 1024, 2048, 1e6f, true, 1e-6f),
       family("tiny-qwen3", "qwen3", 256, 2, 4, 2, 64, 512, 1024, 2048, 1e6f, false, 1e-6f),

@@ -1,6 +1,8 @@
 // Looking up, validating and loading model tensors.
 #include "model/weights.h"
 
+#include <algorithm>
+#include <cmath>
 #include <unordered_set>
 #include <vector>
 
@@ -162,7 +164,15 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& c, Backe
     RF_CHECK(L.used.count(t.name), "model has tensor '", t.name, "' that architecture '", c.arch,
              "' does not use");
   w.bytes = L.done;
+  for (const LayerWeights& l : w.layers)
+    if (l.experts.n_expert > 0) w.expert_bytes += l.experts.gate.bytes() + l.experts.up.bytes() + l.experts.down.bytes();
   return w;
+}
+
+double ModelWeights::bytes_read_per_step(int32_t seqs, int32_t n_used, int32_t n_expert) const {
+  if (expert_bytes == 0 || n_expert <= 0) return double(bytes);
+  const double chosen = 1.0 - std::pow(1.0 - double(n_used) / n_expert, std::max(seqs, 1));
+  return double(bytes - expert_bytes) + chosen * double(expert_bytes);
 }
 
 }  // namespace rf

@@ -43,6 +43,13 @@ struct ModelWeights {
   Tensor rope_freqs;   // [n_rot/2] f32, or empty
   std::vector<LayerWeights> layers;
   uint64_t bytes = 0;  // weight bytes on the backend
+  uint64_t expert_bytes = 0;  // of them, the experts' (ffn_*_exps)
+
+  // Weight bytes a decode step of `seqs` sequences reads: all but the
+  // experts no sequence chose — for MoE models the expected share of the
+  // experts under uniform routing, 1 - (1 - n_used / n_expert)^seqs
+  // (exactly n_used / n_expert for one sequence).
+  double bytes_read_per_step(int32_t seqs, int32_t n_used, int32_t n_expert) const;
   bool tied_output = false;
 
   // progress(done_bytes, total_bytes) is called as tensors load.

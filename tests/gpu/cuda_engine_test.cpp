@@ -167,7 +167,8 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaEngineBatch,
                                            "quant/qtest-q3_k.gguf", "quant/qtest-q4_k.gguf", "quant/qtest-q5_k.gguf",
                                            "quant/qtest-q6_k.gguf", "quant/qtest-q4_k_m.gguf",
                                            "arch/tiny-qwen2.gguf", "arch/tiny-qwen3.gguf", "arch/tiny-gemma2.gguf",
-                                           "arch/tiny-gemma3.gguf", "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf"),
+                                           "arch/tiny-gemma3.gguf", "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf",
+                                           "arch/tiny-mixtral.gguf", "arch/tiny-qwen3moe.gguf"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)

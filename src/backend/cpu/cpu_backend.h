@@ -28,7 +28,7 @@ struct MoeScratch {
 };
 }  // namespace cpu
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
  public:
   explicit CpuBackend(size_t n_threads = 0);
   ~CpuBackend() override;

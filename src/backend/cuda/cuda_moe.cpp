@@ -90,8 +90,9 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
     // One token: every expert has one row (tiles of 1 use the single-row
     // GEMV kernels).
     const int gemv_rows = nt == 1 ? 1 : kGemvTileRows;
-    // Tensor cores where the experts average more than a GEMV tile of rows.
-    const bool many = P > kGemvTileRows * std::min(E, P);
+    // Tensor cores where the active experts average more than
+    // CudaOptions::moe_mma_rows rows (at most min(E, P) experts are active).
+    const bool many = nt > 1 && P > options_.moe_mma_rows * std::min(E, P);
     const bool mma_gate = many && gpu::mma_experts_supported(w.gate.type, d);
     const bool mma_down = many && gpu::mma_experts_supported(w.down.type, ff);
     const int max_gemv = gpu::moe_max_tiles(P, E, gemv_rows), max_mma = gpu::moe_max_tiles(P, E, kMmaTileRows);

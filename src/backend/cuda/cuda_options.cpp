@@ -22,6 +22,8 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   o.tma_wide = o.tma_wide && switch_on("ROCMFORGE_TMA_WIDE");
   o.l2_prefetch = o.l2_prefetch && switch_on("ROCMFORGE_L2_PREFETCH");
   if (!switch_on("ROCMFORGE_MMA")) o.mma_max_rows_quant = 0;
+  if (const char* p = std::getenv("ROCMFORGE_MOE_MMA_ROWS"); p && *p && std::atoi(p) >= 0)
+    o.moe_mma_rows = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_ATTN_BLOCKS"); p && std::atoi(p) > 0)
     o.attention_target_blocks = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_PROFILE"); p && *p && std::string(p) != "0") o.profile = true;
