@@ -158,16 +158,6 @@ INSTANTIATE_TEST_SUITE_P(Families, ArchBatch,
                                            "qwen3moe"),
                          [](const auto& info) { return info.param; });
 
-std::string load_error(const std::string& path) {
-  CpuBackend backend(1);
-  try {
-    Model::load(path, backend, false);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // tiny-qwen3moe.gguf relabelled as Qwen2-MoE (shared experts: not supported).
 TEST(ArchRefusal, UnsupportedArchitecturesAreNamed) {
   RF_REQUIRE_TESTDATA("arch/tiny-qwen3moe.gguf");
@@ -179,7 +169,7 @@ TEST(ArchRefusal, UnsupportedArchitecturesAreNamed) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("rf_qwen2moe_" + std::to_string(getpid()) + ".gguf")).string();
   w.write(path);
-  const std::string msg = load_error(path);
+  const std::string msg = test::load_error(path);
   std::filesystem::remove(path);
   EXPECT_NE(msg.find("unsupported model architecture 'qwen2moe'"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;

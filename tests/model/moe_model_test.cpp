@@ -142,16 +142,6 @@ TEST(MoeModel, ExpertWeightsNormReachesTheRouting) {
   EXPECT_GT(max_rel_diff(mixtral_logits(2, false), mixtral_logits(2, true)), 1e-3);
 }
 
-std::string load_error(const std::string& path) {
-  CpuBackend backend(1);
-  try {
-    Model::load(path, backend, false);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(MoeModel, BadExpertTensorsAreNamed) {
   RF_REQUIRE_TESTDATA("arch/tiny-mixtral.gguf");
   const std::string src = test::testdata_path("arch/tiny-mixtral.gguf"), path = temp_path("bad");
@@ -200,7 +190,7 @@ TEST(MoeModel, BadExpertTensorsAreNamed) {
   };
   for (const Case& c : cases) {
     rewrite(src, path, nullptr, c.edit);
-    const std::string msg = load_error(path);
+    const std::string msg = test::load_error(path);
     EXPECT_NE(msg.find(c.expect), std::string::npos) << c.what << ": " << msg;
   }
   std::filesystem::remove(path);

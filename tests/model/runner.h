@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "core/error.h"
 #include "kv/block_pool.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
@@ -115,5 +117,16 @@ class ModelRunner {
   std::unique_ptr<Transformer> tf_;
   std::unique_ptr<KVCache> kv_;
 };
+
+// The error loading `path` on a CPU backend gives ("" if it loads).
+inline std::string load_error(const std::string& path) {
+  CpuBackend backend(1);
+  try {
+    Model::load(path, backend, false);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 }  // namespace rf::test
