@@ -51,6 +51,10 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
     if (t >= svc.n_vocab())
       throw invalid_request("'logit_bias' names token " + std::to_string(t) + ", outside the vocabulary [0, " +
                                 std::to_string(svc.n_vocab()) + ")", "logit_bias");
+  for (int32_t t : req.stop_token_ids)
+    if (t >= svc.n_vocab())
+      throw invalid_request("'stop_token_ids' names token " + std::to_string(t) + ", outside the vocabulary [0, " +
+                                std::to_string(svc.n_vocab()) + ")", "stop_token_ids");
   const int64_t ctx = svc.max_model_len();
   std::vector<Request> out;
   for (auto& ids : prompts) {
@@ -74,6 +78,7 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
     r.min_tokens = req.min_tokens;
     r.ignore_eos = req.ignore_eos;
     r.stop = req.stop;
+    r.stop_token_ids = req.stop_token_ids;
     r.logprobs = req.logprobs;
     out.push_back(std::move(r));
   }

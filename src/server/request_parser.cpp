@@ -68,6 +68,8 @@ void refuse_if(bool present, const char* param, const std::string& detail = "") 
 bool non_empty(const Json* v) { return v && !((v->is_array() || v->is_object() || v->is_string()) && v->empty()); }
 
 // Fields shared by both endpoints.
+void parse_stop_token_ids(const FieldReader& f, GenerationRequest& r);
+
 void parse_common(const FieldReader& f, GenerationRequest& r) {
   if (auto model = f.string("model")) r.model = *model;
   r.stream = f.boolean("stream").value_or(false);
@@ -96,6 +98,7 @@ void parse_common(const FieldReader& f, GenerationRequest& r) {
   r.ignore_eos = f.boolean("ignore_eos").value_or(false);
   if (f.integer("n", 1, 128).value_or(1) > 1) throw unsupported_parameter("n", "only n = 1 is supported");
   parse_logit_bias(f, r);
+  parse_stop_token_ids(f, r);
 }
 
 // A list of token ids (each an integer in [0, INT32_MAX]) of parameter `param`.
@@ -111,6 +114,19 @@ std::vector<int32_t> token_ids(const Json& ids, const std::string& param, const 
     out.push_back(int32_t(id));
   }
   return out;
+}
+
+// vLLM's `stop_token_ids`: a list of token ids (checked against the
+// vocabulary where the model is known).
+void parse_stop_token_ids(const FieldReader& f, GenerationRequest& r) {
+  const Json* v = f.get("stop_token_ids");
+  if (!v || v->is_null()) return;
+  if (!v->is_array())
+    throw invalid_request(std::string("'stop_token_ids' must be a list, not ") + json_type_name(*v), "stop_token_ids");
+  if (v->size() > kMaxStopTokenIds)
+    throw invalid_request("'stop_token_ids' may hold at most " + std::to_string(kMaxStopTokenIds) + " ids",
+                          "stop_token_ids");
+  r.stop_token_ids = token_ids(*v, "stop_token_ids", "as a list");
 }
 
 PromptInput token_prompt(const Json& ids, const char* what) {
@@ -171,6 +187,13 @@ std::string message_content(const Json& content, size_t index) {
   return text;
 }
 
+// The roles of OpenAI's chat API (function: the deprecated form of tool).
+bool known_role(const std::string& role) {
+  for (const char* r : {"system", "developer", "user", "assistant", "tool", "function"})
+    if (role == r) return true;
+  return false;
+}
+
 void parse_messages(const FieldReader& f, GenerationRequest& r) {
   const Json* v = f.get("messages");
   if (!v) throw invalid_request("'messages' is required", "messages");
@@ -184,6 +207,10 @@ void parse_messages(const FieldReader& f, GenerationRequest& r) {
     auto role = m.find("role");
     if (role == m.end() || !role->is_string())
       throw invalid_request("'" + param + ".role' is required and must be a string", param + ".role");
+    if (!known_role(role->get<std::string>()))
+      throw invalid_request("'" + param + ".role' is '" + role->get<std::string>() +
+                                "'; expected one of system, developer, user, assistant, tool, function",
+                            param + ".role");
     Json msg = m;
     auto content = m.find("content");
     msg["content"] = message_content(content == m.end() ? Json() : *content, i);
@@ -233,14 +260,22 @@ TokenizeRequest parse_tokenize_request(const Json& body) {
   TokenizeRequest r;
   const FieldReader f(body);
   if (auto model = f.string("model")) r.model = *model;
-  const bool has_prompt = f.get("prompt") != nullptr, has_messages = f.get("messages") != nullptr;
-  if (has_prompt == has_messages)
-    throw invalid_request("give either 'prompt' (a string) or 'messages' (a chat), not both or neither",
+  // vLLM's `prompt` or `messages`, or llama.cpp's `content` (special
+  // tokens added only with its `add_special`).
+  const bool has_prompt = f.get("prompt") != nullptr, has_messages = f.get("messages") != nullptr,
+             has_content = f.get("content") != nullptr;
+  if (int(has_prompt) + int(has_messages) + int(has_content) != 1)
+    throw invalid_request("give one of 'prompt' (a string), 'messages' (a chat) or 'content' (a string)",
                           has_prompt ? "messages" : "prompt");
   r.return_token_strs = f.boolean("return_token_strs").value_or(false);
   if (has_prompt) {
     r.prompt = *f.string("prompt");
     r.add_special_tokens = f.boolean("add_special_tokens").value_or(true);
+    return r;
+  }
+  if (has_content) {
+    r.prompt = *f.string("content");
+    r.add_special_tokens = f.boolean("add_special").value_or(false);
     return r;
   }
   GenerationRequest chat;

@@ -161,8 +161,11 @@ Value f_join(Renderer& r, const Value& v, const CallArgs& a) {
 Value f_list(Renderer& r, const Value& v, const CallArgs&) { return make_list(r, r.iterate(v)); }
 Value f_safe(Renderer&, const Value& v, const CallArgs&) { return v; }
 
+// map, select, reject, selectattr and rejectattr of a false value (none,
+// undefined, empty) give nothing, as Jinja2's `if value:` guard does.
 Value f_map(Renderer& r, const Value& v, const CallArgs& a) {
   std::vector<Value> out;
+  if (!truthy(v)) return make_generator(r, std::move(out));
   if (const Value* attr = a.find(SIZE_MAX, "attribute")) {
     const Value fallback = a.get(SIZE_MAX, "default", Value::undefined());
     for (const Value& item : r.iterate(v)) {
@@ -205,6 +208,7 @@ Value f_reverse(Renderer& r, const Value& v, const CallArgs&) {
 }
 
 Value select_impl(Renderer& r, const Value& v, const CallArgs& a, bool by_attr, bool keep_if) {
+  if (!truthy(v)) return make_generator(r, {});
   size_t k = 0;
   Value attr;
   if (by_attr) {

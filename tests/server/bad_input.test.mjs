@@ -136,6 +136,22 @@ describe('bad requests', () => {
     await assertHealthy(server);
   });
 
+  test('stop_token_ids that are not a list of in-vocabulary ids, and unknown message roles, are 400s naming them', async () => {
+    for (const ids of [5, ['a'], [-1], [50256], [1.5], new Array(300).fill(1)]) {
+      const r = await post(server, '/v1/completions', { prompt: 'x', max_tokens: 2, stop_token_ids: ids });
+      assertOpenAIError(assert, r, 400);
+      assert.equal(r.json.error.param, 'stop_token_ids', r.text);
+    }
+    for (const role of ['wizard', 'User', '']) {
+      const r = await post(server, '/v1/chat/completions', { messages: [{ role: 'user', content: 'a' }, { role, content: 'b' }] });
+      assertOpenAIError(assert, r, 400);
+      assert.equal(r.json.error.param, 'messages[1].role', r.text);
+    }
+    const both = await post(server, '/tokenize', { content: 'x', prompt: 'x' });
+    assertOpenAIError(assert, both, 400);
+    await assertHealthy(server);
+  });
+
   test('unsupported parameters are named', async () => {
     const cases = [
       ['/v1/chat/completions', chatBody({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }), 'tools'],

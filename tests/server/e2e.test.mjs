@@ -1,10 +1,11 @@
 // End-to-end: the official `openai` client against `rocmforge serve` on
 // stories260K (CPU). Completions and chat, streamed and not; greedy text
 // equals the llama.cpp golden text; streamed == non-streamed; usage,
-// finish_reason, logprobs shapes, batches, stop strings, models.
+// finish_reason, logprobs shapes, batches, stop strings and token ids,
+// llama.cpp's /tokenize shape, models.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { client, goldenCases, startServer } from './helpers.mjs';
+import { client, goldenCases, post, startServer } from './helpers.mjs';
 
 let server;
 let openai;
@@ -125,6 +126,41 @@ describe('completions', () => {
       assert.equal(s.text, r.choices[0].text);
       assert.equal(s.finish, 'stop');
     }
+  });
+
+  test('stop_token_ids end the choice at that token, its text left out', async () => {
+    const g = goldenCases()[0];
+    const ids = g.greedy_tokens;
+    const i = ids.findIndex((t, k) => k >= 3 && !ids.slice(0, k).includes(t));
+    const before = await post(server, '/detokenize', { tokens: ids.slice(0, i) });
+    assert.equal(before.status, 200, before.text);
+    for (const stream of [false, true]) {
+      const body = { prompt: g.prompt, temperature: 0, max_tokens: 60, stop_token_ids: [ids[i]] };
+      if (!stream) {
+        const r = await openai.completions.create(body);
+        assert.equal(r.choices[0].finish_reason, 'stop');
+        assert.equal(r.usage.completion_tokens, i + 1);
+        assert.equal(r.choices[0].text, before.json.prompt);
+      } else {
+        const s = await collectCompletion(await openai.completions.create({ ...body, stream: true }));
+        assert.equal(s.finish, 'stop');
+        assert.equal(s.text, before.json.prompt);
+      }
+    }
+    // Before min_tokens the stop token cannot be drawn (as EOS).
+    const r = await openai.completions.create({
+      prompt: g.prompt, temperature: 0, max_tokens: 8, min_tokens: 8, stop_token_ids: [ids[i]],
+    });
+    assert.equal(r.choices[0].finish_reason, 'length');
+  });
+
+  test("llama.cpp's /tokenize shape: content, add_special", async () => {
+    const g = goldenCases()[0];
+    const plain = await post(server, '/tokenize', { content: g.prompt });
+    assert.equal(plain.status, 200, plain.text);
+    assert.deepEqual(plain.json.tokens, g.prompt_tokens.slice(1)); // no BOS unless add_special
+    const bos = await post(server, '/tokenize', { content: g.prompt, add_special: true });
+    assert.deepEqual(bos.json.tokens, g.prompt_tokens);
   });
 
   test('min_tokens and ignore_eos reach the engine', async () => {
