@@ -55,6 +55,10 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
     if (t >= svc.n_vocab())
       throw invalid_request("'stop_token_ids' names token " + std::to_string(t) + ", outside the vocabulary [0, " +
                                 std::to_string(svc.n_vocab()) + ")", "stop_token_ids");
+  if (int64_t(prompts.size()) * req.n > kMaxChoices)
+    throw invalid_request(std::to_string(prompts.size()) + " prompts x n = " + std::to_string(req.n) + " is more than " +
+                              std::to_string(kMaxChoices) + " choices",
+                          "n");
   const int64_t ctx = svc.max_model_len();
   std::vector<Request> out;
   for (auto& ids : prompts) {
@@ -69,18 +73,20 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
     if (req.min_tokens > max_tokens)
       throw invalid_request("'min_tokens' (" + std::to_string(req.min_tokens) + ") is more than max_tokens (" +
                                 std::to_string(max_tokens) + ")", "min_tokens");
-    Request r;
-    r.prompt = std::move(ids);
-    r.logit_bias = req.logit_bias;
-    r.sampling = req.sampling;
-    if (!req.seed_given) r.sampling.seed = svc.next_seed();
-    r.max_tokens = int32_t(max_tokens);
-    r.min_tokens = req.min_tokens;
-    r.ignore_eos = req.ignore_eos;
-    r.stop = req.stop;
-    r.stop_token_ids = req.stop_token_ids;
-    r.logprobs = req.logprobs;
-    out.push_back(std::move(r));
+    for (int32_t j = 0; j < req.n; ++j) {
+      Request r;
+      r.prompt = ids;
+      r.logit_bias = req.logit_bias;
+      r.sampling = req.sampling;
+      r.sampling.seed = req.seed_given ? req.sampling.seed + uint64_t(j) : svc.next_seed();
+      r.max_tokens = int32_t(max_tokens);
+      r.min_tokens = req.min_tokens;
+      r.ignore_eos = req.ignore_eos;
+      r.stop = req.stop;
+      r.stop_token_ids = req.stop_token_ids;
+      r.logprobs = req.logprobs;
+      out.push_back(std::move(r));
+    }
   }
   return out;
 }
@@ -98,19 +104,31 @@ std::string detokenize_request(const ModelService& svc, const DetokenizeRequest&
   return utf8::sanitize(svc.tokenizer().decode(req.tokens, /*render_special=*/true));
 }
 
+RequestHandle Generation::submit(Request r) {
+  try {
+    return svc_.engine().submit(std::move(r));
+  } catch (const EngineBusy& e) {
+    throw service_unavailable(e.what(), svc_.stopping() ? "shutting_down" : "queue_full");
+  } catch (const Error& e) {
+    throw invalid_request(e.what());
+  }
+}
+
 Generation::Generation(ModelService& svc, const GenerationRequest& req)
-    : svc_(svc), fmt_(make_meta(svc, req), svc.tokenizer()) {
+    : svc_(svc), fmt_(make_meta(svc, req), svc.tokenizer()), n_per_prompt_(size_t(req.n)) {
   std::vector<Request> requests = build_engine_requests(svc, req);
-  handles_.reserve(requests.size());
-  for (Request& r : requests) {
+  handles_.resize(requests.size());
+  held_.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (i % n_per_prompt_ != 0) {
+      held_[i] = std::move(requests[i]);
+      continue;
+    }
     try {
-      handles_.push_back(svc.engine().submit(std::move(r)));
-    } catch (const EngineBusy& e) {
+      handles_[i] = submit(std::move(requests[i]));
+    } catch (...) {
       cancel();  // what was submitted already (no destructor runs for a throwing constructor)
-      throw service_unavailable(e.what(), svc.stopping() ? "shutting_down" : "queue_full");
-    } catch (const Error& e) {
-      cancel();
-      throw invalid_request(e.what());
+      throw;
     }
   }
   const size_t n = handles_.size();
@@ -121,17 +139,36 @@ Generation::Generation(ModelService& svc, const GenerationRequest& req)
 }
 
 Generation::~Generation() {
-  for (auto& h : handles_) h->set_listener(nullptr);
+  for (auto& h : handles_)
+    if (h) h->set_listener(nullptr);
   cancel();
 }
 
 void Generation::cancel() {
   for (auto& h : handles_)
-    if (!h->finished()) h->cancel();
+    if (h && !h->finished()) h->cancel();
 }
 
 void Generation::set_listener(std::function<void()> fn) {
-  for (auto& h : handles_) h->set_listener(fn);
+  listener_ = fn;
+  for (auto& h : handles_)
+    if (h) h->set_listener(fn);
+}
+
+void Generation::submit_followers(size_t leader) {
+  if (failure_) return;
+  for (size_t i = leader + 1; i < leader + n_per_prompt_; ++i) {
+    if (!held_[i]) continue;
+    Request r = std::move(*held_[i]);
+    held_[i].reset();
+    try {
+      handles_[i] = submit(std::move(r));
+    } catch (const ApiError& e) {
+      if (!failure_) failure_ = e;
+      return;
+    }
+    if (listener_) handles_[i]->set_listener(listener_);
+  }
 }
 
 namespace {
@@ -152,6 +189,8 @@ bool finished_normally(FinishReason r) { return r == FinishReason::Stop || r == 
 
 void Generation::on_event(size_t i, StreamEvent& ev, std::string* sse) {
   ChoiceResult& c = results_[i];
+  // A prompt's first choice has news: its prompt is computed (or it ended).
+  if (n_per_prompt_ > 1 && i % n_per_prompt_ == 0) submit_followers(i);
   if (sse) {
     if (!ev.text.empty() || (fmt_.meta().logprobs && !ev.logprobs.empty()))
       fmt_.delta_chunk(*sse, int(i), ev.text, ev.logprobs, text_offset_[i]);
@@ -166,17 +205,19 @@ void Generation::on_event(size_t i, StreamEvent& ev, std::string* sse) {
     if (!failure_) failure_ = finish_error(ev);
     return;
   }
+  // The prompt counts once for its n choices.
+  const bool first = i % n_per_prompt_ == 0;
   c.finish = ev.finish_reason;
-  c.prompt_tokens = ev.prompt_tokens;
+  c.prompt_tokens = first ? ev.prompt_tokens : 0;
   c.completion_tokens = ev.completion_tokens;
-  c.cached_tokens = ev.cached_prompt_tokens;
+  c.cached_tokens = first ? ev.cached_prompt_tokens : 0;
   usage_.add(ChoiceResult{"", {}, c.finish, "", c.prompt_tokens, c.completion_tokens, c.cached_tokens});
   if (sse) fmt_.finish_chunk(*sse, int(i), ev.finish_reason);
 }
 
 void Generation::drain(std::string* sse) {
   for (size_t i = 0; i < handles_.size() && !failure_; ++i)
-    while (!done_[i]) {
+    while (!done_[i] && handles_[i]) {
       std::optional<StreamEvent> ev = handles_[i]->next(std::chrono::milliseconds(0));
       if (!ev) break;
       on_event(i, *ev, sse);

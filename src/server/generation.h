@@ -21,9 +21,11 @@
 
 namespace rf::server {
 
-// Tokenized prompts and engine requests for a parsed request. Throws
-// ApiError 400 (empty prompt, token id out of range, context exceeded,
-// chat template failure).
+// Tokenized prompts and engine requests for a parsed request: n per
+// prompt, choice p * n + j for prompt p (OpenAI's order), choice j's seed
+// the request's seed + j when one was given. Throws ApiError 400 (empty
+// prompt, token id out of range, context exceeded, chat template failure,
+// more than kMaxChoices choices).
 std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRequest& req);
 
 // /tokenize: the ids a completion (prompt) or a chat completion (messages)
@@ -69,9 +71,18 @@ class Generation {
   void on_event(size_t i, StreamEvent& ev, std::string* sse);
   bool end_stream(std::string& out);
 
+  // n > 1: choices p * n + 1 .. p * n + n - 1 wait for their prompt's
+  // first choice to finish its prefill, then take its prompt blocks from
+  // the prefix cache (only the last partial block is computed again).
+  void submit_followers(size_t leader);
+  RequestHandle submit(Request r);
+
   ModelService& svc_;
   ResponseFormatter fmt_;
-  std::vector<RequestHandle> handles_;
+  size_t n_per_prompt_ = 1;
+  std::vector<std::optional<Request>> held_;  // followers not yet submitted
+  std::function<void()> listener_;
+  std::vector<RequestHandle> handles_;        // null while held
   std::vector<ChoiceResult> results_;   // non-streamed: text and logprobs so far
   std::vector<size_t> text_offset_;     // streamed completions: where each choice's next text starts
   std::vector<bool> done_;

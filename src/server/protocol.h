@@ -46,6 +46,7 @@ struct GenerationRequest {
   bool seed_given = false;
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;  // extension (vLLM): sampling one ends the choice
+  int32_t n = 1;                     // choices per prompt
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]), sorted by id
   bool logprobs = false;             // completions: `logprobs` is set; chat: `logprobs: true`
   bool stream = false;
@@ -73,6 +74,7 @@ struct DetokenizeRequest {
 
 // Request limits the parser enforces.
 constexpr size_t kMaxPrompts = 256;       // prompts in one completions batch
+constexpr int64_t kMaxChoices = 128;      // prompts x n in one request
 constexpr size_t kMaxStopStrings = 16;
 constexpr size_t kMaxStopTokenIds = 256;
 constexpr size_t kMaxJsonDepth = 64;

@@ -96,7 +96,7 @@ void parse_common(const FieldReader& f, GenerationRequest& r) {
   parse_stop(f, r);
   r.min_tokens = int32_t(f.integer("min_tokens", 0, kInt32Max).value_or(0));
   r.ignore_eos = f.boolean("ignore_eos").value_or(false);
-  if (f.integer("n", 1, 128).value_or(1) > 1) throw unsupported_parameter("n", "only n = 1 is supported");
+  r.n = int32_t(f.integer("n", 1, kMaxChoices).value_or(1));
   parse_logit_bias(f, r);
   parse_stop_token_ids(f, r);
 }

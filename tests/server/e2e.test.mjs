@@ -1,11 +1,12 @@
 // End-to-end: the official `openai` client against `rocmforge serve` on
 // stories260K (CPU). Completions and chat, streamed and not; greedy text
 // equals the llama.cpp golden text; streamed == non-streamed; usage,
-// finish_reason, logprobs shapes, batches, stop strings and token ids,
+// finish_reason, logprobs shapes, batches, n > 1 choices (sharing their
+// prompt's KV blocks), stop strings and token ids,
 // llama.cpp's /tokenize shape, models.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { client, goldenCases, post, startServer } from './helpers.mjs';
+import { client, goldenCases, metrics, post, startServer } from './helpers.mjs';
 
 let server;
 let openai;
@@ -110,6 +111,50 @@ describe('completions', () => {
       }
     assert.deepEqual(texts, r.choices.map((c) => c.text));
     assert.deepEqual(finishes, ['length', 'length']);
+  });
+
+  test('n choices: greedy ones equal the golden text, followers share the prompt\'s blocks, usage counts the prompt once', async () => {
+    const g = goldenCases()[0];
+    // A prompt of several full KV blocks, new to the server (no cached blocks).
+    const prompt = (g.prompt + ' and a dog ').repeat(9) + g.prompt;
+    const hits0 = (await metrics(server)).rocmforge_prefix_cache_hits_total;
+    const r = await openai.completions.create({ prompt, temperature: 0, max_tokens: 12, n: 3 });
+    const hits = (await metrics(server)).rocmforge_prefix_cache_hits_total - hits0;
+    const alone = await openai.completions.create({ prompt, temperature: 0, max_tokens: 12 });
+    assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
+    for (const c of r.choices) assert.equal(c.text, alone.choices[0].text);
+    assert.equal(r.usage.prompt_tokens, alone.usage.prompt_tokens);
+    assert.equal(r.usage.completion_tokens, 3 * alone.usage.completion_tokens);
+    // Both followers found the leader's full prompt blocks (of 16 tokens):
+    // they were admitted after its prefill.
+    assert.ok(hits >= 2 * Math.floor((alone.usage.prompt_tokens - 1) / 16) * 16, `prefix hits ${hits}`);
+    // Two prompts x n = 2: choice p * n + j.
+    const b = await openai.completions.create({ prompt: [g.prompt, goldenCases()[1].prompt], temperature: 0, max_tokens: 8, n: 2 });
+    assert.deepEqual(b.choices.map((c) => c.index), [0, 1, 2, 3]);
+    assert.equal(b.choices[0].text, b.choices[1].text);
+    assert.equal(b.choices[2].text, b.choices[3].text);
+    assert.notEqual(b.choices[0].text, b.choices[2].text);
+  });
+
+  test('n sampled choices differ, and a seed makes them repeat; streamed chat gives each choice its index', async () => {
+    const body = { prompt: 'Once upon a time', temperature: 1.0, max_tokens: 24, n: 4, seed: 7 };
+    const a = await openai.completions.create(body);
+    const b = await openai.completions.create(body);
+    assert.deepEqual(a.choices.map((c) => c.text), b.choices.map((c) => c.text));
+    assert.ok(new Set(a.choices.map((c) => c.text)).size > 1, JSON.stringify(a.choices));
+    const chat = { messages: [{ role: 'user', content: 'Tell me a story' }], temperature: 0, max_tokens: 10, n: 2 };
+    const whole = await openai.chat.completions.create(chat);
+    assert.equal(whole.choices.length, 2);
+    const texts = ['', ''];
+    const finish = [null, null];
+    for await (const chunk of await openai.chat.completions.create({ ...chat, stream: true })) {
+      for (const c of chunk.choices) {
+        texts[c.index] += c.delta.content ?? '';
+        if (c.finish_reason) finish[c.index] = c.finish_reason;
+      }
+    }
+    assert.deepEqual(texts, whole.choices.map((c) => c.message.content));
+    assert.deepEqual(finish, whole.choices.map((c) => c.finish_reason));
   });
 
   test('stop strings end the text before them with finish_reason "stop"', async () => {
