@@ -34,10 +34,14 @@ class ChatPrompt {
   // `origin` names where the template came from, for messages.
   ChatPrompt(const Tokenizer& tok, std::string source, std::string origin, bool special_in_content = false);
 
-  // The rendered prompt text; throws ApiError 400 when the template fails.
-  std::string render(const Json& messages, bool add_generation_prompt) const;
+  // The rendered prompt text, `tools` (unless null) given to the template
+  // as the variable `tools`, as transformers does; throws ApiError 400 when
+  // the template fails.
+  std::string render(const Json& messages, bool add_generation_prompt, const Json& tools = Json()) const;
   // The prompt's token ids (render, then tokenize as described above).
-  std::vector<int32_t> tokenize(const Json& messages, bool add_generation_prompt) const;
+  std::vector<int32_t> tokenize(const Json& messages, bool add_generation_prompt, const Json& tools = Json()) const;
+  // The template's text ("" when none parsed).
+  const std::string& source() const { return source_; }
 
   bool valid() const { return tmpl_ != nullptr; }
   const std::string& error() const { return error_; }  // why the template did not parse
@@ -52,7 +56,7 @@ class ChatPrompt {
 
   const Tokenizer& tok_;
   std::unique_ptr<ChatTemplate> tmpl_;
-  std::string error_, origin_;
+  std::string source_, error_, origin_;
   std::string bos_text_, eos_text_;
   bool special_in_content_;
   std::vector<std::string> specials_by_byte_[256];  // control-token texts by first byte, longest first

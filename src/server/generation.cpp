@@ -43,7 +43,7 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
   const bool chat = req.endpoint == Endpoint::ChatCompletions;
   const char* prompt_param = chat ? "messages" : "prompt";
   std::vector<std::vector<int32_t>> prompts;
-  if (chat) prompts.push_back(svc.chat().tokenize(req.messages, req.add_generation_prompt));
+  if (chat) prompts.push_back(svc.chat().tokenize(req.messages, req.add_generation_prompt, req.tools));
   else
     for (const PromptInput& p : req.prompts) prompts.push_back(prompt_tokens(svc, p));
 
@@ -92,7 +92,7 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
 }
 
 std::vector<int32_t> tokenize_request(const ModelService& svc, const TokenizeRequest& req) {
-  if (req.chat) return svc.chat().tokenize(req.messages, req.add_generation_prompt);
+  if (req.chat) return svc.chat().tokenize(req.messages, req.add_generation_prompt, req.tools);
   return prompt_tokens(svc, PromptInput{false, req.prompt, {}}, req.add_special_tokens);
 }
 
@@ -115,7 +115,13 @@ RequestHandle Generation::submit(Request r) {
 }
 
 Generation::Generation(ModelService& svc, const GenerationRequest& req)
-    : svc_(svc), fmt_(make_meta(svc, req), svc.tokenizer()), n_per_prompt_(size_t(req.n)) {
+    : svc_(svc),
+      fmt_(make_meta(svc, req), svc.tokenizer()),
+      n_per_prompt_(size_t(req.n)),
+      parse_tools_(req.endpoint == Endpoint::ChatCompletions && req.tool_choice_auto),
+      tool_format_(tool_call_format(svc.chat().source())),
+      tool_names_(req.tool_names),
+      parallel_tool_calls_(req.parallel_tool_calls) {
   std::vector<Request> requests = build_engine_requests(svc, req);
   handles_.resize(requests.size());
   held_.resize(requests.size());
@@ -133,6 +139,8 @@ Generation::Generation(ModelService& svc, const GenerationRequest& req)
   }
   const size_t n = handles_.size();
   results_.resize(n);
+  reply_.resize(n);
+  sent_.assign(n, 0);
   text_offset_.assign(n, 0);
   done_.assign(n, false);
   live_ = n;
@@ -187,11 +195,40 @@ bool finished_normally(FinishReason r) { return r == FinishReason::Stop || r == 
 
 }  // namespace
 
+ParsedReply Generation::parse_reply(size_t i, const std::string& text) const {
+  ParsedReply p = parse_tool_calls(tool_format_, text, tool_names_, fmt_.meta().id + "_" + std::to_string(i));
+  if (!parallel_tool_calls_ && p.calls.size() > 1) p.calls.resize(1);
+  return p;
+}
+
+// A streamed choice whose reply may hold tool calls: content goes out up to
+// where a call may start; at the end, the calls (or the held text).
+void Generation::on_tool_event(size_t i, StreamEvent& ev, std::string& sse) {
+  std::string& reply = reply_[i];
+  reply += ev.text;
+  const size_t safe = ev.finished ? sent_[i] : std::max(sent_[i], tool_call_safe_prefix(tool_format_, reply));
+  const std::string_view fresh = std::string_view(reply).substr(sent_[i], safe - sent_[i]);
+  if (!fresh.empty() || (fmt_.meta().logprobs && !ev.logprobs.empty()))
+    fmt_.delta_chunk(sse, int(i), fresh, ev.logprobs, text_offset_[i]);
+  sent_[i] = safe;
+  if (!ev.finished || !finished_normally(ev.finish_reason)) return;
+  const ParsedReply p = parse_reply(i, reply);
+  if (!p.calls.empty()) {
+    fmt_.tool_calls_chunk(sse, int(i), p.calls);
+  } else if (sent_[i] < reply.size()) {
+    std::vector<TokenLogprob> none;
+    fmt_.delta_chunk(sse, int(i), std::string_view(reply).substr(sent_[i]), none, text_offset_[i]);
+  }
+  results_[i].tool_calls = p.calls;
+}
+
 void Generation::on_event(size_t i, StreamEvent& ev, std::string* sse) {
   ChoiceResult& c = results_[i];
   // A prompt's first choice has news: its prompt is computed (or it ended).
   if (n_per_prompt_ > 1 && i % n_per_prompt_ == 0) submit_followers(i);
-  if (sse) {
+  if (sse && parse_tools_) {
+    on_tool_event(i, ev, *sse);
+  } else if (sse) {
     if (!ev.text.empty() || (fmt_.meta().logprobs && !ev.logprobs.empty()))
       fmt_.delta_chunk(*sse, int(i), ev.text, ev.logprobs, text_offset_[i]);
   } else {
@@ -211,8 +248,15 @@ void Generation::on_event(size_t i, StreamEvent& ev, std::string* sse) {
   c.prompt_tokens = first ? ev.prompt_tokens : 0;
   c.completion_tokens = ev.completion_tokens;
   c.cached_tokens = first ? ev.cached_prompt_tokens : 0;
-  usage_.add(ChoiceResult{"", {}, c.finish, "", c.prompt_tokens, c.completion_tokens, c.cached_tokens});
-  if (sse) fmt_.finish_chunk(*sse, int(i), ev.finish_reason);
+  usage_.add(ChoiceResult{"", {}, c.finish, "", c.prompt_tokens, c.completion_tokens, c.cached_tokens, {}});
+  if (!sse && parse_tools_) {
+    ParsedReply p = parse_reply(i, c.text);
+    if (!p.calls.empty()) {
+      c.text = std::move(p.content);
+      c.tool_calls = std::move(p.calls);
+    }
+  }
+  if (sse) fmt_.finish_chunk(*sse, int(i), ev.finish_reason, !c.tool_calls.empty());
 }
 
 void Generation::drain(std::string* sse) {

@@ -18,6 +18,7 @@
 #include "server/model_service.h"
 #include "server/protocol.h"
 #include "server/response_format.h"
+#include "server/tool_calls.h"
 
 namespace rf::server {
 
@@ -83,6 +84,16 @@ class Generation {
   std::vector<std::optional<Request>> held_;  // followers not yet submitted
   std::function<void()> listener_;
   std::vector<RequestHandle> handles_;        // null while held
+  // tool_choice auto: replies parsed for tool calls; streams hold back text
+  // from where a call may start.
+  bool parse_tools_ = false;
+  ToolCallFormat tool_format_ = ToolCallFormat::Hermes;
+  std::vector<std::string> tool_names_;
+  bool parallel_tool_calls_ = true;
+  std::vector<std::string> reply_;  // streamed choices' text so far (tool parsing)
+  std::vector<size_t> sent_;        // of it, what went out as content
+  ParsedReply parse_reply(size_t i, const std::string& text) const;
+  void on_tool_event(size_t i, StreamEvent& ev, std::string& sse);
   std::vector<ChoiceResult> results_;   // non-streamed: text and logprobs so far
   std::vector<size_t> text_offset_;     // streamed completions: where each choice's next text starts
   std::vector<bool> done_;

@@ -47,6 +47,13 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;  // extension (vLLM): sampling one ends the choice
   int32_t n = 1;                     // choices per prompt
+  // Chat tools: the offered functions ({type, function: {name, description,
+  // parameters}}, null when none) go to the chat template as `tools`; with
+  // tool_choice auto the reply is parsed for calls (server/tool_calls.h).
+  Json tools;
+  std::vector<std::string> tool_names;
+  bool tool_choice_auto = false;
+  bool parallel_tool_calls = true;
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]), sorted by id
   bool logprobs = false;             // completions: `logprobs` is set; chat: `logprobs: true`
   bool stream = false;
@@ -61,6 +68,7 @@ struct TokenizeRequest {
   bool chat = false;                  // messages were given rather than a prompt
   std::string prompt;
   Json messages = Json::array();      // validated as for a chat completion
+  Json tools;                         // messages: rendered with these tools (null: none)
   bool add_special_tokens = true;     // prompt: BOS (and EOS) as the vocabulary wants
   bool add_generation_prompt = true;  // messages
   bool return_token_strs = false;     // also the vocabulary's text of each token
@@ -74,7 +82,8 @@ struct DetokenizeRequest {
 
 // Request limits the parser enforces.
 constexpr size_t kMaxPrompts = 256;       // prompts in one completions batch
-constexpr int64_t kMaxChoices = 128;      // prompts x n in one request
+constexpr int64_t kMaxN = 128;            // n: choices per prompt
+constexpr int64_t kMaxChoices = 256;      // prompts x n in one request
 constexpr size_t kMaxStopStrings = 16;
 constexpr size_t kMaxStopTokenIds = 256;
 constexpr size_t kMaxJsonDepth = 64;

@@ -96,7 +96,7 @@ void parse_common(const FieldReader& f, GenerationRequest& r) {
   parse_stop(f, r);
   r.min_tokens = int32_t(f.integer("min_tokens", 0, kInt32Max).value_or(0));
   r.ignore_eos = f.boolean("ignore_eos").value_or(false);
-  r.n = int32_t(f.integer("n", 1, kMaxChoices).value_or(1));
+  r.n = int32_t(f.integer("n", 1, kMaxN).value_or(1));
   parse_logit_bias(f, r);
   parse_stop_token_ids(f, r);
 }
@@ -187,6 +187,23 @@ std::string message_content(const Json& content, size_t index) {
   return text;
 }
 
+// An assistant message's tool_calls as templates expect them (as vLLM
+// passes them): each call's `arguments` JSON text parsed into an object.
+void template_tool_calls(Json& msg, const std::string& param) {
+  auto calls = msg.find("tool_calls");
+  if (calls == msg.end() || calls->is_null()) return;
+  if (!calls->is_array()) throw invalid_request("'" + param + ".tool_calls' must be a list", param + ".tool_calls");
+  for (Json& call : *calls) {
+    if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
+      throw invalid_request("each of '" + param + ".tool_calls' needs a 'function' object", param + ".tool_calls");
+    Json& args = call["function"]["arguments"];
+    if (args.is_string()) {
+      Json parsed = Json::parse(args.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (!parsed.is_discarded() && parsed.is_object()) args = std::move(parsed);
+    }
+  }
+}
+
 // The roles of OpenAI's chat API (function: the deprecated form of tool).
 bool known_role(const std::string& role) {
   for (const char* r : {"system", "developer", "user", "assistant", "tool", "function"})
@@ -214,8 +231,78 @@ void parse_messages(const FieldReader& f, GenerationRequest& r) {
     Json msg = m;
     auto content = m.find("content");
     msg["content"] = message_content(content == m.end() ? Json() : *content, i);
+    template_tool_calls(msg, param);
     r.messages.push_back(std::move(msg));
   }
+}
+
+// `tools`: a list of {"type": "function", "function": {"name", "description"?,
+// "parameters"?}} with distinct names of 1-64 letters, digits, '_' or '-'.
+Json parse_tool_list(const Json& tools, std::vector<std::string>& names) {
+  if (!tools.is_array()) throw invalid_request(std::string("'tools' must be a list, not ") + json_type_name(tools), "tools");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json& t = tools[i];
+    const std::string param = "tools[" + std::to_string(i) + "]";
+    if (!t.is_object() || !t.contains("type") || t["type"] != "function")
+      throw invalid_request("'" + param + "' must be an object of type 'function'", param);
+    if (!t.contains("function") || !t["function"].is_object())
+      throw invalid_request("'" + param + ".function' must be an object", param + ".function");
+    const Json& fn = t["function"];
+    const bool named = fn.contains("name") && fn["name"].is_string();
+    const std::string name = named ? fn["name"].get<std::string>() : "";
+    const bool valid = !name.empty() && name.size() <= 64 &&
+                       name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
+                           std::string::npos;
+    if (!valid)
+      throw invalid_request("'" + param + ".function.name' must be 1-64 letters, digits, '_' or '-'",
+                            param + ".function.name");
+    if (fn.contains("parameters") && !fn["parameters"].is_object())
+      throw invalid_request("'" + param + ".function.parameters' must be a JSON Schema object",
+                            param + ".function.parameters");
+    if (fn.contains("description") && !fn["description"].is_string())
+      throw invalid_request("'" + param + ".function.description' must be a string", param + ".function.description");
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      throw invalid_request("'tools' offers the function '" + name + "' twice", param + ".function.name");
+    names.push_back(name);
+  }
+  return tools;
+}
+
+// tools, tool_choice ("none", "auto"; "required" and a named function need
+// constrained decoding, which comes with the grammar engine) and
+// parallel_tool_calls; the legacy functions / function_call are refused.
+void parse_tools(const FieldReader& f, GenerationRequest& r) {
+  refuse_if(non_empty(f.get("functions")), "functions");
+  if (const Json* fc = f.get("function_call")) refuse_if(!(fc->is_string() && *fc == "none"), "function_call");
+  if (const Json* tools = f.get("tools"); tools && !tools->is_null()) {
+    r.tools = parse_tool_list(*tools, r.tool_names);
+    if (r.tool_names.empty()) r.tools = Json();
+  }
+  r.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
+  const Json* tc = f.get("tool_choice");
+  if (!tc || tc->is_null()) {
+    r.tool_choice_auto = !r.tool_names.empty();
+    return;
+  }
+  if (tc->is_string() && (*tc == "none" || *tc == "auto")) {
+    r.tool_choice_auto = *tc == "auto" && !r.tool_names.empty();
+    return;
+  }
+  if (tc->is_string() && *tc == "required") {
+    if (r.tool_names.empty()) throw invalid_request("'tool_choice' is 'required' but no 'tools' are given", "tool_choice");
+    throw unsupported_parameter("tool_choice", "'required' needs constrained decoding, which is not available yet");
+  }
+  if (tc->is_object() && tc->contains("function") && (*tc)["function"].is_object() &&
+      (*tc)["function"].contains("name") && (*tc)["function"]["name"].is_string()) {
+    const std::string name = (*tc)["function"]["name"].get<std::string>();
+    if (std::find(r.tool_names.begin(), r.tool_names.end(), name) == r.tool_names.end())
+      throw invalid_request("'tool_choice' names the function '" + name + "', which 'tools' does not offer",
+                            "tool_choice");
+    throw unsupported_parameter("tool_choice", "a named function needs constrained decoding, which is not available yet");
+  }
+  throw invalid_request("'tool_choice' must be 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": "
+                        "{\"name\": ...}}",
+                        "tool_choice");
 }
 
 }  // namespace
@@ -282,6 +369,8 @@ TokenizeRequest parse_tokenize_request(const Json& body) {
   parse_messages(f, chat);
   r.chat = true;
   r.messages = std::move(chat.messages);
+  std::vector<std::string> names;
+  if (const Json* tools = f.get("tools"); tools && !tools->is_null()) r.tools = parse_tool_list(*tools, names);
   r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   return r;
 }
@@ -311,10 +400,7 @@ GenerationRequest parse_chat_request(const Json& body) {
     r.sampling.top_logprobs = int32_t(*top);
   }
   r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
-  refuse_if(non_empty(f.get("tools")), "tools");
-  refuse_if(non_empty(f.get("functions")), "functions");
-  if (const Json* tc = f.get("tool_choice")) refuse_if(!(tc->is_string() && *tc == "none"), "tool_choice");
-  if (const Json* fc = f.get("function_call")) refuse_if(!(fc->is_string() && *fc == "none"), "function_call");
+  parse_tools(f, r);
   if (const Json* rf = f.get("response_format")) {
     const bool plain_text = rf->is_object() && rf->contains("type") && (*rf)["type"] == "text";
     refuse_if(!plain_text, "response_format", "only {\"type\": \"text\"} is supported");

@@ -39,6 +39,24 @@ void append_bytes(std::string& out, const std::string& s) {
   out += ']';
 }
 
+// [{"index"?, "id", "type": "function", "function": {"name", "arguments"}}]
+void append_tool_calls(std::string& out, const std::vector<ToolCall>& calls, bool with_index) {
+  out += '[';
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (i) out += ',';
+    out += '{';
+    if (with_index) out += "\"index\":" + std::to_string(i) + ',';
+    out += "\"id\":";
+    append_json_string(out, calls[i].id);
+    out += ",\"type\":\"function\",\"function\":{\"name\":";
+    append_json_string(out, calls[i].name);
+    out += ",\"arguments\":";
+    append_json_string(out, calls[i].arguments);
+    out += "}}";
+  }
+  out += ']';
+}
+
 void append_usage(std::string& out, const Usage& u) {
   out += "{\"prompt_tokens\":" + std::to_string(u.prompt_tokens) +
          ",\"completion_tokens\":" + std::to_string(u.completion_tokens) +
@@ -136,7 +154,12 @@ std::string ResponseFormatter::full_response(const std::vector<ChoiceResult>& ch
     out += "{\"index\":" + std::to_string(i);
     if (chat) {
       out += ",\"message\":{\"role\":\"assistant\",\"content\":";
-      append_json_string(out, c.text);
+      if (!c.tool_calls.empty() && c.text.empty()) out += "null";
+      else append_json_string(out, c.text);
+      if (!c.tool_calls.empty()) {
+        out += ",\"tool_calls\":";
+        append_tool_calls(out, c.tool_calls, false);
+      }
       out += ",\"refusal\":null}";
     } else {
       out += ",\"text\":";
@@ -152,7 +175,7 @@ std::string ResponseFormatter::full_response(const std::vector<ChoiceResult>& ch
       append_completion_logprobs(out, c.logprobs, offset);
     }
     out += ",\"finish_reason\":\"";
-    out += openai_finish_reason(c.finish);
+    out += c.tool_calls.empty() ? openai_finish_reason(c.finish) : "tool_calls";
     out += "\"}";
   }
   out += "],\"usage\":";
@@ -189,13 +212,22 @@ void ResponseFormatter::delta_chunk(std::string& out, int index, std::string_vie
   out += suffix_;
 }
 
-void ResponseFormatter::finish_chunk(std::string& out, int index, FinishReason reason) const {
+void ResponseFormatter::tool_calls_chunk(std::string& out, int index, const std::vector<ToolCall>& calls) const {
+  out += prefix_;
+  out += std::to_string(index);
+  out += ",\"delta\":{\"tool_calls\":";
+  append_tool_calls(out, calls, true);
+  out += "},\"logprobs\":null,\"finish_reason\":null";
+  out += suffix_;
+}
+
+void ResponseFormatter::finish_chunk(std::string& out, int index, FinishReason reason, bool tool_calls) const {
   const bool chat = meta_.endpoint == Endpoint::ChatCompletions;
   out += prefix_;
   out += std::to_string(index);
   out += chat ? ",\"delta\":{}" : ",\"text\":\"\"";
   out += ",\"logprobs\":null,\"finish_reason\":\"";
-  out += openai_finish_reason(reason);
+  out += tool_calls ? "tool_calls" : openai_finish_reason(reason);
   out += '"';
   out += suffix_;
 }

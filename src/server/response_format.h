@@ -14,6 +14,7 @@
 #include "engine/request.h"
 #include "server/api_error.h"
 #include "server/protocol.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace rf::server {
@@ -25,6 +26,7 @@ struct ChoiceResult {
   FinishReason finish = FinishReason::None;
   std::string error;                   // finish == Error
   int32_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  std::vector<ToolCall> tool_calls;    // chat: parsed from the text (which is then the rest)
 };
 
 struct Usage {
@@ -69,7 +71,9 @@ class ResponseFormatter {
   // `text_offset` (completions) is where this text starts in the choice's output.
   void delta_chunk(std::string& out, int index, std::string_view text, const std::vector<TokenLogprob>& logprobs,
                    size_t& text_offset) const;
-  void finish_chunk(std::string& out, int index, FinishReason reason) const;
+  void finish_chunk(std::string& out, int index, FinishReason reason, bool tool_calls = false) const;
+  // Chat: the choice's tool calls, whole (OpenAI's delta.tool_calls shape).
+  void tool_calls_chunk(std::string& out, int index, const std::vector<ToolCall>& calls) const;
   void usage_chunk(std::string& out, const Usage& usage) const;
   static void error_event(std::string& out, const ApiError& e);
   static void done_event(std::string& out) { out += "data: [DONE]\n\n"; }

@@ -152,8 +152,8 @@ describe('bad requests', () => {
     await assertHealthy(server);
   });
 
-  test('n outside 1..128, or prompts x n above 128 choices, is a 400 naming n', async () => {
-    for (const body of [{ prompt: 'x', n: 0 }, { prompt: 'x', n: 129 }, { prompt: new Array(65).fill('x'), n: 2 }]) {
+  test('n outside 1..128, or prompts x n above 256 choices, is a 400 naming n', async () => {
+    for (const body of [{ prompt: 'x', n: 0 }, { prompt: 'x', n: 129 }, { prompt: new Array(129).fill('x'), n: 2 }]) {
       const r = await post(server, '/v1/completions', { ...body, max_tokens: 2 });
       assertOpenAIError(assert, r, 400);
       assert.equal(r.json.error.param, 'n', r.text);
@@ -163,7 +163,6 @@ describe('bad requests', () => {
 
   test('unsupported parameters are named', async () => {
     const cases = [
-      ['/v1/chat/completions', chatBody({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }), 'tools'],
       ['/v1/chat/completions', chatBody({ tool_choice: 'required' }), 'tool_choice'],
       ['/v1/chat/completions', chatBody({ response_format: { type: 'json_object' } }), 'response_format'],
       ['/v1/chat/completions', chatBody({ functions: [{ name: 'f' }] }), 'functions'],

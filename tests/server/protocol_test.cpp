@@ -180,7 +180,6 @@ TEST(ServerProtocol, UnsupportedParametersAreNamed) {
     return error_of([&] { is_chat ? chat(body) : completion(body); });
   };
   for (const auto& [body, param] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"prompt":"x","n":2})", "n"},
            {R"({"prompt":"x","best_of":3})", "best_of"},
            {R"({"prompt":"x","echo":true})", "echo"},
            {R"({"prompt":"x","suffix":"end"})", "suffix"}}) {
@@ -192,18 +191,18 @@ TEST(ServerProtocol, UnsupportedParametersAreNamed) {
   }
   const std::string m = R"("messages":[{"role":"user","content":"hi"}])";
   for (const auto& [extra, param] : std::vector<std::pair<std::string, std::string>>{
-           {R"("tools":[{"type":"function","function":{"name":"f"}}])", "tools"},
-           {R"("tool_choice":"auto")", "tool_choice"},
+           {R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required")", "tool_choice"},
            {R"("response_format":{"type":"json_object"})", "response_format"},
            {R"("functions":[{"name":"f"}])", "functions"},
-           {R"("function_call":"auto")", "function_call"},
-           {R"("n":4)", "n"}}) {
+           {R"("function_call":"auto")", "function_call"}}) {
     const ApiError e = code("{" + m + "," + extra + "}", true);
     EXPECT_EQ(e.status(), 400) << extra;
     EXPECT_EQ(e.param(), param) << extra;
   }
-  // Their "off" values are fine.
+  // Their "off" values are fine, and what is supported now.
   EXPECT_NO_THROW(completion(R"({"prompt":"x","n":1,"best_of":1,"echo":false,"suffix":"","logit_bias":{}})"));
+  EXPECT_EQ(completion(R"({"prompt":"x","n":4})").n, 4);
+  EXPECT_TRUE(chat("{" + m + R"(,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto"})").tool_choice_auto);
   EXPECT_NO_THROW(chat("{" + m + R"(,"tools":[],"tool_choice":"none","response_format":{"type":"text"},"n":1})"));
 }
 
