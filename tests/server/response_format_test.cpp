@@ -184,6 +184,35 @@ TEST_F(ServerFormat, ChatStreamChunks) {
   EXPECT_EQ(fin["choices"][0]["finish_reason"], "stop");
 }
 
+TEST_F(ServerFormat, ChatToolCalls) {
+  const auto f = formatter(Endpoint::ChatCompletions);
+  const std::vector<ToolCall> calls = {{"call_a", "get_weather", R"({"city":"Paris"})"}, {"call_b", "search", "{}"}};
+  ChoiceResult only{"", {}, FinishReason::Stop, "", 5, 9, 0, calls};
+  ChoiceResult with_text{"Let me check.", {}, FinishReason::Stop, "", 5, 9, 0, {calls[0]}};
+  ChoiceResult plain{"Hi", {}, FinishReason::Length, "", 5, 1, 0, {}};
+  const json r = json::parse(f.full_response({only, with_text, plain}));
+  const json& m0 = r["choices"][0]["message"];
+  EXPECT_TRUE(m0["content"].is_null());  // calls only: content null
+  ASSERT_EQ(m0["tool_calls"].size(), 2u);
+  EXPECT_EQ(m0["tool_calls"][0], json::parse(R"({"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}})"));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(r["choices"][1]["message"]["content"], "Let me check.");
+  EXPECT_EQ(r["choices"][1]["finish_reason"], "tool_calls");
+  EXPECT_FALSE(r["choices"][2]["message"].contains("tool_calls"));
+  EXPECT_EQ(r["choices"][2]["finish_reason"], "length");
+
+  std::string body;
+  f.tool_calls_chunk(body, 1, calls);
+  f.finish_chunk(body, 1, FinishReason::Stop, true);
+  const auto events = sse_payloads(body);
+  ASSERT_EQ(events.size(), 2u);
+  const json d = json::parse(events[0])["choices"][0];
+  EXPECT_EQ(d["index"], 1);
+  EXPECT_EQ(d["delta"]["tool_calls"][1]["index"], 1);  // streamed calls carry their index
+  EXPECT_EQ(d["delta"]["tool_calls"][1]["function"]["name"], "search");
+  EXPECT_EQ(json::parse(events[1])["choices"][0]["finish_reason"], "tool_calls");
+}
+
 TEST(ServerFormatEvents, ErrorEvent) {
   std::string body;
   ResponseFormatter::error_event(body, internal_error("boom"));
