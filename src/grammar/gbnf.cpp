@@ -94,7 +94,11 @@ class Parser {
     std::vector<Sequence> alts;
     skip_space(true);
     alts.push_back(parse_sequence(nested));
-    while (at('|')) {
+    for (;;) {
+      // "|" may also start the next line of a top-level rule.
+      size_t save = pos_;
+      skip_space(true);
+      if (!at('|')) { pos_ = save; break; }
       ++pos_;
       skip_space(true);
       alts.push_back(parse_sequence(nested));

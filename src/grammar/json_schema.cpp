@@ -163,7 +163,8 @@ class Converter {
         out += (i ? " | " : "") + visit(alts[i], str(path, "/", key, "/", i), guard);
       return out + ")";
     }
-    if (s.contains("allOf")) bad(path + "/allOf", "allOf is not supported");
+    for (const char* key : {"allOf", "not", "if", "pattern", "patternProperties", "prefixItems", "uniqueItems"})
+      if (s.contains(key)) bad(path + "/" + key, str(key, " is not supported"));
     if (!s.contains("type")) {
       if (s.contains("properties")) return object(s, path);
       if (s.contains("items")) return array(s, path);

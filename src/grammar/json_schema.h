@@ -12,6 +12,9 @@
 // without "properties" (and additionalProperties not false) is any object.
 // Whitespace: between tokens at most kMaxWhitespace of [ \t\n\r], so a model
 // cannot loop on whitespace; none inside numbers, literals or strings' quotes.
+// Refused (an error, not silently ignored): allOf, not, if, pattern,
+// patternProperties, prefixItems, uniqueItems. Annotations (title,
+// description, format, default) are ignored.
 // Errors (rf::Error) name the schema path, e.g. "json schema at
 // #/properties/age: unknown type 'int'": unknown types/keywords values,
 // unresolvable $ref, and $ref cycles that consume no input.

@@ -93,6 +93,14 @@ TEST(GrammarGbnf, AnyCharAndEmptyAlternative) {
   EXPECT_FALSE(m.matches("<xy>"));
 }
 
+TEST(GrammarGbnf, AlternativesOnFollowingLines) {
+  Matcher m = make("root ::= \"a\" x  # first\n       | \"b\" x\n  # a comment line\n  | \"c\"\nx ::= \"!\"\n");
+  EXPECT_TRUE(m.matches("a!"));
+  EXPECT_TRUE(m.matches("b!"));
+  EXPECT_TRUE(m.matches("c"));
+  EXPECT_FALSE(m.matches("c!"));
+}
+
 TEST(GrammarGbnf, AcceptingOnlyAtRootEnd) {
   Matcher m = make("root ::= \"ab\" \"c\"?\n");
   State s = m.initial();

@@ -173,5 +173,40 @@ TEST_F(GrammarMask, CacheAndTiming) {
               "%.2f us cached\n", tok_->n_vocab(), trie_->nodes().size(), states.size(), median(uncached), median(cached));
 }
 
+// A larger vocabulary (stories pieces plus random concatenations of 2-4 of
+// them, 32768 tokens) to see how the trie walk scales; the mask must still
+// equal the per-token reference.
+TEST_F(GrammarMask, LargerSyntheticVocabulary) {
+  std::mt19937 rng(99);
+  std::vector<std::string> big = bytes_;
+  while (big.size() < 32768) {
+    std::string t;
+    for (int k = 2 + int(rng() % 3); k > 0; --k) t += bytes_[rng() % bytes_.size()];
+    big.push_back(t);
+  }
+  TokenTrie trie(big);
+  Matcher m(parse_gbnf(json_value_gbnf()));
+  TokenMasker masker(m, trie, eog_);
+  const std::string text = R"({"name": "Lily", "toys": [1, 2.5, true, null, {"a": "b"}], "happy": false})";
+  std::vector<State> states{m.initial()};
+  for (char c : text) states.push_back(*m.accept_byte(states.back(), uint8_t(c)));
+  std::vector<double> us;
+  for (size_t i = 0; i < states.size(); ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<uint32_t> mask = masker.compute(states[i]);
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    if (i % 8 == 0) {  // the reference is slow: a sample of states
+      for (size_t id = 0; id < big.size(); ++id) {
+        bool ok = tok_->is_eog(int32_t(id)) ? m.is_accepting(states[i])
+                                            : !big[id].empty() && m.accept_bytes(states[i], big[id]).has_value();
+        ASSERT_EQ(mask_allows(mask, int32_t(id)), ok) << "state " << i << " token " << id;
+      }
+    }
+  }
+  std::sort(us.begin(), us.end());
+  std::printf("[ mask    ] any-JSON grammar, synthetic %zu-token vocabulary (%zu trie nodes): median %.0f us, max %.0f us "
+              "per uncached mask\n", big.size(), trie.nodes().size(), us[us.size() / 2], us.back());
+}
+
 }  // namespace
 }  // namespace rf::grammar

@@ -134,6 +134,10 @@ TEST(GrammarSchema, BadSchemasNameThePath) {
   EXPECT_EQ(schema_error(R"({"$ref": "http://example.com/s.json"})"),
             "json schema at #: only local $ref (\"#/...\") is supported, got 'http://example.com/s.json'");
   EXPECT_EQ(schema_error(R"({"allOf": [{"type": "string"}]})"), "json schema at #/allOf: allOf is not supported");
+  EXPECT_EQ(schema_error(R"({"type": "object", "properties": {"zip": {"type": "string", "pattern": "^[0-9]+$"}}})"),
+            "json schema at #/properties/zip/pattern: pattern is not supported");
+  EXPECT_EQ(schema_error(R"({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true})"),
+            "json schema at #/additionalProperties: true together with properties is not supported");
 }
 
 }  // namespace
