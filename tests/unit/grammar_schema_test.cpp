@@ -88,6 +88,13 @@ TEST(GrammarSchema, RefsAndRecursion) {
          {R"({"a": [1, 2], "b": [3.5, -4]})"}, {R"({"a": [1], "b": [3, 4]})", R"({"a": [1, 2], "b": [3, 4, 5]})"}});
 }
 
+TEST(GrammarSchema, RefToTheRoot) {
+  check({R"({"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}},
+          "required": ["next"], "additionalProperties": false})",
+         {R"({"next": null})", R"({"next": {"next": {"next": null}}})"},
+         {R"({"next": 1})", R"({"next": {}})", "{}"}});
+}
+
 TEST(GrammarSchema, AllOptionalAndEmptyObjects) {
   check({R"({"type": "object", "properties": {"a": {"type": "null"}, "b": {"type": "null"}, "c": {"type": "null"}},
           "additionalProperties": false})",
