@@ -195,7 +195,7 @@ TEST_F(GrammarMask, LargerSyntheticVocabulary) {
     auto t0 = std::chrono::steady_clock::now();
     std::vector<uint32_t> mask = masker.compute(states[i]);
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    if (i % 8 == 0) {  // the reference is slow: a sample of states
+    if (i % 16 == 0) {  // the reference is slow (seconds under ASan): a sample of states
       for (size_t id = 0; id < big.size(); ++id) {
         bool ok = tok_->is_eog(int32_t(id)) ? m.is_accepting(states[i])
                                             : !big[id].empty() && m.accept_bytes(states[i], big[id]).has_value();
