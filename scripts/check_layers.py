@@ -27,6 +27,7 @@ RULES = [
     ("kv/", {"core", "kv"}),
     ("tokenizer/", {"core", "gguf", "tokenizer"}),
     ("template/", {"core", "template"}),
+    ("grammar/", {"core", "tokenizer", "grammar"}),
     ("gguf/", {"core", "gguf"}),
     ("core/", {"core"}),
     ("cli/", None),  # the top: may use everything
@@ -76,6 +77,8 @@ PLANTS = [
     ("tokenizer/tokenizer.h", "template/chat_template.h"),
     ("template/jinja_value.h", "tokenizer/tokenizer.h"),
     ("template/chat_template.cpp", "gguf/reader.h"),
+    ("grammar/matcher.h", "engine/engine.h"),
+    ("grammar/gbnf.cpp", "template/chat_template.h"),
     ("core/error.h", "gguf/reader.h"),
 ]
 

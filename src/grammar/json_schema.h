@@ -1,0 +1,41 @@
+// JSON Schema -> grammar, for structured output (OpenAI response_format).
+// Supported: the subset OpenAI's strict mode allows -- type object (properties,
+// required, additionalProperties false), array (items), string, number,
+// integer, boolean, null, a list of types, enum, const, anyOf (oneOf is
+// treated as anyOf), $ref to "#", "#/$defs/X", "#/definitions/X" or any local
+// JSON pointer, recursion through objects/arrays -- plus minLength/maxLength,
+// minItems/maxItems, and numeric bounds where a grammar can say them:
+// minimum >= 0 drops the minus sign, integer minimum >= 1 also drops "0";
+// other bounds (maximum, exclusive*, multipleOf) are not enforced.
+// Objects: properties in the order listed; required ones must appear,
+// optional ones may be left out; no other properties. An object schema
+// without "properties" (and additionalProperties not false) is any object.
+// Whitespace: between tokens at most kMaxWhitespace of [ \t\n\r], so a model
+// cannot loop on whitespace; none inside numbers, literals or strings' quotes.
+// Refused (an error, not silently ignored): allOf, not, if, pattern,
+// patternProperties, prefixItems, uniqueItems. Annotations (title,
+// description, format, default) are ignored.
+// Errors (rf::Error) name the schema path, e.g. "json schema at
+// #/properties/age: unknown type 'int'": unknown types/keywords values,
+// unresolvable $ref, and $ref cycles that consume no input.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "grammar/grammar.h"
+
+namespace rf::grammar {
+
+constexpr int kMaxWhitespace = 8;
+
+// GBNF text for the schema (root rule "root": optional whitespace, a value,
+// optional whitespace).
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+Grammar json_schema_grammar(const nlohmann::ordered_json& schema);
+
+// Any JSON object (response_format json_object), and any JSON value.
+std::string json_object_gbnf();
+std::string json_value_gbnf();
+
+}  // namespace rf::grammar
