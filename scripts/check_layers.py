@@ -18,9 +18,9 @@ RULES = [
     # The scheduler and its data are GPU-free: no backend, no model.
     ("engine/scheduler", {"core", "kv", "engine/scheduler", "engine/sequence"}),
     ("engine/sequence", {"core", "kv"}),
-    ("engine/", {"core", "gguf", "tokenizer", "template", "kv", "backend", "model", "engine"}),
+    ("engine/", {"core", "gguf", "tokenizer", "template", "grammar", "kv", "backend", "model", "engine"}),
     # The server sees the engine only through its serving interface.
-    ("server/", {"core", "tokenizer", "template", "server", "engine/serving", "engine/request",
+    ("server/", {"core", "tokenizer", "template", "grammar", "server", "engine/serving", "engine/request",
                  "engine/metrics"}),
     ("model/", {"core", "gguf", "kv", "backend", "model"}),
     ("backend/", {"core", "backend"}),

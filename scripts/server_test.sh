@@ -30,7 +30,7 @@ npm ci --no-audit --no-fund --loglevel=error || fail "npm ci"
 echo "server_test: node --test with $ROCMFORGE_BIN"
 if ! node --test --test-concurrency=1 --test-timeout=120000 \
     e2e.test.mjs concurrency.test.mjs bad_input.test.mjs lifecycle.test.mjs hostile_clients.test.mjs \
-    families.test.mjs; then
+    families.test.mjs tools.test.mjs structured.test.mjs; then
   fail "node tests (see the failures above)"
 fi
 echo "server_test: all passed"

@@ -51,6 +51,11 @@ struct SampleRow {
   uint64_t rng_counter = 0;  // the sequence's generated-token count: the draw is a pure function of (seed, counter)
   int32_t penalty_offset = 0;  // into the step's PenaltyToken list
   int32_t penalty_count = 0;
+  // Structured output: the tokens the row may draw, a bitmask of
+  // ceil(vocab / 32) words (bit i % 32 of word i / 32: token i), held by the
+  // caller until sample() returns; null: every token. Masked-out tokens
+  // cannot be drawn; logprobs stay those of the raw distribution.
+  const uint32_t* allowed = nullptr;
 };
 
 struct SampleResult {

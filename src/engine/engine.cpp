@@ -26,6 +26,10 @@ struct Engine::Active {
   bool got_first = false;
   bool admitted = false;
   int32_t cached_prompt = 0;  // prompt tokens found in the prefix cache at first admission
+  // Structured output: the request's grammar, its masks and where the text is.
+  std::unique_ptr<grammar::Matcher> matcher;
+  std::unique_ptr<grammar::TokenMasker> masker;
+  grammar::State gstate;
 };
 
 Engine::Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend, EngineConfig config)
@@ -185,6 +189,15 @@ void Engine::admit_new() {
   }
   for (auto& a : fresh) {
     Active* p = a.get();
+    if (p->req.grammar) {  // structured output: the vocabulary's trie once, a matcher per request
+      if (!trie_) {
+        token_bytes_ = grammar::token_bytes(tokenizer_);
+        trie_ = std::make_unique<grammar::TokenTrie>(token_bytes_);
+      }
+      p->matcher = std::make_unique<grammar::Matcher>(*p->req.grammar);
+      p->masker = std::make_unique<grammar::TokenMasker>(*p->matcher, *trie_, eog_tokens_);
+      p->gstate = p->matcher->initial();
+    }
     by_seq_[&p->seq] = p;
     active_[p->seq.id] = std::move(a);
     scheduler_->add(&p->seq);
@@ -248,6 +261,7 @@ bool Engine::step() {
 
   try {
     const Tensor logits = transformer_->forward(batch_, *kv_);
+    grammar_masks();  // on the CPU while a GPU computes the logits
     if (!rows_.empty()) backend_.sample(logits, rows_, penalties_, results_);
   } catch (const std::exception& e) {
     log_error("forward pass failed: ", e.what());
@@ -260,6 +274,20 @@ bool Engine::step() {
   for (size_t i = 0; i < sampled_.size(); ++i) process_token(*sampled_[i], results_[i]);
   update_gauges();
   return true;
+}
+
+void Engine::grammar_masks() {
+  const size_t words = (size_t(model_.config().n_vocab) + 31) / 32;
+  if (masks_.size() < rows_.size()) masks_.resize(rows_.size());
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    Active& a = *sampled_[i];
+    if (!a.masker) continue;
+    const std::vector<uint32_t>& m = a.masker->mask(a.gstate);
+    std::vector<uint32_t>& buf = masks_[i];
+    buf.assign(words, 0u);  // ids past the tokenizer's vocabulary: never
+    std::copy(m.begin(), m.begin() + std::min(m.size(), words), buf.begin());
+    rows_[i].allowed = buf.data();
+  }
 }
 
 void Engine::run_until_idle() {
@@ -290,6 +318,15 @@ void Engine::process_token(Active& a, const SampleResult& r) {
   const bool is_stop_token = std::find(a.req.stop_token_ids.begin(), a.req.stop_token_ids.end(), tok) !=
                              a.req.stop_token_ids.end();
   const bool eos = past_min && ((!a.req.ignore_eos && tokenizer_.is_eog(tok)) || is_stop_token);
+  if (a.matcher && !eos) {  // the grammar follows the text (its mask allowed this token)
+    auto next = size_t(tok) < token_bytes_.size() ? a.matcher->accept_bytes(a.gstate, token_bytes_[size_t(tok)])
+                                                   : std::nullopt;
+    if (!next) {
+      finish(a, FinishReason::Error, str("token ", tok, " does not fit the request's grammar"));
+      return;
+    }
+    a.gstate = std::move(*next);
+  }
 
   StreamEvent ev;
   ev.tokens.push_back(tok);

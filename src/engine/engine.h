@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "grammar/token_mask.h"
 #include "engine/metrics.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -107,6 +108,12 @@ class Engine final : public ServingEngine {
   std::vector<SampleResult> results_;
   std::vector<Active*> sampled_;
   std::vector<int32_t> eog_tokens_;
+  // Structured output (requests with a grammar): each token's bytes and
+  // their trie, built at the first such request; the step's masks.
+  std::vector<std::string> token_bytes_;
+  std::unique_ptr<grammar::TokenTrie> trie_;
+  std::vector<std::vector<uint32_t>> masks_;
+  void grammar_masks();  // after the forward pass is queued, before sampling
 
   // Shared with submitters.
   mutable std::mutex mu_;

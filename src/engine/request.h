@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/sampling.h"
+#include "grammar/grammar.h"
 
 namespace rf {
 
@@ -34,6 +35,10 @@ struct Request {
   std::vector<int32_t> stop_token_ids;
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit), one entry per token
   bool logprobs = false;              // report the chosen token's logprob (and top_logprobs alternatives)
+  // Structured output: every drawn token keeps the text a prefix of a
+  // sentence of this grammar, and end of generation comes only where the
+  // grammar accepts (null: free text).
+  std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 struct TokenLogprob {

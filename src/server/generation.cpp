@@ -85,6 +85,7 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
       r.stop = req.stop;
       r.stop_token_ids = req.stop_token_ids;
       r.logprobs = req.logprobs;
+      r.grammar = req.grammar;
       out.push_back(std::move(r));
     }
   }

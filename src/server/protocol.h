@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/sampling.h"
+#include "grammar/grammar.h"
 
 namespace rf::server {
 
@@ -54,6 +56,9 @@ struct GenerationRequest {
   std::vector<std::string> tool_names;
   bool tool_choice_auto = false;
   bool parallel_tool_calls = true;
+  // Structured output: `response_format` json_object / json_schema, or
+  // llama.cpp's `grammar` (GBNF), compiled (null: free text).
+  std::shared_ptr<const grammar::Grammar> grammar;
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]), sorted by id
   bool logprobs = false;             // completions: `logprobs` is set; chat: `logprobs: true`
   bool stream = false;

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/error.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 #include "server/api_error.h"
 #include "server/protocol.h"
 #include "server/request_fields.h"
@@ -69,6 +72,7 @@ bool non_empty(const Json* v) { return v && !((v->is_array() || v->is_object() |
 
 // Fields shared by both endpoints.
 void parse_stop_token_ids(const FieldReader& f, GenerationRequest& r);
+void parse_structured_output(const FieldReader& f, GenerationRequest& r);
 
 void parse_common(const FieldReader& f, GenerationRequest& r) {
   if (auto model = f.string("model")) r.model = *model;
@@ -99,6 +103,7 @@ void parse_common(const FieldReader& f, GenerationRequest& r) {
   r.n = int32_t(f.integer("n", 1, kMaxN).value_or(1));
   parse_logit_bias(f, r);
   parse_stop_token_ids(f, r);
+  parse_structured_output(f, r);
 }
 
 // A list of token ids (each an integer in [0, INT32_MAX]) of parameter `param`.
@@ -127,6 +132,52 @@ void parse_stop_token_ids(const FieldReader& f, GenerationRequest& r) {
     throw invalid_request("'stop_token_ids' may hold at most " + std::to_string(kMaxStopTokenIds) + " ids",
                           "stop_token_ids");
   r.stop_token_ids = token_ids(*v, "stop_token_ids", "as a list");
+}
+
+// A grammar from GBNF text; one that does not compile is a 400 naming `param`.
+std::shared_ptr<const grammar::Grammar> compile_grammar(const std::string& gbnf, const std::string& param) {
+  try {
+    return std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf));
+  } catch (const Error& e) {
+    throw invalid_request("'" + param + "' cannot be compiled: " + e.what(), param);
+  }
+}
+
+// Structured output: response_format {"type": "text" | "json_object" |
+// "json_schema", "json_schema": {"name", "schema", "strict"}} (OpenAI), or
+// a GBNF `grammar` (llama.cpp); not both.
+void parse_structured_output(const FieldReader& f, GenerationRequest& r) {
+  if (const Json* g = f.get("grammar"); g && !g->is_null()) {
+    if (!g->is_string()) throw invalid_request("'grammar' must be a string of GBNF rules", "grammar");
+    r.grammar = compile_grammar(g->get<std::string>(), "grammar");
+  }
+  const Json* rf = f.get("response_format");
+  if (!rf || rf->is_null()) return;
+  if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
+    throw invalid_request("'response_format' must be an object with a 'type'", "response_format");
+  const std::string type = (*rf)["type"].get<std::string>();
+  if (type == "text") return;
+  if (r.grammar) throw invalid_request("give either 'grammar' or a 'response_format', not both", "response_format");
+  if (type == "json_object") {
+    r.grammar = compile_grammar(grammar::json_object_gbnf(), "response_format");
+    return;
+  }
+  if (type != "json_schema")
+    throw invalid_request("'response_format.type' must be 'text', 'json_object' or 'json_schema', not '" + type + "'",
+                          "response_format.type");
+  const std::string param = "response_format.json_schema";
+  if (!rf->contains("json_schema") || !(*rf)["json_schema"].is_object())
+    throw invalid_request("'" + param + "' must be an object with a 'schema'", param);
+  const Json& js = (*rf)["json_schema"];
+  if (!js.contains("schema") || !js["schema"].is_object())
+    throw invalid_request("'" + param + ".schema' must be a JSON Schema object", param + ".schema");
+  std::string gbnf;
+  try {
+    gbnf = grammar::json_schema_to_gbnf(js["schema"]);
+  } catch (const Error& e) {
+    throw invalid_request(std::string("'") + param + ".schema' is not supported: " + e.what(), param + ".schema");
+  }
+  r.grammar = compile_grammar(gbnf, param + ".schema");
 }
 
 PromptInput token_prompt(const Json& ids, const char* what) {
@@ -401,10 +452,6 @@ GenerationRequest parse_chat_request(const Json& body) {
   }
   r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   parse_tools(f, r);
-  if (const Json* rf = f.get("response_format")) {
-    const bool plain_text = rf->is_object() && rf->contains("type") && (*rf)["type"] == "text";
-    refuse_if(!plain_text, "response_format", "only {\"type\": \"text\"} is supported");
-  }
   return r;
 }
 

@@ -192,7 +192,6 @@ TEST(ServerProtocol, UnsupportedParametersAreNamed) {
   const std::string m = R"("messages":[{"role":"user","content":"hi"}])";
   for (const auto& [extra, param] : std::vector<std::pair<std::string, std::string>>{
            {R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required")", "tool_choice"},
-           {R"("response_format":{"type":"json_object"})", "response_format"},
            {R"("functions":[{"name":"f"}])", "functions"},
            {R"("function_call":"auto")", "function_call"}}) {
     const ApiError e = code("{" + m + "," + extra + "}", true);
@@ -203,6 +202,8 @@ TEST(ServerProtocol, UnsupportedParametersAreNamed) {
   EXPECT_NO_THROW(completion(R"({"prompt":"x","n":1,"best_of":1,"echo":false,"suffix":"","logit_bias":{}})"));
   EXPECT_EQ(completion(R"({"prompt":"x","n":4})").n, 4);
   EXPECT_TRUE(chat("{" + m + R"(,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto"})").tool_choice_auto);
+  EXPECT_TRUE(chat("{" + m + R"(,"response_format":{"type":"json_object"}})").grammar);
+  EXPECT_TRUE(completion(R"({"prompt":"x","grammar":"root ::= \"a\""})").grammar);
   EXPECT_NO_THROW(chat("{" + m + R"(,"tools":[],"tool_choice":"none","response_format":{"type":"text"},"n":1})"));
 }
 

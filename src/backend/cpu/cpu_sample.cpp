@@ -23,6 +23,9 @@ void sample_row(const float* logits, int32_t vocab, const SampleRow& row, const 
   thread_local std::vector<float> sorted;
   work.assign(logits, logits + vocab);
   apply_penalties(work.data(), p, pen, row.penalty_count);
+  if (row.allowed)
+    for (int32_t i = 0; i < vocab; ++i)
+      if (!((row.allowed[i >> 5] >> (i & 31)) & 1u)) work[size_t(i)] = -INFINITY;
 
   // Raw model log-probabilities (before penalties and temperature).
   double mx = -INFINITY;

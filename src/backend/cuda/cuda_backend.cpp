@@ -49,6 +49,9 @@ struct CudaBackend::Impl {
   PenaltyToken* pen_dev = nullptr;
   PenaltyToken* pen_host = nullptr;
   size_t pen_capacity = 0;
+  uint32_t* mask_dev = nullptr;  // allowed-token masks of the step's rows
+  uint32_t* mask_host = nullptr;  // pinned
+  size_t mask_words = 0;         // per row
   float* sample_work = nullptr;
   gpu::SampleOutDevice* out_dev = nullptr;
   gpu::SampleOutDevice* out_host = nullptr;
@@ -105,7 +108,7 @@ CudaBackend::~CudaBackend() {
   impl_->blas.reset();
   for (void* p : {static_cast<void*>(impl_->staging), static_cast<void*>(impl_->meta_host),
                   static_cast<void*>(impl_->rows_host), static_cast<void*>(impl_->pen_host),
-                  static_cast<void*>(impl_->out_host)})
+                  static_cast<void*>(impl_->out_host), static_cast<void*>(impl_->mask_host)})
     if (p) (void)gpuFreeHost(p);
   impl_->meta_host = nullptr;
   for (auto& [p, n] : allocations_) (void)gpuFree(p);
@@ -189,11 +192,13 @@ void CudaBackend::release_reserved() {
   release_moe();
   for (void* p : {static_cast<void*>(I.meta_dev), static_cast<void*>(I.rows_dev), static_cast<void*>(I.pen_dev),
                   static_cast<void*>(I.sample_work), static_cast<void*>(I.out_dev), I.dequant,
-                  static_cast<void*>(I.attn.partial_out), static_cast<void*>(I.attn.partial_ml)})
+                  static_cast<void*>(I.attn.partial_out), static_cast<void*>(I.attn.partial_ml),
+                  static_cast<void*>(I.mask_dev)})
     free(p);
   for (void* p : {static_cast<void*>(I.meta_host), static_cast<void*>(I.rows_host), static_cast<void*>(I.pen_host),
-                  static_cast<void*>(I.out_host)})
+                  static_cast<void*>(I.out_host), static_cast<void*>(I.mask_host)})
     if (p) RF_GPU_CHECK(gpuFreeHost(p));
+  I.mask_dev = I.mask_host = nullptr;
   I.meta_dev = I.meta_host = nullptr;
   I.rows_dev = I.rows_host = nullptr;
   I.pen_dev = I.pen_host = nullptr;
@@ -231,6 +236,9 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   I.pen_dev = static_cast<PenaltyToken*>(alloc(I.pen_capacity * sizeof(PenaltyToken), "penalty tokens"));
   RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.pen_host), I.pen_capacity * sizeof(PenaltyToken), gpuHostAllocDefault));
   I.sample_work = static_cast<float*>(alloc(L * size_t(lim.vocab) * 4, "sampling workspace"));
+  I.mask_words = (size_t(lim.vocab) + 31) / 32;
+  I.mask_dev = static_cast<uint32_t*>(alloc(L * I.mask_words * 4, "sampling masks"));
+  RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.mask_host), L * I.mask_words * 4, gpuHostAllocDefault));
   I.out_dev = static_cast<gpu::SampleOutDevice*>(alloc(L * sizeof(gpu::SampleOutDevice), "sampling results"));
   RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.out_host), L * sizeof(gpu::SampleOutDevice), gpuHostAllocDefault));
 
@@ -465,6 +473,7 @@ void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, 
   RF_CHECK(penalties.size() <= I.pen_capacity, "cuda sample: ", penalties.size(), " penalty tokens exceed capacity ",
            I.pen_capacity);
   RF_CHECK(logits.type == DType::F32 && logits.cols() <= limits_.vocab, "cuda sample: bad logits");
+  size_t n_masked = 0;
   for (int i = 0; i < n; ++i) {
     const SampleRow& r = rows[size_t(i)];
     gpu::SampleRowDevice& d = I.rows_host[i];
@@ -478,11 +487,20 @@ void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, 
     d.top_logprobs = std::clamp(r.params.top_logprobs, 0, kMaxTopLogprobs);
     d.penalty_offset = r.penalty_offset;
     d.penalty_count = r.penalty_count;
+    d.mask_offset = -1;
+    if (r.allowed) {  // packed after the previous masked rows
+      d.mask_offset = int32_t(n_masked * I.mask_words);
+      std::memcpy(I.mask_host + n_masked * I.mask_words, r.allowed, I.mask_words * 4);
+      ++n_masked;
+    }
     d.seed = r.params.seed;
     d.counter = r.rng_counter;
   }
   RF_GPU_CHECK(gpuMemcpyAsync(I.rows_dev, I.rows_host, size_t(n) * sizeof(gpu::SampleRowDevice),
                               gpuMemcpyHostToDevice, S(stream_)));
+  if (n_masked > 0)  // one small upload for the step's masks
+    RF_GPU_CHECK(gpuMemcpyAsync(I.mask_dev, I.mask_host, n_masked * I.mask_words * 4, gpuMemcpyHostToDevice,
+                                S(stream_)));
   if (!penalties.empty()) {
     std::memcpy(I.pen_host, penalties.data(), penalties.size() * sizeof(PenaltyToken));
     RF_GPU_CHECK(gpuMemcpyAsync(I.pen_dev, I.pen_host, penalties.size() * sizeof(PenaltyToken), gpuMemcpyHostToDevice,
@@ -490,7 +508,8 @@ void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, 
   }
   {
     OpTimer timer(profiler(), "sample");
-    gpu::sample(logits.ptr<float>(), n, int(logits.cols()), I.rows_dev, I.pen_dev, I.sample_work, I.out_dev, ctx());
+    gpu::sample(logits.ptr<float>(), n, int(logits.cols()), I.rows_dev, I.pen_dev, I.mask_dev, I.sample_work, I.out_dev,
+                ctx());
   }
   RF_GPU_CHECK(gpuMemcpyAsync(I.out_host, I.out_dev, size_t(n) * sizeof(gpu::SampleOutDevice), gpuMemcpyDeviceToHost,
                               S(stream_)));

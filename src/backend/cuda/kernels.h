@@ -149,6 +149,7 @@ void moe_combine(const float* y, const int32_t* pos_of, const float* weights, in
 struct SampleRowDevice {
   float temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty;
   int32_t top_k, top_logprobs, penalty_offset, penalty_count;
+  int32_t mask_offset;  // into the step's mask words, -1: no mask
   uint64_t seed, counter;
 };
 struct SampleOutDevice {
@@ -157,7 +158,9 @@ struct SampleOutDevice {
   int32_t top_ids[kMaxTopLogprobs];
   float top_logprobs[kMaxTopLogprobs];
 };
+// `masks`: the rows' allowed-token bitmasks (SampleRow::allowed), at
+// params[row].mask_offset words.
 void sample(const float* logits, int rows, int vocab, const SampleRowDevice* params, const PenaltyToken* penalties,
-            float* work, SampleOutDevice* out, const LaunchCtx& ctx);
+            const uint32_t* masks, float* work, SampleOutDevice* out, const LaunchCtx& ctx);
 
 }  // namespace rf::gpu

@@ -104,7 +104,7 @@ struct ChunkStats {
 };
 
 __device__ __forceinline__ bool plain_greedy(const SampleRowDevice& p) {
-  return p.temperature <= 0.0f && p.penalty_count == 0 && p.top_logprobs == 0;
+  return p.temperature <= 0.0f && p.penalty_count == 0 && p.top_logprobs == 0 && p.mask_offset < 0;
 }
 
 __global__ void __launch_bounds__(256) greedy_partial_kernel(const float* __restrict__ logits, int vocab,
@@ -165,6 +165,7 @@ __global__ void greedy_final_kernel(const float* __restrict__ logits, int vocab,
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int vocab,
                                                           const SampleRowDevice* __restrict__ params,
                                                           const PenaltyToken* __restrict__ penalties,
+                                                          const uint32_t* __restrict__ masks,
                                                           float* __restrict__ work, SampleOutDevice* __restrict__ out) {
   pdl_wait();
   pdl_trigger();
@@ -200,6 +201,11 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   __syncthreads();
   for (int e = threadIdx.x; e < p.penalty_count; e += blockDim.x)
     if (pen[e].banned && pen[e].token >= 0 && pen[e].token < vocab) w[pen[e].token] = -INFINITY;
+  if (p.mask_offset >= 0) {  // structured output: only the allowed tokens
+    const uint32_t* m = masks + p.mask_offset;
+    for (int i = threadIdx.x; i < vocab; i += blockDim.x)
+      if (!((m[i >> 5] >> (i & 31)) & 1u)) w[i] = -INFINITY;
+  }
   __syncthreads();
 
   // Raw log-normalizer.
@@ -298,14 +304,14 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
 }  // namespace
 
 void sample(const float* logits, int rows, int vocab, const SampleRowDevice* params, const PenaltyToken* penalties,
-            float* work, SampleOutDevice* out, const LaunchCtx& ctx) {
+            const uint32_t* masks, float* work, SampleOutDevice* out, const LaunchCtx& ctx) {
   if (rows == 0) return;
   RF_CHECK(size_t(vocab) * sizeof(float) >= kGreedySplits * sizeof(ChunkStats), "cuda sample: vocab too small");
   launch(greedy_partial_kernel, dim3(rows, kGreedySplits), 256, 0, ctx, logits, vocab, params, work);
   RF_GPU_CHECK_LAUNCH();
   launch(greedy_final_kernel, rows, 32, 0, ctx, logits, vocab, params, work, out);
   RF_GPU_CHECK_LAUNCH();
-  launch(sample_kernel, rows, kThreads, 0, ctx, logits, vocab, params, penalties, work, out);
+  launch(sample_kernel, rows, kThreads, 0, ctx, logits, vocab, params, penalties, masks, work, out);
   RF_GPU_CHECK_LAUNCH();
 }
 
