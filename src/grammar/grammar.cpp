@@ -146,4 +146,36 @@ std::string Grammar::to_gbnf() const {
   return out;
 }
 
+uint32_t import_rules(Grammar& into, const Grammar& g, const std::string& prefix) {
+  const uint32_t base = uint32_t(into.n_rules());
+  for (const std::string& name : g.rule_names) into.reserve_rule(prefix + name);
+  for (uint32_t r = 0; r < g.n_rules(); ++r) {
+    std::vector<Sequence> alts;
+    for (uint32_t start : g.rule_alts[r]) {
+      Sequence seq;
+      for (uint32_t p = start; g.elems[p].kind != ElemKind::End; ++p) {
+        Element e = g.elems[p];
+        if (e.kind == ElemKind::Ref) e.rule += base;
+        seq.push_back(std::move(e));
+      }
+      alts.push_back(std::move(seq));
+    }
+    into.define_rule(base + r, alts);
+  }
+  return base + g.root;
+}
+
+Sequence literal(std::string_view text) {
+  Sequence seq;
+  for (size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    const int n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    uint32_t cp = n == 1 ? b : b & (0x3F >> (n - 1));
+    for (int k = 1; k < n && i + size_t(k) < text.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + size_t(k)]) & 0x3F);
+    seq.push_back(one_char(cp));
+    i += size_t(n);
+  }
+  return seq;
+}
+
 }  // namespace rf::grammar

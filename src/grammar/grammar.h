@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,13 @@ struct Grammar {
   // GBNF text of the grammar (for debugging and error messages).
   std::string to_gbnf() const;
 };
+
+// Copies every rule of `g` into `into`, names prefixed with `prefix` and
+// references renumbered; returns the id of g's root there (grammars composed
+// of others: a tool call around each tool's argument schema).
+uint32_t import_rules(Grammar& into, const Grammar& g, const std::string& prefix);
+// The code points of UTF-8 `text`, one element each.
+Sequence literal(std::string_view text);
 
 // Element constructors.
 Element chars(std::vector<CharRange> ranges, bool negated = false);

@@ -59,6 +59,15 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
     throw invalid_request(std::to_string(prompts.size()) + " prompts x n = " + std::to_string(req.n) + " is more than " +
                               std::to_string(kMaxChoices) + " choices",
                           "n");
+  std::shared_ptr<const grammar::Grammar> grammar = req.grammar;
+  if (req.tool_call_forced) {  // the reply: calls of the offered functions, in the model's format
+    try {
+      grammar = std::make_shared<const grammar::Grammar>(tool_call_grammar(
+          tool_call_format(svc.chat().source()), req.tools, req.tool_call_name, req.parallel_tool_calls));
+    } catch (const Error& e) {
+      throw invalid_request(std::string("a tool's parameters cannot be enforced: ") + e.what(), "tools");
+    }
+  }
   const int64_t ctx = svc.max_model_len();
   std::vector<Request> out;
   for (auto& ids : prompts) {
@@ -85,7 +94,7 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
       r.stop = req.stop;
       r.stop_token_ids = req.stop_token_ids;
       r.logprobs = req.logprobs;
-      r.grammar = req.grammar;
+      r.grammar = grammar;
       out.push_back(std::move(r));
     }
   }
@@ -119,7 +128,7 @@ Generation::Generation(ModelService& svc, const GenerationRequest& req)
     : svc_(svc),
       fmt_(make_meta(svc, req), svc.tokenizer()),
       n_per_prompt_(size_t(req.n)),
-      parse_tools_(req.endpoint == Endpoint::ChatCompletions && req.tool_choice_auto),
+      parse_tools_(req.endpoint == Endpoint::ChatCompletions && (req.tool_choice_auto || req.tool_call_forced)),
       tool_format_(tool_call_format(svc.chat().source())),
       tool_names_(req.tool_names),
       parallel_tool_calls_(req.parallel_tool_calls) {

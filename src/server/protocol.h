@@ -55,6 +55,10 @@ struct GenerationRequest {
   Json tools;
   std::vector<std::string> tool_names;
   bool tool_choice_auto = false;
+  // tool_choice "required" (any offered function) or a named one: the reply
+  // is constrained to calls (server/tool_calls.h, tool_call_grammar).
+  bool tool_call_forced = false;
+  std::string tool_call_name;        // the named function ("" : any)
   bool parallel_tool_calls = true;
   // Structured output: `response_format` json_object / json_schema, or
   // llama.cpp's `grammar` (GBNF), compiled (null: free text).

@@ -319,9 +319,9 @@ Json parse_tool_list(const Json& tools, std::vector<std::string>& names) {
   return tools;
 }
 
-// tools, tool_choice ("none", "auto"; "required" and a named function need
-// constrained decoding, which comes with the grammar engine) and
-// parallel_tool_calls; the legacy functions / function_call are refused.
+// tools, tool_choice ("none", "auto", "required" or a named function: the
+// latter two constrain the reply to calls) and parallel_tool_calls; the
+// legacy functions / function_call are refused.
 void parse_tools(const FieldReader& f, GenerationRequest& r) {
   refuse_if(non_empty(f.get("functions")), "functions");
   if (const Json* fc = f.get("function_call")) refuse_if(!(fc->is_string() && *fc == "none"), "function_call");
@@ -339,17 +339,22 @@ void parse_tools(const FieldReader& f, GenerationRequest& r) {
     r.tool_choice_auto = *tc == "auto" && !r.tool_names.empty();
     return;
   }
-  if (tc->is_string() && *tc == "required") {
-    if (r.tool_names.empty()) throw invalid_request("'tool_choice' is 'required' but no 'tools' are given", "tool_choice");
-    throw unsupported_parameter("tool_choice", "'required' needs constrained decoding, which is not available yet");
-  }
-  if (tc->is_object() && tc->contains("function") && (*tc)["function"].is_object() &&
-      (*tc)["function"].contains("name") && (*tc)["function"]["name"].is_string()) {
-    const std::string name = (*tc)["function"]["name"].get<std::string>();
-    if (std::find(r.tool_names.begin(), r.tool_names.end(), name) == r.tool_names.end())
-      throw invalid_request("'tool_choice' names the function '" + name + "', which 'tools' does not offer",
+  const bool required = tc->is_string() && *tc == "required";
+  const bool named = tc->is_object() && tc->contains("function") && (*tc)["function"].is_object() &&
+                     (*tc)["function"].contains("name") && (*tc)["function"]["name"].is_string();
+  if (required || named) {
+    if (r.tool_names.empty()) throw invalid_request("'tool_choice' asks for a call but no 'tools' are given", "tool_choice");
+    if (r.grammar)
+      throw invalid_request("'tool_choice' forcing a call cannot be combined with 'response_format' or 'grammar'",
                             "tool_choice");
-    throw unsupported_parameter("tool_choice", "a named function needs constrained decoding, which is not available yet");
+    r.tool_call_forced = true;
+    if (named) {
+      r.tool_call_name = (*tc)["function"]["name"].get<std::string>();
+      if (std::find(r.tool_names.begin(), r.tool_names.end(), r.tool_call_name) == r.tool_names.end())
+        throw invalid_request("'tool_choice' names the function '" + r.tool_call_name + "', which 'tools' does not offer",
+                              "tool_choice");
+    }
+    return;
   }
   throw invalid_request("'tool_choice' must be 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": "
                         "{\"name\": ...}}",

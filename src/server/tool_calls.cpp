@@ -5,6 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/error.h"
+#include "grammar/json_schema.h"
+
 namespace rf::server {
 namespace {
 
@@ -169,6 +172,78 @@ size_t tool_call_safe_prefix(ToolCallFormat f, std::string_view text) {
     }
   }
   return text.size();
+}
+
+grammar::Grammar tool_call_grammar(ToolCallFormat f, const nlohmann::ordered_json& tools, const std::string& only,
+                                   bool parallel) {
+  using grammar::Sequence;
+  grammar::Grammar g;
+  const uint32_t root = g.reserve_rule("root");
+  const uint32_t call = g.reserve_rule("call");
+  std::vector<Sequence> calls;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json& fn = tools[i]["function"];
+    const std::string name = fn["name"].get<std::string>();
+    if (!only.empty() && name != only) continue;
+    const Json schema = fn.contains("parameters")
+                            ? Json(fn["parameters"])
+                            : Json{{"type", "object"}, {"properties", Json::object()}, {"additionalProperties", false}};
+    grammar::Grammar args;
+    try {
+      args = grammar::json_schema_grammar(schema);
+    } catch (const Error& e) {
+      fail("tools[", i, "].function.parameters: ", e.what());
+    }
+    const uint32_t args_root = grammar::import_rules(g, args, "t" + std::to_string(i) + "-");
+    const char* key = f == ToolCallFormat::Llama3Json ? "parameters" : "arguments";
+    // {"name": "NAME", "arguments": ARGS} (the name as JSON writes it: names are plain ASCII).
+    Sequence seq = grammar::literal(std::string("{\"name\": \"") + name + "\", \"" + key + "\": ");
+    seq.push_back(grammar::ref(args_root));
+    const Sequence close = grammar::literal("}");
+    seq.insert(seq.end(), close.begin(), close.end());
+    calls.push_back(std::move(seq));
+  }
+  RF_CHECK(!calls.empty(), "tool_choice names no offered function");
+  g.define_rule(call, calls);
+  auto wrapped = [&](std::string_view open, std::string_view close) {
+    Sequence s = grammar::literal(open);
+    s.push_back(grammar::ref(call));
+    const Sequence c = grammar::literal(close);
+    s.insert(s.end(), c.begin(), c.end());
+    return s;
+  };
+  const bool many = parallel && f != ToolCallFormat::Llama3Json;
+  Sequence one, sep;
+  if (f == ToolCallFormat::Hermes) {
+    one = wrapped("<tool_call>\n", "\n</tool_call>");
+    sep = grammar::literal("\n");
+  } else if (f == ToolCallFormat::Mistral) {
+    one = {grammar::ref(call)};
+    sep = grammar::literal(", ");
+  } else {
+    one = {grammar::ref(call)};
+  }
+  // more ::= sep one more | (nothing): further calls.
+  Sequence body = one;
+  if (many) {
+    const uint32_t more = g.reserve_rule("more");
+    Sequence again = sep;
+    again.insert(again.end(), one.begin(), one.end());
+    again.push_back(grammar::ref(more));
+    g.define_rule(more, {again, Sequence{}});
+    body.push_back(grammar::ref(more));
+  }
+  if (f == ToolCallFormat::Mistral) {  // a JSON list (the [TOOL_CALLS] marker is a control token)
+    Sequence list = grammar::literal("[");
+    list.insert(list.end(), body.begin(), body.end());
+    const Sequence end = grammar::literal("]");
+    list.insert(list.end(), end.begin(), end.end());
+    body = std::move(list);
+  }
+  g.define_rule(root, {body});
+  g.root = root;
+  g.validate();
+  return g;
 }
 
 }  // namespace rf::server

@@ -13,9 +13,12 @@
 // client never sees half a call as content.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "grammar/grammar.h"
 
 namespace rf::server {
 
@@ -38,6 +41,16 @@ struct ParsedReply {
 // `id_prefix` makes the calls' ids unique ("<request id>_<choice>").
 ParsedReply parse_tool_calls(ToolCallFormat f, std::string_view text, const std::vector<std::string>& tool_names,
                              const std::string& id_prefix);
+
+// tool_choice "required" or a named function: the grammar of a reply that
+// is nothing but calls in format `f` — one call, or with `parallel` one or
+// more (Llama 3: one) — of the functions of `tools` (the request's validated
+// list) named `only` (empty: any of them), each call's arguments valid for
+// its `parameters` JSON Schema (none: an empty object). The replies parse
+// back with parse_tool_calls. Throws rf::Error naming the schema that cannot
+// be compiled ("tools[i].function.parameters: ...").
+grammar::Grammar tool_call_grammar(ToolCallFormat f, const nlohmann::ordered_json& tools, const std::string& only,
+                                   bool parallel);
 
 // How many leading bytes of `text` (a choice's output so far) cannot be
 // part of a tool call and may stream as content now.

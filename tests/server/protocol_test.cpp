@@ -191,7 +191,6 @@ TEST(ServerProtocol, UnsupportedParametersAreNamed) {
   }
   const std::string m = R"("messages":[{"role":"user","content":"hi"}])";
   for (const auto& [extra, param] : std::vector<std::pair<std::string, std::string>>{
-           {R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required")", "tool_choice"},
            {R"("functions":[{"name":"f"}])", "functions"},
            {R"("function_call":"auto")", "function_call"}}) {
     const ApiError e = code("{" + m + "," + extra + "}", true);
@@ -203,6 +202,7 @@ TEST(ServerProtocol, UnsupportedParametersAreNamed) {
   EXPECT_EQ(completion(R"({"prompt":"x","n":4})").n, 4);
   EXPECT_TRUE(chat("{" + m + R"(,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto"})").tool_choice_auto);
   EXPECT_TRUE(chat("{" + m + R"(,"response_format":{"type":"json_object"}})").grammar);
+  EXPECT_TRUE(chat("{" + m + R"(,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"})").tool_call_forced);
   EXPECT_TRUE(completion(R"({"prompt":"x","grammar":"root ::= \"a\""})").grammar);
   EXPECT_NO_THROW(chat("{" + m + R"(,"tools":[],"tool_choice":"none","response_format":{"type":"text"},"n":1})"));
 }

@@ -1,13 +1,16 @@
 // Tool calls in replies (server/tool_calls.h): each family's format parsed
 // into OpenAI calls, text that is not a call (bad JSON, an unknown tool)
-// left as content, the format found from templates, and the streaming
-// hold-back of text where a call may start.
+// left as content, the format found from templates, the streaming
+// hold-back of text where a call may start, and the grammar that forces
+// calls (tool_choice required / named) accepting exactly well-formed calls,
+// which parse back.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "grammar/matcher.h"
 #include "server/tool_calls.h"
 
 namespace rf::server {
@@ -96,6 +99,55 @@ TEST(ToolCalls, StreamingHoldsBackWhereACallMayStart) {
   EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::Mistral, " [{\"name\""), 0u);
   EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::Llama3Json, "{\"name\": "), 0u);
   EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::Llama3Json, "It is sunny."), 12u);
+}
+
+TEST(ToolCalls, ForcedCallGrammarPerFormat) {
+  const auto tools = nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"enum": ["Oslo", "Paris"]}}, "required": ["city"], "additionalProperties": false}}},
+    {"type": "function", "function": {"name": "search"}}])");
+  struct Case {
+    ToolCallFormat f;
+    std::string good, good_many, wrong_args, wrong_name;
+  };
+  const Case cases[] = {
+      {ToolCallFormat::Hermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+       "<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", "
+       "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>",
+       "<tool_call>\n{\"name\": \"rm\", \"arguments\": {}}\n</tool_call>"},
+      {ToolCallFormat::Mistral, "[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]",
+       "[{\"name\": \"search\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
+       "[{\"name\": \"get_weather\", \"arguments\": {\"town\": \"Oslo\"}}]", "[{\"name\": \"rm\", \"arguments\": {}}]"},
+      {ToolCallFormat::Llama3Json, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", "",
+       "{\"name\": \"get_weather\", \"parameters\": {}}", "{\"name\": \"rm\", \"parameters\": {}}"},
+  };
+  for (const Case& c : cases) {
+    const grammar::Matcher any(tool_call_grammar(c.f, tools, "", true));
+    EXPECT_TRUE(any.matches(c.good)) << c.good;
+    const ParsedReply p = parse_tool_calls(c.f, c.good, {"get_weather", "search"}, "t");
+    ASSERT_EQ(p.calls.size(), 1u) << c.good;
+    EXPECT_EQ(p.calls[0].name, "get_weather");
+    EXPECT_EQ(args(p.calls[0]), nlohmann::json::parse(R"({"city": "Oslo"})"));
+    if (!c.good_many.empty()) {
+      EXPECT_TRUE(any.matches(c.good_many)) << c.good_many;
+      EXPECT_EQ(parse_tool_calls(c.f, c.good_many, {"get_weather", "search"}, "t").calls.size(), 2u);
+      const grammar::Matcher single(tool_call_grammar(c.f, tools, "", false));
+      EXPECT_FALSE(single.matches(c.good_many)) << "parallel_tool_calls false: one call";
+    }
+    EXPECT_FALSE(any.matches(c.wrong_args)) << c.wrong_args;
+    EXPECT_FALSE(any.matches(c.wrong_name)) << c.wrong_name;
+    const grammar::Matcher named(tool_call_grammar(c.f, tools, "search", true));
+    EXPECT_FALSE(named.matches(c.good)) << "named: only search";
+  }
+  const auto bad = nlohmann::ordered_json::parse(
+      R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "string", "pattern": "x"}}}])");
+  try {
+    tool_call_grammar(ToolCallFormat::Hermes, bad, "", true);
+    FAIL() << "a schema with pattern compiled";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("tools[0].function.parameters"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -4,10 +4,11 @@
 // messages with tool_calls (arguments as JSON text, given to the template
 // as objects) and tool messages are accepted, tool_choice "auto" leaves a
 // reply without calls as content (streamed == not streamed, through the
-// hold-back of text where a call may start), and bad tools or tool_choice
-// values are 400s naming the field. (Replies that hold calls are parsed
-// per family in tool_calls_test.cpp; constrained tool_choice "required" /
-// a named function come with the grammar engine.)
+// hold-back of text where a call may start), tool_choice "required" or a
+// named function makes even this tiny model call an offered function with
+// arguments valid for its schema (greedy and sampled, streamed and not),
+// and bad tools or tool_choice values are 400s naming the field. (Each
+// family's call format is parsed in tool_calls_test.cpp.)
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -20,9 +21,37 @@ const weather = {
   function: {
     name: 'get_weather',
     description: 'Weather of a city',
-    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 10 } }, required: ['city'] },
   },
 };
+const search = {
+  type: 'function',
+  function: {
+    name: 'search',
+    parameters: {
+      type: 'object',
+      properties: { topic: { enum: ['cats', 'dogs', 'rain'] }, limit: { type: 'boolean' } },
+      required: ['topic', 'limit'],
+      additionalProperties: false,
+    },
+  },
+};
+
+// A call's arguments against its function's schema, checked by hand.
+function validCall(call) {
+  assert.equal(call.type, 'function');
+  assert.match(call.id, /^call_/);
+  const args = JSON.parse(call.function.arguments);
+  if (call.function.name === 'get_weather') {
+    return typeof args.city === 'string' && [...args.city].length <= 10 &&
+      Object.keys(args).every((k) => k === 'city');
+  }
+  if (call.function.name === 'search') {
+    return ['cats', 'dogs', 'rain'].includes(args.topic) && typeof args.limit === 'boolean' &&
+      Object.keys(args).length === 2;
+  }
+  return false;
+}
 
 async function rendered(server, body) {
   const ids = await post(server, '/tokenize', body);
@@ -94,6 +123,49 @@ describe('tools', () => {
     }
   });
 
+  test('tool_choice required or named: calls of offered functions with schema-valid arguments', async () => {
+    const messages = [{ role: 'user', content: 'What should I do?' }];
+    const tools = [weather, search];
+    for (const [tool_choice, names] of [['required', ['get_weather', 'search']], [{ type: 'function', function: { name: 'search' } }, ['search']]]) {
+      const greedy = await openai.chat.completions.create({
+        messages, tools, tool_choice, parallel_tool_calls: false, temperature: 0, max_tokens: 200,
+      });
+      const c = greedy.choices[0];
+      assert.equal(c.finish_reason, 'tool_calls');
+      assert.equal(c.message.content, null);
+      assert.equal(c.message.tool_calls.length, 1);
+      assert.ok(names.includes(c.message.tool_calls[0].function.name), c.message.tool_calls[0].function.name);
+      assert.ok(validCall(c.message.tool_calls[0]), c.message.tool_calls[0].function.arguments);
+      // Streamed: the same call, whole, in one tool_calls delta.
+      const streamed = [];
+      let finish = null;
+      for await (const chunk of await openai.chat.completions.create({
+        messages, tools, tool_choice, parallel_tool_calls: false, temperature: 0, max_tokens: 200, stream: true,
+      })) {
+        for (const ch of chunk.choices) {
+          for (const call of ch.delta.tool_calls ?? []) streamed.push(call);
+          assert.ok(!ch.delta.content, ch.delta.content);
+          if (ch.finish_reason) finish = ch.finish_reason;
+        }
+      }
+      assert.equal(finish, 'tool_calls');
+      assert.equal(streamed.length, 1);
+      assert.equal(streamed[0].index, 0);
+      assert.deepEqual(streamed[0].function, c.message.tool_calls[0].function);
+      // Sampled, several choices, parallel calls allowed.
+      const sampled = await openai.chat.completions.create({
+        messages, tools, tool_choice, temperature: 1.0, seed: 11, n: 3, max_tokens: 400,
+      });
+      for (const s of sampled.choices) {
+        assert.ok(s.message.tool_calls.length >= 1);
+        for (const call of s.message.tool_calls) {
+          assert.ok(names.includes(call.function.name), call.function.name);
+          assert.ok(validCall(call), call.function.arguments);
+        }
+      }
+    }
+  });
+
   test('bad tools and tool_choice values are 400s naming the field', async () => {
     const messages = [{ role: 'user', content: 'Hi' }];
     const cases = [
@@ -105,7 +177,8 @@ describe('tools', () => {
       [{ tools: [weather], tool_choice: { type: 'function', function: { name: 'nope' } } }, 'tool_choice'],
       [{ tools: [weather], tool_choice: 'sometimes' }, 'tool_choice'],
       [{ tool_choice: 'required' }, 'tool_choice'],
-      [{ tools: [weather], tool_choice: 'required' }, 'tool_choice'],
+      [{ tools: [weather], tool_choice: 'required', response_format: { type: 'json_object' } }, 'tool_choice'],
+      [{ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'string', pattern: 'x' } } }], tool_choice: 'required' }, 'tools'],
       [{ messages: [{ role: 'assistant', content: null, tool_calls: 'x' }] }, 'messages[0].tool_calls'],
     ];
     for (const [extra, param] of cases) {
