@@ -18,7 +18,7 @@ constexpr std::string_view kClose = "\xEE\x80\x81";
 }  // namespace
 
 ChatPrompt::ChatPrompt(const Tokenizer& tok, std::string source, std::string origin, bool special_in_content)
-    : tok_(tok), source_(source), origin_(std::move(origin)), special_in_content_(special_in_content) {
+    : tok_(tok), tool_format_(tool_call_format(source)), origin_(std::move(origin)), special_in_content_(special_in_content) {
   try {
     tmpl_ = std::make_unique<ChatTemplate>(std::move(source));
   } catch (const std::exception& e) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "server/protocol.h"
+#include "server/tool_calls.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -40,8 +41,8 @@ class ChatPrompt {
   std::string render(const Json& messages, bool add_generation_prompt, const Json& tools = Json()) const;
   // The prompt's token ids (render, then tokenize as described above).
   std::vector<int32_t> tokenize(const Json& messages, bool add_generation_prompt, const Json& tools = Json()) const;
-  // The template's text ("" when none parsed).
-  const std::string& source() const { return source_; }
+  // The format the template's model writes tool calls in (found once).
+  ToolCallFormat tool_format() const { return tool_format_; }
 
   bool valid() const { return tmpl_ != nullptr; }
   const std::string& error() const { return error_; }  // why the template did not parse
@@ -56,7 +57,8 @@ class ChatPrompt {
 
   const Tokenizer& tok_;
   std::unique_ptr<ChatTemplate> tmpl_;
-  std::string source_, error_, origin_;
+  ToolCallFormat tool_format_;
+  std::string error_, origin_;
   std::string bos_text_, eos_text_;
   bool special_in_content_;
   std::vector<std::string> specials_by_byte_[256];  // control-token texts by first byte, longest first

@@ -63,7 +63,7 @@ std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRe
   if (req.tool_call_forced) {  // the reply: calls of the offered functions, in the model's format
     try {
       grammar = std::make_shared<const grammar::Grammar>(tool_call_grammar(
-          tool_call_format(svc.chat().source()), req.tools, req.tool_call_name, req.parallel_tool_calls));
+          svc.chat().tool_format(), req.tools, req.tool_call_name, req.parallel_tool_calls));
     } catch (const Error& e) {
       throw invalid_request(std::string("a tool's parameters cannot be enforced: ") + e.what(), "tools");
     }
@@ -129,7 +129,7 @@ Generation::Generation(ModelService& svc, const GenerationRequest& req)
       fmt_(make_meta(svc, req), svc.tokenizer()),
       n_per_prompt_(size_t(req.n)),
       parse_tools_(req.endpoint == Endpoint::ChatCompletions && (req.tool_choice_auto || req.tool_call_forced)),
-      tool_format_(tool_call_format(svc.chat().source())),
+      tool_format_(svc.chat().tool_format()),
       tool_names_(req.tool_names),
       parallel_tool_calls_(req.parallel_tool_calls) {
   std::vector<Request> requests = build_engine_requests(svc, req);
