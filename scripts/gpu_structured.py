@@ -2,11 +2,12 @@
 """On the GPU machine: structured output through `rocmforge serve --device
 cuda` on stories260K — a JSON schema (greedy, sampled with n = 4) and a GBNF
 grammar — each reply checked independently; exits non-zero on any failure.
-Usage: scripts/gpu_structured.py BIN TESTDATA"""
+Usage: scripts/gpu_structured.py BIN TESTDATA [DEVICE]"""
 import json, re, subprocess, sys, time, urllib.request
 
 bin_, testdata = sys.argv[1], sys.argv[2]
-proc = subprocess.Popen([bin_, "serve", "-m", f"{testdata}/stories260K.gguf", "--device", "cuda", "--port", "0"],
+device = sys.argv[3] if len(sys.argv) > 3 else "cuda"
+proc = subprocess.Popen([bin_, "serve", "-m", f"{testdata}/stories260K.gguf", "--device", device, "--port", "0"],
                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 port, log = None, ""
 deadline = time.time() + 60
@@ -18,6 +19,13 @@ while port is None and time.time() < deadline:
         port = int(m.group(1))
 if port is None:
     print("server did not start:\n" + log); proc.kill(); sys.exit(1)
+
+while time.time() < deadline:  # the port opens before the model has loaded (503 until then)
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
+        break
+    except OSError:
+        time.sleep(0.1)
 
 def post(body):
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", json.dumps(body).encode(),
@@ -52,5 +60,5 @@ bad += not ok
 print("OK  " if ok else "BAD ", "grammar:", text)
 proc.terminate()
 proc.wait(timeout=20)
-print("structured output through cuda:", "all valid" if bad == 0 else f"{bad} invalid")
+print(f"structured output through {device}:", "all valid" if bad == 0 else f"{bad} invalid")
 sys.exit(1 if bad else 0)

@@ -26,10 +26,10 @@ struct Engine::Active {
   bool got_first = false;
   bool admitted = false;
   int32_t cached_prompt = 0;  // prompt tokens found in the prefix cache at first admission
-  // Structured output: the request's grammar, its masks and where the text is.
-  std::unique_ptr<grammar::Matcher> matcher;
-  std::unique_ptr<grammar::TokenMasker> masker;
-  grammar::State gstate;
+  // Structured output: the request's grammar (shared with requests using the
+  // same one) and where the text is in it.
+  std::shared_ptr<grammar::CompiledGrammar> grammar;
+  grammar::GrammarCursor gcursor;
 };
 
 Engine::Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend, EngineConfig config)
@@ -189,14 +189,14 @@ void Engine::admit_new() {
   }
   for (auto& a : fresh) {
     Active* p = a.get();
-    if (p->req.grammar) {  // structured output: the vocabulary's trie once, a matcher per request
-      if (!trie_) {
+    if (p->req.grammar) {  // structured output: the vocabulary's trie once, each grammar compiled once
+      if (!grammars_) {
         token_bytes_ = grammar::token_bytes(tokenizer_);
         trie_ = std::make_unique<grammar::TokenTrie>(token_bytes_);
+        grammars_ = std::make_unique<grammar::GrammarCache>(*trie_, eog_tokens_);
       }
-      p->matcher = std::make_unique<grammar::Matcher>(*p->req.grammar);
-      p->masker = std::make_unique<grammar::TokenMasker>(*p->matcher, *trie_, eog_tokens_);
-      p->gstate = p->matcher->initial();
+      p->grammar = grammars_->get(*p->req.grammar);
+      p->gcursor.state = p->grammar->matcher().initial();
     }
     by_seq_[&p->seq] = p;
     active_[p->seq.id] = std::move(a);
@@ -277,17 +277,26 @@ bool Engine::step() {
 }
 
 void Engine::grammar_masks() {
+  const auto t0 = Clock::now();
   const size_t words = (size_t(model_.config().n_vocab) + 31) / 32;
   if (masks_.size() < rows_.size()) masks_.resize(rows_.size());
+  bool any = false;
   for (size_t i = 0; i < rows_.size(); ++i) {
     Active& a = *sampled_[i];
-    if (!a.masker) continue;
-    const std::vector<uint32_t>& m = a.masker->mask(a.gstate);
+    if (!a.grammar) continue;
+    any = true;
+    a.grammar->trim(kGrammarStateBytes);
+    grammar::TokenMasker& masker = a.grammar->masker();
+    const grammar::MaskStats before = masker.stats();
+    const std::vector<uint32_t>& m = masker.mask(a.gcursor.current(a.grammar->automaton()));
+    metrics_.grammar_masks_computed += masker.stats().computed - before.computed;
+    metrics_.grammar_mask_cache_hits += masker.stats().cache_hits - before.cache_hits;
     std::vector<uint32_t>& buf = masks_[i];
     buf.assign(words, 0u);  // ids past the tokenizer's vocabulary: never
     std::copy(m.begin(), m.begin() + std::min(m.size(), words), buf.begin());
     rows_[i].allowed = buf.data();
   }
+  if (any) metrics_.observe_grammar_step(std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
 void Engine::run_until_idle() {
@@ -318,14 +327,11 @@ void Engine::process_token(Active& a, const SampleResult& r) {
   const bool is_stop_token = std::find(a.req.stop_token_ids.begin(), a.req.stop_token_ids.end(), tok) !=
                              a.req.stop_token_ids.end();
   const bool eos = past_min && ((!a.req.ignore_eos && tokenizer_.is_eog(tok)) || is_stop_token);
-  if (a.matcher && !eos) {  // the grammar follows the text (its mask allowed this token)
-    auto next = size_t(tok) < token_bytes_.size() ? a.matcher->accept_bytes(a.gstate, token_bytes_[size_t(tok)])
-                                                   : std::nullopt;
-    if (!next) {
+  if (a.grammar && !eos) {  // the grammar follows the text (its mask allowed this token)
+    if (size_t(tok) >= token_bytes_.size() || !a.gcursor.advance(a.grammar->automaton(), token_bytes_[size_t(tok)])) {
       finish(a, FinishReason::Error, str("token ", tok, " does not fit the request's grammar"));
       return;
     }
-    a.gstate = std::move(*next);
   }
 
   StreamEvent ev;

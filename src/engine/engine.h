@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "grammar/compiled.h"
 #include "grammar/token_mask.h"
 #include "engine/metrics.h"
 #include "engine/request.h"
@@ -108,10 +109,13 @@ class Engine final : public ServingEngine {
   std::vector<SampleResult> results_;
   std::vector<Active*> sampled_;
   std::vector<int32_t> eog_tokens_;
-  // Structured output (requests with a grammar): each token's bytes and
-  // their trie, built at the first such request; the step's masks.
+  // Structured output (requests with a grammar): each token's bytes, their
+  // trie and the compiled grammars, built at the first such request; the
+  // step's masks. A grammar's automaton is forgotten past kGrammarStateBytes.
+  static constexpr size_t kGrammarStateBytes = size_t(128) << 20;
   std::vector<std::string> token_bytes_;
   std::unique_ptr<grammar::TokenTrie> trie_;
+  std::unique_ptr<grammar::GrammarCache> grammars_;
   std::vector<std::vector<uint32_t>> masks_;
   void grammar_masks();  // after the forward pass is queued, before sampling
 

@@ -32,6 +32,14 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
   out += line;
 }
 
+void EngineMetrics::observe_grammar_step(double seconds) {
+  grammar_mask.observe(seconds);
+  const auto us = uint64_t(seconds * 1e6);
+  uint64_t prev = grammar_mask_max_micros.load();
+  while (us > prev && !grammar_mask_max_micros.compare_exchange_weak(prev, us)) {
+  }
+}
+
 std::string EngineMetrics::prometheus_text() const {
   std::string out;
   char line[256];
@@ -69,6 +77,17 @@ std::string EngineMetrics::prometheus_text() const {
   metric("rocmforge_kv_window_blocks_released_total", "counter",
          "KV blocks of sliding-window groups released as the window moved past them.",
          double(kv_window_releases.load()));
+  metric("rocmforge_grammar_masks_computed_total", "counter",
+         "Structured output: token masks computed by walking the vocabulary trie.",
+         double(grammar_masks_computed.load()));
+  metric("rocmforge_grammar_mask_cache_hits_total", "counter",
+         "Structured output: token masks served from a grammar's cache.", double(grammar_mask_cache_hits.load()));
+  metric("rocmforge_grammar_mask_step_max_seconds", "gauge",
+         "Structured output: the longest time one step spent computing token masks.",
+         double(grammar_mask_max_micros.load()) / 1e6);
+  grammar_mask.render(out, "rocmforge_grammar_mask_step_seconds",
+                      "Structured output: time each step spent computing token masks (on the CPU, overlapped with "
+                      "the forward pass).");
   ttft.render(out, "rocmforge_time_to_first_token_seconds", "Time from request arrival to its first token.");
   tpot.render(out, "rocmforge_time_per_output_token_seconds", "Time between consecutive output tokens.");
   e2e.render(out, "rocmforge_request_latency_seconds", "Time from request arrival to its last token.");

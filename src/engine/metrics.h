@@ -44,6 +44,13 @@ struct EngineMetrics {
   Histogram ttft{{0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10, 30}};
   Histogram tpot{{0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1}};
   Histogram e2e{{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120}};
+  // Structured output: the CPU time of each step's token masks (steps with a
+  // grammar row only), masks computed by a trie walk and served from cache.
+  Histogram grammar_mask{{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1}};
+  std::atomic<uint64_t> grammar_mask_max_micros{0};
+  std::atomic<uint64_t> grammar_masks_computed{0};
+  std::atomic<uint64_t> grammar_mask_cache_hits{0};
+  void observe_grammar_step(double seconds);
 
   std::string prometheus_text() const;
 };

@@ -18,7 +18,7 @@ using json = nlohmann::ordered_json;
 // Shared primitive rules, added to the output when first used.
 const std::map<std::string, std::string>& primitives() {
   static const std::map<std::string, std::string> p = {
-      {"ws", str("[ \\t\\n\\r]{0,", kMaxWhitespace, "}")},
+      {"ws", str(R"(( " " | "\n" [ \t]{0,)", kMaxIndent, "})?")},
       {"char", R"([^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}))"},
       {"string", R"("\"" char* "\"")"},
       {"int-digits", R"("0" | [1-9] [0-9]*)"},

@@ -10,8 +10,9 @@
 // Objects: properties in the order listed; required ones must appear,
 // optional ones may be left out; no other properties. An object schema
 // without "properties" (and additionalProperties not false) is any object.
-// Whitespace: between tokens at most kMaxWhitespace of [ \t\n\r], so a model
-// cannot loop on whitespace; none inside numbers, literals or strings' quotes.
+// Whitespace between tokens: none, one space, or one newline and at most
+// kMaxIndent spaces or tabs (compact and indented JSON both fit; a model
+// cannot loop on blank lines); none inside numbers, literals or strings.
 // Refused (an error, not silently ignored): allOf, not, if, pattern,
 // patternProperties, prefixItems, uniqueItems. Annotations (title,
 // description, format, default) are ignored.
@@ -27,7 +28,7 @@
 
 namespace rf::grammar {
 
-constexpr int kMaxWhitespace = 8;
+constexpr int kMaxIndent = 20;
 
 // GBNF text for the schema (root rule "root": optional whitespace, a value,
 // optional whitespace).

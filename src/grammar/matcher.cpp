@@ -12,8 +12,12 @@ namespace rf::grammar {
 std::string State::key() const {
   std::string k(pending, pending_len);
   k.insert(k.begin(), char(pending_len));
+  size_t n = k.size();
+  for (const Stack& st : stacks) n += (st.size() + 1) * sizeof(uint32_t);
+  k.reserve(n);
   for (const Stack& st : stacks) {
-    k += str(st.size(), ':');
+    const auto len = uint32_t(st.size());
+    k.append(reinterpret_cast<const char*>(&len), sizeof len);
     k.append(reinterpret_cast<const char*>(st.data()), st.size() * sizeof(uint32_t));
   }
   return k;
