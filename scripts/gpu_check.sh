@@ -98,3 +98,18 @@ for fam in ["qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4", "mixtral", "qw
 print("worst rel L2:", worst, "(DESIGN.md f16 tolerance ~1e-3 per op; whole model < 1e-2)")
 PY
 fi
+
+if [ "$stage" = structured ]; then
+  # Issue 15: structured output through serve --device cuda (stories260K,
+  # every reply checked), then 64 clients with and without a JSON schema on
+  # synthetic llama3-8b (RF_TYPES, default f16) in one server.
+  echo "== structured output through serve --device cuda"
+  python3 scripts/gpu_structured.py "$BIN/rocmforge" "$ROCMFORGE_TESTDATA" cuda 2>&1 | tail -3
+  for t in ${RF_TYPES:-f16}; do
+    f="$MODELS/llama3-8b-$t.gguf"
+    [ -f "$f" ] || { /usr/bin/time -f "mkmodel $t: %e s" "$BIN/rocmforge" mkmodel --preset llama3-8b --type "$t" -o "$f" 2>&1 | tail -2; }
+    echo "== 64 clients, 256 x (512 + 128), free vs JSON schema, llama3-8b $t"
+    python3 scripts/structured_load.py "$BIN/rocmforge" "$f" -n 256 -c 64 -p 512 -m 128 --vocab 128256 \
+      --rounds "${RF_ROUNDS:-2}" | tee "$OUT/structured-$t.jsonl"
+  done
+fi
