@@ -110,6 +110,6 @@ if [ "$stage" = structured ]; then
     [ -f "$f" ] || { /usr/bin/time -f "mkmodel $t: %e s" "$BIN/rocmforge" mkmodel --preset llama3-8b --type "$t" -o "$f" 2>&1 | tail -2; }
     echo "== 64 clients, 256 x (512 + 128), free vs JSON schema, llama3-8b $t"
     python3 scripts/structured_load.py "$BIN/rocmforge" "$f" -n 256 -c 64 -p 512 -m 128 --vocab 128256 \
-      --rounds "${RF_ROUNDS:-2}" | tee "$OUT/structured-$t.jsonl"
+      --rounds "${RF_ROUNDS:-3}" | tee "$OUT/structured-$t.jsonl"
   done
 fi

@@ -4,7 +4,8 @@
 Starts `rocmforge serve` on MODEL, then drives it with C streaming clients
 sending N /v1/completions requests of P random prompt tokens and M output
 tokens, alternately without and with a JSON schema (response_format
-json_schema), ROUNDS times each, all against the same server. Every
+json_schema), ROUNDS times each, all against the same server, after one
+free warm-up run; every run has its own random prompts. Every
 schema-constrained reply is parsed and checked against the schema. Prints
 one JSON line per run (output tok/s, TTFT and TPOT percentiles, mean output
 tokens), then a summary with the median ratio constrained / free and the
@@ -160,16 +161,16 @@ def main():
 
     model = json.load(urllib.request.urlopen(url + "/v1/models", timeout=10))["data"][0]["id"]
     rng = random.Random(0)
-    prompts = [[rng.randrange(300, a.vocab) for _ in range(a.p)] for _ in range(a.n)]
-    warm = [[rng.randrange(300, a.vocab) for _ in range(32)] for _ in range(a.c)]
-    run(port, model, warm, a.c, 16, False)  # graphs and allocations warm
-    run(port, model, warm, a.c, 16, True)
+    def fresh_prompts():  # new ones per run: no run finds another's prompts in the prefix cache
+        return [[rng.randrange(300, a.vocab) for _ in range(a.p)] for _ in range(a.n)]
+    print(json.dumps({"warm_up": run(port, model, fresh_prompts(), a.c, a.m, False)["output_tok_s"]}), flush=True)
+    run(port, model, fresh_prompts()[:a.c], a.c, 16, True)  # the schema compiled
     before = metrics(url)
     results = {False: [], True: []}
     failed = False
     for r in range(a.rounds):
         for constrained in (False, True):
-            res = run(port, model, prompts, a.c, a.m, constrained)
+            res = run(port, model, fresh_prompts(), a.c, a.m, constrained)
             print(json.dumps(res), flush=True)
             results[constrained].append(res["output_tok_s"])
             failed |= res["errors"] > 0 or res["invalid"] > 0

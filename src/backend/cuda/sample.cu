@@ -93,8 +93,8 @@ __device__ uint32_t radix_select(const float* x, int n, uint32_t floor, uint64_t
   return prefix > floor ? prefix : floor;
 }
 
-// Plain greedy rows (temperature 0, no penalties, no alternatives) take a
-// wide path: kGreedySplits blocks per row reduce chunks of the vocabulary,
+// Plain greedy rows (temperature 0, no penalties, no alternatives; an
+// allowed-token mask is fine: the argmax skips masked tokens) take a wide path: kGreedySplits blocks per row reduce chunks of the vocabulary,
 // a second kernel combines them. Chunk results live in the row's own slice
 // of the work buffer.
 constexpr int kGreedySplits = 32;
@@ -104,11 +104,12 @@ struct ChunkStats {
 };
 
 __device__ __forceinline__ bool plain_greedy(const SampleRowDevice& p) {
-  return p.temperature <= 0.0f && p.penalty_count == 0 && p.top_logprobs == 0 && p.mask_offset < 0;
+  return p.temperature <= 0.0f && p.penalty_count == 0 && p.top_logprobs == 0;
 }
 
 __global__ void __launch_bounds__(256) greedy_partial_kernel(const float* __restrict__ logits, int vocab,
                                                               const SampleRowDevice* __restrict__ params,
+                                                              const uint32_t* __restrict__ masks,
                                                               float* __restrict__ work) {
   pdl_wait();
   pdl_trigger();
@@ -121,10 +122,12 @@ __global__ void __launch_bounds__(256) greedy_partial_kernel(const float* __rest
   const int begin = min(vocab, split * chunk), end = min(vocab, begin + chunk);
   float mx = -INFINITY;
   ArgMax best{-INFINITY, 0x7fffffff};
+  const SampleRowDevice& p = params[row];
+  const uint32_t* m = p.mask_offset >= 0 ? masks + p.mask_offset : nullptr;
   for (int i = begin + threadIdx.x; i < end; i += blockDim.x) {
     const float v = lg[i];
-    mx = fmaxf(mx, v);
-    best = better(best, ArgMax{v, i});
+    mx = fmaxf(mx, v);  // the normalizer is the raw distribution's
+    if (!m || ((m[i >> 5] >> (i & 31)) & 1u)) best = better(best, ArgMax{v, i});  // structured output: allowed only
   }
   mx = block_max(mx, fscratch);
   float se = 0.0f;
@@ -307,7 +310,7 @@ void sample(const float* logits, int rows, int vocab, const SampleRowDevice* par
             const uint32_t* masks, float* work, SampleOutDevice* out, const LaunchCtx& ctx) {
   if (rows == 0) return;
   RF_CHECK(size_t(vocab) * sizeof(float) >= kGreedySplits * sizeof(ChunkStats), "cuda sample: vocab too small");
-  launch(greedy_partial_kernel, dim3(rows, kGreedySplits), 256, 0, ctx, logits, vocab, params, work);
+  launch(greedy_partial_kernel, dim3(rows, kGreedySplits), 256, 0, ctx, logits, vocab, params, masks, work);
   RF_GPU_CHECK_LAUNCH();
   launch(greedy_final_kernel, rows, 32, 0, ctx, logits, vocab, params, work, out);
   RF_GPU_CHECK_LAUNCH();
