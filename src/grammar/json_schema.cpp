@@ -3,12 +3,15 @@
 // and the text is then parsed by parse_gbnf like any user grammar.
 #include "grammar/json_schema.h"
 
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "core/error.h"
 #include "grammar/gbnf.h"
+#include "grammar/int_range.h"
 
 namespace rf::grammar {
 namespace {
@@ -197,22 +200,44 @@ class Converter {
       use("char");
       return add_rule("string", "\"\\\"\" char" + repeat_suffix(min, max) + " \"\\\"\"");
     }
-    if (type == "number" || type == "integer") {
-      bool non_negative = false, positive_int = false;
-      if (s.contains("minimum")) {
-        if (!s["minimum"].is_number()) bad(path + "/minimum", "must be a number");
-        double m = s["minimum"].get<double>();
-        non_negative = m >= 0;
-        positive_int = type == "integer" && m > 0;
-      }
-      if (!non_negative) return use(type);
+    if (type == "integer") return integer(s, path);
+    if (type == "number") {
+      // Bounds other than a non-negative minimum cannot be said by a grammar
+      // of decimal text short of enumerating digits: not enforced.
+      bool non_negative = false;
+      for (const char* key : {"minimum", "exclusiveMinimum"})
+        if (s.contains(key)) {
+          if (!s[key].is_number()) bad(path + "/" + key, "must be a number");
+          non_negative |= s[key].get<double>() >= 0;
+        }
+      if (!non_negative) return use("number");
       use("int-digits");
-      if (positive_int) return add_rule("positive-integer", "[1-9] [0-9]*");
-      if (type == "integer") return "int-digits";
       use("frac-exp");
       return add_rule("non-negative-number", "int-digits frac-exp");
     }
     bad(path + "/type", "unknown type '" + type + "'");
+  }
+
+  // Integers with minimum / maximum / exclusiveMinimum / exclusiveMaximum
+  // (numbers; a fractional bound rounds inward) as an exact digit grammar.
+  std::string integer(const json& s, const std::string& path) {
+    std::optional<int64_t> lo, hi;
+    auto bound = [&](const char* key) -> std::optional<double> {
+      if (!s.contains(key)) return std::nullopt;
+      if (!s[key].is_number()) bad(path + "/" + key, "must be a number");
+      const double v = s[key].get<double>();
+      if (!(std::fabs(v) < 9e18)) bad(path + "/" + key, "is out of the supported range (|bound| < 9e18)");
+      return v;
+    };
+    auto raise = [&](int64_t v) { lo = lo ? std::max(*lo, v) : v; };
+    auto lower = [&](int64_t v) { hi = hi ? std::min(*hi, v) : v; };
+    if (auto v = bound("minimum")) raise(int64_t(std::ceil(*v)));
+    if (auto v = bound("exclusiveMinimum")) raise(int64_t(std::floor(*v)) + 1);
+    if (auto v = bound("maximum")) lower(int64_t(std::floor(*v)));
+    if (auto v = bound("exclusiveMaximum")) lower(int64_t(std::ceil(*v)) - 1);
+    if (!lo && !hi) return use("integer");
+    if (lo && hi && *lo > *hi) bad(path, str("no integer is within the bounds [", *lo, ", ", *hi, "]"));
+    return add_rule("integer-range", int_range_gbnf(lo, hi));
   }
 
   std::string object(const json& s, const std::string& path) {

@@ -4,9 +4,10 @@
 // integer, boolean, null, a list of types, enum, const, anyOf (oneOf is
 // treated as anyOf), $ref to "#", "#/$defs/X", "#/definitions/X" or any local
 // JSON pointer, recursion through objects/arrays -- plus minLength/maxLength,
-// minItems/maxItems, and numeric bounds where a grammar can say them:
-// minimum >= 0 drops the minus sign, integer minimum >= 1 also drops "0";
-// other bounds (maximum, exclusive*, multipleOf) are not enforced.
+// minItems/maxItems, and numeric bounds: integers within minimum / maximum /
+// exclusiveMinimum / exclusiveMaximum exactly (int_range.h); numbers with a
+// non-negative minimum have no minus sign, their other bounds and
+// multipleOf are not enforced.
 // Objects: properties in the order listed; required ones must appear,
 // optional ones may be left out; no other properties. An object schema
 // without "properties" (and additionalProperties not false) is any object.

@@ -51,6 +51,12 @@ inline bool schema_valid(const ojson& v, const ojson& s, const ojson& root) {
     // (nlohmann stores integers beyond 64 bits as doubles).
     if (t == "integer" && !v.is_number_integer() && std::floor(v.get<double>()) != v.get<double>()) return false;
     if (s.contains("minimum") && v.get<double>() < s["minimum"].get<double>()) return false;
+    if (t == "integer") {  // the bounds the grammar enforces for integers
+      const double x = v.get<double>();
+      if (s.contains("maximum") && x > s["maximum"].get<double>()) return false;
+      if (s.contains("exclusiveMinimum") && x <= s["exclusiveMinimum"].get<double>()) return false;
+      if (s.contains("exclusiveMaximum") && x >= s["exclusiveMaximum"].get<double>()) return false;
+    }
     return true;
   }
   if (t == "string") {

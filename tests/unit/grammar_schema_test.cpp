@@ -4,6 +4,7 @@
 // sound), and bad schemas with errors naming the schema path.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,47 @@ std::string schema_error(const char* schema) {
     return e.what();
   }
   return "(no error)";
+}
+
+// Integer bounds: every integer in [-1500, 1500] (and some far outside)
+// against the bounds, for ranges crossing zero, digit-count boundaries,
+// exclusive and fractional bounds, and one-sided ones; "-0", leading zeros
+// and "+" never.
+TEST(GrammarSchema, IntegerBoundsAreExact) {
+  struct Bounds {
+    const char* schema;
+    std::optional<int64_t> lo, hi;
+  };
+  const std::vector<Bounds> cases = {
+      {R"({"type": "integer", "minimum": 1, "maximum": 12})", 1, 12},
+      {R"({"type": "integer", "minimum": -37, "maximum": 1205})", -37, 1205},
+      {R"({"type": "integer", "minimum": 100, "maximum": 999})", 100, 999},
+      {R"({"type": "integer", "minimum": 0, "maximum": 0})", 0, 0},
+      {R"({"type": "integer", "minimum": -1000, "maximum": -10})", -1000, -10},
+      {R"({"type": "integer", "exclusiveMinimum": 9, "exclusiveMaximum": 101})", 10, 100},
+      {R"({"type": "integer", "minimum": 2.5, "maximum": 77.9})", 3, 77},
+      {R"({"type": "integer", "minimum": 95})", 95, std::nullopt},
+      {R"({"type": "integer", "maximum": -3})", std::nullopt, -3},
+      {R"({"type": "integer", "maximum": 250})", std::nullopt, 250},
+      {R"({"type": "integer", "minimum": -250})", -250, std::nullopt},
+  };
+  for (const Bounds& b : cases) {
+    SCOPED_TRACE(b.schema);
+    const ojson schema = ojson::parse(b.schema);
+    Matcher m(json_schema_grammar(schema));
+    auto inside = [&](int64_t n) { return (!b.lo || n >= *b.lo) && (!b.hi || n <= *b.hi); };
+    std::vector<int64_t> values;
+    for (int64_t n = -1500; n <= 1500; ++n) values.push_back(n);
+    for (int64_t n : {int64_t(99999), int64_t(-99999), int64_t(1234567890123), int64_t(-1234567890123)}) values.push_back(n);
+    for (int64_t n : values) {
+      ASSERT_EQ(m.matches(std::to_string(n)), inside(n)) << n << "\n" << json_schema_to_gbnf(schema);
+      EXPECT_EQ(test::schema_valid(ojson(n), schema, schema), inside(n)) << "checker disagrees at " << n;
+    }
+    for (const char* t : {"-0", "00", "007", "+5", "1.0", "-", ""}) EXPECT_FALSE(m.matches(t)) << t;
+  }
+  EXPECT_THROW(json_schema_grammar(ojson::parse(R"({"type": "integer", "minimum": 5, "maximum": 4})")), Error);
+  EXPECT_THROW(json_schema_grammar(ojson::parse(R"({"type": "integer", "exclusiveMinimum": 4, "exclusiveMaximum": 5})")),
+               Error);
 }
 
 TEST(GrammarSchema, BadSchemasNameThePath) {
