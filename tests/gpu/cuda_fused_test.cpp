@@ -3,6 +3,8 @@
 // inputs, for plain and quantized weights.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "core/quant.h"
 #include "gpu/gpu_test_util.h"
 
@@ -33,9 +35,11 @@ TEST_P(CudaFused, MatchCpuReference) {
   const DType type = GetParam();
   std::mt19937 rng(21 + int(type));
   auto gpu = test::make_gpu();
-  gpu->reserve(BackendLimits{64, 4, 4, 8, 100, 512 * 512, 1, 1});
+  gpu->reserve(BackendLimits{64, 4, 4, 8, 100, 2048 * 512, 1, 1});
   CpuBackend cpu(2);
-  const int k = 512;
+  // k = 512 and 2048: one-row k-quant GEMVs on such short rows split a
+  // block's warps into 4 or 2 sets of rows.
+  for (const int k : {512, 2048})
   for (int n : {1, 3, 8}) {
     auto x = test::round_f16(test::randn(size_t(n) * k, rng));
     void* gx = test::upload(*gpu, test::to_f16(x));
@@ -70,7 +74,7 @@ TEST_P(CudaFused, MatchCpuReference) {
         EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gouts[size_t(i)].data, ref[size_t(i)].size())),
                          ref[size_t(i)]),
                   4e-3)
-            << dtype_name(type) << " n=" << n << " output " << i << (with_bias ? " with bias" : "");
+            << dtype_name(type) << " k=" << k << " n=" << n << " output " << i << (with_bias ? " with bias" : "");
         gpu->free(gouts[size_t(i)].data);
       }
     }
@@ -85,7 +89,7 @@ TEST_P(CudaFused, MatchCpuReference) {
       Tensor gu = make_tensor(gpu->alloc(g.size() * 2, "u"), DType::F16, 320, n, DeviceKind::CUDA);
       gpu->matmul_gate_up_glu(tx, gwg, gwu, go, gu, go, act);
       EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go.data, g.size())), g), 5e-3)
-          << dtype_name(type) << " n=" << n << (act == Activation::SiLU ? " gate*up silu" : " gate*up gelu");
+          << dtype_name(type) << " k=" << k << " n=" << n << (act == Activation::SiLU ? " gate*up silu" : " gate*up gelu");
       gpu->free(go.data);
       gpu->free(gu.data);
     }
@@ -94,6 +98,51 @@ TEST_P(CudaFused, MatchCpuReference) {
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaFused, ::testing::Values(DType::F16, DType::Q4_K, DType::Q6_K, DType::Q8_0),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// q/k/v of mixed formats (q4_k_m keeps some V projections in Q6_K): the
+// leading run of one format fuses, the rest runs alone; all match the CPU.
+TEST(CudaFusedOps, MixedFormatProjectionsMatchCpu) {
+  RF_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  auto gpu = test::make_gpu();
+  gpu->reserve(BackendLimits{64, 4, 4, 8, 100, 2048 * 512, 1, 1});
+  CpuBackend cpu(2);
+  const int k = 2048;
+  const int rows[3] = {256, 64, 64};
+  for (const auto& types : {std::array<DType, 3>{DType::Q4_K, DType::Q4_K, DType::Q6_K},
+                            std::array<DType, 3>{DType::Q6_K, DType::Q4_K, DType::Q4_K}}) {
+    std::vector<Weight> ws;
+    std::vector<Tensor> cws, gws;
+    for (int i = 0; i < 3; ++i) {
+      ws.push_back(make_weight(types[size_t(i)], rows[i], k, rng));
+      cws.push_back(ws.back().host);
+      gws.push_back(gpu->load_weight(ws.back().host, "w"));
+    }
+    for (int n : {1, 3}) {
+      auto x = test::round_f16(test::randn(size_t(n) * k, rng));
+      void* gx = test::upload(*gpu, test::to_f16(x));
+      Tensor cx = make_tensor(x.data(), DType::F32, k, n), tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA);
+      std::vector<std::vector<float>> ref(3);
+      std::vector<Tensor> couts, gouts;
+      for (int i = 0; i < 3; ++i) {
+        ref[size_t(i)].resize(size_t(n) * rows[i]);
+        couts.push_back(make_tensor(ref[size_t(i)].data(), DType::F32, rows[i], n));
+        gouts.push_back(make_tensor(gpu->alloc(size_t(n) * rows[i] * 2, "out"), DType::F16, rows[i], n, DeviceKind::CUDA));
+      }
+      cpu.matmul_multi(cx, cws, couts, {});
+      gpu->matmul_multi(tx, gws, gouts, {});
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gouts[size_t(i)].data, ref[size_t(i)].size())),
+                         ref[size_t(i)]),
+                  4e-3)
+            << "n=" << n << " output " << i << " " << dtype_name(types[size_t(i)]);
+        gpu->free(gouts[size_t(i)].data);
+      }
+      gpu->free(gx);
+    }
+    for (Tensor& g : gws) gpu->free(g.data);
+  }
+}
 
 TEST(CudaFusedOps, AddRmsNormMatchesCpu) {
   RF_REQUIRE_GPU();

@@ -544,6 +544,21 @@ void CudaBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std:
   RF_CHECK(biases.empty() || biases.size() == ws.size(), "matmul_multi: biases and weights differ in number");
   bool same_out = true;
   for (const Tensor& o : outs) same_out = same_out && o.type == outs[0].type;
+  if (!gemv_fusable(x, ws) && ws.size() > 1 && x.type == DType::F16 && x.rows() <= 8) {
+    // Mixed formats (q4_k_m keeps some layers' V in Q6_K): the run of the
+    // first format fuses, the rest goes on its own.
+    size_t run = 1;
+    while (run < ws.size() && ws[run].type == ws[0].type) ++run;
+    if (run < ws.size()) {
+      auto part = [&](size_t from, size_t count) {
+        matmul_multi(x, ws.subspan(from, count), outs.subspan(from, count),
+                     biases.empty() ? biases : biases.subspan(from, count));
+      };
+      part(0, run);
+      part(run, ws.size() - run);
+      return;
+    }
+  }
   if (!gemv_fusable(x, ws) || ws.size() > 3 || !same_out) return Backend::matmul_multi(x, ws, outs, biases);
   OpTimer timer(profiler(),
                 profiler() ? str("matmul gemv x", ws.size(), " ", dtype_name(ws[0].type), " n", x.rows(), " k", x.cols())

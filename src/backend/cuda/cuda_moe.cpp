@@ -1,6 +1,6 @@
 // The CUDA backend's mixture-of-experts ops: routing, and the expert FFN as
-// plan (pairs grouped by expert, tiles) -> gather -> gate*up -> down ->
-// weighted combine, each one launch over all active experts. Few rows per
+// plan (pairs grouped by expert, tiles) -> gather (not for one token) ->
+// gate*up -> down -> weighted combine, each one launch over all active experts. Few rows per
 // expert go through the GEMV kernels in expert mode (only the chosen
 // experts' rows are read); many through the tensor-core kernel in expert
 // mode (f16, Q4_K, Q6_K). Large batches run in chunks of the reserved size.
@@ -61,8 +61,15 @@ void CudaBackend::moe_route(const Tensor& router_logits, const MoeParams& p, Ten
                ids.rows() >= n && weights.rows() >= n,
            "cuda moe_route: bad inputs");
   gpu::OpProfiler::Scope timer(profiler(), "moe route");
+  // One token: the plan comes with the routing (moe_ffn on these ids skips
+  // its own plan launch; any other plan it writes forgets this one).
+  const bool with_plan = n == 1 && moe_;
+  gpu::MoePlanOut plan{};
+  if (with_plan)
+    plan = {moe_->order, moe_->pos_of, moe_->tiles_gemv, moe_->tiles_mma, moe_->n_tiles};
   gpu::moe_route(router_logits.ptr<float>(), n, p.n_expert, p.n_used, p.norm_weights, ids.ptr<int32_t>(),
-                 weights.ptr<float>(), ctx());
+                 weights.ptr<float>(), with_plan ? &plan : nullptr, ctx());
+  if (moe_) moe_->planned_ids = with_plan ? ids.data : nullptr;
 }
 
 void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
@@ -98,9 +105,16 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
     const int max_gemv = gpu::moe_max_tiles(P, E, gemv_rows), max_mma = gpu::moe_max_tiles(P, E, kMmaTileRows);
     const int32_t* ids_c = ids.ptr<int32_t>() + size_t(t0) * k;
     const float* w_c = weights.ptr<float>() + size_t(t0) * k;
-    gpu::moe_plan(ids_c, P, E, gemv_rows, kMmaTileRows, M.order, M.pos_of, M.tiles_gemv, M.tiles_mma, M.n_tiles,
-                  ctx());
-    gpu::moe_gather(static_cast<const uint8_t*>(x.data) + size_t(t0) * d * 2, M.order, P, k, d, M.xs, ctx());
+    if (n == 1 && M.planned_ids == ids.data) {
+      // moe_route wrote this token's plan
+    } else {
+      gpu::moe_plan(ids_c, P, E, gemv_rows, kMmaTileRows, M.order, M.pos_of, M.tiles_gemv, M.tiles_mma, M.n_tiles,
+                    ctx());
+      M.planned_ids = nullptr;
+    }
+    const uint8_t* x_c = static_cast<const uint8_t*>(x.data) + size_t(t0) * d * 2;
+    // One token: the gate/up GEMV reads its row directly (no gather).
+    if (nt > 1) gpu::moe_gather(x_c, M.order, P, k, d, M.xs, ctx());
     if (mma_gate) {
       gpu::mma_matmul_experts(w.gate.type, w.gate.data, gate_expert_bytes, w.gate.row_bytes(), ff, d, M.xs, M.h,
                               DType::F16, M.tiles_mma, M.n_tiles + 1, max_mma, ctx());
@@ -109,15 +123,16 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
       if (gelu) gpu::geglu(M.h, M.u, M.h, int64_t(P) * ff, ctx());
       else gpu::swiglu(M.h, M.u, M.h, int64_t(P) * ff, ctx());
     } else {
-      gpu::gemv_experts(w.gate.type, w.gate.data, w.up.data, gelu, gate_expert_bytes, w.gate.row_bytes(), ff, d, M.xs,
-                        M.h, DType::F16, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows, ctx());
+      gpu::gemv_experts(w.gate.type, w.gate.data, w.up.data, gelu, gate_expert_bytes, w.gate.row_bytes(), ff, d,
+                        nt == 1 ? x_c : M.xs, nt == 1, M.h, DType::F16, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows,
+                        ctx());
     }
     if (mma_down) {
       gpu::mma_matmul_experts(w.down.type, w.down.data, down_expert_bytes, w.down.row_bytes(), d, ff, M.h, M.y,
                               DType::F32, M.tiles_mma, M.n_tiles + 1, max_mma, ctx());
     } else {
       gpu::gemv_experts(w.down.type, w.down.data, nullptr, false, down_expert_bytes, w.down.row_bytes(), d, ff, M.h,
-                        M.y, DType::F32, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows, ctx());
+                        false, M.y, DType::F32, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows, ctx());
     }
     gpu::moe_combine(M.y, M.pos_of, w_c, nt, k, d, static_cast<uint8_t*>(out.data) + size_t(t0) * d * 2, ctx());
   }

@@ -15,6 +15,9 @@
 //                                                           (tma_wide)
 //   ROCMFORGE_L2_PREFETCH=0  k-quant GEMVs do not prefetch their rows into
 //                            L2                                     (l2_prefetch)
+//   ROCMFORGE_GEMV_ROW_SETS=0 one-row k-quant GEMVs on short rows (k <= 2048)
+//                            do not split a block's warps between row sets
+//                                                           (gemv_row_sets)
 //   ROCMFORGE_MMA=0          Q4_K/Q6_K batches of 9..256 rows take
 //                            dequantize + BLAS instead of the tensor-core
 //                            matmul                          (mma_max_rows_quant = 0)
@@ -62,6 +65,9 @@ struct CudaOptions {
   bool tma_wide = true;
   // k-quant GEMVs prefetch their weight rows into L2.
   bool l2_prefetch = true;
+  // One-row k-quant GEMVs on rows of <= 64 sub-blocks give each warp pair
+  // (or warp) its own rows, so most lanes have a sub-block.
+  bool gemv_row_sets = true;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
 

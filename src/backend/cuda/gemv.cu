@@ -53,6 +53,7 @@ struct GemvArgs {
   const int4* tiles;
   const int* n_tiles;
   size_t expert_bytes;
+  bool x_one_row;  // expert mode: every tile reads x's first row (one token, no gather)
 };
 
 // The part of x, of the weights and of out that a block works on: all of
@@ -76,7 +77,7 @@ __device__ __forceinline__ bool gemv_tile(const GemvArgs& a, int m, GemvTile& t)
   if (int(blockIdx.y) >= *a.n_tiles) return false;
   const int4 tile = a.tiles[blockIdx.y];
   t.w_off = size_t(tile.x) * a.expert_bytes;
-  t.x = a.x + size_t(tile.y) * a.k;
+  t.x = a.x_one_row ? a.x : a.x + size_t(tile.y) * a.k;
   t.n = tile.z;
   t.out_off = size_t(tile.y) * m;
   return true;
@@ -171,20 +172,24 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
 }
 
 
-// k-quant GEMV: a block of kKqWarps warps takes kKqRows rows (x2 when
-// paired: gate and up) and splits k between its warps, lane l taking
-// sub-blocks l, l + kKqWarps * warp size, ...; each sub-block's activations
-// are loaded once per column and used for all the block's rows. Partial sums
-// meet in shared memory.
+// k-quant GEMV: a block of kKqWarps warps takes kSets sets of kKqRows rows
+// (x2 when paired: gate and up); the kKqWarps / kSets warps of a set split k,
+// lane l taking sub-blocks l, l + (warps of the set) * warp size, ...; each
+// sub-block's activations are loaded once per column and used for all the
+// set's rows. Partial sums meet in shared memory. Short rows (k of 32 or 64
+// sub-blocks) use 4 or 2 sets so that most lanes have a sub-block.
 constexpr int kKqRows = 4, kKqWarps = 4;
 
-template <DType T, typename OutT, bool kPaired, int C>
+template <DType T, typename OutT, bool kPaired, int C, int kSets>
 __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvArgs a) {
+  static_assert(kKqWarps % kSets == 0 && kSets * kKqRows * C <= kKqWarps * 32, "gemv_kq_kernel: bad shape");
   constexpr int R = kKqRows * (kPaired ? 2 : 1);
+  constexpr int kSetWarps = kKqWarps / kSets;
   __shared__ float partial[kKqWarps][R][C];
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
+  const int set = warp / kSetWarps, part = warp % kSetWarps;
   const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
-  const int r0 = blockIdx.x * kKqRows;
+  const int r0 = (int(blockIdx.x) * kSets + set) * kKqRows;
   GemvTile tile;
   if (!gemv_tile(a, m, tile)) return;
   const uint8_t* rows[R];
@@ -195,16 +200,16 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
     if constexpr (kPaired) rows[kKqRows + i] = a.w_up + tile.w_off + size_t(g.local) * a.row_bytes;
   }
 #if !defined(RF_HIP)
-  // With a.tma the block's rows go to shared memory in bulk (see
-  // tma_rows_start) and are read from there.
+  // With a.tma (one set only) the block's rows go to shared memory in bulk
+  // (see tma_rows_start) and are read from there.
   extern __shared__ __align__(128) uint8_t wsm[];
   __shared__ __align__(8) uint64_t bar;
-  if (a.tma) {
+  if (kSets == 1 && a.tma) {
     if (threadIdx.x == 0) tma_rows_start(&bar, wsm, rows, R, uint32_t(a.row_bytes));
     __syncthreads();
   }
 #endif
-  if (a.prefetch && !a.tma && warp == 0 && lane < R && r0 + lane % kKqRows < m) {
+  if (a.prefetch && !a.tma && part == 0 && lane < R && r0 + lane % kKqRows < m) {
 #pragma unroll
     for (int i = 0; i < R; ++i)
       if (i == lane) prefetch_l2(rows[i], uint32_t(a.row_bytes));
@@ -212,7 +217,7 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
   pdl_wait();
   pdl_trigger();
 #if !defined(RF_HIP)
-  if (a.tma) {
+  if (kSets == 1 && a.tma) {
     tma_rows_wait(&bar);
 #pragma unroll
     for (int i = 0; i < R; ++i) rows[i] = wsm + size_t(i) * a.row_bytes;
@@ -224,7 +229,7 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
 #pragma unroll
     for (int c = 0; c < C; ++c) acc[i][c] = 0.0f;
   const int subs = a.k / 32;
-  for (int sb = warp * RF_WARP_SIZE + lane; sb < subs; sb += kKqWarps * RF_WARP_SIZE) {
+  for (int sb = part * RF_WARP_SIZE + lane; sb < subs; sb += kSetWarps * RF_WARP_SIZE) {
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       if (c < tile.n) {
@@ -249,17 +254,19 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
       }
     }
   __syncthreads();
-  // Thread (row i, column c) of the first kKqRows * C threads finishes one output.
-  const int i = threadIdx.x / C, c = threadIdx.x % C;
-  if (i < kKqRows && c < tile.n && r0 + i < m) {
+  // Thread (set, row i, column c) of the first kSets * kKqRows * C threads
+  // finishes one output.
+  const int t = int(threadIdx.x), os = t / (kKqRows * C), i = (t / C) % kKqRows, c = t % C;
+  const int r = (int(blockIdx.x) * kSets + os) * kKqRows + i;
+  if (os < kSets && c < tile.n && r < m) {
     float v = 0.0f, u = 0.0f;
 #pragma unroll
-    for (int w = 0; w < kKqWarps; ++w) {
-      v += partial[w][i][c];
-      if constexpr (kPaired) u += partial[w][kKqRows + i][c];
+    for (int w = 0; w < kSetWarps; ++w) {
+      v += partial[os * kSetWarps + w][i][c];
+      if constexpr (kPaired) u += partial[os * kSetWarps + w][kKqRows + i][c];
     }
     if constexpr (kPaired) v = glu_f16_rounded(v, u, a.gelu);
-    const GemvRow g = gemv_row(a, r0 + i);
+    const GemvRow g = gemv_row(a, r);
     store_out(static_cast<OutT*>(g.out) + tile.out_off + size_t(c) * g.seg_rows + g.local, with_bias(g, v));
   }
 }
@@ -352,14 +359,23 @@ void launch_gemv_tma(const GemvArgs& a, int rows_per_block, const LaunchCtx& ctx
 // Shared memory for a k-quant GEMV block's rows when they are bulk-copied.
 constexpr size_t kKqTmaMaxBytes = size_t(64) << 10;
 
-// grid_y: 1, or the most expert tiles (expert mode).
+// grid_y: 1, or the most expert tiles (expert mode). One activation row and
+// short rows: 2 or 4 sets of rows per block (see gemv_kq_kernel).
 template <DType T, typename OutT, bool kPaired, int C>
 void launch_gemv_kq(GemvArgs a, int grid_y, const LaunchCtx& ctx) {
   const int m = a.row_end[a.n_segs - 1];
-  const dim3 grid(unsigned((m + kKqRows - 1) / kKqRows), unsigned(grid_y));
+  const int subs = a.k / 32;
+  const int sets = C == 1 && ctx.options.gemv_row_sets ? (subs <= RF_WARP_SIZE ? 4 : subs <= 2 * RF_WARP_SIZE ? 2 : 1) : 1;
+  const int rows_per_block = kKqRows * sets;
+  const dim3 grid(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
+  const dim3 block(kKqWarps * RF_WARP_SIZE);
   const size_t smem = size_t(kKqRows) * (kPaired ? 2 : 1) * a.row_bytes;
-  a.tma = a.tma && smem <= kKqTmaMaxBytes;
-  launch(gemv_kq_kernel<T, OutT, kPaired, C>, grid, dim3(kKqWarps * RF_WARP_SIZE), a.tma ? smem : 0, ctx, a);
+  a.tma = a.tma && sets == 1 && smem <= kKqTmaMaxBytes;
+  if constexpr (C == 1) {
+    if (sets == 4) return launch(gemv_kq_kernel<T, OutT, kPaired, C, 4>, grid, block, 0, ctx, a);
+    if (sets == 2) return launch(gemv_kq_kernel<T, OutT, kPaired, C, 2>, grid, block, 0, ctx, a);
+  }
+  launch(gemv_kq_kernel<T, OutT, kPaired, C, 1>, grid, block, a.tma ? smem : 0, ctx, a);
 }
 
 template <DType T, int C>
@@ -418,7 +434,7 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
     // Single-column launches (batch-1 decode) use kernels with one
     // accumulator per row: fewer registers, more warps in flight.
     // (Only for the common formats, to keep instantiations few.)
-    constexpr bool kSingle = T == DType::F16 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
+    constexpr bool kSingle = T == DType::F16 || T == DType::F32 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
     if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, 1, ctx);
     else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, 1, ctx);
     RF_GPU_CHECK_LAUNCH();
@@ -429,7 +445,7 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
 template <DType T>
 void launch_gemv_experts(const GemvArgs& a, DType out_type, bool paired, int max_tiles, const LaunchCtx& ctx) {
   const int blocks = (a.row_end[0] + kGemvRows - 1) / kGemvRows;
-  constexpr bool kSingle = T == DType::F16 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
+  constexpr bool kSingle = T == DType::F16 || T == DType::F32 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
   if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, max_tiles, ctx);
   else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, max_tiles, ctx);
 }
@@ -443,10 +459,10 @@ void opt_in_bulk_copies() {
   };
   set(gemv_tma_kernel<OutT, kPaired, kGemvRows>, kTmaMaxBlockBytes);
   set(gemv_tma_kernel<OutT, kPaired, 2>, kTmaMaxBlockBytes);
-  set(gemv_kq_kernel<DType::Q4_K, OutT, kPaired, 1>, kKqTmaMaxBytes);
-  set(gemv_kq_kernel<DType::Q4_K, OutT, kPaired, kMaxCols>, kKqTmaMaxBytes);
-  set(gemv_kq_kernel<DType::Q6_K, OutT, kPaired, 1>, kKqTmaMaxBytes);
-  set(gemv_kq_kernel<DType::Q6_K, OutT, kPaired, kMaxCols>, kKqTmaMaxBytes);
+  set(gemv_kq_kernel<DType::Q4_K, OutT, kPaired, 1, 1>, kKqTmaMaxBytes);
+  set(gemv_kq_kernel<DType::Q4_K, OutT, kPaired, kMaxCols, 1>, kKqTmaMaxBytes);
+  set(gemv_kq_kernel<DType::Q6_K, OutT, kPaired, 1, 1>, kKqTmaMaxBytes);
+  set(gemv_kq_kernel<DType::Q6_K, OutT, kPaired, kMaxCols, 1>, kKqTmaMaxBytes);
 #endif
 }
 
@@ -477,9 +493,10 @@ void set_bulk_loads(GemvArgs& a, DType w_type, bool aligned, const LaunchCtx& ct
 }  // namespace
 
 void gemv_experts(DType w_type, const void* w, const void* w_up, bool gelu, size_t expert_bytes, size_t row_bytes,
-                  int m, int k, const void* x, void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles,
-                  int max_tiles, int max_tile_rows, const LaunchCtx& ctx) {
+                  int m, int k, const void* x, bool x_one_row, void* out, DType out_type, const int32_t* tiles,
+                  const int32_t* n_tiles, int max_tiles, int max_tile_rows, const LaunchCtx& ctx) {
   RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "gemv: output must be f32 or f16");
+  RF_CHECK(!x_one_row || max_tile_rows == 1, "gemv_experts: one shared activation row means tiles of one row");
   RF_CHECK(max_tile_rows >= 1 && max_tile_rows <= kMaxCols, "gemv_experts: tiles of 1..", kMaxCols, " rows");
   if (max_tiles <= 0) return;
   GemvArgs a{};
@@ -493,6 +510,7 @@ void gemv_experts(DType w_type, const void* w, const void* w_up, bool gelu, size
   a.k = k;
   a.n = max_tile_rows;
   a.x = static_cast<const __half*>(x);
+  a.x_one_row = x_one_row;
   a.tiles = reinterpret_cast<const int4*>(tiles);
   a.n_tiles = n_tiles;
   a.expert_bytes = expert_bytes;

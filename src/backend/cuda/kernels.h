@@ -41,10 +41,12 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
 // row, rows <= max_tile_rows <= 8} that moe_plan wrote (int4 each; *n_tiles
 // of them, at most max_tiles): out[first + i, :] = x[first + i, :] . W_e^T
 // for expert e's m rows (W_e = w + e * expert_bytes; with w_up, the GLU of
-// gate and up as gemv_segments computes it).
+// gate and up as gemv_segments computes it). With x_one_row (tiles of one
+// row: a single token) every tile reads x's first row instead, so the
+// token's row needs no gather.
 void gemv_experts(DType w_type, const void* w, const void* w_up, bool gelu, size_t expert_bytes, size_t row_bytes,
-                  int m, int k, const void* x, void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles,
-                  int max_tiles, int max_tile_rows, const LaunchCtx& ctx);
+                  int m, int k, const void* x, bool x_one_row, void* out, DType out_type, const int32_t* tiles,
+                  const int32_t* n_tiles, int max_tiles, int max_tile_rows, const LaunchCtx& ctx);
 
 // ---- gemm_mma.cu
 // Tensor-core matmul for 1..64 activation rows straight from Q4_K or Q6_K
@@ -128,8 +130,14 @@ constexpr int kMoeMaxExperts = 256;
 // Routing: f32 router logits [n, n_expert] -> the k chosen experts of each
 // token (ids [n, k], largest logit first, ties to the lower index) and
 // their softmax probabilities (weights [n, k], renormalised when norm).
+// With `plan` (one token only) the same launch also writes moe_plan's output
+// for these ids (each chosen expert its own one-row tile), so the FFN needs
+// no plan launch.
+struct MoePlanOut {
+  int32_t *order, *pos_of, *tiles_a, *tiles_b, *n_tiles;
+};
 void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32_t* ids, float* weights,
-               const LaunchCtx& ctx);
+               const MoePlanOut* plan, const LaunchCtx& ctx);
 // Groups the n_pairs = n * k (token, expert) pairs of ids by expert:
 // order[pos] = pair, pos_of[pair] = pos, and tiles (int4 {expert, first
 // pos, rows, 0}) of at most tile_a rows into tiles_a and tile_b rows into

@@ -18,8 +18,10 @@ constexpr int kPlanThreads = 1024;
 // One warp per token. Experts are chosen by logit (the softmax is monotonic),
 // largest first, ties to the lower index; weights are their softmax
 // probabilities, renormalised over the chosen ones when `norm`.
+// With plan.order set (one token), lane j < k also writes pair j's plan: its
+// own position and a one-row tile of its expert (the experts are distinct).
 __global__ void moe_route_kernel(const float* __restrict__ logits, int n, int n_expert, int k, bool norm,
-                                 int32_t* __restrict__ ids, float* __restrict__ weights) {
+                                 int32_t* __restrict__ ids, float* __restrict__ weights, MoePlanOut plan) {
   pdl_wait();
   pdl_trigger();
   const int token = int((blockIdx.x * blockDim.x + threadIdx.x) / RF_WARP_SIZE), lane = threadIdx.x % RF_WARP_SIZE;
@@ -73,6 +75,16 @@ __global__ void moe_route_kernel(const float* __restrict__ logits, int n, int n_
   if (lane < k) {
     ids[size_t(token) * k + lane] = mine_id;
     weights[size_t(token) * k + lane] = norm ? mine / chosen : mine;
+    if (plan.order) {
+      plan.order[lane] = lane;
+      plan.pos_of[lane] = lane;
+      reinterpret_cast<int4*>(plan.tiles_a)[lane] = make_int4(mine_id, lane, 1, 0);
+      reinterpret_cast<int4*>(plan.tiles_b)[lane] = make_int4(mine_id, lane, 1, 0);
+    }
+  }
+  if (plan.order && lane == 0) {
+    plan.n_tiles[0] = k;
+    plan.n_tiles[1] = k;
   }
 }
 
@@ -167,28 +179,43 @@ __global__ void moe_gather_kernel(const __half* __restrict__ x, const int32_t* _
 }
 
 // out[t, :] = sum_j weights[t, j] * y[pos_of[t * k + j], :], in j order.
-__global__ void moe_combine_kernel(const float* __restrict__ y, const int32_t* __restrict__ pos_of,
-                                   const float* __restrict__ weights, int k, int cols, __half* __restrict__ out) {
+// Block (t, slice): 4 columns per thread (cols % 4 == 0).
+constexpr int kCombineThreads = 128;
+__global__ void __launch_bounds__(kCombineThreads) moe_combine_kernel(const float* __restrict__ y,
+                                                                       const int32_t* __restrict__ pos_of,
+                                                                       const float* __restrict__ weights, int k,
+                                                                       int cols, __half* __restrict__ out) {
   pdl_wait();
   pdl_trigger();
   const int t = blockIdx.x;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-    float s = 0.0f;
-    for (int j = 0; j < k; ++j) s += weights[size_t(t) * k + j] * y[size_t(pos_of[size_t(t) * k + j]) * cols + c];
-    out[size_t(t) * cols + c] = __float2half_rn(s);
+  const int c = (int(blockIdx.y) * kCombineThreads + int(threadIdx.x)) * 4;
+  if (c >= cols) return;
+  float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+  for (int j = 0; j < k; ++j) {
+    const float w = weights[size_t(t) * k + j];
+    const float4 v = *reinterpret_cast<const float4*>(y + size_t(pos_of[size_t(t) * k + j]) * cols + c);
+    s0 += w * v.x;
+    s1 += w * v.y;
+    s2 += w * v.z;
+    s3 += w * v.w;
   }
+  __half2* o = reinterpret_cast<__half2*>(out + size_t(t) * cols + c);
+  o[0] = __floats2half2_rn(s0, s1);
+  o[1] = __floats2half2_rn(s2, s3);
 }
 
 }  // namespace
 
 void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32_t* ids, float* weights,
-               const LaunchCtx& ctx) {
+               const MoePlanOut* plan, const LaunchCtx& ctx) {
   RF_CHECK(n_expert >= 1 && n_expert <= kMoeMaxExperts && k >= 1 && k <= 32 && k <= n_expert,
            "cuda moe_route: ", n_expert, " experts, ", k, " used (at most ", kMoeMaxExperts, " and 32)");
+  RF_CHECK(!plan || n == 1, "cuda moe_route: the plan comes with routing for one token only");
   if (n <= 0) return;
   constexpr int kWarps = 4;
-  launch(moe_route_kernel, dim3(unsigned((n + kWarps - 1) / kWarps)), dim3(RF_WARP_SIZE * kWarps), 0, ctx, logits, n, n_expert,
-         k, norm, ids, weights);
+  const MoePlanOut p = plan ? *plan : MoePlanOut{};
+  launch(moe_route_kernel, dim3(unsigned((n + kWarps - 1) / kWarps)), dim3(RF_WARP_SIZE * kWarps), 0, ctx, logits, n,
+         n_expert, k, norm, ids, weights, p);
 }
 
 void moe_plan(const int32_t* ids, int n_pairs, int n_expert, int tile_a, int tile_b, int32_t* order, int32_t* pos_of,
@@ -207,8 +234,10 @@ void moe_gather(const void* x, const int32_t* order, int n_pairs, int k, int col
 
 void moe_combine(const float* y, const int32_t* pos_of, const float* weights, int n, int k, int cols, void* out,
                  const LaunchCtx& ctx) {
+  RF_CHECK(cols % 4 == 0, "cuda moe: width ", cols, " is not a multiple of 4");
   if (n <= 0) return;
-  launch(moe_combine_kernel, dim3(unsigned(n)), dim3(256), 0, ctx, y, pos_of, weights, k, cols,
+  const unsigned slices = unsigned((cols / 4 + kCombineThreads - 1) / kCombineThreads);
+  launch(moe_combine_kernel, dim3(unsigned(n), slices), dim3(kCombineThreads), 0, ctx, y, pos_of, weights, k, cols,
          static_cast<__half*>(out));
 }
 

@@ -21,6 +21,10 @@ struct CudaBackend::MoeScratch {
   void* h = nullptr;              // f16 [max_pairs, expert_ff]: act(gate) * up (gate alone on the MMA path)
   void* u = nullptr;              // f16 [max_pairs, expert_ff]: up (MMA path)
   float* y = nullptr;             // f32 [max_pairs, n_embd]: each pair's expert output
+  // The ids whose plan is in order/pos_of/tiles: set by a one-token
+  // moe_route (which writes the plan with the routing), cleared when moe_ffn
+  // writes a plan of its own.
+  const void* planned_ids = nullptr;
 };
 
 }  // namespace rf
