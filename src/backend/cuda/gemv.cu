@@ -110,7 +110,7 @@ __device__ __forceinline__ float with_bias(const GemvRow& g, float s) { return g
 // warps of a row split its columns and combine through shared memory.
 template <DType T, typename OutT, bool kPaired, int C>
 __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
-  __shared__ float partial[kGemvThreads / 32][2 * C];
+  __shared__ float partial[kGemvThreads / RF_WARP_SIZE][2 * C];
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
   const int warps_per_row = blockDim.x / RF_WARP_SIZE / kGemvRows;
   const int r = blockIdx.x * kGemvRows + warp / warps_per_row;
@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
     rows[i] = g.w + tile.w_off;
     if constexpr (kPaired) rows[kKqRows + i] = a.w_up + tile.w_off + size_t(g.local) * a.row_bytes;
   }
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
   // With a.tma the block's rows go to shared memory in bulk (see
   // tma_rows_start) and are read from there.
   extern __shared__ __align__(128) uint8_t wsm[];
@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
   }
   pdl_wait();
   pdl_trigger();
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
   if (a.tma) {
     tma_rows_wait(&bar);
 #pragma unroll
@@ -273,9 +273,9 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
 // 14336-wide down projections) when CudaOptions::tma_wide allows, wider
 // ones to gemv_kernel (measured on the H200: bulk-copying 4 x 28 KB rows,
 // two blocks per SM, lowered decode from 212 to 197 tok/s).
-constexpr size_t kTmaMaxBlockBytes = size_t(64) << 10;
+[[maybe_unused]] constexpr size_t kTmaMaxBlockBytes = size_t(64) << 10;  // unused with RF_PORTABLE
 
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
 template <typename OutT, bool kPaired, int kRows>
 __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
   constexpr int R = kRows * (kPaired ? 2 : 1);  // rows in shared memory: gate rows, then up rows
@@ -359,7 +359,7 @@ void launch_gemv_kq(GemvArgs a, int grid_y, const LaunchCtx& ctx) {
   const dim3 grid(unsigned((m + kKqRows - 1) / kKqRows), unsigned(grid_y));
   const size_t smem = size_t(kKqRows) * (kPaired ? 2 : 1) * a.row_bytes;
   a.tma = a.tma && smem <= kKqTmaMaxBytes;
-  launch(gemv_kq_kernel<T, OutT, kPaired, C>, grid, dim3(kKqWarps * RF_WARP_SIZE), a.tma ? smem : 0, ctx, a);
+  launch(gemv_kq_kernel<T, OutT, kPaired, C>, grid, dim3(kKqWarps * ctx.warp_size), a.tma ? smem : 0, ctx, a);
 }
 
 template <DType T, int C>
@@ -397,7 +397,7 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
       const int rows = a.row_end[i] - (i ? a.row_end[i - 1] : 0);
       a.out[i] = static_cast<uint8_t*>(out0[i]) + size_t(c0) * rows * elem;
     }
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
     if constexpr (T == DType::F16) {
       const size_t block_bytes = size_t(kGemvRows) * (paired ? 2 : 1) * a.row_bytes;
       const int rows_per_block = block_bytes <= kTmaMaxBlockBytes                        ? kGemvRows
@@ -437,7 +437,7 @@ void launch_gemv_experts(const GemvArgs& a, DType out_type, bool paired, int max
 // The shared-memory opt-ins of the kernels that bulk-copy rows (gemv_device_setup).
 template <typename OutT, bool kPaired>
 void opt_in_bulk_copies() {
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
   const auto set = [](auto* kernel, size_t bytes) {
     RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   };
@@ -467,8 +467,8 @@ void set_bulk_loads(GemvArgs& a, DType w_type, bool aligned, const LaunchCtx& ct
   // Measured on the H200: the prefetch slows the f16 GEMV (its loads already
   // stream) and speeds up the k-quant ones.
   a.prefetch = aligned && ctx.options.l2_prefetch && (w_type == DType::Q4_K || w_type == DType::Q6_K);
-#if defined(RF_HIP)
-  a.tma = false;  // no bulk-copy engine
+#if defined(RF_PORTABLE)
+  a.tma = false;  // RF_PORTABLE: no bulk copies
 #else
   a.tma = aligned && ctx.options.tma_gemv;
 #endif

@@ -187,7 +187,7 @@ void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32
            "cuda moe_route: ", n_expert, " experts, ", k, " used (at most ", kMoeMaxExperts, " and 32)");
   if (n <= 0) return;
   constexpr int kWarps = 4;
-  launch(moe_route_kernel, dim3(unsigned((n + kWarps - 1) / kWarps)), dim3(RF_WARP_SIZE * kWarps), 0, ctx, logits, n, n_expert,
+  launch(moe_route_kernel, dim3(unsigned((n + kWarps - 1) / kWarps)), dim3(ctx.warp_size * kWarps), 0, ctx, logits, n, n_expert,
          k, norm, ids, weights);
 }
 
