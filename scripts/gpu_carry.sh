@@ -3,9 +3,11 @@
 # needs — stripped binaries of the cuda build, the ctest lists of
 # build/cuda (tests of label gpu only need those) and a copy of the test
 # data. Run after `cmake --build build/cuda --target rocmforge test_gpu test_gpu_serial`.
+# RF_BUILD=build/cuda-portable carries the portable-kernel build instead
+# (docs/AMD.md: the kernel variants AMD runs, tested on NVIDIA).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=build/cuda
+B="${RF_BUILD:-build/cuda}"
 mkdir -p .carry/bin .carry/testdata/quant .carry/testdata/arch .carry/tools
 cp $B/src/rocmforge $B/tests/test_gpu $B/tests/test_gpu_serial .carry/bin/
 strip .carry/bin/*

@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libboost1.81-dev libpcre2-dev libcli11-dev
   clang libclang-rt-14-dev            # libFuzzer and sanitizers
-  hipcc libamdhip64-dev rocm-device-libs  # HIP compile check of the kernels
+  hipcc libamdhip64-dev rocm-device-libs  # the HIP (AMD) build: compiler, runtime, device bitcode
   python3
 )
 

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-stages="${ROCMFORGE_STAGES:-layers cpu asan fuzz cuda hip}"
+stages="${ROCMFORGE_STAGES:-layers cpu asan fuzz cuda cuda-portable hip}"
 has_stage() { [[ " $stages " == *" $1 "* ]]; }
 jobs="${ROCMFORGE_JOBS:-$(nproc)}"
 
@@ -63,10 +63,19 @@ if has_stage cuda; then
   cmake --build --preset cuda -j "$jobs"
 fi
 
+if has_stage cuda-portable; then
+  step "cuda-portable: the CUDA backend with the kernel variants AMD uses (rocmforge, GPU tests)"
+  cmake --preset cuda-portable >/dev/null
+  cmake --build --preset cuda-portable -j "$jobs"
+fi
+
 if has_stage hip; then
-  step "hip: compile the kernels for gfx1030 and gfx90a"
+  step "hip: rocmforge and the GPU tests for gfx1030 and gfx90a, linked against the HIP runtime"
   cmake --preset hip >/dev/null
   cmake --build --preset hip -j "$jobs"
+  # Linked, dynamically against Debian's HIP runtime, and the CLI starts.
+  ldd build/hip/src/rocmforge | grep -q libamdhip64 || { echo "hip: rocmforge is not linked against libamdhip64" >&2; exit 1; }
+  build/hip/src/rocmforge --help >/dev/null
 fi
 
 step "all stages passed: $stages"

@@ -9,15 +9,20 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/log.h"
-#ifdef ROCMFORGE_HAVE_CUDA
+#ifdef ROCMFORGE_HAVE_GPU
 #include "backend/cuda/cuda_backend.h"
 #endif
 
 namespace rf::cli {
 
+namespace {
+// "hip" is another name for "rocm".
+std::string canonical_device(const std::string& d) { return d == "hip" ? "rocm" : d; }
+}  // namespace
+
 void add_backend_options(CLI::App& cmd, BackendOptions& o) {
-  cmd.add_option("--device", o.device, "Backend: auto, cpu or cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+  cmd.add_option("--device", o.device, "Backend: auto, cpu, cuda (NVIDIA) or rocm (AMD; alias hip)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "rocm", "hip"}))
       ->capture_default_str();
   cmd.add_option("-t,--threads", o.threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
@@ -27,16 +32,22 @@ void add_backend_options(CLI::App& cmd, BackendOptions& o) {
 }
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
-  std::string device = o.device;
-#ifdef ROCMFORGE_HAVE_CUDA
-  if (device == "auto") device = CudaBackend::device_count() > 0 ? "cuda" : "cpu";
-  if (device == "cuda") {
+  std::string device = canonical_device(o.device);
+#ifdef ROCMFORGE_HAVE_GPU
+  // The GPU backend of this build speaks one vendor: cuda or rocm.
+  const std::string vendor = CudaBackend::vendor();
+  if (device == "auto") device = CudaBackend::device_count() > 0 ? vendor : "cpu";
+  if (device == vendor) {
     auto b = std::make_unique<CudaBackend>();
     log_info("backend: ", b->name());
     return b;
   }
+  if (device != "cpu")
+    fail("this build's GPU backend is ", vendor, ", not ", device, " (build with the ",
+         device == "rocm" ? "hip" : "cuda", " preset)");
 #else
   if (device == "cuda") fail("this build has no CUDA backend (build with the cuda preset)");
+  if (device == "rocm") fail("this build has no ROCm backend (build with the hip preset)");
   if (device == "auto") device = "cpu";
 #endif
   auto b = std::make_unique<CpuBackend>(size_t(o.threads));

@@ -1,6 +1,7 @@
 // Choosing and creating a backend from command-line options, and finding the
-// demo model. "auto" picks CUDA when this build has it and a GPU is present,
-// else the CPU — and says which; naming "cuda" without a GPU is an error.
+// demo model. "auto" picks the build's GPU backend (CUDA, or ROCm in a HIP
+// build) when a GPU is present, else the CPU — and says which; naming a GPU
+// vendor this build lacks, or one without a device, is an error.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,7 +14,7 @@
 namespace rf::cli {
 
 struct BackendOptions {
-  std::string device = "auto";  // auto | cpu | cuda
+  std::string device = "auto";  // auto | cpu | cuda | rocm (alias hip)
   int threads = 0;              // CPU threads (0: all cores)
   float gpu_memory_utilization = 0.9f;
 };

@@ -1,4 +1,4 @@
-// `rocmforge eval -m MODEL --prompts FILE [-n N] [--device cpu|cuda]`: for
+// `rocmforge eval -m MODEL --prompts FILE [-n N] [--device cpu|cuda|rocm]`: for
 // each prompt (one per line, space-separated token ids) prints one JSON line
 // with prompt_tokens, greedy_tokens (up to N; an end-of-generation token ends
 // them and is included) and first_step_logits — the fields of llama.cpp's

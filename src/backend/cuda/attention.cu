@@ -17,8 +17,15 @@
 namespace rf::gpu {
 namespace {
 
+// Keys per K/V tile. Staged as f32, head size 256 needs 64 KB for K and V
+// at 32 keys, all of an AMD compute unit's LDS: the portable variant takes 16.
+#ifdef RF_PORTABLE
+constexpr int kTileKeys = 16;
+#else
 constexpr int kTileKeys = 32;
-constexpr int kMaxDimsPerLane = 8;  // head_dim <= 8 * warp size
+#endif
+constexpr int kMaxHeadDim = 256;
+constexpr int kMaxDimsPerLane = kMaxHeadDim / RF_WARP_SIZE;  // head dims per lane (device code)
 constexpr int kMaxWarps = 8;        // one per query head of the group, at most
 
 // Dynamic shared memory of attention_kernel for head_dim hd and `warps` warps.
@@ -95,7 +102,7 @@ __global__ void attention_kernel(AttnArgs a) {
       }
       __syncthreads();
       if (!active) continue;
-      // Scores: lane j scores key j of the tile (tile size == 32 >= warp lanes needed).
+      // Scores: lane j scores key j of the tile (j, j + warp size, ...).
       float sc = -INFINITY;
       for (int j = lane; j < nk; j += RF_WARP_SIZE) {
         float s = 0.0f;
@@ -155,7 +162,7 @@ void attention_device_setup() {
   // The generic kernel's largest launch (head_dim 256, 8 warps) needs more
   // than the default 48 KB of dynamic shared memory.
   RF_GPU_CHECK(gpuFuncSetAttribute(attention_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize,
-                                   int(generic_smem_bytes(kMaxDimsPerLane * 32, kMaxWarps))));
+                                   int(generic_smem_bytes(kMaxHeadDim, kMaxWarps))));
   attention_decode_device_setup();
 }
 
@@ -168,14 +175,15 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   int heads_per_block = std::min(group_size, 4);  // <= 256 threads: 16 queries x 4 heads x 4 threads
   while (group_size % heads_per_block) --heads_per_block;
   RF_CHECK(cache.type == DType::F16, "cuda attention: KV cache must be f16");
-  RF_CHECK(p.head_dim <= kMaxDimsPerLane * 32, "cuda attention: head_dim ", p.head_dim, " > 256 is not supported");
+  RF_CHECK(p.head_dim <= kMaxHeadDim, "cuda attention: head_dim ", p.head_dim, " > ", kMaxHeadDim, " is not supported");
   RF_CHECK(p.n_heads % p.n_kv_heads == 0, "cuda attention: heads not divisible by KV heads");
   n_splits = std::max(1, n_splits);
   RF_CHECK(n_splits == 1 || (n_splits <= scratch.max_splits && n_tokens <= scratch.max_tokens),
            "cuda attention: split scratch too small");
   const int group = p.n_heads / p.n_kv_heads;
-  const int threads = std::max(64, 32 * std::min(group, kMaxWarps));
-  const int max_warps = threads / 32;  // upper bound on warps for shared-memory sizing
+  // One warp (of the device's width) per query head of the group, at least 64 threads.
+  const int threads = std::max(64, ctx.warp_size * std::min(group, kMaxWarps));
+  const int max_warps = threads / ctx.warp_size;
   const size_t smem = generic_smem_bytes(p.head_dim, max_warps);
   AttnArgs a;
   a.q = static_cast<const __half*>(q);

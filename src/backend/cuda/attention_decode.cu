@@ -19,7 +19,7 @@
 //  - scores, CUDA: one mma.sync m16n8k16 (f16 in, f32 accumulation) per 16
 //    dims gives [heads (rows 0-7 of 16)] x [the group's 8 keys]; lane
 //    (head = lane / 4) holds keys 2 * (lane % 4) + {0, 1};
-//  - scores, HIP: lane (key jl = lane % 8, part = lane / 8) sums q . k in
+//  - scores, RF_PORTABLE (HIP): lane (key jl = lane % 8, part = lane / 8) sums q . k in
 //    f32 over the 16-byte chunks part, part + 4, ... of its key for every
 //    head (q scaled, f32 in shared memory), then two shuffles add the parts;
 //  - P.V (both): lane (chunk c = lane % (HD / 8), key subgroup) owns 8
@@ -39,7 +39,7 @@ using namespace decode_attn;  // attention_decode.cuh
 
 // ---- load q ------------------------------------------------------------------
 
-#ifndef RF_HIP
+#ifndef RF_PORTABLE
 // The mma A fragments of q (head gid; zero rows past the group), two
 // k-steps of 16 dims per 16 bytes, written by the first group for all four.
 // qg: the group's first query head of token t.
@@ -79,7 +79,7 @@ __device__ __forceinline__ void decode_load_q(const __half* q, int n_heads, floa
 
 // ---- scores and the online softmax -------------------------------------------
 
-#ifndef RF_HIP
+#ifndef RF_PORTABLE
 // Scores of head gid against keys 2 * tig + {0, 1} of the group's 8 keys at
 // kt (two accumulation chains), scaled; keys from k_end on score -inf.
 template <int HD, bool kExt>
@@ -276,7 +276,7 @@ __device__ __forceinline__ void decode_accumulate_v(float (&acc)[kDecMaxHeads][8
 
 // Each group's (m, l) per head to mls [m: group][head], then [l: group][head],
 // l summed first over the lanes that hold a head's keys.
-#ifndef RF_HIP
+#ifndef RF_PORTABLE
 template <int HD>
 __device__ __forceinline__ void decode_publish_ml(float m, float l, int group, float* mls) {
   const DecodeThread th = decode_thread<HD>();
@@ -390,7 +390,7 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
     if (a.window > 0) k_begin = max(k_begin, pos - a.window + 1);
   const int n_tiles = k_end > k_begin ? (k_end - k_begin + kDecTile - 1) / kDecTile : 0;
 
-#ifndef RF_HIP
+#ifndef RF_PORTABLE
   uint4* qf = reinterpret_cast<uint4*>(sm.q);
   decode_load_q<HD>(a.q, a.n_heads, t, head0, group, qf);
   float m_h = -INFINITY, l_h = 0.0f;  // softmax state of head gid over this lane's keys
@@ -451,7 +451,7 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
     const __half* kt = sm.ks + (size_t(st) * kDecTile + th.grp * kDecKeysPerGroup) * L::kRow;
     float corr[kDecMaxHeads];
     bool rescale = false;
-#ifndef RF_HIP
+#ifndef RF_PORTABLE
     decode_tile_softmax<HD, kExt>(m_h, l_h, qf, kt, a.scale, a.softcap, k0, k_end, group, sm.ps, sm.cs, corr, rescale);
 #else
     decode_tile_softmax<HD, kExt>(m, l, qs, kt, a.softcap, k0, k_end, group, sm.ps, corr, rescale);
@@ -460,7 +460,7 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
   }
 
   // Merge the four groups through shared memory (the stage buffers, now free).
-#ifndef RF_HIP
+#ifndef RF_PORTABLE
   decode_publish_ml<HD>(m_h, l_h, group, sm.mls);
 #else
   decode_publish_ml<HD>(m, l, group, sm.mls);
@@ -507,7 +507,7 @@ void opt_in_decode() {
   if constexpr (bytes > 48 * 1024) {
     const auto kernel = attention_decode_kernel<HD, kExt>;
     RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-#ifndef RF_HIP
+#ifndef RF_PORTABLE
     // Several blocks per SM need the largest shared-memory carveout.
     RF_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                       int(cudaSharedmemCarveoutMaxShared)));
@@ -516,7 +516,7 @@ void opt_in_decode() {
 }
 
 // Head size 256 fits the decode kernel's shared memory on CUDA only (107 KB).
-#ifdef RF_HIP
+#ifdef RF_PORTABLE
 constexpr bool kDecode256 = false;
 #else
 constexpr bool kDecode256 = true;
@@ -531,7 +531,7 @@ void attention_decode_device_setup() {
   opt_in_decode<128, true>();
   opt_in_decode<96, true>();
   opt_in_decode<64, true>();
-#ifndef RF_HIP
+#ifndef RF_PORTABLE
   opt_in_decode<256, true>();
 #endif
 }
@@ -544,7 +544,7 @@ void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, const Launc
   if (ext) {
     grid.y *= unsigned(a.head_chunks);
     if (a.hd == 256) {
-#ifndef RF_HIP
+#ifndef RF_PORTABLE
       launch(attention_decode_kernel<256, true>, grid, dim3(kDecThreads), DecodeLayout<256>::kBytes, ctx, a);
 #endif
     } else if (a.hd == 128) {

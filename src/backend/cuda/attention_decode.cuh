@@ -15,7 +15,7 @@ constexpr int kDecKeysPerGroup = 8;
 constexpr int kDecTile = kDecGroups * kDecKeysPerGroup;
 constexpr int kDecStages = 3;
 constexpr int kDecMaxHeads = kDecodeMaxHeads;  // query heads per block
-#ifdef RF_HIP
+#ifdef RF_PORTABLE
 constexpr int kDecMinBlocks = 1;
 #else
 constexpr int kDecMinBlocks = 4;  // 4 x 128 threads x 128 registers, 4 x 55.7 KB shared memory per SM (sm_90)
@@ -36,12 +36,12 @@ struct DecodeLayout {
   static constexpr int kKeysPerSub = kDecKeysPerGroup / kSub;
   // Shared memory (bytes): probabilities [group][key][head], rescale
   // factors [group][head], per-group (m, l), q (f16 mma fragments on CUDA,
-  // f32 scaled on HIP), then the K/V stages, which the final merge of the
+  // f32 scaled with RF_PORTABLE), then the K/V stages, which the final merge of the
   // groups' accumulators reuses. CUDA: 55,680 (HD 128) / 35,200 (HD 64).
   static constexpr size_t kP = size_t(kDecGroups) * kDecMaxHeads * kDecKeysPerGroup * 4;
   static constexpr size_t kC = size_t(kDecGroups) * kDecMaxHeads * 4;
   static constexpr size_t kML = size_t(2) * kDecGroups * kDecMaxHeads * 4;
-#ifdef RF_HIP
+#ifdef RF_PORTABLE
   static constexpr size_t kQ = size_t(kDecMaxHeads) * HD * 4;
 #else
   static constexpr size_t kQ = size_t(HD) * 16;  // f16 mma fragments: [HD / 32][lane] x 16 bytes
@@ -59,7 +59,7 @@ struct DecodeSmem {
   float* ps;            // probabilities [group][key][head]
   float* cs;            // rescale factors [group][head]
   float* mls;           // m [group][head], then l
-  unsigned char* q;     // q: mma fragments [HD / 32][lane] (CUDA) or scaled f32 [head][HD] (HIP)
+  unsigned char* q;     // q: mma fragments [HD / 32][lane] (CUDA) or scaled f32 [head][HD] (RF_PORTABLE)
   __half* ks;           // K stages [stage][key][kRow]
   __half* vs;           // V stages, the same shape
   float* merge;         // [group][sub][head][kWidth], after the key loop (reuses the stages)
@@ -78,7 +78,7 @@ __device__ __forceinline__ DecodeSmem decode_smem(unsigned char* dsmem) {
   return s;
 }
 
-#ifndef RF_HIP
+#ifndef RF_PORTABLE
 // c[0..3] += A (16 x 16, rows 8-15 zero: a0 / a2 hold this lane's row
 // lane / 4, columns 2 * (lane % 4) + {0, 1} and + 8) . B (16 x 8, b0 / b1:
 // rows 2 * (lane % 4) + {0, 1} and + 8, column lane / 4); f16 in, f32 out.

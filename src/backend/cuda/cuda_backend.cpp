@@ -66,7 +66,9 @@ namespace {
 using OpTimer = gpu::OpProfiler::Scope;  // times one op when profiling
 }  // namespace
 
-gpu::LaunchCtx CudaBackend::ctx() const { return {S(stream_), options_}; }
+gpu::LaunchCtx CudaBackend::ctx() const { return {S(stream_), options_, warp_size_}; }
+
+const char* CudaBackend::vendor() { return RF_GPU_VENDOR; }
 
 int CudaBackend::device_count() {
   int n = 0;
@@ -79,7 +81,8 @@ int CudaBackend::device_count() {
 
 CudaBackend::CudaBackend(const CudaOptions& options)
     : options_(CudaOptions::from_env(options)), impl_(std::make_unique<Impl>()) {
-  RF_CHECK(device_count() > options.device, "no CUDA device ", options.device, " (", device_count(), " found)");
+  RF_CHECK(device_count() > options.device, "no ", vendor(), " device ", options.device, " (", device_count(),
+           " found)");
   RF_GPU_CHECK(gpuSetDevice(options.device));
   // One-time setup of this device for the kernels (shared-memory opt-ins),
   // before any launch. Idempotent: another backend on the device repeats it.
@@ -88,8 +91,9 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   gpu::attention_device_setup();
   gpuDeviceProp prop;
   RF_GPU_CHECK(gpuGetDeviceProperties(&prop, options.device));
-  name_ = str("cuda:", options.device, " (", prop.name, ", ", prop.multiProcessorCount, " SMs, ",
-              double(prop.totalGlobalMem) / (1 << 30), " GiB)");
+  name_ = str(vendor(), ":", options.device, " (", prop.name, ", ", prop.multiProcessorCount, " SMs, ",
+              double(prop.totalGlobalMem) / (1 << 30), " GiB, warp ", prop.warpSize, ")");
+  warp_size_ = prop.warpSize;
   gpuStream_t s;
   RF_GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
   stream_ = s;

@@ -3,7 +3,10 @@
 // in their GGUF format on the device (dequantized inside the GEMV, or per
 // row chunk into a fixed scratch buffer for large batches that go through
 // cuBLAS). All memory is allocated at load and reserve(); steps allocate
-// nothing. Decode steps can be captured and replayed as CUDA graphs.
+// nothing. Decode steps can be captured and replayed as CUDA graphs (HIP
+// graphs on AMD). One source for both vendors: a HIP build (preset hip)
+// compiles this same backend against the HIP runtime through gpu.h; the
+// class keeps its name there and reports vendor() "rocm".
 #pragma once
 
 #include <memory>
@@ -31,6 +34,7 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override;
 
   static int device_count();  // 0 when no usable GPU (or driver)
+  static const char* vendor();  // "cuda", or "rocm" in a HIP build
 
   DeviceKind device() const override { return DeviceKind::CUDA; }
   std::string name() const override { return name_; }
@@ -100,6 +104,7 @@ class CudaBackend final : public Backend {
   void release_reserved();
   gpu::OpProfiler* profiler() const;  // null unless CudaOptions::profile
   int n_sms_ = 1;
+  int warp_size_ = 32;  // the device's (64 on CDNA): launchers' LaunchCtx
 
   CudaOptions options_;
   std::string name_;

@@ -28,7 +28,7 @@
 
 namespace rf::gpu {
 
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
 namespace {
 
 constexpr int kMmaCols = 64;      // activation rows per launch (8 n-tiles of 8)
@@ -389,7 +389,7 @@ void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t
   else out_type == DType::F32 ? go(mma_matmul_kernel<DType::Q6_K, float>) : go(mma_matmul_kernel<DType::Q6_K, __half>);
 }
 
-#else  // HIP: no mma.sync; large batches go through dequantization + BLAS.
+#else  // RF_PORTABLE (HIP, cuda-portable): no mma.sync; large batches go through dequantization + BLAS.
 
 void mma_device_setup() {}
 bool mma_matmul_supported(DType, int) { return false; }

@@ -111,7 +111,7 @@ __device__ __forceinline__ float with_bias(const GemvRow& g, float s) { return g
 // warps of a row split its columns and combine through shared memory.
 template <DType T, typename OutT, bool kPaired, int C>
 __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
-  __shared__ float partial[kGemvThreads / 32][2 * C];
+  __shared__ float partial[kGemvThreads / RF_WARP_SIZE][2 * C];
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
   const int warps_per_row = blockDim.x / RF_WARP_SIZE / kGemvRows;
   const int r = blockIdx.x * kGemvRows + warp / warps_per_row;
@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
     rows[i] = g.w + tile.w_off;
     if constexpr (kPaired) rows[kKqRows + i] = a.w_up + tile.w_off + size_t(g.local) * a.row_bytes;
   }
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
   // With a.tma (one set only) the block's rows go to shared memory in bulk
   // (see tma_rows_start) and are read from there.
   extern __shared__ __align__(128) uint8_t wsm[];
@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
   }
   pdl_wait();
   pdl_trigger();
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
   if (kSets == 1 && a.tma) {
     tma_rows_wait(&bar);
 #pragma unroll
@@ -280,9 +280,9 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
 // 14336-wide down projections) when CudaOptions::tma_wide allows, wider
 // ones to gemv_kernel (measured on the H200: bulk-copying 4 x 28 KB rows,
 // two blocks per SM, lowered decode from 212 to 197 tok/s).
-constexpr size_t kTmaMaxBlockBytes = size_t(64) << 10;
+[[maybe_unused]] constexpr size_t kTmaMaxBlockBytes = size_t(64) << 10;  // unused with RF_PORTABLE
 
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
 template <typename OutT, bool kPaired, int kRows>
 __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
   constexpr int R = kRows * (kPaired ? 2 : 1);  // rows in shared memory: gate rows, then up rows
@@ -365,10 +365,11 @@ template <DType T, typename OutT, bool kPaired, int C>
 void launch_gemv_kq(GemvArgs a, int grid_y, const LaunchCtx& ctx) {
   const int m = a.row_end[a.n_segs - 1];
   const int subs = a.k / 32;
-  const int sets = C == 1 && ctx.options.gemv_row_sets ? (subs <= RF_WARP_SIZE ? 4 : subs <= 2 * RF_WARP_SIZE ? 2 : 1) : 1;
+  const int sets =
+      C == 1 && ctx.options.gemv_row_sets ? (subs <= ctx.warp_size ? 4 : subs <= 2 * ctx.warp_size ? 2 : 1) : 1;
   const int rows_per_block = kKqRows * sets;
   const dim3 grid(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
-  const dim3 block(kKqWarps * RF_WARP_SIZE);
+  const dim3 block(kKqWarps * ctx.warp_size);
   const size_t smem = size_t(kKqRows) * (kPaired ? 2 : 1) * a.row_bytes;
   a.tma = a.tma && sets == 1 && smem <= kKqTmaMaxBytes;
   if constexpr (C == 1) {
@@ -413,7 +414,7 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
       const int rows = a.row_end[i] - (i ? a.row_end[i - 1] : 0);
       a.out[i] = static_cast<uint8_t*>(out0[i]) + size_t(c0) * rows * elem;
     }
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
     if constexpr (T == DType::F16) {
       const size_t block_bytes = size_t(kGemvRows) * (paired ? 2 : 1) * a.row_bytes;
       const int rows_per_block = block_bytes <= kTmaMaxBlockBytes                        ? kGemvRows
@@ -434,7 +435,8 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
     // Single-column launches (batch-1 decode) use kernels with one
     // accumulator per row: fewer registers, more warps in flight.
     // (Only for the common formats, to keep instantiations few.)
-    constexpr bool kSingle = T == DType::F16 || T == DType::F32 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
+    constexpr bool kSingle =
+        T == DType::F16 || T == DType::F32 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
     if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, 1, ctx);
     else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, 1, ctx);
     RF_GPU_CHECK_LAUNCH();
@@ -445,7 +447,8 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
 template <DType T>
 void launch_gemv_experts(const GemvArgs& a, DType out_type, bool paired, int max_tiles, const LaunchCtx& ctx) {
   const int blocks = (a.row_end[0] + kGemvRows - 1) / kGemvRows;
-  constexpr bool kSingle = T == DType::F16 || T == DType::F32 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
+  constexpr bool kSingle =
+      T == DType::F16 || T == DType::F32 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
   if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, max_tiles, ctx);
   else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, max_tiles, ctx);
 }
@@ -453,7 +456,7 @@ void launch_gemv_experts(const GemvArgs& a, DType out_type, bool paired, int max
 // The shared-memory opt-ins of the kernels that bulk-copy rows (gemv_device_setup).
 template <typename OutT, bool kPaired>
 void opt_in_bulk_copies() {
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
   const auto set = [](auto* kernel, size_t bytes) {
     RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   };
@@ -483,8 +486,8 @@ void set_bulk_loads(GemvArgs& a, DType w_type, bool aligned, const LaunchCtx& ct
   // Measured on the H200: the prefetch slows the f16 GEMV (its loads already
   // stream) and speeds up the k-quant ones.
   a.prefetch = aligned && ctx.options.l2_prefetch && (w_type == DType::Q4_K || w_type == DType::Q6_K);
-#if defined(RF_HIP)
-  a.tma = false;  // no bulk-copy engine
+#if defined(RF_PORTABLE)
+  a.tma = false;  // RF_PORTABLE: no bulk copies
 #else
   a.tma = aligned && ctx.options.tma_gemv;
 #endif

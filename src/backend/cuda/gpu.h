@@ -1,16 +1,35 @@
-// The thin vendor layer that lets one kernel source compile with nvcc (CUDA)
-// and hipcc (HIP): runtime calls, warp shuffles, the warp size, and the
-// 16-bit float types. bf16 is our own 16-bit struct (round-to-nearest-even
+// The thin vendor layer that lets one kernel source and one backend source
+// compile with nvcc (CUDA) and with hipcc / the host compiler against the HIP
+// runtime (AMD): runtime calls and graphs, warp shuffles, the warp size, and
+// the 16-bit float types. bf16 is our own 16-bit struct (round-to-nearest-even
 // conversions), identical on every vendor. Every runtime call goes through
 // RF_GPU_CHECK, which throws rf::Error with file and line.
+//
+// Two switches, both decided here and nowhere else:
+//  - RF_HIP: the AMD build (hipcc, or host code built with RF_USE_HIP).
+//  - RF_PORTABLE: the kernel variants that use no NVIDIA-only instruction
+//    (mma.sync, cp.async, TMA bulk copies, programmatic dependent launch).
+//    Always on with HIP; on CUDA with the CMake option
+//    ROCMFORGE_PORTABLE_KERNELS (preset cuda-portable), so that the variants
+//    AMD runs can be tested on an NVIDIA GPU. Kernel files test RF_PORTABLE,
+//    never a vendor, to pick a variant.
+//
+// The warp size: RF_WARP_SIZE in device code is the target's (32 on NVIDIA
+// and RDNA, 64 on CDNA). Host code must not use it (one HIP binary holds
+// code for targets of both sizes): launchers take LaunchCtx::warp_size, the
+// device's, where their launch shape depends on it.
 #pragma once
 
 #include <cstdint>
 
 #if defined(__HIPCC__) || defined(RF_USE_HIP)
+#ifndef __HIP_PLATFORM_AMD__
+#define __HIP_PLATFORM_AMD__ 1
+#endif
 #include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
 #define RF_HIP 1
+#define RF_GPU_VENDOR "rocm"
 #define gpuError_t hipError_t
 #define gpuSuccess hipSuccess
 #define gpuGetErrorString hipGetErrorString
@@ -56,7 +75,7 @@
 #ifdef __AMDGCN_WAVEFRONT_SIZE
 #define RF_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
 #else
-#define RF_WARP_SIZE 64  // host pass: kernels never use it there
+#define RF_WARP_SIZE 64  // host pass: only kernel declarations (__launch_bounds__) see it
 #endif
 #define RF_SHFL_XOR(v, m) __shfl_xor((v), (m))
 #define RF_SHFL(v, lane) __shfl((v), (lane))
@@ -65,6 +84,7 @@
 #else
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#define RF_GPU_VENDOR "cuda"
 #define gpuError_t cudaError_t
 #define gpuSuccess cudaSuccess
 #define gpuGetErrorString cudaGetErrorString
@@ -114,7 +134,12 @@
 #define RF_SYNCWARP() __syncwarp()
 #endif
 
+#if defined(RF_HIP) || defined(ROCMFORGE_PORTABLE_KERNELS)
+#define RF_PORTABLE 1
+#endif
+
 #include "backend/cuda/cuda_options.h"
+#include "backend/cuda/wave.h"
 #include "core/error.h"
 
 namespace rf::gpu {
@@ -149,23 +174,24 @@ namespace rf::gpu {
 struct LaunchCtx {
   gpuStream_t stream;
   const CudaOptions& options;
+  int warp_size;  // the device's (gpuDeviceProp::warpSize): host launch math
 };
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 __device__ __forceinline__ void pdl_wait() {
-#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void pdl_trigger() {
-#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 // Pulls [p, p + bytes) into L2 without waiting (sm_90 bulk prefetch; p and
 // bytes multiples of 16). A hint: no effect on results.
 __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
-#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 #else
   (void)p;
@@ -174,7 +200,8 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
 }
 
 // Launches kernel<<<grid, block, smem, s>>>(args...) as a programmatic
-// dependent launch where supported (see pdl_wait), and checks the launch.
+// dependent launch where supported (see pdl_wait; never with RF_PORTABLE),
+// and checks the launch.
 template <typename... KArgs, typename... Args>
 void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, const LaunchCtx& ctx, Args&&... args) {
 #ifdef RF_HIP
@@ -190,7 +217,11 @@ void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, const 
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
+#ifdef RF_PORTABLE
+  cfg.numAttrs = 0;
+#else
   cfg.numAttrs = ctx.options.pdl ? 1 : 0;
+#endif
   RF_GPU_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...));
 #endif
 }
@@ -219,39 +250,38 @@ template <> __device__ __forceinline__ bf16 from_float<bf16>(float x) {
   return bf16{uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
 }
 
+// The hardware lane exchange of wave.h's collectives: this thread's lane and
+// warp (of the target's RF_WARP_SIZE lanes), the block's warps, shuffles.
+struct HwLanes {
+  __device__ int lane() const { return threadIdx.x % RF_WARP_SIZE; }
+  __device__ int warp() const { return threadIdx.x / RF_WARP_SIZE; }
+  __device__ int n_warps() const { return (blockDim.x + RF_WARP_SIZE - 1) / RF_WARP_SIZE; }
+  __device__ void sync_block() const { __syncthreads(); }
+  template <typename T>
+  __device__ T shfl_xor(T v, int mask) const {
+    return RF_SHFL_XOR(v, mask);
+  }
+};
+
 __device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int m = RF_WARP_SIZE / 2; m > 0; m >>= 1) v += RF_SHFL_XOR(v, m);
-  return v;
+  HwLanes x;
+  return wave::sum<RF_WARP_SIZE>(v, x);
 }
 
 __device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int m = RF_WARP_SIZE / 2; m > 0; m >>= 1) v = fmaxf(v, RF_SHFL_XOR(v, m));
-  return v;
+  HwLanes x;
+  return wave::max<RF_WARP_SIZE>(v, x);
 }
 
 // Block-wide sum; `scratch` holds one float per warp. All threads get the result.
 __device__ __forceinline__ float block_sum(float v, float* scratch) {
-  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
-  const int n_warps = (blockDim.x + RF_WARP_SIZE - 1) / RF_WARP_SIZE;
-  v = warp_sum(v);
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = lane < n_warps ? scratch[lane] : 0.0f;
-  return warp_sum(v);
+  HwLanes x;
+  return wave::block_sum<RF_WARP_SIZE>(v, scratch, x);
 }
 
 __device__ __forceinline__ float block_max(float v, float* scratch) {
-  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
-  const int n_warps = (blockDim.x + RF_WARP_SIZE - 1) / RF_WARP_SIZE;
-  v = warp_max(v);
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = lane < n_warps ? scratch[lane] : -INFINITY;
-  return warp_max(v);
+  HwLanes x;
+  return wave::block_max<RF_WARP_SIZE>(v, scratch, -INFINITY, x);
 }
 
 }  // namespace rf::gpu

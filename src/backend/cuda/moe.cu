@@ -214,7 +214,7 @@ void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32
   if (n <= 0) return;
   constexpr int kWarps = 4;
   const MoePlanOut p = plan ? *plan : MoePlanOut{};
-  launch(moe_route_kernel, dim3(unsigned((n + kWarps - 1) / kWarps)), dim3(RF_WARP_SIZE * kWarps), 0, ctx, logits, n,
+  launch(moe_route_kernel, dim3(unsigned((n + kWarps - 1) / kWarps)), dim3(ctx.warp_size * kWarps), 0, ctx, logits, n,
          n_expert, k, norm, ids, weights, p);
 }
 

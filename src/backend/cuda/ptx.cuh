@@ -1,6 +1,6 @@
 // Inline-PTX building blocks of the NVIDIA fast paths: the m16n8k16
 // tensor-core product, 16-byte asynchronous copies to shared memory
-// (cp.async, sm_80+; plain copies elsewhere, including HIP) and bulk copies
+// (cp.async, sm_80+; plain copies elsewhere and with RF_PORTABLE: HIP, cuda-portable) and bulk copies
 // of whole weight rows into shared memory (TMA, sm_90; NVIDIA only).
 #pragma once
 
@@ -8,7 +8,7 @@
 
 namespace rf::gpu {
 
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
 // c += A (16 x 16, f16, row-major fragments a0..a3) . B (16 x 8, f16,
 // column fragments b0, b1), f32 accumulation (PTX mma.m16n8k16 layouts).
 __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
@@ -22,7 +22,7 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a
 
 // 16-byte global -> shared copy.
 __device__ __forceinline__ void copy16_async(void* dst, const void* src) {
-#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
 #else
@@ -32,7 +32,7 @@ __device__ __forceinline__ void copy16_async(void* dst, const void* src) {
 // The same, zero-filling dst instead when !valid (src is then not read but
 // must still be a valid address).
 __device__ __forceinline__ void copy16_async_or_zero(void* dst, const void* src, bool valid) {
-#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
 #else
@@ -40,19 +40,19 @@ __device__ __forceinline__ void copy16_async_or_zero(void* dst, const void* src,
 #endif
 }
 __device__ __forceinline__ void copy_commit() {
-#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
 // Waits until at most N committed groups of this thread are in flight.
 template <int N>
 __device__ __forceinline__ void copy_wait() {
-#if !defined(RF_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
 
-#if !defined(RF_HIP)
+#if !defined(RF_PORTABLE)
 // Bulk copies (TMA, sm_90) of weight rows into shared memory, completing on
 // one mbarrier: thread 0 calls tma_rows_start (before pdl_wait: weights are
 // constant), then __syncthreads (barrier initialized), every thread calls

@@ -39,10 +39,8 @@ __device__ ArgMax block_argmax(const float* x, int n, bool exclude, ArgMax prev,
     if (exclude && (v > prev.v || (v == prev.v && i <= prev.i))) continue;
     best = better(best, ArgMax{v, i});
   }
-  for (int m = RF_WARP_SIZE / 2; m > 0; m >>= 1) {
-    ArgMax o{RF_SHFL_XOR(best.v, m), RF_SHFL_XOR(best.i, m)};
-    best = better(best, o);
-  }
+  HwLanes lanes;
+  wave::argmax<RF_WARP_SIZE>(best.v, best.i, lanes);  // better() over the warp
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
   __syncthreads();
   if (lane == 0) scratch[warp] = best;
@@ -133,7 +131,8 @@ __global__ void __launch_bounds__(256) greedy_partial_kernel(const float* __rest
   float se = 0.0f;
   for (int i = begin + threadIdx.x; i < end; i += blockDim.x) se += __expf(lg[i] - mx);
   se = block_sum(se, fscratch);
-  for (int m = RF_WARP_SIZE / 2; m > 0; m >>= 1) best = better(best, ArgMax{RF_SHFL_XOR(best.v, m), RF_SHFL_XOR(best.i, m)});
+  HwLanes lanes;
+  wave::argmax<RF_WARP_SIZE>(best.v, best.i, lanes);  // better() over the warp
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
   if (lane == 0) ascratch[warp] = best;
   __syncthreads();
