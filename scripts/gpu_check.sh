@@ -33,7 +33,7 @@ import json, subprocess, os
 bad = 0
 for line in open(os.environ["ROCMFORGE_TESTDATA"] + "/stories260K.golden.jsonl"):
     g = json.loads(line)
-    out = subprocess.run([".carry/bin/rocmforge", "run", "--device", "cuda", "--temp", "0", "-n", str(len(g["greedy_tokens"])),
+    out = subprocess.run([os.environ.get("RF_BIN", ".carry/bin") + "/rocmforge", "run", "--device", "cuda", "--temp", "0", "-n", str(len(g["greedy_tokens"])),
                           "--no-display-prompt", "-p", g["prompt"],
                           "-m", os.environ["ROCMFORGE_TESTDATA"] + "/stories260K.gguf"], capture_output=True, text=True)
     text = out.stdout[:-1] if out.stdout.endswith("\n") else out.stdout
