@@ -7,8 +7,10 @@
 // different order for different batch shapes, so greedy outputs may part
 // only where the alone run's two best tokens were within 1e-2 nats of each
 // other (checked with its logprobs) and the batch took the runner-up;
-// anywhere else is a failure. (Seen on an H200: 0-3 of 33 requests per
-// model part, at gaps of 1e-5 to 4e-3 nats.)
+// anywhere else is a failure -- except, for MoE models, after a routing
+// decision the CPU finds closer than kMinRoutingMargin in the text both runs
+// saw (routing_margin.h). (Seen on an H200: 0-3 of 33 requests per model
+// part, at gaps of 1e-5 to 4e-3 nats.)
 // Explicit small memory budgets (KV blocks, dequant scratch) so that GPU
 // tests can run side by side.
 #include <gtest/gtest.h>
@@ -20,6 +22,7 @@
 #include <random>
 
 #include "gpu/gpu_test_util.h"
+#include "gpu/routing_margin.h"
 #include "model/runner.h"
 #include "model/synthetic.h"
 #include "model/temp_model.h"
@@ -124,14 +127,31 @@ TEST_P(CudaEngineBatch, GreedyAloneEqualsAmong32) {
   const auto batched = test::run_all(*engine, reqs);
   EXPECT_GT(engine->metrics().preemptions.load(), 0u);
   EXPECT_GT(engine->metrics().prefix_cache_hit_tokens.load(), 0u);
-  int near_ties = 0;
+  int near_ties = 0, routing_ties = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ(batched[i].reason, FinishReason::Length) << name << " request " << i;
     EXPECT_EQ(batched[i].tokens.size(), size_t(lens[i])) << name << " request " << i;
-    EXPECT_TRUE(same_up_to_near_tie(alone[i], batched[i], 1e-2, &near_ties)) << name << " request " << i;
+    ::testing::AssertionResult same = same_up_to_near_tie(alone[i], batched[i], 1e-2, &near_ties);
+    if (!same && model->config().has_experts()) {
+      // MoE: a parting explained by a routing near-tie in the text both
+      // runs saw (prompt and the tokens before the parting) is not a bug.
+      size_t k = 0;
+      while (k < alone[i].tokens.size() && k < batched[i].tokens.size() && alone[i].tokens[k] == batched[i].tokens[k])
+        ++k;
+      std::vector<int32_t> seen = prompts[i];
+      seen.insert(seen.end(), alone[i].tokens.begin(), alone[i].tokens.begin() + std::ptrdiff_t(k));
+      const float margin = test::cpu_routing_margin(path, seen);
+      if (margin < test::kMinRoutingMargin) {
+        ++routing_ties;
+        std::printf("  parted at token %zu after a routing near-tie (CPU margin %.1e)\n", k, double(margin));
+        same = ::testing::AssertionSuccess();
+      }
+    }
+    EXPECT_TRUE(same) << name << " request " << i;
   }
   // On an H200, 0 to 3 of the 33 part per model, all within 4e-3 nats.
   EXPECT_LE(near_ties, 8) << name << ": too many requests parted, even at near-ties";
+  EXPECT_LE(routing_ties, 8) << name << ": too many requests parted, even at routing near-ties";
   if (near_ties > 0) std::printf("%s: %d request(s) parted at a near-tie\n", name.c_str(), near_ties);
   test::expect_idle(*engine);
 }

@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "gpu/gpu_test_util.h"
+#include "gpu/routing_margin.h"
 #include "model/runner.h"
 
 namespace rf {
@@ -43,34 +44,10 @@ TEST(CudaModel, Stories260KGreedyMatchesGolden) {
   }
 }
 
-// The CPU backend, noting how close each routing decision of an MoE model
-// was: the smallest gap between the last chosen and the best unchosen
-// router logit, relative to the row's largest |logit|.
-class RoutingMarginCpu : public CpuBackend {
- public:
-  using CpuBackend::CpuBackend;
-  float min_margin = INFINITY;
-  void moe_route(const Tensor& logits, const MoeParams& p, Tensor& ids, Tensor& weights) override {
-    CpuBackend::moe_route(logits, p, ids, weights);
-    for (int64_t r = 0; r < logits.rows(); ++r) {
-      std::vector<float> l(logits.ptr<float>() + r * p.n_expert, logits.ptr<float>() + (r + 1) * p.n_expert);
-      float scale = 0.0f;
-      for (float v : l) scale = std::max(scale, std::abs(v));
-      std::sort(l.begin(), l.end(), std::greater<float>());
-      if (p.n_used < p.n_expert) min_margin = std::min(min_margin, (l[size_t(p.n_used) - 1] - l[size_t(p.n_used)]) / scale);
-    }
-  }
-};
-
 class CudaModelVsCpu : public ::testing::TestWithParam<std::string> {};
 
-// Routing is a discrete choice: where the CPU's last chosen and best
-// unchosen experts are closer than the GPU's f16 activations can resolve,
-// the GPU may pick the other expert and the two runs part for good (the
-// token's K/V differ). A routing margin below this (relative to the row's
-// largest logit; the router sees f16 activations and, in batches, f16
-// weights: ~1e-3 each) makes a prompt unfit for comparing the two.
-constexpr float kMinRoutingMargin = 5e-3f;
+using test::kMinRoutingMargin;
+using test::RoutingMarginCpu;
 
 TEST_P(CudaModelVsCpu, LogitsMatchCpu) {
   RF_REQUIRE_GPU();
