@@ -6,20 +6,17 @@
 
 namespace rf::grammar {
 
-Automaton::Automaton(const Matcher &m) : m_(m) {}
+Automaton::Automaton(const Matcher& m) : m_(m) {}
 
-int32_t Automaton::intern(const State &s) {
+int32_t Automaton::intern(const State& s) {
   std::string key = s.key();
   auto it = ids_.find(key);
-  if (it != ids_.end())
-    return it->second;
+  if (it != ids_.end()) return it->second;
   const int32_t id = int32_t(states_.size());
   size_t stacks = 0;
-  for (const Stack &st : s.stacks)
-    stacks += sizeof(Stack) + st.size() * sizeof(uint32_t);
+  for (const Stack& st : s.stacks) stacks += sizeof(Stack) + st.size() * sizeof(uint32_t);
   // the key twice (map and hash node), the state, the transition row
-  memory_ +=
-      2 * key.size() + 64 + sizeof(State) + stacks + 256 * sizeof(int32_t);
+  memory_ += 2 * key.size() + 64 + sizeof(State) + stacks + 256 * sizeof(int32_t);
   ids_.emplace(std::move(key), id);
   states_.push_back(s);
   accepting_.push_back(m_.is_accepting(s) ? 1 : 0);
@@ -39,8 +36,7 @@ int32_t Automaton::compute_step(int32_t id, uint8_t byte) {
 int32_t Automaton::step(int32_t id, std::string_view bytes) {
   for (char c : bytes) {
     id = step(id, uint8_t(c));
-    if (id == kDead)
-      return kDead;
+    if (id == kDead) return kDead;
   }
   return id;
 }
@@ -54,4 +50,4 @@ void Automaton::clear() {
   ++generation_;
 }
 
-} // namespace rf::grammar
+}  // namespace rf::grammar

@@ -22,14 +22,14 @@
 namespace rf::grammar {
 
 class Automaton {
-public:
-  static constexpr int32_t kDead = -1; // the grammar rejects the byte
+ public:
+  static constexpr int32_t kDead = -1;  // the grammar rejects the byte
 
-  explicit Automaton(const Matcher &m);
+  explicit Automaton(const Matcher& m);
 
-  const Matcher &matcher() const { return m_; }
+  const Matcher& matcher() const { return m_; }
   // The id of `s`, adding it when new.
-  int32_t intern(const State &s);
+  int32_t intern(const State& s);
   // The state after `byte` (or `bytes`) from state `id`, or kDead.
   int32_t step(int32_t id, uint8_t byte) {
     const int32_t t = next_[size_t(id)][byte];
@@ -37,20 +37,20 @@ public:
   }
   int32_t step(int32_t id, std::string_view bytes);
   bool accepting(int32_t id) const { return accepting_[size_t(id)] != 0; }
-  const State &state(int32_t id) const { return states_[size_t(id)]; }
+  const State& state(int32_t id) const { return states_[size_t(id)]; }
 
   size_t size() const { return states_.size(); }
-  size_t memory_bytes() const { return memory_; } // about
+  size_t memory_bytes() const { return memory_; }  // about
   // Forgets every state; ids from before are invalid. generation() counts
   // the clears, so holders of an id can tell whether it is still valid.
   void clear();
   uint64_t generation() const { return generation_; }
 
-private:
+ private:
   static constexpr int32_t kUnknown = -2;
   int32_t compute_step(int32_t id, uint8_t byte);
 
-  const Matcher &m_;
+  const Matcher& m_;
   std::vector<State> states_;
   std::vector<uint8_t> accepting_;
   // next_[state][byte]: id, kDead or kUnknown (a row per state: growing
@@ -61,4 +61,4 @@ private:
   uint64_t generation_ = 0;
 };
 
-} // namespace rf::grammar
+}  // namespace rf::grammar

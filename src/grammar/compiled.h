@@ -22,20 +22,19 @@
 namespace rf::grammar {
 
 class CompiledGrammar {
-public:
-  CompiledGrammar(Grammar g, const TokenTrie &trie,
-                  std::vector<int32_t> eog_ids);
-  CompiledGrammar(const CompiledGrammar &) = delete;
-  CompiledGrammar &operator=(const CompiledGrammar &) = delete;
+ public:
+  CompiledGrammar(Grammar g, const TokenTrie& trie, std::vector<int32_t> eog_ids);
+  CompiledGrammar(const CompiledGrammar&) = delete;
+  CompiledGrammar& operator=(const CompiledGrammar&) = delete;
 
-  const Matcher &matcher() const { return matcher_; }
-  Automaton &automaton() { return automaton_; }
-  TokenMasker &masker() { return masker_; }
+  const Matcher& matcher() const { return matcher_; }
+  Automaton& automaton() { return automaton_; }
+  TokenMasker& masker() { return masker_; }
   // Forgets the automaton's states (and so the cached masks) once they take
   // more than `max_bytes`; call between steps (ids die, States stay valid).
   void trim(size_t max_bytes);
 
-private:
+ private:
   Matcher matcher_;
   Automaton automaton_;
   TokenMasker masker_;
@@ -49,31 +48,27 @@ struct GrammarCursor {
   uint64_t generation = 0;
 
   // The automaton id of `state`, interned again after a clear.
-  int32_t current(Automaton &a) {
-    if (id < 0 || generation != a.generation())
-      id = a.intern(state), generation = a.generation();
+  int32_t current(Automaton& a) {
+    if (id < 0 || generation != a.generation()) id = a.intern(state), generation = a.generation();
     return id;
   }
   // Follows `bytes`; false (cursor unchanged) when the grammar rejects them.
-  bool advance(Automaton &a, std::string_view bytes);
+  bool advance(Automaton& a, std::string_view bytes);
 };
 
 class GrammarCache {
-public:
-  GrammarCache(const TokenTrie &trie, std::vector<int32_t> eog_ids,
-               size_t max_grammars = 32);
+ public:
+  GrammarCache(const TokenTrie& trie, std::vector<int32_t> eog_ids, size_t max_grammars = 32);
   // The compiled form of `g` (compiled on first use, then shared).
-  std::shared_ptr<CompiledGrammar> get(const Grammar &g);
+  std::shared_ptr<CompiledGrammar> get(const Grammar& g);
   size_t size() const { return by_text_.size(); }
 
-private:
-  const TokenTrie &trie_;
+ private:
+  const TokenTrie& trie_;
   std::vector<int32_t> eog_;
   size_t max_grammars_;
-  std::list<std::pair<std::string, std::shared_ptr<CompiledGrammar>>>
-      lru_; // most recent first
-  std::unordered_map<std::string, decltype(lru_)::iterator>
-      by_text_; // by exact content
+  std::list<std::pair<std::string, std::shared_ptr<CompiledGrammar>>> lru_;  // most recent first
+  std::unordered_map<std::string, decltype(lru_)::iterator> by_text_;        // by exact content
 };
 
-} // namespace rf::grammar
+}  // namespace rf::grammar

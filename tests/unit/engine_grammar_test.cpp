@@ -14,7 +14,7 @@ namespace {
 
 using grammar::test::ojson;
 
-const char *kSchema = R"({"type": "object", "properties": {
+const char* kSchema = R"({"type": "object", "properties": {
     "name": {"type": "string", "maxLength": 10},
     "age": {"type": "integer", "minimum": 1, "maximum": 99},
     "mood": {"enum": ["happy", "sad"]}},
@@ -25,21 +25,18 @@ TEST(EngineGrammar, SchemaRequestsAreValidAndShareTheCompiledGrammar) {
   test::Stories st;
   auto engine = st.engine(test::config(128));
   const ojson schema = ojson::parse(kSchema);
-  auto grammar = std::make_shared<const grammar::Grammar>(
-      grammar::json_schema_grammar(schema));
-  const std::vector<int32_t> prompt =
-      st.tok().encode("Lily met a", true, false);
+  auto grammar = std::make_shared<const grammar::Grammar>(grammar::json_schema_grammar(schema));
+  const std::vector<int32_t> prompt = st.tok().encode("Lily met a", true, false);
   std::vector<Request> reqs;
   for (int i = 0; i < 6; ++i) {
     Request r = test::greedy(prompt, 120);
-    if (i >= 2)
-      r.sampling.temperature = 1.0f, r.sampling.seed = uint64_t(i);
+    if (i >= 2) r.sampling.temperature = 1.0f, r.sampling.seed = uint64_t(i);
     // A fresh but equal grammar object per request: sharing goes by content.
     r.grammar = std::make_shared<const grammar::Grammar>(*grammar);
     reqs.push_back(std::move(r));
   }
   const auto outs = test::run_all(*engine, reqs);
-  for (const auto &o : outs) {
+  for (const auto& o : outs) {
     SCOPED_TRACE(o.text);
     EXPECT_EQ(o.reason, FinishReason::Stop);
     const ojson v = ojson::parse(o.text, nullptr, false);
@@ -54,10 +51,9 @@ TEST(EngineGrammar, SchemaRequestsAreValidAndShareTheCompiledGrammar) {
 
   const test::Output again = test::run_one(*engine, reqs[0]);
   EXPECT_EQ(again.text, outs[0].text);
-  EXPECT_EQ(engine->metrics().grammar_masks_computed.load(), computed)
-      << "a repeat found its masks cached";
+  EXPECT_EQ(engine->metrics().grammar_masks_computed.load(), computed) << "a repeat found its masks cached";
   test::expect_idle(*engine);
 }
 
-} // namespace
-} // namespace rf
+}  // namespace
+}  // namespace rf

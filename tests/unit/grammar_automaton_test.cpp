@@ -22,8 +22,7 @@ TEST(GrammarAutomaton, TransitionsAgreeWithTheMatcher) {
   Matcher m(parse_gbnf(json_value_gbnf()));
   Automaton a(m);
   std::mt19937 rng(3);
-  const std::string alphabet =
-      "{}[]\":,. \n0123456789-+eEtrufalsn\\\xC3\xA9\xE2\x82\xAC\xF0";
+  const std::string alphabet = "{}[]\":,. \n0123456789-+eEtrufalsn\\\xC3\xA9\xE2\x82\xAC\xF0";
   int steps = 0;
   for (int run = 0; run < 300; ++run) {
     State s = m.initial();
@@ -33,13 +32,11 @@ TEST(GrammarAutomaton, TransitionsAgreeWithTheMatcher) {
       std::optional<State> ref = m.accept_byte(s, b);
       const int32_t next = a.step(id, b);
       ++steps;
-      ASSERT_EQ(next == Automaton::kDead, !ref.has_value())
-          << "run " << run << " byte " << int(b);
-      if (!ref)
-        continue; // try another byte from the same state
+      ASSERT_EQ(next == Automaton::kDead, !ref.has_value()) << "run " << run << " byte " << int(b);
+      if (!ref) continue;  // try another byte from the same state
       ASSERT_EQ(a.state(next).key(), ref->key());
       ASSERT_EQ(a.accepting(next), m.is_accepting(*ref));
-      ASSERT_EQ(a.intern(*ref), next); // one id per distinct state
+      ASSERT_EQ(a.intern(*ref), next);  // one id per distinct state
       s = *ref;
       id = next;
     }
@@ -54,14 +51,14 @@ TEST(GrammarAutomaton, ClearForgetsStatesAndCursorsReintern) {
   GrammarCursor cur;
   cur.state = m.initial();
   ASSERT_TRUE(cur.advance(a, "ab1"));
-  EXPECT_FALSE(cur.advance(a, "x")); // rejected: the cursor stays
+  EXPECT_FALSE(cur.advance(a, "x"));  // rejected: the cursor stays
   const uint64_t gen = a.generation();
   const std::string key = cur.state.key();
   a.clear();
   EXPECT_EQ(a.size(), 0u);
   EXPECT_EQ(a.generation(), gen + 1);
   EXPECT_EQ(cur.state.key(), key);
-  ASSERT_TRUE(cur.advance(a, "23c")); // interned again from its State
+  ASSERT_TRUE(cur.advance(a, "23c"));  // interned again from its State
   EXPECT_TRUE(a.accepting(cur.current(a)));
   EXPECT_FALSE(cur.advance(a, "c"));
 }
@@ -75,14 +72,14 @@ TEST(GrammarAutomaton, MaskCacheFollowsTheGeneration) {
   Automaton a(m);
   TokenMasker masker(a, trie, {5});
   const std::vector<uint32_t> first = masker.mask(m.initial());
-  EXPECT_EQ(first[0], 0b010011u); // "1", "12", "1!"
+  EXPECT_EQ(first[0], 0b010011u);  // "1", "12", "1!"
   const State after = *m.accept_bytes(m.initial(), "1");
-  EXPECT_EQ(masker.mask(after)[0], 0b010111u); // "1", "12", "!", "1!"
+  EXPECT_EQ(masker.mask(after)[0], 0b010111u);  // "1", "12", "!", "1!"
   EXPECT_EQ(masker.stats().computed, 2u);
-  a.clear(); // ids are reused for other states: the cache must not answer
+  a.clear();  // ids are reused for other states: the cache must not answer
   const State done = *m.accept_bytes(m.initial(), "1!");
   EXPECT_EQ(masker.mask(done)[0],
-            0b100000u); // only the end-of-generation token
+            0b100000u);  // only the end-of-generation token
   EXPECT_EQ(masker.mask(m.initial())[0], 0b010011u);
   EXPECT_EQ(masker.stats().computed, 4u);
 }
@@ -97,11 +94,10 @@ TEST(GrammarAutomaton, TrieStoresEveryTokenOnce) {
   while (!todo.empty()) {
     auto [node, prefix] = todo.back();
     todo.pop_back();
-    for (int32_t t : trie.tokens(node))
-      seen[size_t(t)] = prefix, ++count[size_t(t)];
+    for (int32_t t : trie.tokens(node)) seen[size_t(t)] = prefix, ++count[size_t(t)];
     uint8_t last = 0;
     bool first = true;
-    for (const TokenTrie::Edge &e : trie.children(node)) {
+    for (const TokenTrie::Edge& e : trie.children(node)) {
       EXPECT_TRUE(first || e.byte > last) << "children sorted by byte";
       first = false, last = e.byte;
       EXPECT_GT(e.node, node) << "preorder ids";
@@ -110,11 +106,10 @@ TEST(GrammarAutomaton, TrieStoresEveryTokenOnce) {
   }
   for (size_t t = 0; t < vocab.size(); ++t) {
     EXPECT_EQ(count[t], vocab[t].empty() ? 0 : 1) << t;
-    if (!vocab[t].empty())
-      EXPECT_EQ(seen[t], vocab[t]);
+    if (!vocab[t].empty()) EXPECT_EQ(seen[t], vocab[t]);
   }
-  EXPECT_EQ(trie.n_nodes(), 6u); // root, a, ab, abc, b, \xFF
+  EXPECT_EQ(trie.n_nodes(), 6u);  // root, a, ab, abc, b, \xFF
 }
 
-} // namespace
-} // namespace rf::grammar
+}  // namespace
+}  // namespace rf::grammar
