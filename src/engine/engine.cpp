@@ -280,12 +280,12 @@ void Engine::grammar_masks() {
   const auto t0 = Clock::now();
   const size_t words = (size_t(model_.config().n_vocab) + 31) / 32;
   if (masks_.size() < rows_.size()) masks_.resize(rows_.size());
+  if (grammars_) grammars_->trim(kGrammarMemoryBytes);
   bool any = false;
   for (size_t i = 0; i < rows_.size(); ++i) {
     Active& a = *sampled_[i];
     if (!a.grammar) continue;
     any = true;
-    a.grammar->trim(kGrammarStateBytes);
     grammar::TokenMasker& masker = a.grammar->masker();
     const grammar::MaskStats before = masker.stats();
     const std::vector<uint32_t>& m = masker.mask(a.gcursor.current(a.grammar->automaton()));

@@ -111,8 +111,9 @@ class Engine final : public ServingEngine {
   std::vector<int32_t> eog_tokens_;
   // Structured output (requests with a grammar): each token's bytes, their
   // trie and the compiled grammars, built at the first such request; the
-  // step's masks. A grammar's automaton is forgotten past kGrammarStateBytes.
-  static constexpr size_t kGrammarStateBytes = size_t(128) << 20;
+  // step's masks. What the live grammars learned is forgotten past
+  // kGrammarMemoryBytes together (GrammarCache::trim).
+  static constexpr size_t kGrammarMemoryBytes = size_t(256) << 20;
   std::vector<std::string> token_bytes_;
   std::unique_ptr<grammar::TokenTrie> trie_;
   std::unique_ptr<grammar::GrammarCache> grammars_;

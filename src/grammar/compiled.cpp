@@ -1,6 +1,8 @@
 // CompiledGrammar, GrammarCursor and GrammarCache (see compiled.h).
 #include "grammar/compiled.h"
 
+#include <algorithm>
+
 namespace rf::grammar {
 
 namespace {
@@ -33,8 +35,9 @@ std::string exact_key(const Grammar& g) {
 CompiledGrammar::CompiledGrammar(Grammar g, const TokenTrie& trie, std::vector<int32_t> eog_ids)
     : matcher_(std::move(g)), automaton_(matcher_), masker_(automaton_, trie, std::move(eog_ids)) {}
 
-void CompiledGrammar::trim(size_t max_bytes) {
-  if (automaton_.memory_bytes() > max_bytes) automaton_.clear();  // the masker sees the new generation
+void CompiledGrammar::forget() {
+  automaton_.clear();
+  masker_.clear_cache();
 }
 
 bool GrammarCursor::advance(Automaton& a, std::string_view bytes) {
@@ -56,6 +59,7 @@ std::shared_ptr<CompiledGrammar> GrammarCache::get(const Grammar& g) {
     return it->second->second;
   }
   auto compiled = std::make_shared<CompiledGrammar>(g, trie_, eog_);
+  live_.push_back(compiled);
   lru_.emplace_front(text, compiled);
   by_text_.emplace(std::move(text), lru_.begin());
   if (lru_.size() > max_grammars_) {  // requests still using the oldest keep it alive
@@ -63,6 +67,20 @@ std::shared_ptr<CompiledGrammar> GrammarCache::get(const Grammar& g) {
     lru_.pop_back();
   }
   return compiled;
+}
+
+size_t GrammarCache::memory_bytes() {
+  live_.erase(std::remove_if(live_.begin(), live_.end(), [](const auto& w) { return w.expired(); }), live_.end());
+  size_t total = 0;
+  for (const auto& w : live_)
+    if (auto g = w.lock()) total += g->memory_bytes();
+  return total;
+}
+
+void GrammarCache::trim(size_t max_bytes) {
+  if (memory_bytes() <= max_bytes) return;
+  for (const auto& w : live_)
+    if (auto g = w.lock()) g->forget();
 }
 
 }  // namespace rf::grammar

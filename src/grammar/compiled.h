@@ -1,8 +1,8 @@
 // CompiledGrammar: one grammar as the engine runs it (matcher, automaton,
 // token masker), shared by every request with the same grammar so that the
 // states and masks learned for one request serve the next; GrammarCache
-// hands them out by the grammar's exact content and keeps the most recently
-// used ones. Both belong to one thread (the engine's).
+// hands them out by the grammar's exact content, keeps the most recently
+// used ones and bounds the memory all live ones take. Both belong to one thread (the engine's).
 #pragma once
 
 #include <cstddef>
@@ -30,9 +30,11 @@ class CompiledGrammar {
   const Matcher& matcher() const { return matcher_; }
   Automaton& automaton() { return automaton_; }
   TokenMasker& masker() { return masker_; }
-  // Forgets the automaton's states (and so the cached masks) once they take
-  // more than `max_bytes`; call between steps (ids die, States stay valid).
-  void trim(size_t max_bytes);
+  // What its learned states and cached masks take (about).
+  size_t memory_bytes() const { return automaton_.memory_bytes() + masker_.cache_bytes(); }
+  // Forgets the automaton's states and the cached masks; call between steps
+  // (ids die, cursors' States stay valid).
+  void forget();
 
  private:
   Matcher matcher_;
@@ -62,6 +64,12 @@ class GrammarCache {
   // The compiled form of `g` (compiled on first use, then shared).
   std::shared_ptr<CompiledGrammar> get(const Grammar& g);
   size_t size() const { return by_text_.size(); }
+  // What every compiled grammar still alive (cached, or held by a request)
+  // has learned, together; trim() makes them all forget it past
+  // `max_bytes`, so host memory stays bounded whatever grammars clients
+  // send. Between steps.
+  size_t memory_bytes();
+  void trim(size_t max_bytes);
 
  private:
   const TokenTrie& trie_;
@@ -69,6 +77,7 @@ class GrammarCache {
   size_t max_grammars_;
   std::list<std::pair<std::string, std::shared_ptr<CompiledGrammar>>> lru_;  // most recent first
   std::unordered_map<std::string, decltype(lru_)::iterator> by_text_;        // by exact content
+  std::vector<std::weak_ptr<CompiledGrammar>> live_;  // every one handed out (expired ones pruned)
 };
 
 }  // namespace rf::grammar

@@ -84,6 +84,34 @@ TEST(GrammarAutomaton, MaskCacheFollowsTheGeneration) {
   EXPECT_EQ(masker.stats().computed, 4u);
 }
 
+// The cache shares a compiled grammar by content, keeps the most recent
+// ones, and trim() makes every live one (cached or held) forget what it
+// learned once together they take too much; masks stay right afterwards.
+TEST(GrammarAutomaton, CacheSharesByContentAndBoundsMemory) {
+  const std::vector<std::string> vocab{"1", "12", "!", "a", "1!", ""};
+  TokenTrie trie(vocab);
+  GrammarCache cache(trie, {5}, /*max_grammars=*/1);
+  auto digits = cache.get(parse_gbnf("root ::= [0-9]+ \"!\"\n"));
+  EXPECT_EQ(cache.get(parse_gbnf("root ::= [0-9]+ \"!\"\n")), digits);  // same content, same object
+  const State one = *digits->matcher().accept_bytes(digits->matcher().initial(), "1");
+  const std::vector<uint32_t> before = digits->masker().mask(one);
+  EXPECT_GT(cache.memory_bytes(), 0u);
+  auto letters = cache.get(parse_gbnf("root ::= [a-z]+\n"));  // evicts `digits` from the cache, not from us
+  EXPECT_EQ(cache.size(), 1u);
+  letters->masker().mask(letters->matcher().initial());
+  const size_t both = cache.memory_bytes();
+  EXPECT_GT(both, digits->memory_bytes());  // the held, evicted one still counts
+  cache.trim(both);                          // within the budget: nothing forgotten
+  EXPECT_EQ(cache.memory_bytes(), both);
+  cache.trim(1);
+  EXPECT_EQ(digits->memory_bytes(), 0u);
+  EXPECT_EQ(letters->memory_bytes(), 0u);
+  EXPECT_EQ(digits->masker().mask(one), before);  // learned again, the same
+  digits.reset();
+  letters->forget();
+  EXPECT_EQ(cache.memory_bytes(), 0u);  // the dropped one is gone from the count
+}
+
 TEST(GrammarAutomaton, TrieStoresEveryTokenOnce) {
   const std::vector<std::string> vocab{"ab", "a", "b", "", "abc", "ab", "\xFF"};
   TokenTrie trie(vocab);
