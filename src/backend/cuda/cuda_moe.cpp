@@ -1,7 +1,8 @@
 // The CUDA backend's mixture-of-experts ops: routing, and the expert FFN as
-// plan (pairs grouped by expert, tiles) -> gather (not for one token) ->
-// gate*up -> down -> weighted combine, each one launch over all active experts. Few rows per
-// expert go through the GEMV kernels in expert mode (only the chosen
+// plan (pairs grouped by expert, tiles; for one token written by the
+// routing) -> gather (not for one token) -> gate*up -> down -> weighted
+// combine, each one launch over all active experts. Few rows per expert go
+// through the GEMV kernels in expert mode (only the chosen
 // experts' rows are read); many through the tensor-core kernel in expert
 // mode (f16, Q4_K, Q6_K). Large batches run in chunks of the reserved size.
 #include <algorithm>
@@ -105,9 +106,8 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
     const int max_gemv = gpu::moe_max_tiles(P, E, gemv_rows), max_mma = gpu::moe_max_tiles(P, E, kMmaTileRows);
     const int32_t* ids_c = ids.ptr<int32_t>() + size_t(t0) * k;
     const float* w_c = weights.ptr<float>() + size_t(t0) * k;
-    if (n == 1 && M.planned_ids == ids.data) {
-      // moe_route wrote this token's plan
-    } else {
+    const bool planned = n == 1 && M.planned_ids == ids.data;  // moe_route wrote this token's plan
+    if (!planned) {
       gpu::moe_plan(ids_c, P, E, gemv_rows, kMmaTileRows, M.order, M.pos_of, M.tiles_gemv, M.tiles_mma, M.n_tiles,
                     ctx());
       M.planned_ids = nullptr;
