@@ -49,6 +49,11 @@ void Backend::unsupported(const char* op) const {
 }
 
 void Backend::add_bias(Tensor&, const Tensor&) { unsupported("add_bias"); }
+void Backend::embed_range(const Tensor&, int64_t, const StepMeta&, Tensor&) { unsupported("embed_range"); }
+void Backend::sample_vocab_parallel(const Tensor&, int64_t, int64_t, std::span<const SampleRow>,
+                                    std::span<const PenaltyToken>, Communicator&, std::vector<SampleResult>&) {
+  unsupported("sample_vocab_parallel");
+}
 void Backend::geglu(const Tensor&, const Tensor&, Tensor&) { unsupported("geglu"); }
 void Backend::scale(Tensor&, float) { unsupported("scale"); }
 void Backend::moe_route(const Tensor&, const MoeParams&, Tensor&, Tensor&) { unsupported("moe_route"); }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/batch.h"
+#include "backend/collective.h"
 #include "core/activation.h"
 #include "core/rope_params.h"
 #include "core/sampling.h"
@@ -220,6 +221,21 @@ class Backend {
   // fields.
   virtual void moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
                        const MoeParams& p, Tensor& out);
+
+  // --- tensor parallelism (model/shard.h) -------------------------------------
+  // embed() from a vocabulary range's rows: out[t, :] = table[id - first, :]
+  // for ids in [first, first + table.rows()), zeros for the others (the
+  // ranks' rows are then summed by an all-reduce).
+  virtual void embed_range(const Tensor& table, int64_t first, const StepMeta& m, Tensor& out);
+  // sample() where each rank holds a range of the vocabulary: `logits`
+  // [n_rows, its range] are ids [first, first + logits.cols()) of
+  // vocab_total. Every rank calls it with the same rows and penalties
+  // (global ids) and gets the same results, equal to sample() over the whole
+  // logits; only per-row summaries (maxima, sums, histograms, candidates)
+  // cross between ranks through `comm`, never the logits.
+  virtual void sample_vocab_parallel(const Tensor& logits, int64_t first, int64_t vocab_total,
+                                     std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
+                                     Communicator& comm, std::vector<SampleResult>& out);
 
   // --- fused ops (defaults compose the ops above; backends may fuse) -------
   // outs[i] = x . ws[i]^T for each weight (e.g. the q, k and v

@@ -7,20 +7,35 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/loopback_comm.h"
 #include "engine/engine.h"
 
 namespace rf::cli {
 
 struct BackendOptions {
   std::string device = "auto";  // auto | cpu | cuda | rocm (alias hip)
+  int tensor_parallel = 1;      // ranks (backends) the model is split over
   int threads = 0;              // CPU threads (0: all cores)
   float gpu_memory_utilization = 0.9f;
 };
 
+// The backends a command runs on: one, or one per tensor-parallel rank with
+// the communicators that join them (CPU ranks: in-process collectives).
+struct BackendSet {
+  std::vector<std::unique_ptr<Backend>> owned;
+  std::unique_ptr<LoopbackGroup> loopback;
+  std::vector<Backend*> ranks;
+  std::vector<Communicator*> comms;  // empty for one rank
+  Backend& first() const { return *ranks[0]; }
+  // "cpu" or, tensor parallel, "2 x cpu".
+  std::string name() const;
+};
+
 void add_backend_options(CLI::App& cmd, BackendOptions& o);
-std::unique_ptr<Backend> make_backend(const BackendOptions& o);
+BackendSet make_backends(const BackendOptions& o);
 
 // The KV cache budget of an engine on this backend: on GPUs the
 // --gpu-memory-utilization share of device memory; elsewhere the engine's

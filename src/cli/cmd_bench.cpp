@@ -248,8 +248,8 @@ void serve_bench(const BenchOptions& o) {
   RF_CHECK(o.concurrency >= 1, "--concurrency must be >= 1");
   const Range in = parse_range(o.input_len, "--input-len"), out = parse_range(o.output_len, "--output-len");
   const std::string path = resolve_model_path(o.model);
-  auto backend = make_backend(o.backend);
-  auto model = Model::load(path, *backend, true);
+  BackendSet backends = make_backends(o.backend);
+  auto model = Model::load(path, backends.ranks, true);
   auto tok = Tokenizer::from_gguf(model->file());
   const ModelConfig& mc = model->config();
   RF_CHECK(in.hi + out.hi <= mc.n_ctx_train, "--input-len + --output-len (up to ", in.hi + out.hi,
@@ -259,10 +259,10 @@ void serve_bench(const BenchOptions& o) {
   cfg.max_model_len = in.hi + out.hi;
   cfg.max_num_batched_tokens = std::max(o.max_batch_tokens, o.concurrency);
   cfg.prefix_caching = true;
-  set_kv_budget(*backend, o.backend, cfg);
-  Engine engine(*model, *tok, *backend, cfg);
+  set_kv_budget(backends.first(), o.backend, cfg);
+  Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
   std::fprintf(stderr, "model: %s\ndevice: %s, %d KV blocks of %d tokens (KV %s), %d tokens per step\n",
-               mc.summary().c_str(), backend->name().c_str(), engine.num_blocks(), cfg.block_size,
+               mc.summary().c_str(), backends.name().c_str(), engine.num_blocks(), cfg.block_size,
                engine.kv_groups().summary().c_str(), cfg.max_num_batched_tokens);
 
   std::vector<Sample> samples(size_t(o.requests));
@@ -306,7 +306,7 @@ void serve_bench(const BenchOptions& o) {
   if (tty) std::fputc('\n', stderr);
   engine.stop();
   if (!error.empty()) fail(error);
-  report_serving(o, in, out, engine, backend->name(), path, samples, wall);
+  report_serving(o, in, out, engine, backends.name(), path, samples, wall);
 }
 
 void bench(const BenchOptions& o) {
@@ -316,14 +316,17 @@ void bench(const BenchOptions& o) {
     return;
   }
   const std::string path = resolve_model_path(o.model);
-  auto backend = make_backend(o.backend);
-  const double copy_bw = backend->measure_copy_bandwidth();
-  auto model = Model::load(path, *backend, true);
+  BackendSet backends = make_backends(o.backend);
+  const double copy_bw = backends.first().measure_copy_bandwidth();
+  auto model = Model::load(path, backends.ranks, true);
   auto tok = Tokenizer::from_gguf(model->file());
   const double weight_bytes = double(model->weights().bytes);
   const ModelConfig& mc = model->config();
-  std::fprintf(stderr, "model: %s (%.2f GB of weights)\ndevice: %s, copy bandwidth %.0f GB/s (read + write)\n",
-               mc.summary().c_str(), weight_bytes / 1e9, backend->name().c_str(), copy_bw / 1e9);
+  // Tensor parallel: weight bytes and bandwidth are one rank's (each reads its shard at once).
+  const int tp = model->n_ranks();
+  std::fprintf(stderr, "model: %s (%.2f GB of weights%s)\ndevice: %s, copy bandwidth %.0f GB/s (read + write)\n",
+               mc.summary().c_str(), weight_bytes / 1e9, tp > 1 ? " per rank" : "", backends.name().c_str(),
+               copy_bw / 1e9);
   if (model->weights().expert_bytes > 0)
     std::fprintf(stderr,
                  "weight GB/s counts the bytes a step reads: the shared weights and the chosen experts (%.2f GB at "
@@ -341,7 +344,7 @@ void bench(const BenchOptions& o) {
                                      .max_blocks_per_sequence(cfg.max_model_len, cfg.block_size,
                                                               cfg.max_num_batched_tokens) +
                              1);
-    Engine engine(*model, *tok, *backend, cfg);
+    Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
     std::vector<double> pp, tg, bw;
     for (int r = 0; r <= o.reps; ++r) {
       const Phase ph = run_once(engine, P, o, 1000 * uint64_t(P) + uint64_t(r));
@@ -359,8 +362,8 @@ void bench(const BenchOptions& o) {
                        {"gen_share_of_copy_bw", copy_bw > 0 ? mean(bw) / copy_bw : 0.0}});
   }
   if (o.json) {
-    nlohmann::json out = {{"model", path}, {"weights_gb", weight_bytes / 1e9}, {"device", backend->name()},
-                          {"copy_bandwidth_gb_s", copy_bw / 1e9}, {"results", results}};
+    nlohmann::json out = {{"model", path}, {"weights_gb", weight_bytes / 1e9}, {"device", backends.name()},
+                          {"tensor_parallel", tp}, {"copy_bandwidth_gb_s", copy_bw / 1e9}, {"results", results}};
     std::printf("%s\n", out.dump(2).c_str());
     return;
   }

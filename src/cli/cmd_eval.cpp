@@ -74,8 +74,8 @@ void append_floats(std::string& s, const std::vector<float>& v) {
 void eval(const EvalCmdOptions& o) {
   if (!o.verbose) set_log_level(LogLevel::Warn);
   const auto prompts = read_prompts(o.prompts);
-  auto backend = make_backend(o.backend);
-  auto model = Model::load(resolve_model_path(o.model), *backend, o.verbose);
+  BackendSet backends = make_backends(o.backend);
+  auto model = Model::load(resolve_model_path(o.model), backends.ranks, o.verbose);
   log_info("model: ", model->config().summary());
   auto tok = Tokenizer::from_gguf(model->file());
   std::vector<int32_t> eog;
@@ -87,7 +87,7 @@ void eval(const EvalCmdOptions& o) {
     eo.max_context = std::max(eo.max_context, int32_t(p.size()) + o.n_predict);
   }
   eo.prefill_chunk = o.prefill_chunk;
-  Evaluator ev(*model, *backend, eo);
+  Evaluator ev(*model, backends.ranks, backends.comms, eo);
   for (const auto& p : prompts) {
     const EvalResult r = ev.run(p, o.n_predict, eog);
     std::string line = "{\"prompt_tokens\": ";

@@ -29,15 +29,15 @@ struct RunOptions {
 void run(const RunOptions& o) {
   if (!o.verbose) set_log_level(LogLevel::Warn);
   const std::string path = resolve_model_path(o.model);
-  auto backend = make_backend(o.backend);
-  auto model = Model::load(path, *backend, o.verbose);
+  BackendSet backends = make_backends(o.backend);
+  auto model = Model::load(path, backends.ranks, o.verbose);
   auto tok = Tokenizer::from_gguf(model->file());
   EngineConfig cfg;
   cfg.max_num_seqs = 1;
   cfg.max_model_len = o.ctx_size > 0 ? o.ctx_size : model->config().n_ctx_train;
   cfg.max_num_batched_tokens = std::min(cfg.max_model_len, 2048);
-  set_kv_budget(*backend, o.backend, cfg);
-  Engine engine(*model, *tok, *backend, cfg);
+  set_kv_budget(backends.first(), o.backend, cfg);
+  Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
 
   Request req;
   req.prompt = tok->encode(o.prompt, true, true);

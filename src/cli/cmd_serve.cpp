@@ -145,8 +145,8 @@ void serve(const ServeOptions& o) {
   std::fprintf(stderr, "rocmforge serve: listening on http://%s:%d (loading the model)\n", o.host.c_str(), http.port());
 
   const std::string path = resolve_model_path(o.model);
-  auto backend = make_backend(o.backend);
-  auto model = Model::load(path, *backend, o.verbose);
+  BackendSet backends = make_backends(o.backend);
+  auto model = Model::load(path, backends.ranks, o.verbose);
   auto tok = Tokenizer::from_gguf(model->file());
   const ChatTemplateChoice tmpl = choose_chat_template(&model->file(), o.chat_template_file);
   const server::ChatPrompt chat(*tok, tmpl.source, tmpl.origin, o.allow_special_in_content);
@@ -156,8 +156,8 @@ void serve(const ServeOptions& o) {
   cfg.max_model_len = o.ctx_size > 0 ? o.ctx_size : model->config().n_ctx_train;
   cfg.max_num_batched_tokens = o.max_num_batched_tokens;
   cfg.max_queue = o.max_queue;
-  set_kv_budget(*backend, o.backend, cfg);
-  Engine engine(*model, *tok, *backend, cfg);
+  set_kv_budget(backends.first(), o.backend, cfg);
+  Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
   engine.start();
   server::ModelService service(engine, chat, model_names(o, path));
   http.set_service(&service);

@@ -2,6 +2,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 
@@ -33,7 +34,11 @@ struct Engine::Active {
 };
 
 Engine::Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend, EngineConfig config)
-    : model_(model), tokenizer_(tokenizer), backend_(backend), config_(config) {
+    : Engine(model, tokenizer, std::span<Backend* const>(std::array<Backend*, 1>{&backend}), {}, config) {}
+
+Engine::Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend* const> backends,
+               std::span<Communicator* const> comms, EngineConfig config)
+    : model_(model), tokenizer_(tokenizer), config_(config) {
   const ModelConfig& mc = model.config();
   RF_CHECK(config_.block_size > 0 && config_.block_size <= 1024, "engine: bad block size ", config_.block_size);
   if (config_.max_model_len <= 0) config_.max_model_len = mc.n_ctx_train;
@@ -43,39 +48,34 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend,
   limits.max_seqs = config_.max_num_seqs;
   limits.max_logits = config_.max_num_seqs;
   limits.max_blocks_per_seq = (config_.max_model_len + config_.block_size - 1) / config_.block_size;
-  transformer_ = std::make_unique<Transformer>(model.config(), model.weights(), backend, limits);
   KVBudget budget;
   budget.num_blocks = config_.num_blocks;
   budget.kv_bytes = config_.kv_memory_bytes;
   budget.memory_utilization = config_.memory_utilization;
-  budget.device_total = backend.total_memory();
-  budget.device_used = backend.allocated_bytes();
   budget.max_seqs = config_.max_num_seqs;
   budget.max_model_len = config_.max_model_len;
   budget.max_chunk = config_.max_num_batched_tokens;
-  const KVMemoryPlan plan(kv_geometry(mc, backend.kv_type(), config_.block_size), budget);
-  config_.num_blocks = plan.num_blocks();
-  kv_ = std::make_unique<KVCache>(backend, mc, plan);
+  runner_ = std::make_unique<StepRunner>(model, backends, comms, limits, budget, config_.block_size);
+  config_.num_blocks = runner_->num_blocks();
   pool_ = std::make_unique<BlockPool>(config_.num_blocks, config_.block_size);
-  const KVGroupLayout& groups = kv_->groups();
+  const KVGroupLayout& groups = runner_->kv_groups();
   scheduler_ = std::make_unique<Scheduler>(
       SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens, config_.prefix_caching,
                       groups.group_windows()},
       *pool_);
   group_blocks_.resize(size_t(groups.n_groups()));
-  transformer_->warmup(*kv_);
   for (int32_t t = 0; t < mc.n_vocab && t < tokenizer.n_vocab(); ++t)
     if (tokenizer.is_eog(t)) eog_tokens_.push_back(t);
   metrics_.kv_blocks_total = config_.num_blocks;
   metrics_.kv_blocks_free = config_.num_blocks;
   log_info("engine: ", config_.num_blocks, " KV blocks of ", config_.block_size, " tokens x ", groups.group_size(),
-           " layers (", double(kv_->bytes()) / 1e6, " MB), KV ", groups.summary(), "; one sequence holds up to ",
+           " layers (", double(runner_->kv_bytes()) / 1e6, " MB", runner_->n_ranks() > 1 ? " over the ranks" : "", "), KV ", groups.summary(), "; one sequence holds up to ",
            max_sequence_tokens(), " tokens; max ", config_.max_num_seqs, " sequences, ",
            config_.max_num_batched_tokens, " tokens per step, context ", config_.max_model_len);
 }
 
 int32_t Engine::max_sequence_tokens() const {
-  return kv_->groups().max_tokens_for_blocks(config_.num_blocks, config_.block_size, config_.max_num_batched_tokens);
+  return runner_->kv_groups().max_tokens_for_blocks(config_.num_blocks, config_.block_size, config_.max_num_batched_tokens);
 }
 
 Engine::~Engine() { stop(); }
@@ -226,7 +226,7 @@ bool Engine::step() {
   update_gauges();
   if (sched.empty()) return false;
 
-  batch_.reset(config_.block_size, transformer_->limits().max_blocks_per_seq, kv_->groups().n_groups());
+  batch_.reset(config_.block_size, runner_->limits().max_blocks_per_seq, runner_->kv_groups().n_groups());
   rows_.clear();
   penalties_.clear();
   sampled_.clear();
@@ -260,9 +260,9 @@ bool Engine::step() {
   }
 
   try {
-    const Tensor logits = transformer_->forward(batch_, *kv_);
+    runner_->forward(batch_);
     grammar_masks();  // on the CPU while a GPU computes the logits
-    if (!rows_.empty()) backend_.sample(logits, rows_, penalties_, results_);
+    if (!rows_.empty()) runner_->sample(rows_, penalties_, results_);
   } catch (const std::exception& e) {
     log_error("forward pass failed: ", e.what());
     fail_step(sched, e.what());

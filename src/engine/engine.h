@@ -22,9 +22,8 @@
 #include "engine/scheduler.h"
 #include "engine/serving.h"
 #include "engine/stop_matcher.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
-#include "model/transformer.h"
+#include "model/step_runner.h"
 #include "tokenizer/tokenizer.h"
 
 namespace rf {
@@ -48,6 +47,10 @@ struct EngineConfig {
 class Engine final : public ServingEngine {
  public:
   Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend, EngineConfig config);
+  // Tensor parallel: the model loaded onto `backends` (one per rank, in
+  // order), joined by `comms` (one per rank; none for one backend).
+  Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend* const> backends,
+         std::span<Communicator* const> comms, EngineConfig config);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -75,7 +78,8 @@ class Engine final : public ServingEngine {
   int32_t num_blocks() const { return config_.num_blocks; }
   // The longest sequence the KV cache holds alone (KVGroupLayout::max_tokens_for_blocks).
   int32_t max_sequence_tokens() const;
-  const KVGroupLayout& kv_groups() const { return kv_->groups(); }
+  const KVGroupLayout& kv_groups() const { return runner_->kv_groups(); }
+  int32_t tensor_parallel_size() const { return runner_->n_ranks(); }
   int32_t free_blocks() const { return int32_t(metrics_.kv_blocks_free.load()); }
   size_t active_requests() const override;
 
@@ -91,12 +95,10 @@ class Engine final : public ServingEngine {
 
   const Model& model_;
   const Tokenizer& tokenizer_;
-  Backend& backend_;
   EngineConfig config_;
-  std::unique_ptr<KVCache> kv_;
   std::unique_ptr<BlockPool> pool_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Transformer> transformer_;
+  std::unique_ptr<StepRunner> runner_;
   EngineMetrics metrics_;
 
   // Engine-thread state.

@@ -2,6 +2,7 @@
 #include "model/evaluator.h"
 
 #include <algorithm>
+#include <array>
 
 #include "core/error.h"
 #include "kv/block_table.h"
@@ -9,7 +10,11 @@
 namespace rf {
 
 Evaluator::Evaluator(const Model& model, Backend& backend, const EvalOptions& options)
-    : model_(model), backend_(backend), options_(options) {
+    : Evaluator(model, std::span<Backend* const>(std::array<Backend*, 1>{&backend}), {}, options) {}
+
+Evaluator::Evaluator(const Model& model, std::span<Backend* const> backends, std::span<Communicator* const> comms,
+                     const EvalOptions& options)
+    : model_(model), options_(options) {
   const ModelConfig& c = model.config();
   RF_CHECK(options.max_prompt > 0 && options.max_context >= options.max_prompt && options.block_size > 0,
            "eval: bad sizes (prompt ", options.max_prompt, ", context ", options.max_context, ")");
@@ -21,12 +26,10 @@ Evaluator::Evaluator(const Model& model, Backend& backend, const EvalOptions& op
   lim.max_seqs = 1;
   lim.max_logits = 1;
   lim.max_blocks_per_seq = n_blocks;
-  tf_ = std::make_unique<Transformer>(c, model.weights(), backend, lim);
-  const KVGeometry geometry = kv_geometry(c, backend.kv_type(), options.block_size);
-  const int32_t n_groups = geometry.groups.n_groups();
+  const int32_t n_groups = kv_group_layout(c).n_groups();
   KVBudget budget;
   budget.num_blocks = n_blocks * n_groups;
-  kv_ = std::make_unique<KVCache>(backend, c, KVMemoryPlan(geometry, budget));
+  runner_ = std::make_unique<StepRunner>(model, backends, comms, lim, budget, options.block_size);
   blocks_.resize(size_t(n_groups));
   for (int32_t g = 0; g < n_groups; ++g)
     for (int32_t b = 0; b < n_blocks; ++b) blocks_[size_t(g)].push_back(g * n_blocks + b);
@@ -46,7 +49,7 @@ EvalResult Evaluator::run(std::span<const int32_t> prompt, int32_t n_predict, st
   r.prompt_tokens.assign(prompt.begin(), prompt.end());
   std::vector<int32_t> tokens = r.prompt_tokens;
   Batch b;
-  const KVGroupLayout& groups = kv_->groups();
+  const KVGroupLayout& groups = runner_->kv_groups();
   std::vector<std::vector<int32_t>> tables(blocks_.size());
   std::vector<std::span<const int32_t>> spans(blocks_.size());
   // Feeds tokens[done, end) and returns the argmax of the last one's logits.
@@ -59,8 +62,8 @@ EvalResult Evaluator::run(std::span<const int32_t> prompt, int32_t n_predict, st
       spans[g] = tables[g];
     }
     b.add_sequence(std::span<const int32_t>(tokens.data() + done, size_t(end - done)), done, spans, true);
-    const Tensor logits = tf_->forward(b, *kv_);
-    backend_.copy_to_host(host_logits_.data(), logits.data, size_t(vocab) * sizeof(float));
+    runner_->forward(b);
+    runner_->copy_logits(0, host_logits_.data());
     return int32_t(std::max_element(host_logits_.begin(), host_logits_.end()) - host_logits_.begin());
   };
   const int32_t chunk = options_.prefill_chunk > 0 ? options_.prefill_chunk : n_prompt;

@@ -2,8 +2,8 @@
 // first step's full logits — what `rocmforge eval` prints, one JSON line per
 // prompt with the fields of llama.cpp's golden files (prompt_tokens,
 // greedy_tokens, first_step_logits), so any engine's output can be diffed
-// against it. One sequence at a time over the model's own Transformer and a
-// paged KV cache of its own; the prompt goes in one batch (or in chunks of
+// against it. One sequence at a time over a StepRunner of its own (one backend or
+// tensor-parallel ranks) and its paged KV cache; the prompt goes in one batch (or in chunks of
 // `prefill_chunk` tokens), then one token per step. Each KV group has its
 // own blocks; a sliding-window group's table entries before the window of
 // the step's first token are null (kv/block_table.h), as the engine
@@ -17,9 +17,8 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
-#include "model/transformer.h"
+#include "model/step_runner.h"
 
 namespace rf {
 
@@ -39,6 +38,9 @@ struct EvalOptions {
 class Evaluator {
  public:
   Evaluator(const Model& model, Backend& backend, const EvalOptions& options);
+  // Tensor parallel: the model loaded onto `backends`, joined by `comms`.
+  Evaluator(const Model& model, std::span<Backend* const> backends, std::span<Communicator* const> comms,
+            const EvalOptions& options);
   ~Evaluator();
 
   // Greedy (argmax, lowest id on ties) continuation of `prompt` by up to
@@ -47,10 +49,8 @@ class Evaluator {
 
  private:
   const Model& model_;
-  Backend& backend_;
   EvalOptions options_;
-  std::unique_ptr<Transformer> tf_;
-  std::unique_ptr<KVCache> kv_;
+  std::unique_ptr<StepRunner> runner_;
   std::vector<std::vector<int32_t>> blocks_;  // [n_groups][blocks per sequence]
   std::vector<float> host_logits_;
 };

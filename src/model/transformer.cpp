@@ -15,10 +15,13 @@
 namespace rf {
 
 Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, Backend& backend,
-                         const BackendLimits& limits)
-    : c_(config), w_(weights), backend_(backend), limits_(limits) {
+                         const BackendLimits& limits, Communicator* comm)
+    : c_(config), w_(weights), backend_(backend), comm_(comm && comm->size() > 1 ? comm : nullptr), limits_(limits) {
   RF_CHECK(limits.max_tokens > 0 && limits.max_logits > 0 && limits.max_seqs > 0, "transformer: empty limits");
-  limits_.vocab = c_.n_vocab;
+  vocab_ = comm_ ? shard_range(c_.n_vocab, ShardSpec{comm_->rank(), comm_->size()}) : IndexRange{0, c_.n_vocab};
+  RF_CHECK(w_.tok_embd.rows() == vocab_.count && w_.output.rows() == vocab_.count, "transformer: embedding rows ",
+           w_.tok_embd.rows(), " for a vocabulary range of ", vocab_.count);
+  limits_.vocab = int32_t(vocab_.count);
   limits_.n_heads = c_.n_head;
   limits_.head_dim = c_.head_dim;
   limits_.n_kv_heads = c_.n_head_kv;
@@ -64,7 +67,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   if (c_.post_ffn_norm) post_ = alloc_act(c_.n_embd, T, act, "post norm");  // the last layer's post-FFN norm
   last_ = alloc_act(c_.n_embd, limits.max_logits, res, "last hidden");
   last_n_ = alloc_act(c_.n_embd, limits.max_logits, act, "last normed");
-  logits_ = alloc_act(c_.n_vocab, limits.max_logits, DType::F32, "logits");
+  logits_ = alloc_act(vocab_.count, limits.max_logits, DType::F32, "logits");
   backend_.reserve(limits_);
 }
 
@@ -180,6 +183,7 @@ Tensor Transformer::attention_block(int32_t il, const StepMeta& m, KVCache& kv) 
     backend_.attention(q, cache, m, ap, attn);
   }
   backend_.matmul(attn, l.wo, proj);
+  reduce(proj);
   return proj;
 }
 
@@ -192,12 +196,18 @@ Tensor Transformer::ffn_block(int32_t il, int32_t n) {
     backend_.matmul(xn, l.router, logits);
     backend_.moe_route(logits, moe_, ids, weights);
     backend_.moe_ffn(xn, ids, weights, l.experts, moe_, proj);
+    reduce(proj);
     return proj;
   }
   Tensor gate = gate_.slice_rows(0, n), up = up_.slice_rows(0, n);
   backend_.matmul_gate_up_glu(xn, l.w_gate, l.w_up, gate, up, gate, c_.activation);
   backend_.matmul(gate, l.w_down, proj);
+  reduce(proj);
   return proj;
+}
+
+void Transformer::reduce(Tensor& x) {
+  if (comm_) comm_->all_reduce_sum(x);
 }
 
 void Transformer::residual_and_norm(Tensor& x, const Tensor& block_out, const Tensor& post_norm,
@@ -209,7 +219,12 @@ void Transformer::residual_and_norm(Tensor& x, const Tensor& block_out, const Te
 void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
   const int32_t n = m.n_tokens;
   Tensor x = x_.slice_rows(0, n), xn = xn_.slice_rows(0, n);
-  backend_.embed(w_.tok_embd, m, x);
+  if (comm_) {
+    backend_.embed_range(w_.tok_embd, vocab_.first, m, x);
+    comm_->all_reduce_sum(x);
+  } else {
+    backend_.embed(w_.tok_embd, m, x);
+  }
   if (c_.embd_scale != 1.0f) backend_.scale(x, c_.embd_scale);
   backend_.rms_norm(x, w_.layers[0].attn_norm, c_.rms_eps, xn);
   for (int32_t il = 0; il < c_.n_layer; ++il) {

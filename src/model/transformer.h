@@ -7,25 +7,31 @@
 // block tables (kv/group_layout.h, StepMeta::for_group).
 // Owns the activation workspace, sized at construction for the largest step;
 // forward allocates nothing.
+// With a communicator, it runs one tensor-parallel rank (model/shard.h):
+// `config` and `weights` are the rank's, the embedding is summed over the
+// ranks' vocabulary ranges, the attention output and FFN down projections
+// are all-reduced, and the logits are the rank's vocabulary range.
 #pragma once
 
 #include "backend/backend.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/shard.h"
 #include "model/weights.h"
 
 namespace rf {
 
 class Transformer {
  public:
-  Transformer(const ModelConfig& config, const ModelWeights& weights, Backend& backend, const BackendLimits& limits);
+  Transformer(const ModelConfig& config, const ModelWeights& weights, Backend& backend, const BackendLimits& limits,
+              Communicator* comm = nullptr);
   ~Transformer();
   Transformer(const Transformer&) = delete;
   Transformer& operator=(const Transformer&) = delete;
 
   // Runs every layer for all of the batch's tokens, writing their K/V into
-  // `kv`, and returns f32 logits [batch.n_logits(), n_vocab] on the backend
-  // (valid until the next call).
+  // `kv`, and returns f32 logits [batch.n_logits(), vocab_range().count] on
+  // the backend (valid until the next call).
   Tensor forward(const Batch& batch, KVCache& kv);
 
   // Captures the decode graphs of every batch bucket up front (backends
@@ -33,6 +39,8 @@ class Transformer {
   void warmup(KVCache& kv);
 
   const BackendLimits& limits() const { return limits_; }
+  // The token ids whose logits forward() returns (all, unless tensor parallel).
+  IndexRange vocab_range() const { return vocab_; }
   Backend& backend() { return backend_; }
 
  private:
@@ -41,6 +49,8 @@ class Transformer {
   // One layer's attention block on the normed input in xn_: returns its
   // output projection (rows of proj_), before any post-attention norm.
   Tensor attention_block(int32_t il, const StepMeta& m, KVCache& kv);
+  // Sums a row-parallel product over the ranks (tensor parallel only).
+  void reduce(Tensor& x);
   // The FFN of the normed input in xn_ (dense, or router -> top-k experts):
   // returns its down projection (rows of proj_), before any post-FFN norm.
   Tensor ffn_block(int32_t il, int32_t n);
@@ -57,6 +67,8 @@ class Transformer {
   const ModelConfig& c_;
   const ModelWeights& w_;
   Backend& backend_;
+  Communicator* comm_;  // tensor parallel only
+  IndexRange vocab_;
   BackendLimits limits_;
   std::vector<void*> buffers_;
   // Workspace, [max_tokens rows] unless noted:

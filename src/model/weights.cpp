@@ -15,9 +15,11 @@ namespace {
 struct Loader {
   const gguf::File& f;
   Backend& backend;
-  uint64_t done = 0, total = 0;
+  ShardSpec shard;
+  std::vector<std::vector<uint8_t>>& parts;  // host copies of non-contiguous parts
   const std::function<void(uint64_t, uint64_t)>& progress;
-
+  uint64_t done = 0, total = 0;  // file bytes read, of all
+  uint64_t loaded = 0;           // bytes on the backend
   std::unordered_set<std::string> used;
 
   const gguf::TensorInfo& info(const std::string& name, std::vector<uint64_t> shape) {
@@ -43,39 +45,55 @@ struct Loader {
     if (progress) progress(done, total);
   }
 
-  // A weight of `shape` (ne[0] first) as a matrix of its rows: a 3-D
-  // tensor's matrices stacked along rows (each whole, as blocks run along
-  // ne[0] in every format).
-  Tensor weight(const std::string& name, std::vector<uint64_t> shape) {
-    const gguf::TensorInfo& t = info(name, std::move(shape));
-    Tensor out = backend.load_weight(host_view(t), name);
-    advance(t.n_bytes);
+  Tensor upload(const Tensor& host, const std::string& name) {
+    Tensor out = backend.load_weight(host, name);
+    loaded += out.bytes();
     return out;
   }
 
-  Tensor matrix(const std::string& name, int64_t cols, int64_t rows) {
-    return weight(name, {uint64_t(cols), uint64_t(rows)});
+  // Rows `ranges` of a weight of `shape` (ne[0] first) seen as a matrix of
+  // its rows (a 3-D tensor's matrices stacked along rows, each whole, as
+  // blocks run along ne[0] in every format), one after another; empty
+  // ranges: every row.
+  Tensor rows(const std::string& name, std::vector<uint64_t> shape, const std::vector<IndexRange>& ranges = {}) {
+    const gguf::TensorInfo& t = info(name, std::move(shape));
+    const Tensor host = host_view(t);
+    advance(t.n_bytes);
+    if (ranges.empty()) return upload(host, name);
+    if (ranges.size() == 1) return upload(host.slice_rows(ranges[0].first, ranges[0].count), name);
+    return upload(copy_row_ranges(host, ranges, keep()), name);
   }
 
-  // One layer's experts: ffn_{gate,up}_exps [n_embd, n_ff_expert, n_expert]
-  // and ffn_down_exps [n_ff_expert, n_embd, n_expert].
-  ExpertWeights experts(const std::string& prefix, const ModelConfig& c) {
-    const auto n_embd = uint64_t(c.n_embd), n_ff = uint64_t(c.n_ff_expert), n = uint64_t(c.n_expert);
-    ExpertWeights e;
-    e.n_expert = c.n_expert;
-    e.gate = weight(prefix + "ffn_gate_exps.weight", {n_embd, n_ff, n});
-    e.up = weight(prefix + "ffn_up_exps.weight", {n_embd, n_ff, n});
-    e.down = weight(prefix + "ffn_down_exps.weight", {n_ff, n_embd, n});
-    return e;
+  // Columns [r.first, r.first + r.count) of every row of a weight of `shape`.
+  Tensor columns(const std::string& name, std::vector<uint64_t> shape, IndexRange r) {
+    const gguf::TensorInfo& t = info(name, std::move(shape));
+    advance(t.n_bytes);
+    if (!shard.split()) return upload(host_view(t), name);
+    return upload(copy_columns(host_view(t), r.first, r.count, name, keep()), name);
   }
 
-  // Norm weights and rope factors: always f32 on the backend.
-  Tensor vector_f32(const std::string& name, int64_t n) {
+  Tensor matrix(const std::string& name, int64_t cols, int64_t n_rows, const std::vector<IndexRange>& ranges = {}) {
+    return rows(name, {uint64_t(cols), uint64_t(n_rows)}, ranges);
+  }
+
+  // A new host buffer for a rank's copied part.
+  std::vector<uint8_t>& keep() { return parts.emplace_back(); }
+
+  // Norm weights, biases and rope factors: always f32 on the backend; the
+  // elements of `ranges` one after another (empty: all).
+  Tensor vector_f32(const std::string& name, int64_t n, const std::vector<IndexRange>& ranges = {}) {
     const gguf::TensorInfo& t = info(name, {uint64_t(n)});
     std::vector<float> v(static_cast<size_t>(n));
     dequantize_row(t.type, f.tensor_data(t), v.data(), size_t(n));
     advance(t.n_bytes);
-    return backend.load_f32(v.data(), n, 1, name);
+    if (!ranges.empty()) {
+      std::vector<float> part;
+      for (const IndexRange& r : ranges) part.insert(part.end(), v.begin() + r.first, v.begin() + r.first + r.count);
+      v.swap(part);
+    }
+    Tensor out = backend.load_f32(v.data(), int64_t(v.size()), 1, name);
+    loaded += out.bytes();
+    return out;
   }
 };
 
@@ -84,17 +102,32 @@ Tensor f32_cols(const Tensor& v, int64_t first, int64_t n) {
   return make_tensor(static_cast<float*>(v.data) + first, DType::F32, n, 1, v.device);
 }
 
+// A range scaled by `unit` elements (heads -> rows of head_dim each).
+IndexRange times(IndexRange r, int64_t unit) { return IndexRange{r.first * unit, r.count * unit}; }
+IndexRange offset(IndexRange r, int64_t by) { return IndexRange{r.first + by, r.count}; }
+
 }  // namespace
 
-ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& c, Backend& backend,
-                                const std::function<void(uint64_t, uint64_t)>& progress) {
-  Loader L{f, backend, 0, 0, progress, {}};
-  for (const auto& t : f.tensors()) L.total += t.n_bytes;
+ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Backend& backend,
+                                const std::function<void(uint64_t, uint64_t)>& progress, ShardSpec shard) {
   ModelWeights w;
-  w.tok_embd = L.matrix("token_embd.weight", c.n_embd, c.n_vocab);
+  Loader L{f, backend, shard, w.host_parts, progress};
+  for (const auto& t : f.tensors()) L.total += t.n_bytes;
+  // The rank's shapes, and what of each split dimension it holds (all of it
+  // when not split: every range list below is then empty, the whole tensor).
+  const ModelConfig c = shard_config(full, shard);
+  const bool split = shard.split();
+  const int64_t hd = c.head_dim;
+  const IndexRange vocab = shard_range(c.n_vocab, shard);
+  const IndexRange heads = times(shard_range(full.n_head, shard), hd);
+  const IndexRange kv_heads = times(shard_range(full.n_head_kv, shard), hd);
+  const IndexRange ff = shard_range(full.n_ff, shard), ff_exp = shard_range(full.n_ff_expert, shard);
+  auto only = [&](std::vector<IndexRange> r) { return split ? r : std::vector<IndexRange>{}; };
+
+  w.tok_embd = L.matrix("token_embd.weight", c.n_embd, c.n_vocab, only({vocab}));
   w.output_norm = L.vector_f32("output_norm.weight", c.n_embd);
   if (f.find_tensor("output.weight")) {
-    w.output = L.matrix("output.weight", c.n_embd, c.n_vocab);
+    w.output = L.matrix("output.weight", c.n_embd, c.n_vocab, only({vocab}));
   } else {
     w.output = w.tok_embd;
     w.tied_output = true;
@@ -103,58 +136,72 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& c, Backe
   for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight", "blk.0.rope_factors_long.weight"})
     RF_CHECK(!f.find_tensor(name), "model has '", name, "': LongRoPE scaling (", c.arch,
              " long-context variants) is not supported yet");
+  const int64_t q_full = full.q_dim(), kv_full = full.kv_dim();
+  // q, k and v rows (or biases) of a rank, in that order, in one tensor
+  // holding all of q's, then k's, then v's.
+  const std::vector<IndexRange> qkv_parts =
+      only({heads, offset(kv_heads, q_full), offset(kv_heads, q_full + kv_full)});
   w.layers.resize(size_t(c.n_layer));
   for (int32_t i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[size_t(i)];
     l.attn_norm = L.vector_f32(p + "attn_norm.weight", c.n_embd);
     if (f.find_tensor(p + "attn_qkv.weight")) {
-      // One matrix of q, k and v rows, in that order.
-      const Tensor qkv = L.matrix(p + "attn_qkv.weight", c.n_embd, c.q_dim() + 2 * c.kv_dim());
+      // One matrix of q, k and v rows, in that order (a rank's parts copied together).
+      const Tensor qkv = L.matrix(p + "attn_qkv.weight", c.n_embd, q_full + 2 * kv_full, qkv_parts);
       l.wq = qkv.slice_rows(0, c.q_dim());
       l.wk = qkv.slice_rows(c.q_dim(), c.kv_dim());
       l.wv = qkv.slice_rows(c.q_dim() + c.kv_dim(), c.kv_dim());
       l.fused_qkv = true;
       if (c.qkv_bias == BiasUse::Required ||
           (c.qkv_bias == BiasUse::Optional && f.find_tensor(p + "attn_qkv.bias"))) {
-        const Tensor b = L.vector_f32(p + "attn_qkv.bias", c.q_dim() + 2 * c.kv_dim());
+        const Tensor b = L.vector_f32(p + "attn_qkv.bias", q_full + 2 * kv_full, qkv_parts);
         l.bq = f32_cols(b, 0, c.q_dim());
         l.bk = f32_cols(b, c.q_dim(), c.kv_dim());
         l.bv = f32_cols(b, c.q_dim() + c.kv_dim(), c.kv_dim());
       }
     } else {
-      l.wq = L.matrix(p + "attn_q.weight", c.n_embd, c.q_dim());
-      l.wk = L.matrix(p + "attn_k.weight", c.n_embd, c.kv_dim());
-      l.wv = L.matrix(p + "attn_v.weight", c.n_embd, c.kv_dim());
+      l.wq = L.matrix(p + "attn_q.weight", c.n_embd, q_full, only({heads}));
+      l.wk = L.matrix(p + "attn_k.weight", c.n_embd, kv_full, only({kv_heads}));
+      l.wv = L.matrix(p + "attn_v.weight", c.n_embd, kv_full, only({kv_heads}));
     }
     const bool bias = !l.fused_qkv && (c.qkv_bias == BiasUse::Required ||
                                        (c.qkv_bias == BiasUse::Optional && f.find_tensor(p + "attn_q.bias")));
     if (bias) {
-      l.bq = L.vector_f32(p + "attn_q.bias", c.q_dim());
-      l.bk = L.vector_f32(p + "attn_k.bias", c.kv_dim());
-      l.bv = L.vector_f32(p + "attn_v.bias", c.kv_dim());
+      l.bq = L.vector_f32(p + "attn_q.bias", q_full, only({heads}));
+      l.bk = L.vector_f32(p + "attn_k.bias", kv_full, only({kv_heads}));
+      l.bv = L.vector_f32(p + "attn_v.bias", kv_full, only({kv_heads}));
     }
     if (c.qk_norm) {
       l.q_norm = L.vector_f32(p + "attn_q_norm.weight", c.head_dim);
       l.k_norm = L.vector_f32(p + "attn_k_norm.weight", c.head_dim);
     }
-    l.wo = L.matrix(p + "attn_output.weight", c.q_dim(), c.n_embd);
+    l.wo = L.columns(p + "attn_output.weight", {uint64_t(q_full), uint64_t(c.n_embd)}, heads);
     if (c.post_attn_norm) l.post_attn_norm = L.vector_f32(p + "post_attention_norm.weight", c.n_embd);
     l.ffn_norm = L.vector_f32(p + "ffn_norm.weight", c.n_embd);
     if (c.has_experts()) {
       l.router = L.matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
-      l.experts = L.experts(p, c);
+      // ffn_{gate,up}_exps [n_embd, n_ff_expert, n_expert]: each expert's
+      // rows of the rank; ffn_down_exps [n_ff_expert, n_embd, n_expert]: its columns.
+      const auto n_embd = uint64_t(c.n_embd), n_ff = uint64_t(full.n_ff_expert), n_exp = uint64_t(c.n_expert);
+      std::vector<IndexRange> per_expert;
+      for (int64_t e = 0; e < c.n_expert; ++e) per_expert.push_back(offset(ff_exp, e * int64_t(n_ff)));
+      l.experts.n_expert = c.n_expert;
+      l.experts.gate = L.rows(p + "ffn_gate_exps.weight", {n_embd, n_ff, n_exp}, only(per_expert));
+      l.experts.up = L.rows(p + "ffn_up_exps.weight", {n_embd, n_ff, n_exp}, only(per_expert));
+      l.experts.down = L.columns(p + "ffn_down_exps.weight", {n_ff, n_embd, n_exp}, ff_exp);
     } else {
       if (c.fused_gate_up) {
         // ffn_up holds the gate rows, then the up rows.
-        const Tensor gate_up = L.matrix(p + "ffn_up.weight", c.n_embd, 2 * int64_t(c.n_ff));
+        const Tensor gate_up =
+            L.matrix(p + "ffn_up.weight", c.n_embd, 2 * int64_t(full.n_ff), only({ff, offset(ff, full.n_ff)}));
         l.w_gate = gate_up.slice_rows(0, c.n_ff);
         l.w_up = gate_up.slice_rows(c.n_ff, c.n_ff);
       } else {
-        l.w_gate = L.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff);
-        l.w_up = L.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff);
+        l.w_gate = L.matrix(p + "ffn_gate.weight", c.n_embd, full.n_ff, only({ff}));
+        l.w_up = L.matrix(p + "ffn_up.weight", c.n_embd, full.n_ff, only({ff}));
       }
-      l.w_down = L.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd);
+      l.w_down = L.columns(p + "ffn_down.weight", {uint64_t(full.n_ff), uint64_t(c.n_embd)}, ff);
     }
     if (c.post_ffn_norm) l.post_ffn_norm = L.vector_f32(p + "post_ffw_norm.weight", c.n_embd);
   }
@@ -163,9 +210,11 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& c, Backe
   for (const auto& t : f.tensors())
     RF_CHECK(L.used.count(t.name), "model has tensor '", t.name, "' that architecture '", c.arch,
              "' does not use");
-  w.bytes = L.done;
+  w.bytes = L.loaded;
   for (const LayerWeights& l : w.layers)
     if (l.experts.n_expert > 0) w.expert_bytes += l.experts.gate.bytes() + l.experts.up.bytes() + l.experts.down.bytes();
+  // Backends that copied the weights over no longer need the host parts.
+  if (backend.device() != DeviceKind::CPU) w.host_parts.clear();
   return w;
 }
 

@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/shard.h"
 
 namespace rf {
 
@@ -51,10 +52,16 @@ struct ModelWeights {
   // (exactly n_used / n_expert for one sequence).
   double bytes_read_per_step(int32_t seqs, int32_t n_used, int32_t n_expert) const;
   bool tied_output = false;
+  // Host copies of the parts of weights a tensor-parallel rank holds that
+  // are not contiguous in the file (column slices); kept while the backend
+  // reads weights in place (the CPU's), else freed once loaded.
+  std::vector<std::vector<uint8_t>> host_parts;
 
+  // Loads the whole model, or with shard.split() rank shard.rank's part of
+  // it (model/shard.h): `c` is the whole model's configuration.
   // progress(done_bytes, total_bytes) is called as tensors load.
   static ModelWeights load(const gguf::File& f, const ModelConfig& c, Backend& backend,
-                           const std::function<void(uint64_t, uint64_t)>& progress = nullptr);
+                           const std::function<void(uint64_t, uint64_t)>& progress = nullptr, ShardSpec shard = {});
 };
 
 }  // namespace rf

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -106,6 +107,18 @@ void CpuBackend::embed(const Tensor& table, const StepMeta& m, Tensor& out) {
     RF_CHECK(id >= 0 && id < vocab, "token id ", id, " out of range (vocab ", vocab, ")");
     dequantize_row(table.type, static_cast<const uint8_t*>(table.data) + size_t(id) * table.row_bytes(),
                    out.ptr<float>() + t * out.cols(), size_t(table.cols()));
+  }
+}
+
+void CpuBackend::embed_range(const Tensor& table, int64_t first, const StepMeta& m, Tensor& out) {
+  RF_CHECK(out.type == DType::F32 && out.cols() == table.cols() && out.rows() >= m.n_tokens,
+           "cpu embed_range: bad shapes");
+  for (int32_t t = 0; t < m.n_tokens; ++t) {
+    const int64_t row = int64_t(m.token_ids[t]) - first;
+    float* o = out.ptr<float>() + t * out.cols();
+    if (row < 0 || row >= table.rows()) std::fill(o, o + out.cols(), 0.0f);
+    else dequantize_row(table.type, static_cast<const uint8_t*>(table.data) + size_t(row) * table.row_bytes(), o,
+                        size_t(table.cols()));
   }
 }
 

@@ -69,6 +69,10 @@ class CpuBackend : public Backend {
   void gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) override;
   void sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
               std::vector<SampleResult>& out) override;
+  void embed_range(const Tensor& table, int64_t first, const StepMeta& m, Tensor& out) override;
+  void sample_vocab_parallel(const Tensor& logits, int64_t first, int64_t vocab_total, std::span<const SampleRow> rows,
+                             std::span<const PenaltyToken> penalties, Communicator& comm,
+                             std::vector<SampleResult>& out) override;
   void synchronize() override {}
 
   ThreadPool& pool() { return pool_; }

@@ -1,0 +1,37 @@
+// Communicator: the collectives that join tensor-parallel ranks (DESIGN.md,
+// "Backends": each GPU is its own backend over its shard). A rank's
+// communicator works on its own backend's memory and stream, so on GPUs the
+// collectives are queued like any op (and captured inside graphs); small
+// host-side exchanges serve the vocabulary-parallel sampler. Every rank
+// calls the same collectives in the same order; results are identical on
+// every rank (sums in rank order).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/tensor.h"
+
+namespace rf {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int32_t rank() const = 0;
+  virtual int32_t size() const = 0;
+
+  // x = the sum of every rank's x, elementwise, in place; x lies in this
+  // rank's backend memory (f32 or f16, contiguous).
+  virtual void all_reduce_sum(Tensor& x) = 0;
+  // Host memory: out = every rank's `bytes` of `in`, in rank order (out
+  // holds size() * bytes). Waits for the data.
+  virtual void all_gather_host(const void* in, size_t bytes, void* out) = 0;
+  // Makes every rank's later collectives fail at once (a rank that failed
+  // mid-step calls it so that the others do not wait for it forever).
+  virtual void abort() = 0;
+  // Seconds spent in all_reduce_sum so far (host-side measure; 0 where the
+  // collectives run asynchronously on a device stream).
+  virtual double all_reduce_seconds() const { return 0.0; }
+};
+
+}  // namespace rf

@@ -1,0 +1,63 @@
+// Tensor-parallel shard shapes and host-side weight slicing (see shard.h).
+#include "model/shard.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace rf {
+
+IndexRange shard_range(int64_t n, ShardSpec s) {
+  const int64_t first = n * s.rank / s.size, end = n * (s.rank + 1) / s.size;
+  return IndexRange{first, end - first};
+}
+
+ModelConfig shard_config(const ModelConfig& c, ShardSpec s) {
+  RF_CHECK(s.size >= 1 && s.rank >= 0 && s.rank < s.size, "tensor parallel: rank ", s.rank, " of ", s.size);
+  if (!s.split()) return c;
+  auto divide = [&](int32_t v, const char* what) {
+    RF_CHECK(v % s.size == 0, "tensor parallel size ", s.size, " does not divide the model's ", what, " (", v, ")");
+    return v / s.size;
+  };
+  ModelConfig r = c;
+  RF_CHECK(c.n_head_kv >= s.size, "tensor parallel size ", s.size, " exceeds the model's ", c.n_head_kv,
+           " KV heads (replicating KV heads is not supported)");
+  r.n_head = divide(c.n_head, "attention heads");
+  r.n_head_kv = divide(c.n_head_kv, "KV heads");
+  // An MoE model's layers have experts only: its dense width is unused.
+  if (c.has_experts()) r.n_ff_expert = divide(c.n_ff_expert, "expert feed-forward length");
+  else r.n_ff = divide(c.n_ff, "feed_forward_length");
+  return r;
+}
+
+Tensor copy_columns(const Tensor& host, int64_t first, int64_t count, const std::string& name,
+                    std::vector<uint8_t>& storage) {
+  const int64_t block = int64_t(info(host.type).block_size);
+  RF_CHECK(first >= 0 && count > 0 && first + count <= host.cols(), "copy_columns: [", first, ", +", count,
+           ") out of ", host.cols(), " columns of '", name, "'");
+  RF_CHECK(first % block == 0 && count % block == 0, "tensor '", name, "' (", dtype_name(host.type),
+           ", blocks of ", block, " values) cannot be split for tensor parallelism: each rank's ", count,
+           " of its ", host.cols(), " columns must be whole blocks");
+  const size_t in_row = host.row_bytes(), out_row = row_bytes(host.type, uint64_t(count));
+  const size_t offset = row_bytes(host.type, uint64_t(first));
+  storage.resize(out_row * size_t(host.rows()));
+  const auto* src = static_cast<const uint8_t*>(host.data);
+  for (int64_t r = 0; r < host.rows(); ++r)
+    std::memcpy(storage.data() + size_t(r) * out_row, src + size_t(r) * in_row + offset, out_row);
+  return make_tensor(storage.data(), host.type, count, host.rows());
+}
+
+Tensor copy_row_ranges(const Tensor& host, const std::vector<IndexRange>& ranges, std::vector<uint8_t>& storage) {
+  int64_t rows = 0;
+  for (const IndexRange& r : ranges) rows += r.count;
+  const size_t rb = host.row_bytes();
+  storage.resize(rb * size_t(rows));
+  size_t at = 0;
+  for (const IndexRange& r : ranges) {
+    std::memcpy(storage.data() + at, host.slice_rows(r.first, r.count).data, rb * size_t(r.count));
+    at += rb * size_t(r.count);
+  }
+  return make_tensor(storage.data(), host.type, host.cols(), rows);
+}
+
+}  // namespace rf

@@ -1,0 +1,132 @@
+// One step over one backend or over tensor-parallel ranks (see runner.h).
+#include "model/step_runner.h"
+
+#include "core/error.h"
+
+namespace rf {
+
+StepRunner::StepRunner(const Model& model, std::span<Backend* const> backends, std::span<Communicator* const> comms,
+                       const BackendLimits& limits, KVBudget budget, int32_t block_size)
+    : n_vocab_(model.config().n_vocab) {
+  const int32_t n = int32_t(backends.size());
+  RF_CHECK(n >= 1 && n == model.n_ranks(), "runner: ", n, " backends for a model loaded on ", model.n_ranks());
+  RF_CHECK(n == 1 || int32_t(comms.size()) == n, "runner: ", comms.size(), " communicators for ", n, " ranks");
+  for (int32_t r = 0; r < n; ++r) {
+    Rank k;
+    k.backend = backends[size_t(r)];
+    k.comm = n > 1 ? comms[size_t(r)] : nullptr;
+    RF_CHECK(!k.comm || (k.comm->rank() == r && k.comm->size() == n), "runner: communicator of rank ",
+             k.comm ? k.comm->rank() : -1, " given to rank ", r);
+    k.tf = std::make_unique<Transformer>(model.rank_config(r), model.rank_weights(r), *k.backend, limits, k.comm);
+    ranks_.push_back(std::move(k));
+  }
+  // Every rank holds the same blocks: plan once, from rank 0's memory.
+  Backend& b0 = *ranks_[0].backend;
+  budget.device_total = b0.total_memory();
+  budget.device_used = b0.allocated_bytes();
+  const KVMemoryPlan plan(kv_geometry(model.rank_config(0), b0.kv_type(), block_size), budget);
+  for (int32_t r = 0; r < n; ++r)
+    ranks_[size_t(r)].kv = std::make_unique<KVCache>(*ranks_[size_t(r)].backend, model.rank_config(r), plan);
+  for (int32_t r = 1; r < n; ++r) threads_.emplace_back([this, r] { worker(r); });
+  on_ranks([&](int32_t r) { ranks_[size_t(r)].tf->warmup(*ranks_[size_t(r)].kv); });
+}
+
+StepRunner::~StepRunner() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+size_t StepRunner::kv_bytes() const {
+  size_t total = 0;
+  for (const Rank& k : ranks_) total += k.kv->bytes();
+  return total;
+}
+
+double StepRunner::all_reduce_seconds() const {
+  return ranks_[0].comm ? ranks_[0].comm->all_reduce_seconds() : 0.0;
+}
+
+void StepRunner::worker(int32_t r) {
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(int32_t)>* job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+      job = job_;
+    }
+    std::exception_ptr err;
+    try {
+      (*job)(r);
+    } catch (...) {
+      err = std::current_exception();
+      ranks_[size_t(r)].comm->abort();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (err && !error_) error_ = err;
+    if (--pending_ == 0) cv_.notify_all();
+  }
+}
+
+void StepRunner::on_ranks(const std::function<void(int32_t)>& fn) {
+  if (ranks_.size() == 1) {
+    fn(0);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = &fn;
+    pending_ = int32_t(ranks_.size()) - 1;
+    error_ = nullptr;
+    ++generation_;
+  }
+  cv_.notify_all();
+  std::exception_ptr err;
+  try {
+    fn(0);
+  } catch (...) {
+    err = std::current_exception();
+    ranks_[0].comm->abort();
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return pending_ == 0; });
+  if (!err) err = error_;
+  if (err) std::rethrow_exception(err);
+}
+
+void StepRunner::forward(const Batch& batch) {
+  on_ranks([&](int32_t r) {
+    Rank& k = ranks_[size_t(r)];
+    k.logits = k.tf->forward(batch, *k.kv);
+  });
+}
+
+void StepRunner::sample(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
+                        std::vector<SampleResult>& out) {
+  if (ranks_.size() == 1) {
+    ranks_[0].backend->sample(ranks_[0].logits, rows, penalties, out);
+    return;
+  }
+  on_ranks([&](int32_t r) {
+    Rank& k = ranks_[size_t(r)];
+    const IndexRange v = k.tf->vocab_range();
+    std::vector<SampleResult>& res = r == 0 ? out : k.results;
+    k.backend->sample_vocab_parallel(k.logits, v.first, n_vocab_, rows, penalties, *k.comm, res);
+  });
+}
+
+void StepRunner::copy_logits(int32_t row, float* out) {
+  for (Rank& k : ranks_) {
+    const IndexRange v = k.tf->vocab_range();
+    RF_CHECK(row >= 0 && row < k.logits.rows(), "runner: logit row ", row, " of ", k.logits.rows());
+    k.backend->copy_to_host(out + v.first, k.logits.slice_rows(row, 1).data, size_t(v.count) * sizeof(float));
+  }
+}
+
+}  // namespace rf

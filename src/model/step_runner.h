@@ -1,0 +1,84 @@
+// StepRunner: what the engine and the evaluator run a step on — the model's
+// Transformer and KV cache on one backend, or one of each per
+// tensor-parallel rank (model/shard.h), each rank on its own thread with its
+// own backend and communicator, all running the same step together. The
+// scheduler above stays one: every rank's KV cache has the same blocks (a
+// rank holds its KV heads of each), so one block table serves them all.
+// Sampling is vocabulary-parallel across ranks (Backend::
+// sample_vocab_parallel); results come from rank 0.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "backend/backend.h"
+#include "kv/memory_plan.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/transformer.h"
+
+namespace rf {
+
+class StepRunner {
+ public:
+  // One rank per backend (model loaded onto the same backends, in order);
+  // comms: none for one rank, else one communicator per rank. The KV cache
+  // is planned from `budget` (device memory fields are filled in from rank
+  // 0's backend, after the workspace is allocated).
+  StepRunner(const Model& model, std::span<Backend* const> backends, std::span<Communicator* const> comms,
+             const BackendLimits& limits, KVBudget budget, int32_t block_size);
+  ~StepRunner();
+  StepRunner(const StepRunner&) = delete;
+  StepRunner& operator=(const StepRunner&) = delete;
+
+  int32_t n_ranks() const { return int32_t(ranks_.size()); }
+  const BackendLimits& limits() const { return ranks_[0].tf->limits(); }
+  const KVGroupLayout& kv_groups() const { return ranks_[0].kv->groups(); }
+  int32_t num_blocks() const { return ranks_[0].kv->num_blocks(); }
+  size_t kv_bytes() const;  // over all ranks
+  // Seconds the ranks spent in all-reduces so far (rank 0; 0 where asynchronous).
+  double all_reduce_seconds() const;
+
+  // Runs the step on every rank (queued on GPUs); the logits stay on the ranks.
+  void forward(const Batch& batch);
+  // Samples the last forward's logit rows.
+  void sample(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
+              std::vector<SampleResult>& out);
+  // Copies logit row `row` of the last forward, all n_vocab of it, to the host.
+  void copy_logits(int32_t row, float* out);
+
+ private:
+  struct Rank {
+    Backend* backend;
+    Communicator* comm;
+    std::unique_ptr<Transformer> tf;
+    std::unique_ptr<KVCache> kv;
+    Tensor logits;
+    std::vector<SampleResult> results;
+  };
+  // Runs fn(r) for every rank at once (rank 0 on the calling thread) and
+  // waits; a rank that throws aborts the communicators, and the first
+  // error is rethrown.
+  void on_ranks(const std::function<void(int32_t)>& fn);
+  void worker(int32_t r);
+
+  int64_t n_vocab_;
+  std::vector<Rank> ranks_;
+  std::vector<std::thread> threads_;  // ranks 1..n-1
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const std::function<void(int32_t)>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int32_t pending_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace rf

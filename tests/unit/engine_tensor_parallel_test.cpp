@@ -1,0 +1,76 @@
+// The engine over 2 tensor-parallel CPU ranks (stories260K, in-process
+// collectives): a busy mix of greedy and sampled requests (top-k, top-p,
+// min-p, penalties, logit biases, logprobs with alternatives) gives the
+// tokens of the one-rank engine, and the logprobs to float rounding; the
+// KV cache holds the same blocks, each rank its KV heads of them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backend/cpu/loopback_comm.h"
+#include "unit/engine_test_util.h"
+
+namespace rf {
+namespace {
+
+std::vector<Request> workload() {
+  std::mt19937 rng(5);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 12; ++i) {
+    Request r;
+    for (int t = 0, n = 1 + int(rng() % 40); t < n; ++t) r.prompt.push_back(3 + int32_t(rng() % 509));
+    r.max_tokens = 10 + int32_t(rng() % 30);
+    SamplingParams& p = r.sampling;
+    p.seed = 100 + uint64_t(i);
+    switch (i % 6) {
+      case 0: p.temperature = 0; break;
+      case 1: p.temperature = 0.9f, p.top_k = 40, p.top_p = 0.95f; break;
+      case 2: p.temperature = 1.1f, p.min_p = 0.05f, p.repetition_penalty = 1.2f; break;
+      case 3: p.temperature = 0.7f, p.top_p = 0.5f, p.presence_penalty = 0.3f, p.frequency_penalty = 0.4f; break;
+      case 4: p.temperature = 1.0f; r.logit_bias = {{13, 3.0f}, {400, -100.0f}}; break;
+      default: p.temperature = 0.8f, p.top_k = 5; break;
+    }
+    if (i % 4 == 1) {
+      r.logprobs = true;
+      p.top_logprobs = 3;
+    }
+    reqs.push_back(r);
+  }
+  return reqs;
+}
+
+TEST(EngineTensorParallel, TwoRanksGiveTheOneRankOutputs) {
+  RF_REQUIRE_TESTDATA("stories260K.gguf");
+  const auto reqs = workload();
+  test::Stories st;
+  auto one = st.engine(test::config(64));
+  const auto want = test::run_all(*one, reqs);
+
+  CpuBackend b0(1), b1(1);
+  LoopbackGroup group(2);
+  Backend* backends[] = {&b0, &b1};
+  Communicator* comms[] = {&group.rank(0), &group.rank(1)};
+  auto model = Model::load(test::testdata_path("stories260K.gguf"), backends, false);
+  Engine two(*model, st.tok(), backends, comms, test::config(64));
+  EXPECT_EQ(two.tensor_parallel_size(), 2);
+  EXPECT_EQ(two.num_blocks(), one->num_blocks());
+  const auto got = test::run_all(two, reqs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
+    EXPECT_EQ(got[i].text, want[i].text) << "request " << i;
+    EXPECT_EQ(got[i].reason, want[i].reason) << "request " << i;
+    ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << "request " << i;
+    for (size_t t = 0; t < want[i].logprobs.size(); ++t) {
+      EXPECT_NEAR(got[i].logprobs[t].logprob, want[i].logprobs[t].logprob, 1e-4) << "request " << i;
+      ASSERT_EQ(got[i].logprobs[t].top.size(), want[i].logprobs[t].top.size());
+      for (size_t j = 0; j < want[i].logprobs[t].top.size(); ++j)
+        EXPECT_EQ(got[i].logprobs[t].top[j].first, want[i].logprobs[t].top[j].first) << "request " << i;
+    }
+  }
+  test::expect_idle(two);
+}
+
+}  // namespace
+}  // namespace rf
