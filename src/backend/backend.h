@@ -89,7 +89,8 @@ struct BackendLimits {
   int32_t max_seqs = 0;       // largest number of sequences per step
   int32_t max_blocks_per_seq = 0;
   int32_t max_logits = 0;
-  int32_t vocab = 0;
+  int32_t vocab = 0;           // logit columns (a tensor-parallel rank's range of the vocabulary)
+  int32_t vocab_total = 0;     // the whole vocabulary (allowed-token masks are this wide)
   int64_t max_weight_elems = 0;  // largest weight matrix (rows * cols)
   int32_t n_heads = 0;           // attention query heads
   int32_t head_dim = 0;
@@ -131,6 +132,9 @@ class Backend {
   virtual DType activation_type() const = 0;       // f32 on the CPU, f16 on GPUs
   virtual DType residual_type() const { return DType::F32; }  // the residual stream
   virtual DType kv_type() const = 0;
+  // Makes this backend's device current for the calling thread (GPUs; each
+  // tensor-parallel rank's thread calls it before running ops).
+  virtual void bind_thread() {}
 
   // --- memory ------------------------------------------------------------
   // Allocations are owned by the backend and freed with it (or by free()).

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "core/log.h"
 #ifdef ROCMFORGE_HAVE_GPU
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/nccl_comm.h"
 #endif
 
 namespace rf::cli {
@@ -21,8 +23,17 @@ std::string canonical_device(const std::string& d) { return d == "hip" ? "rocm" 
 }  // namespace
 
 void add_backend_options(CLI::App& cmd, BackendOptions& o) {
-  cmd.add_option("--device", o.device, "Backend: auto, cpu, cuda (NVIDIA) or rocm (AMD; alias hip)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda", "rocm", "hip"}))
+  cmd.add_option("--device", o.device,
+                 "Backend: auto, cpu, cuda (NVIDIA) or rocm (AMD; alias hip); a GPU kind may name its GPUs, one "
+                 "per tensor-parallel rank: cuda:1, cuda:0,1")
+      ->check([](const std::string& v) {
+        try {
+          parse_device(v);
+          return std::string();
+        } catch (const std::exception& e) {
+          return std::string(e.what());
+        }
+      })
       ->capture_default_str();
   cmd.add_option("-t,--threads", o.threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
@@ -35,50 +46,81 @@ void add_backend_options(CLI::App& cmd, BackendOptions& o) {
       ->capture_default_str();
 }
 
-namespace {
-std::unique_ptr<Backend> make_one_backend(const BackendOptions& o, size_t cpu_threads) {
-  std::string device = canonical_device(o.device);
-#ifdef ROCMFORGE_HAVE_GPU
-  // The GPU backend of this build speaks one vendor: cuda or rocm.
-  const std::string vendor = CudaBackend::vendor();
-  if (device == "auto") device = CudaBackend::device_count() > 0 ? vendor : "cpu";
-  if (device == vendor) {
-    RF_CHECK(o.tensor_parallel == 1, "tensor parallelism on ", vendor,
-             " needs NCCL communicators, which this build does not have yet; --tensor-parallel-size ",
-             o.tensor_parallel, " runs on --device cpu");
-    auto b = std::make_unique<CudaBackend>();
-    log_info("backend: ", b->name());
-    return b;
+DeviceSpec parse_device(const std::string& text) {
+  DeviceSpec d;
+  const size_t colon = text.find(':');
+  d.kind = canonical_device(text.substr(0, colon));
+  RF_CHECK(d.kind == "auto" || d.kind == "cpu" || d.kind == "cuda" || d.kind == "rocm",
+           "--device '", text, "': expected auto, cpu, cuda or rocm (alias hip), optionally with GPU indices (cuda:1, "
+           "cuda:0,1)");
+  if (colon == std::string::npos) return d;
+  RF_CHECK(d.kind == "cuda" || d.kind == "rocm", "--device '", text, "': only a GPU kind takes indices");
+  const std::string list = text.substr(colon + 1);
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, comma - at);
+    RF_CHECK(!item.empty() && item.size() <= 3 && item.find_first_not_of("0123456789") == std::string::npos,
+             "--device '", text, "': '", item, "' is not a GPU index");
+    const int g = std::stoi(item);
+    RF_CHECK(std::find(d.gpus.begin(), d.gpus.end(), g) == d.gpus.end(), "--device '", text, "': GPU ", g,
+             " is listed twice");
+    d.gpus.push_back(g);
+    at = comma + 1;
   }
-  if (device != "cpu")
-    fail("this build's GPU backend is ", vendor, ", not ", device, " (build with the ",
-         device == "rocm" ? "hip" : "cuda", " preset)");
-#else
-  if (device == "cuda") fail("this build has no CUDA backend (build with the cuda preset)");
-  if (device == "rocm") fail("this build has no ROCm backend (build with the hip preset)");
-  if (device == "auto") device = "cpu";
-#endif
-  auto b = std::make_unique<CpuBackend>(cpu_threads);
-  log_info("backend: ", b->name());
-  return b;
+  return d;
 }
-}  // namespace
 
 BackendSet make_backends(const BackendOptions& o) {
   const int n = o.tensor_parallel;
   RF_CHECK(n >= 1, "--tensor-parallel-size must be >= 1");
+  DeviceSpec d = parse_device(o.device);
   BackendSet s;
+#ifdef ROCMFORGE_HAVE_GPU
+  // The GPU backend of this build speaks one vendor: cuda or rocm.
+  const std::string vendor = CudaBackend::vendor();
+  if (d.kind == "auto") d.kind = CudaBackend::device_count() > 0 ? vendor : "cpu";
+  if (d.kind == vendor) {
+    if (d.gpus.empty())
+      for (int g = 0; g < n; ++g) d.gpus.push_back(g);
+    RF_CHECK(int(d.gpus.size()) == n, "--device ", o.device, " names ", d.gpus.size(), " GPUs for ", n,
+             " tensor-parallel rank", n > 1 ? "s" : "");
+    std::vector<CudaBackend*> gpus;
+    for (int g : d.gpus) {
+      CudaOptions opt;
+      opt.device = g;
+      auto b = std::make_unique<CudaBackend>(opt);
+      log_info("backend: ", b->name());
+      gpus.push_back(b.get());
+      s.ranks.push_back(b.get());
+      s.owned.push_back(std::move(b));
+    }
+    if (n > 1) {
+      auto group = std::make_shared<NcclGroup>(gpus);
+      for (int r = 0; r < n; ++r) s.comms.push_back(&group->rank(r));
+      s.gpu_group = group;
+    }
+    return s;
+  }
+  if (d.kind != "cpu")
+    fail("this build's GPU backend is ", vendor, ", not ", d.kind, " (build with the ",
+         d.kind == "rocm" ? "hip" : "cuda", " preset)");
+#else
+  if (d.kind == "cuda") fail("this build has no CUDA backend (build with the cuda preset)");
+  if (d.kind == "rocm") fail("this build has no ROCm backend (build with the hip preset)");
+#endif
   // CPU ranks share the cores: each gets its part of them.
   const size_t cores = o.threads > 0 ? size_t(o.threads) : size_t(std::max(1u, std::thread::hardware_concurrency()));
   const size_t per_rank = n > 1 ? std::max<size_t>(1, cores / size_t(n)) : size_t(o.threads);
   for (int r = 0; r < n; ++r) {
-    s.owned.push_back(make_one_backend(o, per_rank));
+    s.owned.push_back(std::make_unique<CpuBackend>(per_rank));
     s.ranks.push_back(s.owned.back().get());
   }
+  log_info("backend: ", s.first().name());
   if (n > 1) {
     s.loopback = std::make_unique<LoopbackGroup>(n);
     for (int r = 0; r < n; ++r) s.comms.push_back(&s.loopback->rank(r));
-    log_info("tensor parallel: ", n, " ranks of ", s.first().name(), " joined in-process");
+    log_info("tensor parallel: ", n, " CPU ranks joined in-process");
   }
   return s;
 }

@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/cpu/loopback_comm.h"
+#include "backend/loopback_comm.h"
 #include "engine/engine.h"
 
 namespace rf::cli {
 
 struct BackendOptions {
-  std::string device = "auto";  // auto | cpu | cuda | rocm (alias hip)
+  std::string device = "auto";  // auto | cpu | cuda[:i[,j...]] | rocm[:i...] (alias hip)
   int tensor_parallel = 1;      // ranks (backends) the model is split over
   int threads = 0;              // CPU threads (0: all cores)
   float gpu_memory_utilization = 0.9f;
@@ -26,13 +26,22 @@ struct BackendOptions {
 // the communicators that join them (CPU ranks: in-process collectives).
 struct BackendSet {
   std::vector<std::unique_ptr<Backend>> owned;
-  std::unique_ptr<LoopbackGroup> loopback;
+  std::unique_ptr<LoopbackGroup> loopback;  // CPU ranks
+  std::shared_ptr<void> gpu_group;          // GPU ranks: their NCCL communicators
   std::vector<Backend*> ranks;
   std::vector<Communicator*> comms;  // empty for one rank
   Backend& first() const { return *ranks[0]; }
   // "cpu" or, tensor parallel, "2 x cpu".
   std::string name() const;
 };
+
+// --device's value: the kind (auto, cpu, cuda, rocm; "hip" read as rocm)
+// and the GPUs it names, if any ("cuda:0,1"). Throws naming what is wrong.
+struct DeviceSpec {
+  std::string kind;
+  std::vector<int> gpus;
+};
+DeviceSpec parse_device(const std::string& text);
 
 void add_backend_options(CLI::App& cmd, BackendOptions& o);
 BackendSet make_backends(const BackendOptions& o);

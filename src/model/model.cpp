@@ -26,6 +26,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, std::span<Backend* c
                                      double(total) * n / 1e6, "MB");
   for (int32_t r = 0; r < n; ++r) {
     const ShardSpec spec{r, n};
+    ranks[size_t(r)]->bind_thread();
     Shard s;
     s.config = shard_config(m->config_, spec);
     s.weights = ModelWeights::load(

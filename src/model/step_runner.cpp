@@ -17,6 +17,7 @@ StepRunner::StepRunner(const Model& model, std::span<Backend* const> backends, s
     k.comm = n > 1 ? comms[size_t(r)] : nullptr;
     RF_CHECK(!k.comm || (k.comm->rank() == r && k.comm->size() == n), "runner: communicator of rank ",
              k.comm ? k.comm->rank() : -1, " given to rank ", r);
+    k.backend->bind_thread();
     k.tf = std::make_unique<Transformer>(model.rank_config(r), model.rank_weights(r), *k.backend, limits, k.comm);
     ranks_.push_back(std::move(k));
   }
@@ -25,13 +26,16 @@ StepRunner::StepRunner(const Model& model, std::span<Backend* const> backends, s
   budget.device_total = b0.total_memory();
   budget.device_used = b0.allocated_bytes();
   const KVMemoryPlan plan(kv_geometry(model.rank_config(0), b0.kv_type(), block_size), budget);
-  for (int32_t r = 0; r < n; ++r)
+  for (int32_t r = 0; r < n; ++r) {
+    ranks_[size_t(r)].backend->bind_thread();
     ranks_[size_t(r)].kv = std::make_unique<KVCache>(*ranks_[size_t(r)].backend, model.rank_config(r), plan);
+  }
   for (int32_t r = 1; r < n; ++r) threads_.emplace_back([this, r] { worker(r); });
   on_ranks([&](int32_t r) { ranks_[size_t(r)].tf->warmup(*ranks_[size_t(r)].kv); });
 }
 
 StepRunner::~StepRunner() {
+  // Each rank's memory is freed by its own backend (which binds its device).
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -63,6 +67,7 @@ void StepRunner::worker(int32_t r) {
     }
     std::exception_ptr err;
     try {
+      ranks_[size_t(r)].backend->bind_thread();
       (*job)(r);
     } catch (...) {
       err = std::current_exception();
@@ -75,6 +80,7 @@ void StepRunner::worker(int32_t r) {
 }
 
 void StepRunner::on_ranks(const std::function<void(int32_t)>& fn) {
+  ranks_[0].backend->bind_thread();
   if (ranks_.size() == 1) {
     fn(0);
     return;

@@ -22,6 +22,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   RF_CHECK(w_.tok_embd.rows() == vocab_.count && w_.output.rows() == vocab_.count, "transformer: embedding rows ",
            w_.tok_embd.rows(), " for a vocabulary range of ", vocab_.count);
   limits_.vocab = int32_t(vocab_.count);
+  limits_.vocab_total = c_.n_vocab;
   limits_.n_heads = c_.n_head;
   limits_.head_dim = c_.head_dim;
   limits_.n_kv_heads = c_.n_head_kv;

@@ -111,7 +111,7 @@ IndexRange offset(IndexRange r, int64_t by) { return IndexRange{r.first + by, r.
 ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Backend& backend,
                                 const std::function<void(uint64_t, uint64_t)>& progress, ShardSpec shard) {
   ModelWeights w;
-  Loader L{f, backend, shard, w.host_parts, progress};
+  Loader L{f, backend, shard, w.host_parts, progress, 0, 0, 0, {}};
   for (const auto& t : f.tensors()) L.total += t.n_bytes;
   // The rank's shapes, and what of each split dimension it holds (all of it
   // when not split: every range list below is then empty, the whole tensor).

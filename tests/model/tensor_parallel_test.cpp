@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/loopback_comm.h"
+#include "backend/loopback_comm.h"
 #include "core/error.h"
 #include "model/evaluator.h"
 #include "model/model.h"

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/loopback_comm.h"
+#include "backend/loopback_comm.h"
 #include "core/error.h"
 
 namespace rf {

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <random>
 
-#include "backend/cpu/loopback_comm.h"
+#include "backend/loopback_comm.h"
 #include "unit/engine_test_util.h"
 
 namespace rf {

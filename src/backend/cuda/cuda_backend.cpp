@@ -10,6 +10,7 @@
 
 #include "backend/cuda/bandwidth_probe.h"
 #include "backend/cuda/blas.h"
+#include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/gpu.h"
 #include "backend/cuda/moe_scratch.h"
 #include "backend/cuda/kernels.h"
@@ -29,38 +30,6 @@ gpuStream_t S(void* s) { return static_cast<gpuStream_t>(s); }
 constexpr size_t kStagingBytes = size_t(64) << 20;
 }  // namespace
 
-struct CudaBackend::Impl {
-  std::unique_ptr<gpu::OpProfiler> profiler;  // with CudaOptions::profile
-  std::unique_ptr<gpu::Blas> blas;
-  void* blas_workspace = nullptr;
-  void* staging = nullptr;  // pinned, for weight uploads
-  // Step metadata: fixed offsets (in int32) into one device buffer. The KV
-  // groups' slot mappings lie at off_slots + g * max_tokens; their block
-  // tables end to end from off_tables, n_seqs * max_blocks_per_seq each (a
-  // captured graph fixes n_seqs, its bucket, so its pointers stay valid).
-  int32_t* meta_dev = nullptr;
-  int32_t* meta_host = nullptr;  // pinned
-  size_t off_tokens = 0, off_pos = 0, off_slots = 0, off_tseq = 0, off_starts = 0, off_ctx = 0, off_logits = 0,
-         off_tiles = 0, off_split = 0, off_tables = 0, meta_ints = 0;
-  gpuEvent_t meta_copied = nullptr;
-  // Sampling.
-  gpu::SampleRowDevice* rows_dev = nullptr;
-  gpu::SampleRowDevice* rows_host = nullptr;
-  PenaltyToken* pen_dev = nullptr;
-  PenaltyToken* pen_host = nullptr;
-  size_t pen_capacity = 0;
-  uint32_t* mask_dev = nullptr;  // allowed-token masks of the step's rows
-  uint32_t* mask_host = nullptr;  // pinned
-  size_t mask_words = 0;         // per row
-  float* sample_work = nullptr;
-  gpu::SampleOutDevice* out_dev = nullptr;
-  gpu::SampleOutDevice* out_host = nullptr;
-  // Matmul scratch for quantized weights in large batches.
-  void* dequant = nullptr;
-  size_t dequant_bytes = 0;
-  gpu::AttentionScratch attn;
-  std::unordered_map<uint64_t, std::pair<gpuGraph_t, gpuGraphExec_t>> graphs;
-};
 
 namespace {
 using OpTimer = gpu::OpProfiler::Scope;  // times one op when profiling
@@ -106,6 +75,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
 }
 
 CudaBackend::~CudaBackend() {
+  (void)gpuSetDevice(options_.device);
   if (stream_) (void)gpuStreamSynchronize(S(stream_));
   impl_->profiler.reset();  // prints the op table
   clear_graphs();
@@ -121,6 +91,7 @@ CudaBackend::~CudaBackend() {
 }
 
 void* CudaBackend::alloc(size_t bytes, const std::string& what) {
+  bind();  // memory and set-up calls bind the device themselves; ops rely on bind_thread()
   RF_CHECK(!capturing_, "cuda: allocation of ", what, " during graph capture");
   void* p = nullptr;
   const gpuError_t err = gpuMalloc(&p, std::max<size_t>(bytes, 256));
@@ -136,6 +107,7 @@ void* CudaBackend::alloc(size_t bytes, const std::string& what) {
 }
 
 void CudaBackend::free(void* p) {
+  (void)gpuSetDevice(options_.device);  // (called from destructors: no throw)
   if (!p) return;
   std::lock_guard<std::mutex> lock(alloc_mu_);
   auto it = allocations_.find(p);
@@ -147,6 +119,7 @@ void CudaBackend::free(void* p) {
 }
 
 void CudaBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
+  bind();
   // Through the pinned staging buffer, in chunks.
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
@@ -160,23 +133,27 @@ void CudaBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
 }
 
 void CudaBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
+  bind();
   RF_GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToHost, S(stream_)));
   RF_GPU_CHECK(gpuStreamSynchronize(S(stream_)));
 }
 
 size_t CudaBackend::free_memory() const {
+  bind();
   size_t free = 0, total = 0;
   RF_GPU_CHECK(gpuMemGetInfo(&free, &total));
   return free;
 }
 
 size_t CudaBackend::total_memory() const {
+  bind();
   size_t free = 0, total = 0;
   RF_GPU_CHECK(gpuMemGetInfo(&free, &total));
   return total;
 }
 
 Tensor CudaBackend::load_weight(const Tensor& host, const std::string& name) {
+  bind();
   Tensor t = host;
   t.data = alloc(host.bytes(), name);
   t.device = DeviceKind::CUDA;
@@ -185,6 +162,7 @@ Tensor CudaBackend::load_weight(const Tensor& host, const std::string& name) {
 }
 
 Tensor CudaBackend::load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) {
+  bind();
   Tensor t = make_tensor(alloc(size_t(cols * rows) * 4, name), DType::F32, cols, rows, DeviceKind::CUDA);
   copy_to_device(t.data, host, size_t(cols * rows) * 4);
   return t;
@@ -197,11 +175,12 @@ void CudaBackend::release_reserved() {
   for (void* p : {static_cast<void*>(I.meta_dev), static_cast<void*>(I.rows_dev), static_cast<void*>(I.pen_dev),
                   static_cast<void*>(I.sample_work), static_cast<void*>(I.out_dev), I.dequant,
                   static_cast<void*>(I.attn.partial_out), static_cast<void*>(I.attn.partial_ml),
-                  static_cast<void*>(I.mask_dev)})
+                  static_cast<void*>(I.mask_dev), I.shard_dev})
     free(p);
   for (void* p : {static_cast<void*>(I.meta_host), static_cast<void*>(I.rows_host), static_cast<void*>(I.pen_host),
-                  static_cast<void*>(I.out_host), static_cast<void*>(I.mask_host)})
+                  static_cast<void*>(I.out_host), static_cast<void*>(I.mask_host), I.shard_host})
     if (p) RF_GPU_CHECK(gpuFreeHost(p));
+  I.shard_dev = I.shard_host = nullptr;
   I.mask_dev = I.mask_host = nullptr;
   I.meta_dev = I.meta_host = nullptr;
   I.rows_dev = I.rows_host = nullptr;
@@ -214,6 +193,7 @@ void CudaBackend::release_reserved() {
 }
 
 void CudaBackend::reserve(const BackendLimits& lim) {
+  bind();
   if (reserved_) release_reserved();  // a new model/engine on this backend
   reserved_ = true;
   limits_ = lim;
@@ -240,10 +220,15 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   I.pen_dev = static_cast<PenaltyToken*>(alloc(I.pen_capacity * sizeof(PenaltyToken), "penalty tokens"));
   RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.pen_host), I.pen_capacity * sizeof(PenaltyToken), gpuHostAllocDefault));
   I.sample_work = static_cast<float*>(alloc(L * size_t(lim.vocab) * 4, "sampling workspace"));
-  I.mask_words = (size_t(lim.vocab) + 31) / 32;
+  I.mask_words = (size_t(std::max(lim.vocab, lim.vocab_total)) + 31) / 32;  // masks span the whole vocabulary
   I.mask_dev = static_cast<uint32_t*>(alloc(L * I.mask_words * 4, "sampling masks"));
   RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.mask_host), L * I.mask_words * 4, gpuHostAllocDefault));
   I.out_dev = static_cast<gpu::SampleOutDevice*>(alloc(L * sizeof(gpu::SampleOutDevice), "sampling results"));
+  if (lim.vocab_total > lim.vocab) {  // a tensor-parallel rank: vocabulary-parallel sampling's buffers
+    const gpu::ShardLayout layout(L);
+    I.shard_dev = alloc(layout.bytes, "vocabulary-parallel sampling");
+    RF_GPU_CHECK(gpuHostAlloc(&I.shard_host, layout.bytes, gpuHostAllocDefault));
+  }
   RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&I.out_host), L * sizeof(gpu::SampleOutDevice), gpuHostAllocDefault));
 
   I.dequant_bytes = std::min(options_.dequant_scratch_bytes, size_t(std::max<int64_t>(lim.max_weight_elems, 1)) * 2);
@@ -328,6 +313,13 @@ void CudaBackend::embed(const Tensor& table, const StepMeta& m, Tensor& out) {
   RF_CHECK(out.type == DType::F32 && out.cols() == table.cols(), "cuda embed: output must be f32 [n, embd]");
   gpu::embed_rows(table.type, table.data, table.row_bytes(), int(table.cols()), m.token_ids, m.n_tokens,
                   int(table.rows()), out.ptr<float>(), ctx());
+}
+
+void CudaBackend::embed_range(const Tensor& table, int64_t first, const StepMeta& m, Tensor& out) {
+  OpTimer timer(profiler(), "embed");
+  RF_CHECK(out.type == DType::F32 && out.cols() == table.cols(), "cuda embed_range: output must be f32 [n, embd]");
+  gpu::embed_rows_range(table.type, table.data, table.row_bytes(), int(table.cols()), m.token_ids, m.n_tokens,
+                        int(first), int(table.rows()), true, out.ptr<float>(), ctx());
 }
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
@@ -469,14 +461,12 @@ void CudaBackend::gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) {
   gpu::gather_rows_f32(x.ptr<float>(), m.logits_rows, m.n_logits, int(x.cols()), out.ptr<float>(), ctx());
 }
 
-void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
-                         std::vector<SampleResult>& out) {
+void CudaBackend::upload_sample_rows(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties) {
   Impl& I = *impl_;
   const int n = int(rows.size());
   RF_CHECK(n <= limits_.max_logits, "cuda sample: too many rows");
   RF_CHECK(penalties.size() <= I.pen_capacity, "cuda sample: ", penalties.size(), " penalty tokens exceed capacity ",
            I.pen_capacity);
-  RF_CHECK(logits.type == DType::F32 && logits.cols() <= limits_.vocab, "cuda sample: bad logits");
   size_t n_masked = 0;
   for (int i = 0; i < n; ++i) {
     const SampleRow& r = rows[size_t(i)];
@@ -510,6 +500,14 @@ void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, 
     RF_GPU_CHECK(gpuMemcpyAsync(I.pen_dev, I.pen_host, penalties.size() * sizeof(PenaltyToken), gpuMemcpyHostToDevice,
                                 S(stream_)));
   }
+}
+
+void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
+                         std::vector<SampleResult>& out) {
+  Impl& I = *impl_;
+  const int n = int(rows.size());
+  RF_CHECK(logits.type == DType::F32 && logits.cols() <= limits_.vocab, "cuda sample: bad logits");
+  upload_sample_rows(rows, penalties);
   {
     OpTimer timer(profiler(), "sample");
     gpu::sample(logits.ptr<float>(), n, int(logits.cols()), I.rows_dev, I.pen_dev, I.mask_dev, I.sample_work, I.out_dev,
@@ -530,6 +528,8 @@ void CudaBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, 
 }
 
 void CudaBackend::synchronize() { RF_GPU_CHECK(gpuStreamSynchronize(S(stream_))); }
+
+void CudaBackend::bind() const { RF_GPU_CHECK(gpuSetDevice(options_.device)); }
 
 namespace {
 // The fused GEMV paths need a few activation rows, f16 input and weights of
@@ -651,6 +651,7 @@ void CudaBackend::run_graph(uint64_t key, const std::function<void()>& record) {
 }
 
 void CudaBackend::clear_graphs() {
+  bind();
   for (auto& [k, g] : impl_->graphs) {
     (void)gpuGraphExecDestroy(g.second);
     (void)gpuGraphDestroy(g.first);
@@ -659,6 +660,7 @@ void CudaBackend::clear_graphs() {
 }
 
 double CudaBackend::measure_copy_bandwidth() {
+  bind();
   const size_t bytes = size_t(2) << 30;
   void* a = alloc(bytes, "bandwidth test");
   void* b = alloc(bytes, "bandwidth test");

@@ -40,6 +40,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return name_; }
   DType activation_type() const override { return DType::F16; }
   DType kv_type() const override { return DType::F16; }
+  void bind_thread() override { bind(); }
 
   void* alloc(size_t bytes, const std::string& what) override;
   void free(void* p) override;
@@ -53,6 +54,7 @@ class CudaBackend final : public Backend {
 
   StepMeta upload_step(const Batch& batch) override;
   void embed(const Tensor& table, const StepMeta& m, Tensor& out) override;
+  void embed_range(const Tensor& table, int64_t first, const StepMeta& m, Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void matmul(const Tensor& x, const Tensor& w, Tensor& out) override;
   void rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
@@ -70,6 +72,9 @@ class CudaBackend final : public Backend {
   void gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) override;
   void sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
               std::vector<SampleResult>& out) override;
+  void sample_vocab_parallel(const Tensor& logits, int64_t first, int64_t vocab_total, std::span<const SampleRow> rows,
+                             std::span<const PenaltyToken> penalties, Communicator& comm,
+                             std::vector<SampleResult>& out) override;
   void synchronize() override;
   void matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
                     std::span<const Tensor> biases) override;
@@ -91,11 +96,17 @@ class CudaBackend final : public Backend {
   double measure_copy_bandwidth() override;
 
   void* stream() const { return stream_; }
+  int device_index() const { return options_.device; }
   size_t allocated_bytes() const override { return allocated_; }
 
  private:
   struct Impl;
   struct MoeScratch;  // cuda_moe.cpp
+  class ShardOps;     // cuda_sample_parallel.cpp
+  void bind() const;  // makes options_.device current for the calling thread
+  // Uploads the rows' sampling parameters, penalties and masks for the
+  // sampling kernels (sample(), and sample_vocab_parallel()'s first phase).
+  void upload_sample_rows(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties);
   void reserve_moe(const BackendLimits& limits);
   void release_moe();
   gpu::LaunchCtx ctx() const;  // the stream and options_, for the launchers

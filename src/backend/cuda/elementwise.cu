@@ -12,14 +12,20 @@ namespace {
 
 template <DType T>
 __global__ void embed_kernel(const uint8_t* __restrict__ table, size_t row_bytes, int cols, const int32_t* ids,
-                             int vocab, float* __restrict__ out) {
+                             int first, int vocab, bool zero_outside, float* __restrict__ out) {
   pdl_wait();
   pdl_trigger();
   const int t = blockIdx.x;
-  int id = ids[t];
-  if (id < 0 || id >= vocab) id = 0;  // validated on the host; never read out of bounds
-  const uint8_t* row = table + size_t(id) * row_bytes;
+  int id = ids[t] - first;
   float* o = out + size_t(t) * cols;
+  if (id < 0 || id >= vocab) {
+    if (zero_outside) {  // another rank's row (tensor parallel): this rank adds zeros
+      for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = 0.0f;
+      return;
+    }
+    id = 0;  // validated on the host; never read out of bounds
+  }
+  const uint8_t* row = table + size_t(id) * row_bytes;
   if (cols % 32 == 0) {
     for (int sb = threadIdx.x; sb < cols / 32; sb += blockDim.x) {
       float v[32];
@@ -102,11 +108,17 @@ unsigned grid_for(int64_t n, int threads) {
 
 void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const int32_t* ids, int n, int vocab,
                 float* out, const LaunchCtx& ctx) {
+  embed_rows_range(type, table, row_bytes, cols, ids, n, 0, vocab, false, out, ctx);
+}
+
+void embed_rows_range(DType type, const void* table, size_t row_bytes, int cols, const int32_t* ids, int n, int first,
+                      int vocab, bool zero_outside, float* out, const LaunchCtx& ctx) {
   if (n == 0) return;
   switch (type) {
 #define RF_CASE(T)                                                                                              \
   case DType::T:                                                                                                \
-    launch(embed_kernel<DType::T>, n, 128, 0, ctx, static_cast<const uint8_t*>(table), row_bytes, cols, ids, vocab, out); \
+    launch(embed_kernel<DType::T>, n, 128, 0, ctx, static_cast<const uint8_t*>(table), row_bytes, cols, ids, first, \
+           vocab, zero_outside, out);                                                                           \
     break;
     RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
 #undef RF_CASE

@@ -91,6 +91,10 @@ void add_rms_norm(float* x, const void* y, const float* wy, const float* w, void
 // out[t, :] = table[ids[t], :] as f32 (any weight format).
 void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const int32_t* ids, int n, int vocab,
                 float* out, const LaunchCtx& ctx);
+// The same from the rows of ids [first, first + vocab); with zero_outside,
+// other ids give zero rows (a tensor-parallel rank's vocabulary range).
+void embed_rows_range(DType type, const void* table, size_t row_bytes, int cols, const int32_t* ids, int n, int first,
+                      int vocab, bool zero_outside, float* out, const LaunchCtx& ctx);
 // out = silu(gate) * up (f16, n elements).
 void swiglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx);
 // out = gelu_tanh(gate) * up (f16, n elements), the GELU rounded to f16 as
@@ -170,5 +174,66 @@ struct SampleOutDevice {
 // params[row].mask_offset words.
 void sample(const float* logits, int rows, int vocab, const SampleRowDevice* params, const PenaltyToken* penalties,
             const uint32_t* masks, float* work, SampleOutDevice* out, const LaunchCtx& ctx);
+
+// ---- sample_shard.cu
+// The per-rank primitives of vocabulary-parallel sampling
+// (backend/vocab_parallel_sample.h) over a rank's logits [rows, local] of
+// ids [first, first + local): one block per row. Masses are 32.32 fixed
+// point summed as integers (results do not depend on thread timing),
+// reported as doubles in units of exp(x - top).
+struct ShardRowDevice {  // a row's inputs to the later primitives
+  uint32_t floor, prefix;
+  float top, raw_max;
+  double before, u;
+  int32_t want, owner, id;
+};
+struct ShardPrepDevice {
+  float raw_max, top, best_v;
+  int32_t best_i;  // global id
+  float top_v[kMaxTopLogprobs];
+  int32_t top_i[kMaxTopLogprobs];  // global ids; -1: none
+};
+// The buffers of one step for up to `rows` rows, carved from one allocation
+// (device, and pinned host with the same layout): byte offsets.
+struct ShardLayout {
+  size_t rows_in = 0, prep = 0, hist = 0, vals = 0, picks = 0, raw = 0, bytes = 0;
+  explicit ShardLayout(size_t rows) {
+    auto take = [&](size_t n) {
+      const size_t at = bytes;
+      bytes += (n + 255) / 256 * 256;
+      return at;
+    };
+    rows_in = take(rows * sizeof(ShardRowDevice));
+    prep = take(rows * sizeof(ShardPrepDevice));
+    hist = take(rows * 256 * sizeof(double));
+    vals = take(rows * sizeof(double));
+    picks = take(rows * 2 * sizeof(int32_t));
+    raw = take(rows * sizeof(float));
+  }
+};
+// Adjusts each row into work (biases, penalties, bans, mask, temperature)
+// and summarizes it (ShardPrepDevice).
+void shard_prepare(const float* logits, int rows, int local, int first, const SampleRowDevice* params,
+                   const PenaltyToken* penalties, const uint32_t* masks, float* work, ShardPrepDevice* out,
+                   const LaunchCtx& ctx);
+// out[r] = sum of exp(raw - in[r].raw_max).
+void shard_sum_exp(const float* logits, int rows, int local, const ShardRowDevice* in, double* out,
+                   const LaunchCtx& ctx);
+// hist[r, 256] for rows with in[r].want: the weight (count, or by_mass the
+// mass) of work values with key >= floor and (key & mask) == prefix, by
+// (key >> shift) & 255.
+void shard_histogram(const float* work, int rows, int local, const ShardRowDevice* in, uint32_t mask, int shift,
+                     bool by_mass, double* hist, const LaunchCtx& ctx);
+// out[r] = the kept mass (key >= floor) of rows with in[r].want.
+void shard_kept_mass(const float* work, int rows, int local, const ShardRowDevice* in, double* out,
+                     const LaunchCtx& ctx);
+// picks[2r] = where in[r].owner, the first kept id at which before + the
+// kept mass so far exceeds u (else the last kept; -1 when not the owner);
+// picks[2r + 1] = the last kept id (-1: none). Global ids.
+void shard_pick(const float* work, int rows, int local, int first, const ShardRowDevice* in, int32_t* picks,
+                const LaunchCtx& ctx);
+// out[r] = the raw logit of global id in[r].id when in range, else -inf.
+void shard_raw_at(const float* logits, int rows, int local, int first, const ShardRowDevice* in, float* out,
+                  const LaunchCtx& ctx);
 
 }  // namespace rf::gpu

@@ -6,54 +6,13 @@
 // timing. Raw log-probabilities (and top alternatives) come from the
 // unpenalized logits.
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/sample_common.cuh"
 #include "core/rng.h"
 
 namespace rf::gpu {
 namespace {
 
 constexpr int kThreads = 1024;
-
-__device__ __forceinline__ uint32_t order_key(float f) {
-  const uint32_t u = __float_as_uint(f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-__device__ __forceinline__ uint64_t mass_of(float x, float top) {
-  return uint64_t(__expf(x - top) * 4294967296.0f);
-}
-
-struct ArgMax {
-  float v;
-  int i;
-};
-__device__ __forceinline__ ArgMax better(ArgMax a, ArgMax b) {
-  return (b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a;
-}
-
-// Block-wide argmax over x, skipping entries not strictly "after" `prev` in
-// the order (value desc, id asc) when `exclude` is set.
-__device__ ArgMax block_argmax(const float* x, int n, bool exclude, ArgMax prev, ArgMax* scratch) {
-  ArgMax best{-INFINITY, 0x7fffffff};
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const float v = x[i];
-    if (exclude && (v > prev.v || (v == prev.v && i <= prev.i))) continue;
-    best = better(best, ArgMax{v, i});
-  }
-  HwLanes lanes;
-  wave::argmax<RF_WARP_SIZE>(best.v, best.i, lanes);  // better() over the warp
-  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
-  __syncthreads();
-  if (lane == 0) scratch[warp] = best;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < int(blockDim.x / RF_WARP_SIZE); ++w) best = better(best, scratch[w]);
-    scratch[0] = best;
-  }
-  __syncthreads();
-  best = scratch[0];
-  __syncthreads();
-  return best;
-}
 
 // The largest key K such that the weight of elements with key >= K (among
 // those with key >= floor) reaches `target`. Weight: 1 per element, or its
@@ -185,30 +144,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   const float* lg = logits + size_t(row) * vocab;
   float* w = work + size_t(row) * vocab;
 
-  for (int i = threadIdx.x; i < vocab; i += blockDim.x) w[i] = lg[i];
-  __syncthreads();
-  const PenaltyToken* pen = penalties + p.penalty_offset;
-  // Biases, penalties, bans: one pass each (a token may have an entry in each).
-  for (int e = threadIdx.x; e < p.penalty_count; e += blockDim.x)
-    if (!pen[e].banned && pen[e].bias != 0.0f && pen[e].token >= 0 && pen[e].token < vocab) w[pen[e].token] += pen[e].bias;
-  __syncthreads();
-  for (int e = threadIdx.x; e < p.penalty_count; e += blockDim.x) {
-    const PenaltyToken t = pen[e];
-    if (!t.penalized() || t.token < 0 || t.token >= vocab) continue;
-    float l = w[t.token];
-    if (t.in_context && p.repetition_penalty != 1.0f) l = l > 0 ? l / p.repetition_penalty : l * p.repetition_penalty;
-    if (t.output_count > 0) l -= p.presence_penalty + p.frequency_penalty * float(t.output_count);
-    w[t.token] = l;
-  }
-  __syncthreads();
-  for (int e = threadIdx.x; e < p.penalty_count; e += blockDim.x)
-    if (pen[e].banned && pen[e].token >= 0 && pen[e].token < vocab) w[pen[e].token] = -INFINITY;
-  if (p.mask_offset >= 0) {  // structured output: only the allowed tokens
-    const uint32_t* m = masks + p.mask_offset;
-    for (int i = threadIdx.x; i < vocab; i += blockDim.x)
-      if (!((m[i >> 5] >> (i & 31)) & 1u)) w[i] = -INFINITY;
-  }
-  __syncthreads();
+  adjust_row(w, lg, vocab, 0, p, penalties, masks);
 
   // Raw log-normalizer.
   float mx = -INFINITY;

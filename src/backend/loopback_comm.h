@@ -1,9 +1,10 @@
-// LoopbackGroup: N tensor-parallel ranks of CPU backends in one process,
-// joined by in-memory collectives (the CPU build's stand-in for NCCL, so CI
-// runs the sharding logic). Each rank runs on its own thread; a collective
-// waits until every rank has called it. Sums are taken in rank order, so
-// every rank gets bit-identical results. After abort() every waiting and
-// later collective throws.
+// LoopbackGroup: N tensor-parallel ranks in one process joined by
+// in-memory collectives over host data: the whole communicator of CPU ranks
+// (the CPU build's stand-in for NCCL, so CI runs the sharding logic), and
+// the host-side exchanges of GPU ranks. Each rank runs on its own thread; a
+// collective waits until every rank has called it. Sums are taken in rank
+// order, so every rank gets bit-identical results. After abort() every
+// waiting and later collective throws.
 #pragma once
 
 #include <condition_variable>

@@ -1,5 +1,5 @@
 // In-process collectives for CPU ranks (see loopback_comm.h).
-#include "backend/cpu/loopback_comm.h"
+#include "backend/loopback_comm.h"
 
 #include <chrono>
 #include <cstring>
