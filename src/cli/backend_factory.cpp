@@ -40,6 +40,11 @@ void add_backend_options(CLI::App& cmd, BackendOptions& o) {
                  "Share of GPU memory for weights, workspace and KV cache")
       ->check(CLI::Range(0.05, 0.99))
       ->capture_default_str();
+  cmd.add_option("--load-format", o.load_format,
+                 "auto: read the model file; dummy: random weights in the shape of the mkmodel preset given as -m "
+                 "PRESET[:TYPE] (e.g. llama3-70b:f16), made on the backends")
+      ->check(CLI::IsMember({"auto", "dummy"}))
+      ->capture_default_str();
   cmd.add_option("--tensor-parallel-size,--tp", o.tensor_parallel,
                  "Split the model over this many ranks (Megatron-style tensor parallelism)")
       ->check(CLI::Range(1, 64))
@@ -133,6 +138,17 @@ std::string BackendSet::name() const {
 
 void set_kv_budget(const Backend& backend, const BackendOptions& o, EngineConfig& cfg) {
   if (backend.device() != DeviceKind::CPU) cfg.memory_utilization = o.gpu_memory_utilization;
+}
+
+std::string model_source(const std::string& given, const BackendOptions& o) {
+  if (o.load_format != "dummy") return resolve_model_path(given);
+  RF_CHECK(!given.empty(), "--load-format dummy needs -m PRESET[:TYPE] (a mkmodel preset, e.g. llama3-70b:f16)");
+  return "dummy:" + given;
+}
+
+std::unique_ptr<Model> load_model(const std::string& source, const BackendSet& backends, bool progress) {
+  if (source.rfind("dummy:", 0) == 0) return Model::load_dummy(source.substr(6), backends.ranks, progress);
+  return Model::load(source, backends.ranks, progress);
 }
 
 std::string resolve_model_path(const std::string& given, const char* argv0) {

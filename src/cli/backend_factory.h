@@ -12,12 +12,14 @@
 #include "backend/backend.h"
 #include "backend/loopback_comm.h"
 #include "engine/engine.h"
+#include "model/model.h"
 
 namespace rf::cli {
 
 struct BackendOptions {
   std::string device = "auto";  // auto | cpu | cuda[:i[,j...]] | rocm[:i...] (alias hip)
   int tensor_parallel = 1;      // ranks (backends) the model is split over
+  std::string load_format = "auto";  // auto: read the file; dummy: random weights in a preset's shape
   int threads = 0;              // CPU threads (0: all cores)
   float gpu_memory_utilization = 0.9f;
 };
@@ -55,5 +57,11 @@ void set_kv_budget(const Backend& backend, const BackendOptions& o, EngineConfig
 // (ROCMFORGE_TESTDATA, ../shared/testdata); otherwise an error saying where
 // to put a model.
 std::string resolve_model_path(const std::string& given, const char* argv0 = nullptr);
+
+// What a command loads: the model file (resolve_model_path), or with
+// --load-format dummy "dummy:PRESET[:TYPE]" from -m PRESET[:TYPE].
+std::string model_source(const std::string& given, const BackendOptions& o);
+// Loads model_source()'s answer onto the backends (progress bar if asked).
+std::unique_ptr<Model> load_model(const std::string& source, const BackendSet& backends, bool progress);
 
 }  // namespace rf::cli

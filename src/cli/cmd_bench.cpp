@@ -247,9 +247,9 @@ void report_serving(const BenchOptions& o, Range in, Range out, const Engine& en
 void serve_bench(const BenchOptions& o) {
   RF_CHECK(o.concurrency >= 1, "--concurrency must be >= 1");
   const Range in = parse_range(o.input_len, "--input-len"), out = parse_range(o.output_len, "--output-len");
-  const std::string path = resolve_model_path(o.model);
+  const std::string path = model_source(o.model, o.backend);
   BackendSet backends = make_backends(o.backend);
-  auto model = Model::load(path, backends.ranks, true);
+  auto model = load_model(path, backends, true);
   auto tok = Tokenizer::from_gguf(model->file());
   const ModelConfig& mc = model->config();
   RF_CHECK(in.hi + out.hi <= mc.n_ctx_train, "--input-len + --output-len (up to ", in.hi + out.hi,
@@ -315,10 +315,10 @@ void bench(const BenchOptions& o) {
     serve_bench(o);
     return;
   }
-  const std::string path = resolve_model_path(o.model);
+  const std::string path = model_source(o.model, o.backend);
   BackendSet backends = make_backends(o.backend);
   const double copy_bw = backends.first().measure_copy_bandwidth();
-  auto model = Model::load(path, backends.ranks, true);
+  auto model = load_model(path, backends, true);
   auto tok = Tokenizer::from_gguf(model->file());
   const double weight_bytes = double(model->weights().bytes);
   const ModelConfig& mc = model->config();

@@ -28,9 +28,9 @@ struct RunOptions {
 
 void run(const RunOptions& o) {
   if (!o.verbose) set_log_level(LogLevel::Warn);
-  const std::string path = resolve_model_path(o.model);
+  const std::string path = model_source(o.model, o.backend);
   BackendSet backends = make_backends(o.backend);
-  auto model = Model::load(path, backends.ranks, o.verbose);
+  auto model = load_model(path, backends, o.verbose);
   auto tok = Tokenizer::from_gguf(model->file());
   EngineConfig cfg;
   cfg.max_num_seqs = 1;

@@ -144,9 +144,9 @@ void serve(const ServeOptions& o) {
   http.start();
   std::fprintf(stderr, "rocmforge serve: listening on http://%s:%d (loading the model)\n", o.host.c_str(), http.port());
 
-  const std::string path = resolve_model_path(o.model);
+  const std::string path = model_source(o.model, o.backend);
   BackendSet backends = make_backends(o.backend);
-  auto model = Model::load(path, backends.ranks, o.verbose);
+  auto model = load_model(path, backends, o.verbose);
   auto tok = Tokenizer::from_gguf(model->file());
   const ChatTemplateChoice tmpl = choose_chat_template(&model->file(), o.chat_template_file);
   const server::ChatPrompt chat(*tok, tmpl.source, tmpl.origin, o.allow_special_in_content);

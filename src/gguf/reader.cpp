@@ -177,6 +177,17 @@ std::unique_ptr<File> File::from_bytes(const uint8_t* data, size_t size) {
   return f;
 }
 
+std::unique_ptr<File> File::from_header(const std::vector<uint8_t>& header) {
+  std::unique_ptr<File> f(new File());
+  f->path_ = "<header>";
+  f->owned_ = header;
+  f->base_ = f->owned_.data();
+  f->size_ = header.size();
+  f->header_only_ = true;
+  f->parse();
+  return f;
+}
+
 File::~File() {
   if (mapping_) ::munmap(mapping_, size_);
 }
@@ -265,10 +276,11 @@ void File::parse() {
   // The data section starts at the next multiple of the alignment.
   const uint64_t header_end = c.pos();
   data_offset_ = (header_end + alignment_ - 1) / alignment_ * alignment_;
-  if (n_tensors > 0 && data_offset_ > size_)
+  if (n_tensors > 0 && data_offset_ > size_ && !header_only_)
     fail("gguf: invalid data section at byte ", header_end, ": aligned start ", data_offset_,
          " is past the end of the file (", size_, " bytes)");
-  const uint64_t data_size = data_offset_ <= size_ ? size_ - data_offset_ : 0;
+  // A header alone (from_header) describes tensors whose data is not here.
+  const uint64_t data_size = header_only_ ? UINT64_MAX : data_offset_ <= size_ ? size_ - data_offset_ : 0;
 
   for (const TensorInfo& t : tensors_) {
     uint64_t end;

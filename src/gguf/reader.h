@@ -43,6 +43,9 @@ class File {
   static std::unique_ptr<File> open(const std::string& path);
   // Parses a copy of `bytes` (tests, fuzzing).
   static std::unique_ptr<File> from_bytes(const uint8_t* data, size_t size);
+  // Parses a header (metadata and tensor infos) whose tensor data is absent:
+  // tensor_data() is then null (models with dummy weights).
+  static std::unique_ptr<File> from_header(const std::vector<uint8_t>& header);
   ~File();
   File(const File&) = delete;
   File& operator=(const File&) = delete;
@@ -67,7 +70,10 @@ class File {
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(const std::string& name) const;
-  const uint8_t* tensor_data(const TensorInfo& t) const { return base_ + data_offset_ + t.offset; }
+  const uint8_t* tensor_data(const TensorInfo& t) const {
+    return header_only_ ? nullptr : base_ + data_offset_ + t.offset;
+  }
+  bool header_only() const { return header_only_; }
 
  private:
   File() = default;
@@ -78,6 +84,7 @@ class File {
   uint64_t size_ = 0;
   void* mapping_ = nullptr;         // mmap base, when mapped
   std::vector<uint8_t> owned_;      // when parsed from memory
+  bool header_only_ = false;        // from_header: no tensor data
   uint32_t version_ = 0;
   uint32_t alignment_ = kDefaultAlignment;
   uint64_t data_offset_ = 0;

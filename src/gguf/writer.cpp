@@ -138,7 +138,7 @@ std::vector<uint8_t> Writer::header_bytes(std::vector<uint64_t>* offsets) const 
     for (uint64_t d : t.dims) put<uint64_t>(out, d);
     put<uint32_t>(out, uint32_t(t.type));
     put<uint64_t>(out, off);
-    offsets->push_back(off);
+    if (offsets) offsets->push_back(off);
     off += (t.n_bytes + alignment_ - 1) / alignment_ * alignment_;
   }
   out.resize((out.size() + alignment_ - 1) / alignment_ * alignment_, 0);

@@ -39,6 +39,9 @@ class Writer {
              const std::function<void(size_t, size_t)>& progress = nullptr) const;
   // Whole file in memory (tests).
   std::vector<uint8_t> to_bytes() const;
+  // The header alone: metadata and tensor infos, no tensor data (fills are
+  // not called).
+  std::vector<uint8_t> header() const { return header_bytes(nullptr); }
 
  private:
   struct Pending {

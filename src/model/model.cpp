@@ -3,6 +3,7 @@
 
 #include "core/log.h"
 #include "model/shard.h"
+#include "model/synthetic.h"
 
 namespace rf {
 
@@ -12,17 +13,34 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& backend, bo
 }
 
 std::unique_ptr<Model> Model::load(const std::string& path, std::span<Backend* const> ranks, bool progress) {
+  return load_file(gguf::File::open(path), ranks, progress);
+}
+
+std::unique_ptr<Model> Model::load_dummy(const std::string& spec, std::span<Backend* const> ranks, bool progress) {
+  const size_t colon = spec.find(':');
+  const std::string name = spec.substr(0, colon), type = colon == std::string::npos ? "f16" : spec.substr(colon + 1);
+  const auto preset = synthetic_preset(name);
+  RF_CHECK(preset, "--load-format dummy: no preset '", name, "' (presets: ", synthetic_preset_names(), ")");
+  const auto plan = quant_plan(type);
+  RF_CHECK(plan, "--load-format dummy: unknown weight type '", type, "'");
+  log_info("model: dummy weights in the shape of ", name, " (", type, ")");
+  return load_file(gguf::File::from_header(synthetic_header(*preset, *plan)), ranks, progress);
+}
+
+std::unique_ptr<Model> Model::load_file(std::unique_ptr<gguf::File> file, std::span<Backend* const> ranks,
+                                        bool progress) {
   RF_CHECK(!ranks.empty(), "model: no backend to load onto");
   auto m = std::make_unique<Model>();
-  m->file_ = gguf::File::open(path);
+  m->file_ = std::move(file);
   m->config_ = ModelConfig::from_gguf(*m->file_);
   const int32_t n = int32_t(ranks.size());
   for (int32_t r = 0; r < n; ++r) shard_config(m->config_, ShardSpec{r, n});  // fails early, naming what does not divide
   uint64_t total = 0;
   for (const auto& t : m->file_->tensors()) total += t.n_bytes;
   std::unique_ptr<Progress> bar;
+  const std::string what = m->file_->header_only() ? "making dummy weights" : "loading weights";
   if (progress)
-    bar = std::make_unique<Progress>(n > 1 ? "loading weights (" + std::to_string(n) + " shards)" : "loading weights",
+    bar = std::make_unique<Progress>(n > 1 ? what + " (" + std::to_string(n) + " shards)" : what,
                                      double(total) * n / 1e6, "MB");
   for (int32_t r = 0; r < n; ++r) {
     const ShardSpec spec{r, n};

@@ -30,14 +30,18 @@ ModelConfig shard_config(const ModelConfig& c, ShardSpec s) {
   return r;
 }
 
+void check_column_split(DType type, int64_t first, int64_t count, int64_t cols, const std::string& name) {
+  const int64_t block = int64_t(info(type).block_size);
+  RF_CHECK(first >= 0 && count > 0 && first + count <= cols, "columns [", first, ", +", count, ") out of ", cols,
+           " columns of '", name, "'");
+  RF_CHECK(first % block == 0 && count % block == 0, "tensor '", name, "' (", dtype_name(type), ", blocks of ",
+           block, " values) cannot be split for tensor parallelism: each rank's ", count, " of its ", cols,
+           " columns must be whole blocks");
+}
+
 Tensor copy_columns(const Tensor& host, int64_t first, int64_t count, const std::string& name,
                     std::vector<uint8_t>& storage) {
-  const int64_t block = int64_t(info(host.type).block_size);
-  RF_CHECK(first >= 0 && count > 0 && first + count <= host.cols(), "copy_columns: [", first, ", +", count,
-           ") out of ", host.cols(), " columns of '", name, "'");
-  RF_CHECK(first % block == 0 && count % block == 0, "tensor '", name, "' (", dtype_name(host.type),
-           ", blocks of ", block, " values) cannot be split for tensor parallelism: each rank's ", count,
-           " of its ", host.cols(), " columns must be whole blocks");
+  check_column_split(host.type, first, count, host.cols(), name);
   const size_t in_row = host.row_bytes(), out_row = row_bytes(host.type, uint64_t(count));
   const size_t offset = row_bytes(host.type, uint64_t(first));
   storage.resize(out_row * size_t(host.rows()));

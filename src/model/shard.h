@@ -36,6 +36,10 @@ IndexRange shard_range(int64_t n, ShardSpec s);
 // divide, or a GQA model with fewer KV heads than ranks.
 ModelConfig shard_config(const ModelConfig& c, ShardSpec s);
 
+// Checks that columns [first, first + count) of a row of `cols` values of
+// `type` are whole blocks; else an error naming the tensor.
+void check_column_split(DType type, int64_t first, int64_t count, int64_t cols, const std::string& name);
+
 // Host copies of parts of a weight for a rank, into `storage` (which must
 // outlive the returned view).
 // Columns [first, first + count) of every row of `host`; both must be whole

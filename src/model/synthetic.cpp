@@ -150,9 +150,10 @@ void synthetic_values(uint64_t seed, uint64_t first, float scale, float* out, si
   }
 }
 
-void write_synthetic_model(const SyntheticPreset& p, const QuantPlan& plan, const std::string& path, uint64_t seed,
-                           ThreadPool& pool, const std::function<void(uint64_t, uint64_t)>& progress) {
-  gguf::Writer w;
+namespace {
+
+// The model's metadata and tensors (filled when written).
+void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, uint64_t seed, ThreadPool& pool) {
   const std::string a = p.arch + ".";
   const int64_t hd = p.hd();
   w.set_string("general.architecture", p.arch);
@@ -290,9 +291,24 @@ void write_synthetic_model(const SyntheticPreset& p, const QuantPlan& plan, cons
     }
     if (p.post_norms) norm(b + "post_ffw_norm.weight", p.n_embd);
   }
+}
+
+}  // namespace
+
+void write_synthetic_model(const SyntheticPreset& p, const QuantPlan& plan, const std::string& path, uint64_t seed,
+                           ThreadPool& pool, const std::function<void(uint64_t, uint64_t)>& progress) {
+  gguf::Writer w;
+  describe(w, p, plan, seed, pool);
   w.write(path, [&](size_t done, size_t total) {
     if (progress) progress(done, total);
   });
+}
+
+std::vector<uint8_t> synthetic_header(const SyntheticPreset& p, const QuantPlan& plan) {
+  gguf::Writer w;
+  ThreadPool pool(1);  // (the fills that would use it are never called)
+  describe(w, p, plan, 0, pool);
+  return w.header();
 }
 
 }  // namespace rf

@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "model/quant_plan.h"
@@ -51,6 +52,10 @@ std::string synthetic_preset_names();
 // Writes the model; progress(done_tensors, total_tensors) after each tensor.
 void write_synthetic_model(const SyntheticPreset& p, const QuantPlan& plan, const std::string& path, uint64_t seed,
                            ThreadPool& pool, const std::function<void(uint64_t, uint64_t)>& progress);
+
+// The model's GGUF header alone (metadata and tensor infos, no data): what
+// --load-format dummy loads, its weights made on the backend.
+std::vector<uint8_t> synthetic_header(const SyntheticPreset& p, const QuantPlan& plan);
 
 // Fills `n` values in [-scale, scale] from (seed, first index): the same
 // numbers however the work is split.

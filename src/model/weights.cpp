@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <unordered_set>
 #include <vector>
 
 #include "core/error.h"
 #include "core/quant.h"
+#include "model/synthetic.h"
 
 namespace rf {
 namespace {
@@ -51,14 +54,43 @@ struct Loader {
     return out;
   }
 
+  // A header without data (--load-format dummy): a weight of `cols` x `rows`
+  // made on the backend, random values (uniform, standard deviation
+  // 1/sqrt(cols), as synthetic models have) quantized to the tensor's type
+  // on the host for a few rows and repeated over the rest.
+  Tensor dummy(const gguf::TensorInfo& t, int64_t cols, int64_t n_rows, const std::string& name) {
+    const size_t rb = row_bytes(t.type, uint64_t(cols)), bytes = rb * size_t(n_rows);
+    const int64_t pattern_rows = std::clamp<int64_t>(int64_t((size_t(4) << 20) / rb), 1, n_rows);
+    const int64_t chunk_rows = std::max<int64_t>(1, int64_t((size_t(64) << 20) / rb)) / pattern_rows * pattern_rows;
+    std::vector<uint8_t> chunk(rb * size_t(std::min(chunk_rows, n_rows)));
+    std::vector<float> row(static_cast<size_t>(cols));
+    const uint64_t seed = std::hash<std::string>{}(name);
+    for (int64_t r = 0; r < pattern_rows; ++r) {
+      synthetic_values(seed, uint64_t(r * cols), std::sqrt(3.0f / float(cols)), row.data(), row.size());
+      quantize_row(t.type, row.data(), chunk.data() + size_t(r) * rb, row.size());
+    }
+    for (size_t at = size_t(pattern_rows) * rb; at < chunk.size(); at += size_t(pattern_rows) * rb)
+      std::memcpy(chunk.data() + at, chunk.data(), std::min(size_t(pattern_rows) * rb, chunk.size() - at));
+    void* p = backend.alloc(bytes, name);
+    for (size_t done = 0; done < bytes; done += chunk.size())
+      backend.copy_to_device(static_cast<uint8_t*>(p) + done, chunk.data(), std::min(chunk.size(), bytes - done));
+    loaded += bytes;
+    return make_tensor(p, t.type, cols, n_rows, backend.device());
+  }
+
   // Rows `ranges` of a weight of `shape` (ne[0] first) seen as a matrix of
   // its rows (a 3-D tensor's matrices stacked along rows, each whole, as
   // blocks run along ne[0] in every format), one after another; empty
   // ranges: every row.
   Tensor rows(const std::string& name, std::vector<uint64_t> shape, const std::vector<IndexRange>& ranges = {}) {
     const gguf::TensorInfo& t = info(name, std::move(shape));
-    const Tensor host = host_view(t);
     advance(t.n_bytes);
+    if (f.header_only()) {
+      int64_t n = 0;
+      for (const IndexRange& r : ranges) n += r.count;
+      return dummy(t, int64_t(t.ne(0)), ranges.empty() ? int64_t(t.rows()) : n, name);
+    }
+    const Tensor host = host_view(t);
     if (ranges.empty()) return upload(host, name);
     if (ranges.size() == 1) return upload(host.slice_rows(ranges[0].first, ranges[0].count), name);
     return upload(copy_row_ranges(host, ranges, keep()), name);
@@ -68,6 +100,8 @@ struct Loader {
   Tensor columns(const std::string& name, std::vector<uint64_t> shape, IndexRange r) {
     const gguf::TensorInfo& t = info(name, std::move(shape));
     advance(t.n_bytes);
+    if (shard.split()) check_column_split(t.type, r.first, r.count, int64_t(t.ne(0)), name);
+    if (f.header_only()) return dummy(t, shard.split() ? r.count : int64_t(t.ne(0)), int64_t(t.rows()), name);
     if (!shard.split()) return upload(host_view(t), name);
     return upload(copy_columns(host_view(t), r.first, r.count, name, keep()), name);
   }
@@ -84,7 +118,13 @@ struct Loader {
   Tensor vector_f32(const std::string& name, int64_t n, const std::vector<IndexRange>& ranges = {}) {
     const gguf::TensorInfo& t = info(name, {uint64_t(n)});
     std::vector<float> v(static_cast<size_t>(n));
-    dequantize_row(t.type, f.tensor_data(t), v.data(), size_t(n));
+    if (f.header_only()) {  // dummy weights: norms near 1, biases near 0
+      synthetic_values(std::hash<std::string>{}(name), 0, 0.1f, v.data(), v.size());
+      if (name.find("norm") != std::string::npos)
+        for (float& x : v) x += 1.0f;
+    } else {
+      dequantize_row(t.type, f.tensor_data(t), v.data(), size_t(n));
+    }
     advance(t.n_bytes);
     if (!ranges.empty()) {
       std::vector<float> part;

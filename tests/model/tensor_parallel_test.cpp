@@ -149,3 +149,33 @@ TEST(TensorParallel, ShapesThatDoNotSplitAreRefusedByName) {
 
 }  // namespace
 }  // namespace rf
+
+namespace rf {
+namespace {
+
+// --load-format dummy: a preset's shapes with weights made on the backends
+// (no file): the configuration is the preset's, each rank holds its share,
+// and the forward pass gives finite logits.
+TEST(DummyWeights, PresetShapesSplitOverRanks) {
+  Ranks two(2), one(1);
+  auto split = Model::load_dummy("tiny-qwen2:q8_0", two.backends, false);
+  auto whole = Model::load_dummy("tiny-qwen2:q8_0", one.backends, false);
+  EXPECT_EQ(split->config().arch, "qwen2");
+  EXPECT_EQ(split->config().n_embd, 256);
+  EXPECT_EQ(split->rank_config(1).n_head, split->config().n_head / 2);
+  EXPECT_EQ(split->rank_weights(1).layers[0].wq.rows(), whole->weights().layers[0].wq.rows() / 2);
+  EXPECT_EQ(split->rank_weights(0).layers[0].wo.cols(), whole->weights().layers[0].wo.cols() / 2);
+  EXPECT_EQ(split->rank_weights(0).tok_embd.rows() + split->rank_weights(1).tok_embd.rows(),
+            whole->weights().tok_embd.rows());
+  EvalOptions eo;
+  eo.max_prompt = 8;
+  eo.max_context = 12;
+  Evaluator ev(*split, two.backends, two.comms, eo);
+  const EvalResult r = ev.run(std::vector<int32_t>{1, 5, 9, 300}, 4, {});
+  EXPECT_EQ(r.greedy_tokens.size(), 4u);
+  for (float x : r.first_step_logits) ASSERT_TRUE(std::isfinite(x));
+  EXPECT_THROW(Model::load_dummy("no-such-preset", one.backends, false), Error);
+}
+
+}  // namespace
+}  // namespace rf
