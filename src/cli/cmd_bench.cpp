@@ -5,7 +5,8 @@
 //   P sequences each prefill p tokens, then decode n (greedy). Reports
 //   prompt and generation tokens/s (mean and standard deviation over r runs
 //   after one warm-up), the weight bandwidth of decode and its share of the
-//   device's copy bandwidth measured in the same run.
+//   device's copy bandwidth measured in the same run; with
+//   --tensor-parallel-size, per rank, and the all-reduce time per step.
 // - Serving throughput: `-m MODEL --requests N --concurrency C
 //   --input-len I[:J] --output-len O[:P] [--temp T]`: the engine runs on its
 //   own thread; C client threads each submit requests back to back (closed
@@ -26,6 +27,7 @@
 #include <random>
 #include <thread>
 
+#include "cli/all_reduce_timing.h"
 #include "cli/backend_factory.h"
 #include "cli/commands.h"
 #include "core/log.h"
@@ -361,9 +363,19 @@ void bench(const BenchOptions& o) {
                        {"gen_weight_gb_s", mean(bw) / 1e9},
                        {"gen_share_of_copy_bw", copy_bw > 0 ? mean(bw) / copy_bw : 0.0}});
   }
+  // Tensor parallel: what the all-reduces of a decode step cost, at each batch size.
+  nlohmann::json reduce = nlohmann::json::array();
+  if (tp > 1)
+    for (int P : o.parallel) {
+      const AllReduceTiming t = time_all_reduce(backends, mc.n_embd, P, mc.n_layer);
+      reduce.push_back({{"rows", P}, {"us_per_call", t.us_per_call}, {"ms_per_step", t.ms_per_step}});
+      std::fprintf(stderr, "all-reduce of %d x %d activations: %.1f us per call, %.2f ms per step (%d calls)\n", P,
+                   mc.n_embd, t.us_per_call, t.ms_per_step, 2 * mc.n_layer + 1);
+    }
   if (o.json) {
     nlohmann::json out = {{"model", path}, {"weights_gb", weight_bytes / 1e9}, {"device", backends.name()},
                           {"tensor_parallel", tp}, {"copy_bandwidth_gb_s", copy_bw / 1e9}, {"results", results}};
+    if (tp > 1) out["all_reduce"] = reduce;
     std::printf("%s\n", out.dump(2).c_str());
     return;
   }
