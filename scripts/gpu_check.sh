@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: run the GPU tests, the golden check through
 # `rocmforge run --device cuda`, and benchmarks on synthetic llama3-8b models
-# (stage bench-families: every family's preset, issue 12's table).
+# (stage bench-families: every family's preset, issue 12's table; stage tp:
+# tensor parallelism on two GPUs, issue 17).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -112,4 +113,61 @@ if [ "$stage" = structured ]; then
     python3 scripts/structured_load.py "$BIN/rocmforge" "$f" -n 256 -c 64 -p 512 -m 128 --vocab 128256 \
       --rounds "${RF_ROUNDS:-3}" | tee "$OUT/structured-$t.jsonl"
   done
+fi
+
+if [ "$stage" = tp ]; then
+  # Issue 17, on the two-GPU kind (nvidia-h200-x2): the two-GPU tests (they
+  # fail instead of skipping here), compute-sanitizer on them, every tiny
+  # family at TP=2 against TP=1 through `eval`, llama3-8b f16 decode at
+  # TP=1 and TP=2 (batch 1 and 64, with the all-reduce time per step), and
+  # llama3-70b-shaped dummy weights served at TP=2 under loadgen.
+  export ROCMFORGE_REQUIRE_MULTI_GPU=1 NCCL_NVLS_ENABLE=0
+  # NCCL: the system's, else PyTorch's wheel.
+  nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+  [ -n "$nccl" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl"
+  nvidia-smi topo -m 2>/dev/null | head -4
+  echo "== two-GPU tests"
+  "$BIN/test_gpu" --gtest_filter='CudaTensorParallel*:*CudaTwoRanks*' > "$OUT/test_tp.log" 2>&1; echo "rc=$?"
+  grep -E "^\[  FAILED|PASSED|Failure|error" "$OUT/test_tp.log" | head -20
+  echo "== compute-sanitizer on them"
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
+    --gtest_filter='CudaTensorParallel.*:*CudaTwoRanks*/stories260K' > "$OUT/sanitizer_tp.log" 2>&1
+  echo "rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer_tp.log" | head -5
+  echo "== eval: TP=2 against TP=1 on the GPUs"
+  for fam in qwen2 qwen3 gemma2 gemma3 phi3 glm4 mixtral qwen3moe; do
+    m="$ROCMFORGE_TESTDATA/arch/tiny-$fam.gguf"
+    "$BIN/rocmforge" eval -m "$m" --prompts "$ROCMFORGE_TESTDATA/arch/prompts.txt" -n 16 --device cuda:0 > "$OUT/tp1-$fam.jsonl" 2>/dev/null
+    "$BIN/rocmforge" eval -m "$m" --prompts "$ROCMFORGE_TESTDATA/arch/prompts.txt" -n 16 --device cuda:0,1 --tp 2 \
+      > "$OUT/tp2-$fam.jsonl" 2>"$OUT/tp2-$fam.err" || tail -2 "$OUT/tp2-$fam.err"
+    python3 - "$OUT/tp1-$fam.jsonl" "$OUT/tp2-$fam.jsonl" "$fam" <<'PY'
+import json, math, sys
+a = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+b = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+for i, (x, y) in enumerate(zip(a, b)):
+    p, q = x["first_step_logits"], y["first_step_logits"]
+    l2 = math.sqrt(sum((u - v) ** 2 for u, v in zip(p, q)) / sum(u * u for u in p))
+    part = next((k for k, (u, v) in enumerate(zip(x["greedy_tokens"], y["greedy_tokens"])) if u != v), None)
+    print(f"{sys.argv[3]} prompt {i}: rel L2 {l2:.2e}, greedy " + ("identical" if part is None else f"parts at {part}"))
+if len(a) != len(b) or not a: print(sys.argv[3], "MISSING OUTPUT")
+PY
+  done
+  f="$MODELS/llama3-8b-f16.gguf"
+  [ -f "$f" ] || "$BIN/rocmforge" mkmodel --preset llama3-8b --type f16 -o "$f" 2>&1 | tail -1
+  echo "== llama3-8b f16: TP=1 (cuda:0) then TP=2 (cuda:0,1)"
+  "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r 3 --parallel 1,64 --device cuda:0 2>"$OUT/bench-tp1.err" | tee "$OUT/bench-tp1.md"
+  "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r 3 --parallel 1,64 --device cuda:0,1 --tp 2 2>"$OUT/bench-tp2.err" \
+    | tee "$OUT/bench-tp2.md"
+  grep -E "all-reduce|error" "$OUT/bench-tp2.err"
+  echo "== llama3-70b f16 (dummy weights) served at TP=2: loadgen 256 x 64 clients x (512 + 128)"
+  "$BIN/rocmforge" serve --load-format dummy -m llama3-70b:f16 --tp 2 --device cuda:0,1 --port 8080 \
+    --max-num-seqs 64 --max-num-batched-tokens 2048 -c 4096 > "$OUT/serve-70b.log" 2>&1 &
+  pid=$!
+  for i in $(seq 1 300); do
+    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/health')" >/dev/null 2>&1 && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 1
+  done
+  python3 .carry/tools/loadgen.py http://127.0.0.1:8080 256 64 512 128 auto 128000
+  kill -TERM $pid; wait $pid; echo "server exit: $?"
+  tail -3 "$OUT/serve-70b.log"
 fi

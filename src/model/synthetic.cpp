@@ -55,6 +55,9 @@ std::vector<SyntheticPreset> presets() {
   std::vector<SyntheticPreset> v = {
       llama("llama3-8b", 4096, 32, 32, 8, 14336, 128256, 8192, 500000.0f, false),
       llama("llama3-8b-4l", 4096, 4, 32, 8, 14336, 128256, 8192, 500000.0f, false),
+      // Llama-3-70B: 8192 / 80 layers / 64 heads, 8 KV / 28672 / 128256
+      // (141 GB in f16: for --load-format dummy; too big to write casually).
+      llama("llama3-70b", 8192, 80, 64, 8, 28672, 128256, 8192, 500000.0f, false),
       llama("llama2-7b", 4096, 32, 32, 32, 11008, 32000, 4096, 10000.0f, false),
       llama("llama-1b", 2048, 16, 32, 8, 8192, 128256, 8192, 500000.0f, true),
       llama("tiny", 256, 2, 4, 2, 512, 1024, 2048, 10000.0f, false),
