@@ -159,12 +159,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   if (p.temperature <= 0.0f) {
     chosen = block_argmax(w, vocab, false, ArgMax{0, 0}, ascratch).i;
   } else {
-    const float inv_t = 1.0f / p.temperature;
-    for (int i = threadIdx.x; i < vocab; i += blockDim.x) w[i] *= inv_t;
-    __syncthreads();
-    float top = -INFINITY;
-    for (int i = threadIdx.x; i < vocab; i += blockDim.x) top = fmaxf(top, w[i]);
-    top = block_max(top, fscratch);
+    const float top = scale_by_temperature(w, vocab, p.temperature, fscratch);
     uint32_t floor = 0;
     if (p.top_k > 0 && p.top_k < vocab)
       floor = radix_select(w, vocab, 0, uint64_t(p.top_k), false, top, hist, &shared_bin, &shared_rem);

@@ -50,6 +50,21 @@ __device__ inline ArgMax block_argmax(const float* x, int n, bool exclude, ArgMa
   return best;
 }
 
+// The largest of x[0, n), to every thread of the block.
+__device__ inline float block_max_of(const float* x, int n, float* scratch) {
+  float m = -INFINITY;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) m = fmaxf(m, x[i]);
+  return block_max(m, scratch);
+}
+
+// x[0, n) /= temperature, then the largest of them, to every thread.
+__device__ inline float scale_by_temperature(float* x, int n, float temperature, float* scratch) {
+  const float inv_t = 1.0f / temperature;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] *= inv_t;
+  __syncthreads();
+  return block_max_of(x, n, scratch);
+}
+
 // w[0, n) = lg[0, n), then the row's biases, penalties and bans (one pass
 // each: a token may have an entry in each) and its allowed-token mask, for
 // token ids [first, first + n): entries of other ids are skipped.

@@ -37,18 +37,10 @@ __global__ void __launch_bounds__(kThreads) prepare_kernel(const float* __restri
   const float* lg = logits + size_t(row) * local;
   float* w = work + size_t(row) * local;
   adjust_row(w, lg, local, first, p, penalties, masks);
-  float mx = -INFINITY;
-  for (int i = threadIdx.x; i < local; i += blockDim.x) mx = fmaxf(mx, lg[i]);
-  mx = block_max(mx, fscratch);
+  const float mx = block_max_of(lg, local, fscratch);
   const ArgMax best = block_argmax(w, local, false, ArgMax{0, 0}, ascratch);
-  if (p.temperature > 0.0f) {
-    const float inv_t = 1.0f / p.temperature;
-    for (int i = threadIdx.x; i < local; i += blockDim.x) w[i] *= inv_t;
-    __syncthreads();
-  }
-  float top = -INFINITY;
-  for (int i = threadIdx.x; i < local; i += blockDim.x) top = fmaxf(top, w[i]);
-  top = block_max(top, fscratch);
+  const float top = p.temperature > 0.0f ? scale_by_temperature(w, local, p.temperature, fscratch)
+                                         : block_max_of(w, local, fscratch);
   ShardPrepDevice& o = out[row];
   if (threadIdx.x == 0) {
     o.raw_max = mx;
