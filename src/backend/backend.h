@@ -90,7 +90,6 @@ struct BackendLimits {
   int32_t max_blocks_per_seq = 0;
   int32_t max_logits = 0;
   int32_t vocab = 0;           // logit columns (a tensor-parallel rank's range of the vocabulary)
-  int32_t vocab_total = 0;     // the whole vocabulary (allowed-token masks are this wide)
   int64_t max_weight_elems = 0;  // largest weight matrix (rows * cols)
   int32_t n_heads = 0;           // attention query heads
   int32_t head_dim = 0;
@@ -99,6 +98,10 @@ struct BackendLimits {
   // Mixture-of-experts models (0 for dense ones): what moe_ffn's scratch needs.
   int32_t n_expert = 0, n_expert_used = 0, expert_ff = 0;
   int32_t n_embd = 0;
+  // The whole vocabulary (allowed-token masks are this wide); more than
+  // `vocab` on a tensor-parallel rank. (Last: tests initialize the fields
+  // above by position.)
+  int32_t vocab_total = 0;
 };
 
 // A mixture-of-experts FFN layer's shape and routing (Mixtral, Qwen3-MoE).
