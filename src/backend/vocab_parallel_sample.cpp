@@ -82,35 +82,33 @@ void sample_vocab_parallel(VocabShardOps& ops, int64_t vocab_total, std::span<co
     RF_CHECK(row.penalty_offset >= 0 && size_t(row.penalty_offset + row.penalty_count) <= penalties.size(),
              "sample: penalty range out of bounds");
 
-  // 1. Adjust; share maxima, best tokens and top raw logits.
+  // 1. Adjust and summarize; greedy rows are decided here.
   std::vector<ShardSummary> sums(n_rows), all_sums;
-  std::vector<ShardCandidate> tops(n_rows * kMaxTopLogprobs), all_tops;
-  ops.prepare(rows, penalties, sums, tops);
+  ops.prepare(rows, penalties, sums);
   gather(comm, sums, all_sums);
-  gather(comm, tops, all_tops);
-  std::vector<float> raw_max(n_rows, -INFINITY), top(n_rows, -INFINITY);
+  std::vector<float> top(n_rows, -INFINITY);
+  std::vector<double> log_z(n_rows);
   std::vector<ShardCandidate> best(n_rows);
+  std::vector<float> best_raw(n_rows);
   for (size_t r = 0; r < n_rows; ++r) {
+    float raw_max = -INFINITY;
     best[r] = all_sums[r].best;
+    best_raw[r] = all_sums[r].best_raw;
     for (size_t q = 0; q < ranks; ++q) {
       const ShardSummary& sm = all_sums[q * n_rows + r];
-      raw_max[r] = std::max(raw_max[r], sm.raw_max);
+      raw_max = std::max(raw_max, sm.raw_max);
       top[r] = std::max(top[r], sm.top);
-      if (sm.best.value > best[r].value) best[r] = sm.best;  // ranks in id order: ties keep the lower id
+      if (sm.best.value > best[r].value) best[r] = sm.best, best_raw[r] = sm.best_raw;  // ties keep the lower id
     }
-  }
-
-  // 2. The raw log-normalizer.
-  std::vector<double> local, all_d, log_z(n_rows);
-  ops.sum_exp(raw_max, local);
-  gather(comm, local, all_d);
-  for (size_t r = 0; r < n_rows; ++r) {
     double z = 0;
-    for (size_t q = 0; q < ranks; ++q) z += all_d[q * n_rows + r];
-    log_z[r] = double(raw_max[r]) + std::log(z);
+    for (size_t q = 0; q < ranks; ++q) {
+      const ShardSummary& sm = all_sums[q * n_rows + r];
+      if (sm.raw_max > -INFINITY) z += sm.raw_sum * std::exp(double(sm.raw_max) - double(raw_max));
+    }
+    log_z[r] = double(raw_max) + std::log(z);
   }
 
-  // 3. Thresholds: top-k (counts), then top-p (masses above the top-k floor), then min-p.
+  // 2. Thresholds: top-k (counts), then top-p (masses above the top-k floor), then min-p.
   std::vector<uint32_t> floor(n_rows, 0);
   std::vector<uint8_t> want(n_rows), sampled(n_rows);
   std::vector<double> target(n_rows);
@@ -132,9 +130,12 @@ void sample_vocab_parallel(VocabShardOps& ops, int64_t vocab_total, std::span<co
       floor[r] = std::max(floor[r], order_key(float(double(top[r]) + std::log(double(p.min_p)))));
   }
 
-  // 4. The draw: each rank's kept mass; the rank whose share holds u picks.
-  std::vector<int32_t> chosen(n_rows, -1);
+  // 3. The draw: each rank's kept mass; the rank whose share holds u picks.
+  std::vector<ShardCandidate> chosen(n_rows);
+  for (size_t r = 0; r < n_rows; ++r)
+    if (!sampled[r]) chosen[r] = ShardCandidate{best_raw[r], best[r].id};
   if (any(sampled)) {
+    std::vector<double> local, all_d;
     ops.kept_mass(sampled, floor, top, local);
     gather(comm, local, all_d);
     std::vector<double> before_me(n_rows, 0.0), u(n_rows, 0.0);
@@ -155,39 +156,30 @@ void sample_vocab_parallel(VocabShardOps& ops, int64_t vocab_total, std::span<co
     gather(comm, picks, all_picks);
     for (size_t r = 0; r < n_rows; ++r) {
       if (!sampled[r]) continue;
-      int32_t last = -1;
+      ShardCandidate last;
       for (size_t q = 0; q < ranks; ++q) {
         const ShardCandidate* c = &all_picks[(q * n_rows + r) * 2];
-        if (chosen[r] < 0 && c[0].id >= 0) chosen[r] = c[0].id;
-        if (c[1].id >= 0) last = c[1].id;
+        if (chosen[r].id < 0 && c[0].id >= 0) chosen[r] = c[0];
+        if (c[1].id >= 0) last = c[1];
       }
-      if (chosen[r] < 0) chosen[r] = last;  // u at the very end of the mass (rounding): the last kept token
-      RF_CHECK(chosen[r] >= 0, "sampling: no token left to draw (all logits were -inf?)");
+      if (chosen[r].id < 0) chosen[r] = last;  // u at the very end of the mass (rounding): the last kept token
+      RF_CHECK(chosen[r].id >= 0, "sampling: no token left to draw (all logits were -inf?)");
     }
   }
-  for (size_t r = 0; r < n_rows; ++r)
-    if (!sampled[r]) chosen[r] = best[r].id;
 
-  // 5. The chosen tokens' raw logits, from their owners; the top alternatives.
-  std::vector<float> mine_raw, all_raw;
-  ops.raw_at(chosen, mine_raw);
-  gather(comm, mine_raw, all_raw);
+  // The results, with the top alternatives.
   for (size_t r = 0; r < n_rows; ++r) {
-    float v = -INFINITY;
-    for (size_t q = 0; q < ranks; ++q) v = std::max(v, all_raw[q * n_rows + r]);
     SampleResult& o = out[r];
-    o.token = chosen[r];
-    o.logprob = float(double(v) - log_z[r]);
+    o.token = chosen[r].id;
+    o.logprob = float(double(chosen[r].value) - log_z[r]);
     o.top.clear();
     const int32_t n_top =
         int32_t(std::min<int64_t>(std::min(rows[r].params.top_logprobs, kMaxTopLogprobs), vocab_total));
     if (n_top <= 0) continue;
     std::vector<ShardCandidate> merged;
     for (size_t q = 0; q < ranks; ++q)
-      for (int32_t j = 0; j < kMaxTopLogprobs; ++j) {
-        const ShardCandidate& c = all_tops[(q * n_rows + r) * kMaxTopLogprobs + size_t(j)];
+      for (const ShardCandidate& c : all_sums[q * n_rows + r].tops)
         if (c.id >= 0) merged.push_back(c);
-      }
     std::sort(merged.begin(), merged.end(), before);
     for (int32_t j = 0; j < n_top && j < int32_t(merged.size()); ++j)
       o.top.emplace_back(merged[size_t(j)].id, float(double(merged[size_t(j)].value) - log_z[r]));

@@ -5,16 +5,17 @@
 // the per-rank primitives (VocabShardOps) over its own logits. Per step,
 // for all rows at once:
 //   1. each rank adjusts its logits (biases, penalties, bans, mask — global
-//      ids translated to its range — and the temperature) and shares
-//      per-row maxima, its best token and its top raw logits;
-//   2. sums of exp(raw - max) give the raw log-normalizer;
-//   3. top-k and top-p thresholds by radix selection over the float bits:
+//      ids translated to its range — and the temperature) and shares one
+//      summary per row: maxima, sum of exp(raw - max) (the raw
+//      log-normalizer), its best token with its raw logit, its top raw
+//      logits. Greedy rows are done here: one exchange per step;
+//   2. top-k and top-p thresholds by radix selection over the float bits:
 //      four rounds of 256-bin histograms (counts, or masses exp(x - top))
 //      summed over ranks, each round fixing one byte of the threshold key;
 //      min-p from the global largest value;
-//   4. each rank's kept mass; ranks hold consecutive ids, so id order is
-//      rank order and the draw u falls in one rank's share, which picks;
-//   5. the chosen token's raw logit from its owner.
+//   3. each rank's kept mass; ranks hold consecutive ids, so id order is
+//      rank order and the draw u falls in one rank's share, which picks
+//      (and reports the token's raw logit).
 // Every rank computes the same results (sums over ranks in rank order).
 #pragma once
 
@@ -33,10 +34,15 @@ struct ShardCandidate {
   int32_t id = -1;  // -1: none
 };
 
+// One rank's summary of one row: all a greedy row needs, and the start of
+// a sampled one.
 struct ShardSummary {
   float raw_max = -INFINITY;  // of the raw logits
   float top = -INFINITY;      // the largest adjusted (and temperature-scaled) logit
+  double raw_sum = 0;         // sum of exp(raw - raw_max)
   ShardCandidate best;        // the best adjusted logit, lowest id on ties
+  float best_raw = -INFINITY; // the raw logit of best.id
+  ShardCandidate tops[kMaxTopLogprobs];  // the top raw logits (rows asking for top logprobs; else id -1)
 };
 
 // Order-preserving map of floats to unsigned keys (larger float, larger key).
@@ -51,13 +57,9 @@ inline uint32_t order_key(float f) {
 class VocabShardOps {
  public:
   virtual ~VocabShardOps() = default;
-  // Adjusts each row into the rank's work copy and summarizes it; tops gets
-  // kMaxTopLogprobs top raw (value, global id) per row (rows asking for
-  // top logprobs; the rest and any unused entries: id -1).
+  // Adjusts each row into the rank's work copy and summarizes it.
   virtual void prepare(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
-                       std::vector<ShardSummary>& sums, std::vector<ShardCandidate>& tops) = 0;
-  // Per row: the sum of exp(raw - raw_max[r]) over the rank's range.
-  virtual void sum_exp(std::span<const float> raw_max, std::vector<double>& out) = 0;
+                       std::vector<ShardSummary>& sums) = 0;
   // 256 bins per row: the weight of the adjusted values whose key k has
   // k >= floor[r] and (k & mask) == prefix[r], by (k >> shift) & 255;
   // weight 1, or by_mass exp(x - top[r]).
@@ -67,14 +69,13 @@ class VocabShardOps {
   // Per row: the mass exp(x - top[r]) of the kept values (key >= floor[r]).
   virtual void kept_mass(std::span<const uint8_t> want, std::span<const uint32_t> floor, std::span<const float> top,
                          std::vector<double>& out) = 0;
-  // Per row, two candidates: [0] where owner[r], the first kept id (in id
-  // order) at which before[r] plus the kept mass up to and including it
-  // exceeds u[r] (its last kept id if none does); [1] the last kept id.
+  // Per row, two candidates with their raw logits: [0] where owner[r], the
+  // first kept id (in id order) at which before[r] plus the kept mass up to
+  // and including it exceeds u[r] (its last kept id if none does); [1] the
+  // last kept id.
   virtual void pick(std::span<const uint8_t> want, std::span<const uint32_t> floor, std::span<const float> top,
                     std::span<const double> before, std::span<const double> u, std::span<const uint8_t> owner,
                     std::vector<ShardCandidate>& picks) = 0;
-  // Per row: the raw logit of global id ids[r] when in the rank's range, else -inf.
-  virtual void raw_at(std::span<const int32_t> ids, std::vector<float>& out) = 0;
 };
 
 // Samples every row; the same results on every rank.

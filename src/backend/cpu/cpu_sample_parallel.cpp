@@ -18,7 +18,7 @@ class CpuShardOps final : public VocabShardOps {
       : logits_(logits), first_(first), local_(logits.cols()), work_(n_rows) {}
 
   void prepare(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
-               std::vector<ShardSummary>& sums, std::vector<ShardCandidate>& tops) override {
+               std::vector<ShardSummary>& sums) override {
     std::vector<PenaltyToken> mine;
     for (size_t r = 0; r < rows.size(); ++r) {
       const SampleRow& row = rows[r];
@@ -40,9 +40,12 @@ class CpuShardOps final : public VocabShardOps {
         }
       ShardSummary& sm = sums[r];
       sm.raw_max = *std::max_element(raw(r), raw(r) + local_);
+      sm.raw_sum = 0;
+      for (int64_t i = 0; i < local_; ++i) sm.raw_sum += std::exp(double(raw(r)[i]) - double(sm.raw_max));
       sm.best = ShardCandidate{w[0], int32_t(first_)};
       for (int64_t i = 1; i < local_; ++i)
         if (w[size_t(i)] > sm.best.value) sm.best = ShardCandidate{w[size_t(i)], int32_t(first_ + i)};
+      sm.best_raw = raw(r)[sm.best.id - first_];
       if (!p.greedy()) {
         const float inv_t = 1.0f / p.temperature;
         for (float& x : w) x *= inv_t;
@@ -55,15 +58,9 @@ class CpuShardOps final : public VocabShardOps {
         std::partial_sort(c.begin(), c.begin() + n_top, c.end(), [](const ShardCandidate& a, const ShardCandidate& b) {
           return a.value > b.value || (a.value == b.value && a.id < b.id);
         });
-        std::copy(c.begin(), c.begin() + n_top, tops.begin() + ptrdiff_t(r * kMaxTopLogprobs));
+        std::copy(c.begin(), c.begin() + n_top, sm.tops);
       }
     }
-  }
-
-  void sum_exp(std::span<const float> raw_max, std::vector<double>& out) override {
-    out.assign(work_.size(), 0.0);
-    for (size_t r = 0; r < work_.size(); ++r)
-      for (int64_t i = 0; i < local_; ++i) out[r] += std::exp(double(raw(r)[i]) - double(raw_max[r]));
   }
 
   void histogram(std::span<const uint8_t> want, std::span<const uint32_t> floor, std::span<const uint32_t> prefix,
@@ -100,17 +97,11 @@ class CpuShardOps final : public VocabShardOps {
         const float x = work_[r][size_t(i)];
         if (order_key(x) < floor[r]) continue;
         cum += std::exp(double(x) - double(top[r]));
-        last.id = int32_t(first_ + i);
-        if (owner[r] && pick.id < 0 && u[r] < cum) pick.id = last.id;
+        last = ShardCandidate{raw(r)[i], int32_t(first_ + i)};
+        if (owner[r] && pick.id < 0 && u[r] < cum) pick = last;
       }
-      if (owner[r] && pick.id < 0) pick.id = last.id;
+      if (owner[r] && pick.id < 0) pick = last;
     }
-  }
-
-  void raw_at(std::span<const int32_t> ids, std::vector<float>& out) override {
-    out.assign(ids.size(), -INFINITY);
-    for (size_t r = 0; r < ids.size(); ++r)
-      if (ids[r] >= first_ && ids[r] < first_ + local_) out[r] = raw(r)[ids[r] - first_];
   }
 
  private:

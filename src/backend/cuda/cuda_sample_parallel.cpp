@@ -27,7 +27,7 @@ class CudaBackend::ShardOps final : public VocabShardOps {
   }
 
   void prepare(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
-               std::vector<ShardSummary>& sums, std::vector<ShardCandidate>& tops) override {
+               std::vector<ShardSummary>& sums) override {
     b_.upload_sample_rows(rows, penalties);
     auto* prep = dev<gpu::ShardPrepDevice>(layout_.prep);
     gpu::shard_prepare(logits_, n_, local_, first_, I_.rows_dev, I_.pen_dev, I_.mask_dev, I_.sample_work, prep,
@@ -35,16 +35,14 @@ class CudaBackend::ShardOps final : public VocabShardOps {
     fetch(layout_.prep, size_t(n_) * sizeof(gpu::ShardPrepDevice));
     const auto* h = host<gpu::ShardPrepDevice>(layout_.prep);
     for (int r = 0; r < n_; ++r) {
-      sums[size_t(r)] = ShardSummary{h[r].raw_max, h[r].top, ShardCandidate{h[r].best_v, h[r].best_i}};
-      for (int j = 0; j < kMaxTopLogprobs; ++j)
-        tops[size_t(r) * kMaxTopLogprobs + size_t(j)] = ShardCandidate{h[r].top_v[j], h[r].top_i[j]};
+      ShardSummary& sm = sums[size_t(r)];
+      sm.raw_max = h[r].raw_max;
+      sm.top = h[r].top;
+      sm.raw_sum = h[r].raw_sum;
+      sm.best = ShardCandidate{h[r].best_v, h[r].best_i};
+      sm.best_raw = h[r].best_raw;
+      for (int j = 0; j < kMaxTopLogprobs; ++j) sm.tops[j] = ShardCandidate{h[r].top_v[j], h[r].top_i[j]};
     }
-  }
-
-  void sum_exp(std::span<const float> raw_max, std::vector<double>& out) override {
-    put_rows([&](gpu::ShardRowDevice& d, size_t r) { d.raw_max = raw_max[r]; });
-    gpu::shard_sum_exp(logits_, n_, local_, rows_in(), dev<double>(layout_.vals), b_.ctx());
-    read_vals(out);
   }
 
   void histogram(std::span<const uint8_t> want, std::span<const uint32_t> floor, std::span<const uint32_t> prefix,
@@ -88,19 +86,12 @@ class CudaBackend::ShardOps final : public VocabShardOps {
       d.u = u[r];
       d.owner = owner[r];
     });
-    gpu::shard_pick(I_.sample_work, n_, local_, first_, rows_in(), dev<int32_t>(layout_.picks), b_.ctx());
-    fetch(layout_.picks, size_t(n_) * 2 * sizeof(int32_t));
-    const int32_t* h = host<int32_t>(layout_.picks);
-    for (size_t r = 0; r < size_t(n_); ++r)
-      if (want[r]) picks[2 * r].id = h[2 * r], picks[2 * r + 1].id = h[2 * r + 1];
-  }
-
-  void raw_at(std::span<const int32_t> ids, std::vector<float>& out) override {
-    put_rows([&](gpu::ShardRowDevice& d, size_t r) { d.id = ids[r]; });
-    gpu::shard_raw_at(logits_, n_, local_, first_, rows_in(), dev<float>(layout_.raw), b_.ctx());
-    fetch(layout_.raw, size_t(n_) * sizeof(float));
-    const float* h = host<float>(layout_.raw);
-    out.assign(h, h + n_);
+    auto* d = dev<gpu::ShardPickDevice>(layout_.picks);
+    gpu::shard_pick(logits_, I_.sample_work, n_, local_, first_, rows_in(), d, b_.ctx());
+    fetch(layout_.picks, size_t(n_) * 2 * sizeof(gpu::ShardPickDevice));
+    const auto* h = host<gpu::ShardPickDevice>(layout_.picks);
+    for (size_t r = 0; r < size_t(n_) * 2; ++r)
+      if (want[r / 2]) picks[r] = ShardCandidate{h[r].raw, h[r].id};
   }
 
  private:

@@ -183,12 +183,17 @@ void sample(const float* logits, int rows, int vocab, const SampleRowDevice* par
 // reported as doubles in units of exp(x - top).
 struct ShardRowDevice {  // a row's inputs to the later primitives
   uint32_t floor, prefix;
-  float top, raw_max;
+  float top;
   double before, u;
-  int32_t want, owner, id;
+  int32_t want, owner;
+};
+struct ShardPickDevice {
+  float raw;   // the raw logit of id
+  int32_t id;  // global id; -1: none
 };
 struct ShardPrepDevice {
-  float raw_max, top, best_v;
+  double raw_sum;  // sum of exp(raw - raw_max)
+  float raw_max, top, best_v, best_raw;
   int32_t best_i;  // global id
   float top_v[kMaxTopLogprobs];
   int32_t top_i[kMaxTopLogprobs];  // global ids; -1: none
@@ -196,7 +201,7 @@ struct ShardPrepDevice {
 // The buffers of one step for up to `rows` rows, carved from one allocation
 // (device, and pinned host with the same layout): byte offsets.
 struct ShardLayout {
-  size_t rows_in = 0, prep = 0, hist = 0, vals = 0, picks = 0, raw = 0, bytes = 0;
+  size_t rows_in = 0, prep = 0, hist = 0, vals = 0, picks = 0, bytes = 0;
   explicit ShardLayout(size_t rows) {
     auto take = [&](size_t n) {
       const size_t at = bytes;
@@ -207,17 +212,14 @@ struct ShardLayout {
     prep = take(rows * sizeof(ShardPrepDevice));
     hist = take(rows * 256 * sizeof(double));
     vals = take(rows * sizeof(double));
-    picks = take(rows * 2 * sizeof(int32_t));
-    raw = take(rows * sizeof(float));
+    picks = take(rows * 2 * sizeof(ShardPickDevice));
   }
 };
 // Adjusts each row into work (biases, penalties, bans, mask, temperature)
-// and summarizes it (ShardPrepDevice).
+// and summarizes it (ShardPrepDevice: maxima, the raw sum of exponentials,
+// the best token and its raw logit, the top raw logits).
 void shard_prepare(const float* logits, int rows, int local, int first, const SampleRowDevice* params,
                    const PenaltyToken* penalties, const uint32_t* masks, float* work, ShardPrepDevice* out,
-                   const LaunchCtx& ctx);
-// out[r] = sum of exp(raw - in[r].raw_max).
-void shard_sum_exp(const float* logits, int rows, int local, const ShardRowDevice* in, double* out,
                    const LaunchCtx& ctx);
 // hist[r, 256] for rows with in[r].want: the weight (count, or by_mass the
 // mass) of work values with key >= floor and (key & mask) == prefix, by
@@ -229,11 +231,9 @@ void shard_kept_mass(const float* work, int rows, int local, const ShardRowDevic
                      const LaunchCtx& ctx);
 // picks[2r] = where in[r].owner, the first kept id at which before + the
 // kept mass so far exceeds u (else the last kept; -1 when not the owner);
-// picks[2r + 1] = the last kept id (-1: none). Global ids.
-void shard_pick(const float* work, int rows, int local, int first, const ShardRowDevice* in, int32_t* picks,
-                const LaunchCtx& ctx);
-// out[r] = the raw logit of global id in[r].id when in range, else -inf.
-void shard_raw_at(const float* logits, int rows, int local, int first, const ShardRowDevice* in, float* out,
-                  const LaunchCtx& ctx);
+// picks[2r + 1] = the last kept id (-1: none). Global ids, with their raw
+// logits.
+void shard_pick(const float* logits, const float* work, int rows, int local, int first, const ShardRowDevice* in,
+                ShardPickDevice* picks, const LaunchCtx& ctx);
 
 }  // namespace rf::gpu

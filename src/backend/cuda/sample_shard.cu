@@ -41,11 +41,17 @@ __global__ void __launch_bounds__(kThreads) prepare_kernel(const float* __restri
   const ArgMax best = block_argmax(w, local, false, ArgMax{0, 0}, ascratch);
   const float top = p.temperature > 0.0f ? scale_by_temperature(w, local, p.temperature, fscratch)
                                          : block_max_of(w, local, fscratch);
+  __shared__ double dscratch[kThreads];
+  double s = 0.0;
+  for (int i = threadIdx.x; i < local; i += blockDim.x) s += double(__expf(lg[i] - mx));
+  s = block_sum_f64(s, dscratch);
   ShardPrepDevice& o = out[row];
   if (threadIdx.x == 0) {
+    o.raw_sum = s;
     o.raw_max = mx;
     o.top = top;
     o.best_v = best.v;
+    o.best_raw = lg[best.i];
     o.best_i = best.i + first;
   }
   const int n_top = min(min(p.top_logprobs, kMaxTopLogprobs), local);
@@ -57,21 +63,6 @@ __global__ void __launch_bounds__(kThreads) prepare_kernel(const float* __restri
       o.top_i[j] = j < n_top ? prev.i + first : -1;
     }
   }
-}
-
-__global__ void __launch_bounds__(kThreads) sum_exp_kernel(const float* __restrict__ logits, int local,
-                                                           const ShardRowDevice* __restrict__ in,
-                                                           double* __restrict__ out) {
-  pdl_wait();
-  pdl_trigger();
-  __shared__ double scratch[kThreads];
-  const int row = blockIdx.x;
-  const float* lg = logits + size_t(row) * local;
-  const float mx = in[row].raw_max;
-  double s = 0.0;
-  for (int i = threadIdx.x; i < local; i += blockDim.x) s += double(__expf(lg[i] - mx));
-  s = block_sum_f64(s, scratch);
-  if (threadIdx.x == 0) out[row] = s;
 }
 
 __global__ void __launch_bounds__(kThreads) histogram_kernel(const float* __restrict__ work, int local,
@@ -116,9 +107,10 @@ __global__ void __launch_bounds__(kThreads) kept_mass_kernel(const float* __rest
   if (threadIdx.x == 0) out[row] = double(total) / kFixedOne;
 }
 
-__global__ void __launch_bounds__(kThreads) pick_kernel(const float* __restrict__ work, int local, int first,
+__global__ void __launch_bounds__(kThreads) pick_kernel(const float* __restrict__ logits,
+                                                        const float* __restrict__ work, int local, int first,
                                                         const ShardRowDevice* __restrict__ in,
-                                                        int32_t* __restrict__ picks) {
+                                                        ShardPickDevice* __restrict__ picks) {
   pdl_wait();
   pdl_trigger();
   __shared__ unsigned long long scan[kThreads];
@@ -165,20 +157,11 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(const float* __restrict_
   }
   __syncthreads();
   if (threadIdx.x == 0) {
+    const float* lg = logits + size_t(row) * local;
     const int pick = chosen >= 0 ? chosen : (r.owner ? last : -1);
-    picks[2 * row] = pick >= 0 ? pick + first : -1;
-    picks[2 * row + 1] = last >= 0 ? last + first : -1;
+    picks[2 * row] = pick >= 0 ? ShardPickDevice{lg[pick], pick + first} : ShardPickDevice{-INFINITY, -1};
+    picks[2 * row + 1] = last >= 0 ? ShardPickDevice{lg[last], last + first} : ShardPickDevice{-INFINITY, -1};
   }
-}
-
-__global__ void raw_at_kernel(const float* __restrict__ logits, int rows, int local, int first,
-                              const ShardRowDevice* __restrict__ in, float* __restrict__ out) {
-  pdl_wait();
-  pdl_trigger();
-  const int row = blockIdx.x * blockDim.x + threadIdx.x;
-  if (row >= rows) return;
-  const int id = in[row].id - first;
-  out[row] = id >= 0 && id < local ? logits[size_t(row) * local + id] : -INFINITY;
 }
 
 }  // namespace
@@ -188,13 +171,6 @@ void shard_prepare(const float* logits, int rows, int local, int first, const Sa
                    const LaunchCtx& ctx) {
   if (rows == 0) return;
   launch(prepare_kernel, rows, kThreads, 0, ctx, logits, local, first, params, penalties, masks, work, out);
-  RF_GPU_CHECK_LAUNCH();
-}
-
-void shard_sum_exp(const float* logits, int rows, int local, const ShardRowDevice* in, double* out,
-                   const LaunchCtx& ctx) {
-  if (rows == 0) return;
-  launch(sum_exp_kernel, rows, kThreads, 0, ctx, logits, local, in, out);
   RF_GPU_CHECK_LAUNCH();
 }
 
@@ -212,17 +188,10 @@ void shard_kept_mass(const float* work, int rows, int local, const ShardRowDevic
   RF_GPU_CHECK_LAUNCH();
 }
 
-void shard_pick(const float* work, int rows, int local, int first, const ShardRowDevice* in, int32_t* picks,
-                const LaunchCtx& ctx) {
+void shard_pick(const float* logits, const float* work, int rows, int local, int first, const ShardRowDevice* in,
+                ShardPickDevice* picks, const LaunchCtx& ctx) {
   if (rows == 0) return;
-  launch(pick_kernel, rows, kThreads, 0, ctx, work, local, first, in, picks);
-  RF_GPU_CHECK_LAUNCH();
-}
-
-void shard_raw_at(const float* logits, int rows, int local, int first, const ShardRowDevice* in, float* out,
-                  const LaunchCtx& ctx) {
-  if (rows == 0) return;
-  launch(raw_at_kernel, (rows + 127) / 128, 128, 0, ctx, logits, rows, local, first, in, out);
+  launch(pick_kernel, rows, kThreads, 0, ctx, logits, work, local, first, in, picks);
   RF_GPU_CHECK_LAUNCH();
 }
 
