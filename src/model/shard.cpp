@@ -12,6 +12,11 @@ IndexRange shard_range(int64_t n, ShardSpec s) {
   return IndexRange{first, end - first};
 }
 
+IndexRange kv_head_range(int32_t n_head_kv, ShardSpec s) {
+  if (n_head_kv >= s.size) return shard_range(n_head_kv, s);
+  return IndexRange{int64_t(s.rank) * n_head_kv / s.size, 1};
+}
+
 ModelConfig shard_config(const ModelConfig& c, ShardSpec s) {
   RF_CHECK(s.size >= 1 && s.rank >= 0 && s.rank < s.size, "tensor parallel: rank ", s.rank, " of ", s.size);
   if (!s.split()) return c;
@@ -20,10 +25,15 @@ ModelConfig shard_config(const ModelConfig& c, ShardSpec s) {
     return v / s.size;
   };
   ModelConfig r = c;
-  RF_CHECK(c.n_head_kv >= s.size, "tensor parallel size ", s.size, " exceeds the model's ", c.n_head_kv,
-           " KV heads (replicating KV heads is not supported)");
   r.n_head = divide(c.n_head, "attention heads");
-  r.n_head_kv = divide(c.n_head_kv, "KV heads");
+  if (c.n_head_kv >= s.size) {
+    r.n_head_kv = divide(c.n_head_kv, "KV heads");
+  } else {
+    // More ranks than KV heads: each rank holds the one KV head its query heads read.
+    RF_CHECK(s.size % c.n_head_kv == 0, "tensor parallel size ", s.size, " is not a multiple of the model's ",
+             c.n_head_kv, " KV heads (needed to replicate them)");
+    r.n_head_kv = 1;
+  }
   // An MoE model's layers have experts only: its dense width is unused.
   if (c.has_experts()) r.n_ff_expert = divide(c.n_ff_expert, "expert feed-forward length");
   else r.n_ff = divide(c.n_ff, "feed_forward_length");

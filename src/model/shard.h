@@ -30,10 +30,15 @@ struct IndexRange {
 // Rank s.rank's part of [0, n): [n * rank / size, n * (rank + 1) / size).
 IndexRange shard_range(int64_t n, ShardSpec s);
 
-// The configuration a rank's transformer runs: n_head, n_head_kv, n_ff and
-// n_ff_expert divided by s.size (n_vocab stays whole: the rank's range of
-// it is shard_range(n_vocab, s)). Throws naming the field that does not
-// divide, or a GQA model with fewer KV heads than ranks.
+// The KV heads rank s.rank holds: its share when the ranks do not outnumber
+// the KV heads; else (as vLLM does) the one KV head its query heads read,
+// replicated on size / n_head_kv ranks.
+IndexRange kv_head_range(int32_t n_head_kv, ShardSpec s);
+
+// The configuration a rank's transformer runs: n_head, n_ff and
+// n_ff_expert divided by s.size, n_head_kv as kv_head_range (n_vocab stays
+// whole: the rank's range of it is shard_range(n_vocab, s)). Throws naming
+// the field that does not divide.
 ModelConfig shard_config(const ModelConfig& c, ShardSpec s);
 
 // Checks that columns [first, first + count) of a row of `cols` values of

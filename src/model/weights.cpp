@@ -160,7 +160,7 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
   const int64_t hd = c.head_dim;
   const IndexRange vocab = shard_range(c.n_vocab, shard);
   const IndexRange heads = times(shard_range(full.n_head, shard), hd);
-  const IndexRange kv_heads = times(shard_range(full.n_head_kv, shard), hd);
+  const IndexRange kv_heads = times(kv_head_range(full.n_head_kv, shard), hd);
   const IndexRange ff = shard_range(full.n_ff, shard), ff_exp = shard_range(full.n_ff_expert, shard);
   auto only = [&](std::vector<IndexRange> r) { return split ? r : std::vector<IndexRange>{}; };
 

@@ -101,6 +101,12 @@ INSTANTIATE_TEST_SUITE_P(Models, TwoRanks,
 
 TEST(TensorParallel, FourRanksMatchOneRank) { expect_same("stories260K.gguf", 4); }  // 8 heads, 4 KV heads
 
+// More ranks than KV heads: each rank holds the KV head its query heads read.
+TEST(TensorParallel, FourRanksReplicateTwoKVHeads) {
+  for (const char* rel : {"arch/tiny-qwen3.gguf", "arch/tiny-phi3.gguf", "arch/tiny-qwen3moe.gguf"})
+    expect_same(rel, 4);
+}
+
 TEST(TensorParallel, ShardsSplitHeadsWidthsAndVocabulary) {
   ModelConfig c;
   c.n_head = 32, c.n_head_kv = 8, c.n_ff = 14336, c.head_dim = 128, c.n_vocab = 128256;
@@ -130,7 +136,11 @@ TEST(TensorParallel, ShapesThatDoNotSplitAreRefusedByName) {
     return std::string();
   };
   EXPECT_NE(message(c, 3).find("attention heads"), std::string::npos) << message(c, 3);
-  EXPECT_NE(message(c, 16).find("KV heads"), std::string::npos) << message(c, 16);
+  ModelConfig six_kv = c;
+  six_kv.n_head_kv = 6;  // 16 ranks cannot share 6 KV heads evenly
+  EXPECT_NE(message(six_kv, 16).find("KV heads"), std::string::npos) << message(six_kv, 16);
+  EXPECT_EQ(shard_config(c, ShardSpec{5, 16}).n_head_kv, 1);  // 8 KV heads on 16 ranks: one each, replicated
+  EXPECT_EQ(kv_head_range(8, ShardSpec{5, 16}).first, 2);
   ModelConfig odd = c;
   odd.n_ff = 14337;
   EXPECT_NE(message(odd, 2).find("feed_forward_length"), std::string::npos) << message(odd, 2);
