@@ -11,8 +11,16 @@
 #include <cstdint>
 
 #include "backend/tensor.h"
+#include "core/error.h"
 
 namespace rf {
+
+// Thrown by a collective that gave up because another rank failed (abort()):
+// that rank's own error is the one worth reporting.
+class CollectiveAborted : public Error {
+ public:
+  CollectiveAborted() : Error("tensor parallel: another rank failed") {}
+};
 
 class Communicator {
  public:
@@ -29,9 +37,6 @@ class Communicator {
   // Makes every rank's later collectives fail at once (a rank that failed
   // mid-step calls it so that the others do not wait for it forever).
   virtual void abort() = 0;
-  // Seconds spent in all_reduce_sum so far (host-side measure; 0 where the
-  // collectives run asynchronously on a device stream).
-  virtual double all_reduce_seconds() const { return 0.0; }
 };
 
 }  // namespace rf

@@ -1,4 +1,4 @@
-// One step over one backend or over tensor-parallel ranks (see runner.h).
+// One step over one backend or over tensor-parallel ranks (see step_runner.h).
 #include "model/step_runner.h"
 
 #include "core/error.h"
@@ -31,27 +31,31 @@ StepRunner::StepRunner(const Model& model, std::span<Backend* const> backends, s
     ranks_[size_t(r)].kv = std::make_unique<KVCache>(*ranks_[size_t(r)].backend, model.rank_config(r), plan);
   }
   for (int32_t r = 1; r < n; ++r) threads_.emplace_back([this, r] { worker(r); });
-  on_ranks([&](int32_t r) { ranks_[size_t(r)].tf->warmup(*ranks_[size_t(r)].kv); });
+  try {
+    on_ranks([&](int32_t r) { ranks_[size_t(r)].tf->warmup(*ranks_[size_t(r)].kv); });
+  } catch (...) {
+    stop_workers();  // (no destructor runs for a constructor that throws)
+    throw;
+  }
 }
 
-StepRunner::~StepRunner() {
-  // Each rank's memory is freed by its own backend (which binds its device).
+// Each rank's memory is then freed by its own backend (which binds its device).
+StepRunner::~StepRunner() { stop_workers(); }
+
+void StepRunner::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
-  for (std::thread& t : threads_) t.join();
+  for (std::thread& t : threads_)
+    if (t.joinable()) t.join();
 }
 
 size_t StepRunner::kv_bytes() const {
   size_t total = 0;
   for (const Rank& k : ranks_) total += k.kv->bytes();
   return total;
-}
-
-double StepRunner::all_reduce_seconds() const {
-  return ranks_[0].comm ? ranks_[0].comm->all_reduce_seconds() : 0.0;
 }
 
 void StepRunner::worker(int32_t r) {
@@ -66,15 +70,19 @@ void StepRunner::worker(int32_t r) {
       job = job_;
     }
     std::exception_ptr err;
+    bool aborted = false;
     try {
       ranks_[size_t(r)].backend->bind_thread();
       (*job)(r);
+    } catch (const CollectiveAborted&) {
+      err = std::current_exception();
+      aborted = true;
     } catch (...) {
       err = std::current_exception();
       ranks_[size_t(r)].comm->abort();
     }
     std::lock_guard<std::mutex> lock(mu_);
-    if (err && !error_) error_ = err;
+    note_error(err, aborted);
     if (--pending_ == 0) cv_.notify_all();
   }
 }
@@ -90,20 +98,33 @@ void StepRunner::on_ranks(const std::function<void(int32_t)>& fn) {
     job_ = &fn;
     pending_ = int32_t(ranks_.size()) - 1;
     error_ = nullptr;
+    error_aborted_ = false;
     ++generation_;
   }
   cv_.notify_all();
   std::exception_ptr err;
+  bool aborted = false;
   try {
     fn(0);
+  } catch (const CollectiveAborted&) {
+    err = std::current_exception();
+    aborted = true;
   } catch (...) {
     err = std::current_exception();
     ranks_[0].comm->abort();
   }
   std::unique_lock<std::mutex> lock(mu_);
+  note_error(err, aborted);
   cv_.wait(lock, [&] { return pending_ == 0; });
-  if (!err) err = error_;
-  if (err) std::rethrow_exception(err);
+  if (error_) std::rethrow_exception(error_);
+}
+
+void StepRunner::note_error(std::exception_ptr err, bool aborted) {
+  // The failing rank's own error wins over the others' "another rank failed".
+  if (err && (!error_ || (error_aborted_ && !aborted))) {
+    error_ = err;
+    error_aborted_ = aborted;
+  }
 }
 
 void StepRunner::forward(const Batch& batch) {

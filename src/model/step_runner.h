@@ -43,8 +43,6 @@ class StepRunner {
   const KVGroupLayout& kv_groups() const { return ranks_[0].kv->groups(); }
   int32_t num_blocks() const { return ranks_[0].kv->num_blocks(); }
   size_t kv_bytes() const;  // over all ranks
-  // Seconds the ranks spent in all-reduces so far (rank 0; 0 where asynchronous).
-  double all_reduce_seconds() const;
 
   // Runs the step on every rank (queued on GPUs); the logits stay on the ranks.
   void forward(const Batch& batch);
@@ -68,6 +66,8 @@ class StepRunner {
   // error is rethrown.
   void on_ranks(const std::function<void(int32_t)>& fn);
   void worker(int32_t r);
+  void stop_workers();
+  void note_error(std::exception_ptr err, bool aborted);  // under mu_
 
   int64_t n_vocab_;
   std::vector<Rank> ranks_;
@@ -78,7 +78,8 @@ class StepRunner {
   uint64_t generation_ = 0;
   int32_t pending_ = 0;
   bool stopping_ = false;
-  std::exception_ptr error_;
+  std::exception_ptr error_;   // the step's first error, a rank's own before an abort's
+  bool error_aborted_ = false;
 };
 
 }  // namespace rf

@@ -5,6 +5,7 @@
 // KV cache holds the same blocks, each rank its KV heads of them.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <random>
 
@@ -70,6 +71,35 @@ TEST(EngineTensorParallel, TwoRanksGiveTheOneRankOutputs) {
     }
   }
   test::expect_idle(two);
+}
+
+// A rank whose backend fails in the middle of a step (the other rank is
+// then waiting in an all-reduce): the step fails, its request finishes with
+// an error, and nothing hangs.
+class FailingCpu final : public CpuBackend {
+ public:
+  FailingCpu() : CpuBackend(1) {}
+  std::atomic<int> matmuls_left{1 << 30};
+  void matmul(const Tensor& x, const Tensor& w, Tensor& out) override {
+    if (--matmuls_left < 0) fail("injected failure");
+    CpuBackend::matmul(x, w, out);
+  }
+};
+
+TEST(EngineTensorParallel, ARankFailingMidStepFailsTheStepWithoutHanging) {
+  RF_REQUIRE_TESTDATA("stories260K.gguf");
+  test::Stories st;
+  CpuBackend b0(1);
+  FailingCpu b1;
+  LoopbackGroup group(2);
+  Backend* backends[] = {&b0, &b1};
+  Communicator* comms[] = {&group.rank(0), &group.rank(1)};
+  auto model = Model::load(test::testdata_path("stories260K.gguf"), backends, false);
+  Engine two(*model, st.tok(), backends, comms, test::config(64));
+  b1.matmuls_left = 3;  // inside the first layer of the next step
+  const auto out = test::run_all(two, {test::greedy({1, 400, 21}, 8)});
+  EXPECT_EQ(out[0].reason, FinishReason::Error);
+  EXPECT_NE(out[0].error.find("injected failure"), std::string::npos) << out[0].error;
 }
 
 }  // namespace
