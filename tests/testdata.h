@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -27,6 +28,16 @@ inline std::string testdata_dir() {
 }
 
 inline std::string testdata_path(const std::string& rel) { return testdata_dir() + "/" + rel; }
+
+// A test-data file's name as a GoogleTest parameter name:
+// "arch/tiny-qwen2.gguf" -> "tiny_qwen2".
+inline std::string testdata_param_name(const std::string& rel) {
+  std::string n = rel.substr(rel.find_last_of('/') + 1);
+  n = n.substr(0, n.find(".gguf"));
+  for (char& ch : n)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
 
 inline bool skips_are_failures() {
   return env_flag("ROCMFORGE_REQUIRE_TESTDATA") || env_flag("ROCMFORGE_REQUIRE_GPU");

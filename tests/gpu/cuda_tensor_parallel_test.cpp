@@ -197,13 +197,7 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaTwoRanksVsCpu,
                                            "arch/tiny-gemma2.gguf", "arch/tiny-gemma3.gguf", "arch/tiny-phi3.gguf",
                                            "arch/tiny-glm4.gguf", "arch/tiny-mixtral.gguf",
                                            "arch/tiny-qwen3moe.gguf", "quant/qtest-q8_0.gguf"),
-                         [](const auto& info) {
-                           std::string n = info.param.substr(info.param.find_last_of('/') + 1);
-                           n = n.substr(0, n.find(".gguf"));
-                           for (char& ch : n)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return test::testdata_param_name(info.param); });
 
 }  // namespace
 }  // namespace rf

@@ -91,13 +91,7 @@ INSTANTIATE_TEST_SUITE_P(Models, TwoRanks,
                                            "arch/tiny-qwen3moe.gguf", "quant/qtest-f16.gguf",
                                            "quant/qtest-q8_0.gguf", "quant/qtest-q4_0.gguf",
                                            "quant/qtest-q5_1.gguf"),
-                         [](const auto& info) {
-                           std::string n = info.param.substr(info.param.find_last_of('/') + 1);
-                           n = n.substr(0, n.find(".gguf"));
-                           for (char& ch : n)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return test::testdata_param_name(info.param); });
 
 TEST(TensorParallel, FourRanksMatchOneRank) { expect_same("stories260K.gguf", 4); }  // 8 heads, 4 KV heads
 

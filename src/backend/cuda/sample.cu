@@ -191,12 +191,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
       if (order_key(w[i]) >= floor) local += mass_of(w[i], top);
     scan[threadIdx.x] = local;
     __syncthreads();
-    for (int off = 1; off < int(blockDim.x); off <<= 1) {  // inclusive scan
-      const unsigned long long add = threadIdx.x >= unsigned(off) ? scan[threadIdx.x - off] : 0ull;
-      __syncthreads();
-      scan[threadIdx.x] += add;
-      __syncthreads();
-    }
+    block_inclusive_scan(scan);
     const unsigned long long total = scan[blockDim.x - 1];
     const unsigned long long u = (unsigned long long)(double(uniform01(p.seed, p.counter)) * double(total));
     if (threadIdx.x == 0) chosen_shared = -1;

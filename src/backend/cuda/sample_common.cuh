@@ -65,6 +65,17 @@ __device__ inline float scale_by_temperature(float* x, int n, float temperature,
   return block_max_of(x, n, scratch);
 }
 
+// scan[t] = scan[0] + ... + scan[t] for the block's threads t (each has set
+// its entry and the block has synchronized).
+__device__ inline void block_inclusive_scan(unsigned long long* scan) {
+  for (int off = 1; off < int(blockDim.x); off <<= 1) {
+    const unsigned long long add = threadIdx.x >= unsigned(off) ? scan[threadIdx.x - off] : 0ull;
+    __syncthreads();
+    scan[threadIdx.x] += add;
+    __syncthreads();
+  }
+}
+
 // w[0, n) = lg[0, n), then the row's biases, penalties and bans (one pass
 // each: a token may have an entry in each) and its allowed-token mask, for
 // token ids [first, first + n): entries of other ids are skipped.

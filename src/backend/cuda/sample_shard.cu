@@ -132,12 +132,7 @@ __global__ void __launch_bounds__(kThreads) pick_kernel(const float* __restrict_
   scan[threadIdx.x] = mine;
   if (threadIdx.x == 0) chosen = -1, last = -1;
   __syncthreads();
-  for (int off = 1; off < int(blockDim.x); off <<= 1) {  // inclusive scan
-    const unsigned long long add = threadIdx.x >= unsigned(off) ? scan[threadIdx.x - off] : 0ull;
-    __syncthreads();
-    scan[threadIdx.x] += add;
-    __syncthreads();
-  }
+  block_inclusive_scan(scan);
   atomicMax(&last, my_last);
   if (r.owner && r.u >= r.before) {
     // u's place within this rank's share, in fixed point.
