@@ -2,14 +2,18 @@
 // collectives): a busy mix of greedy and sampled requests (top-k, top-p,
 // min-p, penalties, logit biases, logprobs with alternatives) gives the
 // tokens of the one-rank engine, and the logprobs to float rounding; the
-// KV cache holds the same blocks, each rank its KV heads of them.
+// KV cache holds the same blocks, each rank its KV heads of them. Sliding
+// window groups and prefix-cache hits (tiny-gemma3) too, and a rank failing
+// mid-step fails the step without hanging.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cmath>
 #include <random>
+#include <random>
 
 #include "backend/loopback_comm.h"
+#include "model/temp_model.h"
 #include "unit/engine_test_util.h"
 
 namespace rf {
@@ -71,6 +75,49 @@ TEST(EngineTensorParallel, TwoRanksGiveTheOneRankOutputs) {
     }
   }
   test::expect_idle(two);
+}
+
+// Sliding-window KV groups at 2 ranks (synthetic tiny-gemma3, window 16,
+// f32): long prompts in chunks, generations past several windows, a KV
+// budget that needs the window releases, a prefix-cache hit — the tokens of
+// the one-rank engine.
+TEST(EngineTensorParallel, WindowGroupsAndPrefixHitsAtTwoRanks) {
+  test::TempModel tm("tiny-gemma3", "f32", 11);
+  CpuBackend one_b(1), b0(1), b1(1);
+  LoopbackGroup group(2);
+  Backend* one[] = {&one_b};
+  Backend* two[] = {&b0, &b1};
+  Communicator* comms[] = {&group.rank(0), &group.rank(1)};
+  auto m1 = Model::load(tm.path(), one, false);
+  auto m2 = Model::load(tm.path(), two, false);
+  auto tok = Tokenizer::from_gguf(m1->file());
+  std::mt19937 rng(9);
+  std::vector<Request> reqs;
+  std::vector<int32_t> shared;
+  for (int i = 0; i < 40; ++i) shared.push_back(3 + int32_t(rng() % 1000));
+  for (int i = 0; i < 4; ++i) {
+    Request r;
+    r.prompt = shared;
+    for (int t = 0; t < 10 * i; ++t) r.prompt.push_back(3 + int32_t(rng() % 1000));
+    r.max_tokens = 50;
+    r.ignore_eos = true;
+    r.sampling.temperature = i % 2 ? 0.8f : 0.0f;
+    r.sampling.seed = uint64_t(i);
+    reqs.push_back(r);
+  }
+  // 24 blocks of 16 tokens for 4 sequences of up to 130 tokens in 3 KV groups:
+  // enough only because window groups give blocks back.
+  const EngineConfig cfg = test::config(24, 16, 32, 4, true);
+  Engine e1(*m1, *tok, one, {}, cfg), e2(*m2, *tok, two, comms, cfg);
+  const auto want = test::run_all(e1, reqs);
+  const auto got = test::run_all(e2, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
+    EXPECT_EQ(got[i].cached_tokens, want[i].cached_tokens) << "request " << i;
+  }
+  EXPECT_GT(e2.metrics().kv_window_releases.load(), 0u);
+  EXPECT_GT(e2.metrics().prefix_cache_hit_tokens.load(), 0u);
+  EXPECT_EQ(e2.metrics().preemptions.load(), e1.metrics().preemptions.load());
 }
 
 // A rank whose backend fails in the middle of a step (the other rank is
