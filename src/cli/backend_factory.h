@@ -1,7 +1,9 @@
-// Choosing and creating a backend from command-line options, and finding the
-// demo model. "auto" picks the build's GPU backend (CUDA, or ROCm in a HIP
-// build) when a GPU is present, else the CPU — and says which; naming a GPU
-// vendor this build lacks, or one without a device, is an error.
+// Choosing and creating the backends from command-line options — one, or one
+// per tensor-parallel rank with their communicators — and finding the model
+// (a file, the demo model, or a preset for dummy weights). "auto" picks the
+// build's GPU backend (CUDA, or ROCm in a HIP build) when a GPU is present,
+// else the CPU — and says which; naming a GPU vendor this build lacks, or
+// one without a device, is an error.
 #pragma once
 
 #include <CLI/CLI.hpp>
