@@ -1,7 +1,8 @@
 // Tensor parallelism over two GPUs joined by NCCL: the all-reduce itself,
 // the vocabulary-parallel sampler against one GPU's sampler on the same
 // logits (identical tokens), stories260K's greedy tokens at 2 ranks against
-// the golden file, and every family's first-step logits at 2 ranks against
+// the golden file (one sequence, and 33 at once through the engine with
+// decode graphs), and every family's first-step logits at 2 ranks against
 // the CPU (1e-2 relative L2, as one GPU is held to). Needs two GPUs: with
 // fewer it skips, and fails under ROCMFORGE_REQUIRE_MULTI_GPU=1 (set it on
 // the two-GPU machine, so that green there means these ran).
@@ -16,6 +17,7 @@
 #include "gpu/gpu_test_util.h"
 #include "model/evaluator.h"
 #include "model/model.h"
+#include "unit/engine_test_util.h"
 
 #define RF_REQUIRE_TWO_GPUS()                                                                          \
   do {                                                                                                 \
@@ -174,6 +176,29 @@ TEST(CudaTensorParallel, Stories260KGreedyMatchesGoldenAtTwoRanks) {
     ++checked;
   }
   EXPECT_GT(checked, 0);
+}
+
+// The engine at 2 ranks with decode graphs (NCCL inside them), GPU sampling
+// and a KV cache small enough to preempt: 33 concurrent golden prompts give
+// the golden tokens, as one GPU does (cuda_engine_test.cpp).
+TEST(CudaTensorParallel, EngineStoriesGoldenAmong32) {
+  RF_REQUIRE_TWO_GPUS();
+  RF_REQUIRE_TESTDATA("stories260K.gguf");
+  TwoGpus t;
+  auto model = Model::load(test::testdata_path("stories260K.gguf"), t.backends, false);
+  auto tok = Tokenizer::from_gguf(model->file());
+  const auto golden = test::read_golden();
+  std::vector<Request> reqs;
+  for (int i = 0; i < 33; ++i) reqs.push_back(test::greedy(golden[size_t(i) % golden.size()].prompt_tokens, 16 + 48 * (i % 2)));
+  Engine engine(*model, *tok, t.backends, t.comms, test::config(64, 16, 128, 64, true));
+  const auto outs = test::run_all(engine, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const auto& g = golden[i % golden.size()];
+    EXPECT_EQ(outs[i].tokens, std::vector<int32_t>(g.greedy_tokens.begin(),
+                                                   g.greedy_tokens.begin() + long(reqs[i].max_tokens)))
+        << g.prompt;
+  }
+  test::expect_idle(engine);
 }
 
 class CudaTwoRanksVsCpu : public ::testing::TestWithParam<std::string> {};
