@@ -137,6 +137,7 @@ void StepRunner::forward(const Batch& batch) {
 void StepRunner::sample(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
                         std::vector<SampleResult>& out) {
   if (ranks_.size() == 1) {
+    ranks_[0].backend->bind_thread();
     ranks_[0].backend->sample(ranks_[0].logits, rows, penalties, out);
     return;
   }
