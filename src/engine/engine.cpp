@@ -69,13 +69,15 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend
   metrics_.kv_blocks_total = config_.num_blocks;
   metrics_.kv_blocks_free = config_.num_blocks;
   log_info("engine: ", config_.num_blocks, " KV blocks of ", config_.block_size, " tokens x ", groups.group_size(),
-           " layers (", double(runner_->kv_bytes()) / 1e6, " MB", runner_->n_ranks() > 1 ? " over the ranks" : "", "), KV ", groups.summary(), "; one sequence holds up to ",
-           max_sequence_tokens(), " tokens; max ", config_.max_num_seqs, " sequences, ",
-           config_.max_num_batched_tokens, " tokens per step, context ", config_.max_model_len);
+           " layers (", double(runner_->kv_bytes()) / 1e6, " MB", runner_->n_ranks() > 1 ? " over the ranks" : "",
+           "), KV ", groups.summary(), "; one sequence holds up to ", max_sequence_tokens(), " tokens; max ",
+           config_.max_num_seqs, " sequences, ", config_.max_num_batched_tokens, " tokens per step, context ",
+           config_.max_model_len);
 }
 
 int32_t Engine::max_sequence_tokens() const {
-  return runner_->kv_groups().max_tokens_for_blocks(config_.num_blocks, config_.block_size, config_.max_num_batched_tokens);
+  return runner_->kv_groups().max_tokens_for_blocks(config_.num_blocks, config_.block_size,
+                                                    config_.max_num_batched_tokens);
 }
 
 Engine::~Engine() { stop(); }

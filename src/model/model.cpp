@@ -34,7 +34,8 @@ std::unique_ptr<Model> Model::load_file(std::unique_ptr<gguf::File> file, std::s
   m->file_ = std::move(file);
   m->config_ = ModelConfig::from_gguf(*m->file_);
   const int32_t n = int32_t(ranks.size());
-  for (int32_t r = 0; r < n; ++r) shard_config(m->config_, ShardSpec{r, n});  // fails early, naming what does not divide
+  // Fails early, naming what does not divide.
+  for (int32_t r = 0; r < n; ++r) shard_config(m->config_, ShardSpec{r, n});
   uint64_t total = 0;
   for (const auto& t : m->file_->tensors()) total += t.n_bytes;
   std::unique_ptr<Progress> bar;

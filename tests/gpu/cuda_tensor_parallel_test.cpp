@@ -189,7 +189,8 @@ TEST(CudaTensorParallel, EngineStoriesGoldenAmong32) {
   auto tok = Tokenizer::from_gguf(model->file());
   const auto golden = test::read_golden();
   std::vector<Request> reqs;
-  for (int i = 0; i < 33; ++i) reqs.push_back(test::greedy(golden[size_t(i) % golden.size()].prompt_tokens, 16 + 48 * (i % 2)));
+  for (int i = 0; i < 33; ++i)
+    reqs.push_back(test::greedy(golden[size_t(i) % golden.size()].prompt_tokens, 16 + 48 * (i % 2)));
   Engine engine(*model, *tok, t.backends, t.comms, test::config(64, 16, 128, 64, true));
   const auto outs = test::run_all(engine, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) {

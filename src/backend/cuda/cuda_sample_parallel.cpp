@@ -95,7 +95,9 @@ class CudaBackend::ShardOps final : public VocabShardOps {
   }
 
  private:
-  template <typename T> T* dev(size_t offset) const { return reinterpret_cast<T*>(static_cast<uint8_t*>(I_.shard_dev) + offset); }
+  template <typename T> T* dev(size_t offset) const {
+    return reinterpret_cast<T*>(static_cast<uint8_t*>(I_.shard_dev) + offset);
+  }
   template <typename T> T* host(size_t offset) const {
     return reinterpret_cast<T*>(static_cast<uint8_t*>(I_.shard_host) + offset);
   }
