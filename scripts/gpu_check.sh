@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: run the GPU tests, the golden check through
 # `rocmforge run --device cuda`, and benchmarks on synthetic llama3-8b models
-# (stage bench-families: every family's preset, issue 12's table; stage tp:
-# tensor parallelism on two GPUs, issue 17).
+# (stage bench-families: every family's preset, issue 12's table; stages tp and
+# tp-serve: tensor parallelism on two GPUs, issue 17).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -115,23 +115,28 @@ if [ "$stage" = structured ]; then
   done
 fi
 
-if [ "$stage" = tp ]; then
-  # Issue 17, on the two-GPU kind (nvidia-h200-x2): the two-GPU tests (they
-  # fail instead of skipping here), compute-sanitizer on them, every tiny
-  # family at TP=2 against TP=1 through `eval`, llama3-8b f16 decode at
-  # TP=1 and TP=2 (batch 1 and 64, with the all-reduce time per step), and
-  # llama3-70b-shaped dummy weights served at TP=2 under loadgen.
+if [ "$stage" = tp ] || [ "$stage" = tp-serve ]; then
+  # Issue 17, on the two-GPU kind (nvidia-h200-x2), in two calls of < 10 min:
+  # stage tp: the two-GPU tests (they fail instead of skipping here),
+  # compute-sanitizer on them, every tiny family at TP=2 against TP=1
+  # through `eval`, llama3-8b f16 decode at TP=1 and TP=2 (batch 1 and 64,
+  # with the all-reduce time per step); stage tp-serve: llama3-70b-shaped
+  # dummy weights served at TP=2 under loadgen.
   export ROCMFORGE_REQUIRE_MULTI_GPU=1 NCCL_NVLS_ENABLE=0
   # NCCL: the system's, else PyTorch's wheel.
   nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
   [ -n "$nccl" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl"
+fi
+
+if [ "$stage" = tp ]; then
   nvidia-smi topo -m 2>/dev/null | head -4
   echo "== two-GPU tests"
-  "$BIN/test_gpu" --gtest_filter='CudaTensorParallel*:*CudaTwoRanks*' > "$OUT/test_tp.log" 2>&1; echo "rc=$?"
-  grep -E "^\[  FAILED|PASSED|Failure|error" "$OUT/test_tp.log" | head -20
-  echo "== compute-sanitizer on them"
-  compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
-    --gtest_filter='CudaTensorParallel.*:*CudaTwoRanks*/stories260K' > "$OUT/sanitizer_tp.log" 2>&1
+  timeout 240 "$BIN/test_gpu" --gtest_filter='CudaTensorParallel*:*CudaTwoRanks*' > "$OUT/test_tp.log" 2>&1
+  echo "rc=$?"; grep -E "^\[  FAILED|PASSED|Failure|error" "$OUT/test_tp.log" | head -20
+  echo "== compute-sanitizer on the all-reduce, the sampler and one model"
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
+    --gtest_filter='CudaTensorParallel.AllReduce*:CudaTensorParallel.Vocabulary*:*CudaTwoRanks*/stories260K' \
+    > "$OUT/sanitizer_tp.log" 2>&1
   echo "rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer_tp.log" | head -5
   echo "== eval: TP=2 against TP=1 on the GPUs"
   for fam in qwen2 qwen3 gemma2 gemma3 phi3 glm4 mixtral qwen3moe; do
@@ -154,11 +159,15 @@ PY
   f="$MODELS/llama3-8b-f16.gguf"
   [ -f "$f" ] || "$BIN/rocmforge" mkmodel --preset llama3-8b --type f16 -o "$f" 2>&1 | tail -1
   echo "== llama3-8b f16: TP=1 (cuda:0) then TP=2 (cuda:0,1)"
-  "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r 3 --parallel 1,64 --device cuda:0 2>"$OUT/bench-tp1.err" | tee "$OUT/bench-tp1.md"
-  "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r 3 --parallel 1,64 --device cuda:0,1 --tp 2 2>"$OUT/bench-tp2.err" \
-    | tee "$OUT/bench-tp2.md"
+  timeout 120 "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r 3 --parallel 1,64 --device cuda:0 \
+    2>"$OUT/bench-tp1.err" | tee "$OUT/bench-tp1.md"
+  timeout 150 "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r 3 --parallel 1,64 --device cuda:0,1 --tp 2 \
+    2>"$OUT/bench-tp2.err" | tee "$OUT/bench-tp2.md"
   grep -E "all-reduce|error" "$OUT/bench-tp2.err"
-  echo "== llama3-70b f16 (dummy weights) served at TP=2: loadgen 256 x 64 clients x (512 + 128)"
+fi
+
+if [ "$stage" = tp-serve ]; then
+  echo "== llama3-70b f16 (dummy weights) served at TP=2: loadgen 256 requests, 64 clients, 512 + 128"
   "$BIN/rocmforge" serve --load-format dummy -m llama3-70b:f16 --tp 2 --device cuda:0,1 --port 8080 \
     --max-num-seqs 64 --max-num-batched-tokens 2048 -c 4096 > "$OUT/serve-70b.log" 2>&1 &
   pid=$!
@@ -167,7 +176,10 @@ PY
     kill -0 $pid 2>/dev/null || break
     sleep 1
   done
-  python3 .carry/tools/loadgen.py http://127.0.0.1:8080 256 64 512 128 auto 128000
+  timeout 420 python3 .carry/tools/loadgen.py http://127.0.0.1:8080 256 64 512 128 auto 128000
   kill -TERM $pid; wait $pid; echo "server exit: $?"
   tail -3 "$OUT/serve-70b.log"
+  echo "== all-reduce at the 70B shape (8192 wide), dummy weights: bench --parallel 1,64 -n 16"
+  timeout 150 "$BIN/rocmforge" bench --load-format dummy -m llama3-70b:f16 --tp 2 --device cuda:0,1 -p 128 -n 16 -r 1 \
+    --parallel 1,64 2>&1 | grep -E "all-reduce|tg|pp|error"
 fi
