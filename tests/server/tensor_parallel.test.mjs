@@ -1,8 +1,9 @@
 // Serving with tensor parallelism: `rocmforge serve --tensor-parallel-size 2`
 // on the CPU (two ranks joined in-process, each with its KV heads and
 // vocabulary range) answers concurrent streamed and non-streamed requests —
-// greedy and seeded sampling with top-k/top-p and logprobs — with exactly
-// the text of the one-rank server, and shuts down cleanly.
+// greedy and seeded sampling with top-k/top-p and logprobs, a JSON schema
+// with n = 2 choices — with exactly the text of the one-rank server, and
+// shuts down cleanly.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { client, startServer } from './helpers.mjs';
@@ -48,4 +49,29 @@ test('two ranks give the one-rank text, streamed and not, concurrently', async (
     }
   }
   assert.match(two.log(), /tensor parallel: 2 CPU ranks/);
+});
+
+test('two ranks: a JSON schema and n = 2 sampled choices give the one-rank replies', async () => {
+  const schema = {
+    type: 'object',
+    properties: { name: { type: 'string', maxLength: 10 }, color: { enum: ['red', 'green', 'blue'] } },
+    required: ['name', 'color'],
+    additionalProperties: false,
+  };
+  const body = {
+    model: 'stories260K',
+    messages: [{ role: 'user', content: 'Describe a cat.' }],
+    max_tokens: 60,
+    temperature: 0.9,
+    seed: 4,
+    n: 2,
+    response_format: { type: 'json_schema', json_schema: { name: 'cat', schema, strict: true } },
+  };
+  const [want, got] = await Promise.all([one, two].map((s) => client(s).chat.completions.create(body)));
+  assert.equal(got.choices.length, 2);
+  for (let i = 0; i < 2; ++i) {
+    assert.equal(got.choices[i].message.content, want.choices[i].message.content, `choice ${i}`);
+    const v = JSON.parse(got.choices[i].message.content);
+    assert.ok(['red', 'green', 'blue'].includes(v.color), got.choices[i].message.content);
+  }
 });
