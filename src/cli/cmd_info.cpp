@@ -1,7 +1,8 @@
 // `rocmforge info MODEL`: metadata, tensors (dtype, shape, size), parameter
 // count and file type of a GGUF file; for a supported model, its experts
 // (mixture-of-experts models), its KV cache groups (model/kv_cache.h) and
-// what a full-context sequence holds.
+// what a full-context sequence holds; with --tp N, whether and how it splits
+// over N tensor-parallel ranks (model/shard.h).
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "gguf/reader.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/shard.h"
 
 namespace rf::cli {
 namespace {
@@ -60,7 +62,37 @@ void print_kv(const ModelConfig& c) {
               human_bytes(every).c_str());
 }
 
-void run_info(const std::string& path, bool all_tensors) {
+// What each of n tensor-parallel ranks would hold, or why the model does not
+// split (the loader's own checks: shard_config and whole-block columns).
+void print_tensor_parallel(const gguf::File& f, const ModelConfig& c, int32_t n) {
+  try {
+    const ModelConfig r = shard_config(c, ShardSpec{0, n});
+    uint64_t bytes = 0;  // rank 0's: split tensors by n, replicated ones whole
+    for (const auto& t : f.tensors()) {
+      const bool replicated = t.dims.size() == 1 || t.name.find("ffn_gate_inp") != std::string::npos;
+      bytes += replicated ? t.n_bytes : t.n_bytes / uint64_t(n);
+      const bool by_heads = t.name.find("attn_output.weight") != std::string::npos;
+      const bool by_ff = t.name.find("ffn_down.weight") != std::string::npos;
+      const bool by_expert_ff = t.name.find("ffn_down_exps.weight") != std::string::npos;
+      if (!by_heads && !by_ff && !by_expert_ff) continue;
+      const int64_t width = by_heads ? c.n_head : by_ff ? c.n_ff : c.n_ff_expert;
+      const int64_t unit = by_heads ? c.head_dim : 1;
+      for (int32_t k = 0; k < n; ++k) {
+        const IndexRange part = shard_range(width, ShardSpec{k, n});
+        check_column_split(t.type, part.first * unit, part.count * unit, int64_t(t.ne(0)), t.name);
+      }
+    }
+    std::printf("tensor parallel: %d ranks: each %d query head%s, %d KV head%s%s, FFN %d, about %d vocabulary rows, "
+                "~%s of weights\n",
+                n, r.n_head, r.n_head == 1 ? "" : "s", r.n_head_kv, r.n_head_kv == 1 ? "" : "s",
+                c.n_head_kv < n ? " (replicated)" : "", c.has_experts() ? r.n_ff_expert : r.n_ff,
+                int32_t(shard_range(c.n_vocab, ShardSpec{0, n}).count), human_bytes(double(bytes)).c_str());
+  } catch (const std::exception& e) {
+    std::printf("tensor parallel: %d ranks: no: %s\n", n, e.what());
+  }
+}
+
+void run_info(const std::string& path, bool all_tensors, int32_t tp) {
   auto f = gguf::File::open(path);
   std::printf("file:        %s\n", path.c_str());
   std::printf("gguf:        version %u, alignment %u, data at byte %llu, %s\n", f->version(), f->alignment(),
@@ -78,6 +110,7 @@ void run_info(const std::string& path, bool all_tensors) {
   if (config) {
     print_experts(*config);
     print_kv(*config);
+    if (tp > 1) print_tensor_parallel(*f, *config, tp);
   }
   uint64_t params = 0, bytes = 0;
   std::map<std::string, int> by_type;
@@ -111,9 +144,12 @@ void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Show a GGUF model's metadata and tensors");
   auto path = std::make_shared<std::string>();
   auto all = std::make_shared<bool>(false);
+  auto tp = std::make_shared<int32_t>(1);
   cmd->add_option("model", *path, "GGUF file")->required();
   cmd->add_flag("--all", *all, "List every tensor");
-  cmd->callback([path, all] { run_info(*path, *all); });
+  cmd->add_option("--tensor-parallel-size,--tp", *tp, "Also say how the model splits over this many ranks")
+      ->check(CLI::Range(1, 64));
+  cmd->callback([path, all, tp] { run_info(*path, *all, *tp); });
 }
 
 RF_REGISTER_COMMAND(20, add_info_command);
