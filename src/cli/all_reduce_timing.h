@@ -11,7 +11,8 @@ namespace rf::cli {
 
 struct AllReduceTiming {
   int rows = 0;
-  double us_per_call = 0;  // median over repeated calls, rank 0's view (launch to completion)
+  double us_per_call = 0;  // median over repeated calls (replayed from a graph where the ranks have
+                           // graphs, as in decode steps), rank 0's view
   double ms_per_step = 0;  // us_per_call * (2 * n_layer + 1) / 1000
 };
 

@@ -131,10 +131,17 @@ BackendSet make_backends(const BackendOptions& o) {
 }
 
 std::string BackendSet::name() const {
-  return ranks.size() > 1 ? std::to_string(ranks.size()) + " x " + first().name() : first().name();
+  if (ranks.size() == 1) return first().name();
+  // "2 ranks: cuda:0, cuda:1 (the first's details)"
+  std::string out = std::to_string(ranks.size()) + " ranks: ";
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const std::string n = ranks[r]->name();
+    out += (r ? ", " : "") + n.substr(0, n.find(" ("));
+  }
+  const std::string first_name = first().name();
+  if (const size_t details = first_name.find(" ("); details != std::string::npos) out += first_name.substr(details);
+  return out;
 }
-
-
 
 void set_kv_budget(const Backend& backend, const BackendOptions& o, EngineConfig& cfg) {
   if (backend.device() != DeviceKind::CPU) cfg.memory_utilization = o.gpu_memory_utilization;

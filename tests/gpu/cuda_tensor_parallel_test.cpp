@@ -1,4 +1,5 @@
-// Tensor parallelism over two GPUs joined by NCCL: the all-reduce itself,
+// Tensor parallelism over two GPUs joined by NCCL: the all-reduce itself
+// (NCCL's and the peer-memory kernel's, eager and in graphs),
 // the vocabulary-parallel sampler against one GPU's sampler on the same
 // logits (identical tokens), stories260K's greedy tokens at 2 ranks against
 // the golden file (one sequence, and 33 at once through the engine with
@@ -93,6 +94,63 @@ TEST(CudaTensorParallel, AllReduceSumsF16AndF32) {
     for (int r = 0; r < 2; ++r)
       for (int i = 0; i < 4099; ++i) ASSERT_EQ(got[size_t(r)][size_t(i)], float(2 * (i % 13) + 100)) << i;
   }
+}
+
+// Exact sums of integers, each size five times in a row with new data,
+// eager and replayed from a captured graph: multiples of 16 bytes up to
+// 1 MB go through the one-shot peer-memory kernel (alternating staging
+// halves: stale data would show), the rest through NCCL.
+TEST(CudaTensorParallel, AllReduceRepeatedEagerAndInGraphs) {
+  RF_REQUIRE_TWO_GPUS();
+  TwoGpus t;
+  struct Case {
+    DType type;
+    int n;
+  };
+  const Case cases[] = {{DType::F16, 4096}, {DType::F32, 4096}, {DType::F16, 64 * 8192},
+                        {DType::F32, 300000}, {DType::F16, 24},  {DType::F16, 4099}};
+  uint64_t key = 1;
+  for (const bool graph : {false, true})
+    for (const Case& c : cases) {
+      std::vector<std::string> bad(2);
+      on_ranks(t, [&](int r) {
+        CudaBackend& b = *t.gpus[size_t(r)];
+        Communicator& comm = *t.comms[size_t(r)];
+        const size_t n = size_t(c.n), es = c.type == DType::F16 ? 2 : 4;
+        void* p = b.alloc(n * es, "test");
+        Tensor x = make_tensor(p, c.type, c.n, 1, DeviceKind::CUDA);
+        std::vector<float> v(n);
+        for (int call = 0; call < 5 && bad[size_t(r)].empty(); ++call) {
+          for (size_t i = 0; i < n; ++i) v[i] = float((i * 7 + size_t(call)) % 31 + 50 * size_t(r));
+          if (c.type == DType::F16) {
+            const auto h = test::to_f16(v);
+            b.copy_to_device(p, h.data(), n * 2);
+          } else {
+            b.copy_to_device(p, v.data(), n * 4);
+          }
+          if (graph) b.run_graph(key, [&] { comm.all_reduce_sum(x); });
+          else comm.all_reduce_sum(x);
+          std::vector<float> got(n);
+          if (c.type == DType::F16) {
+            std::vector<uint16_t> h(n);
+            b.copy_to_host(h.data(), p, n * 2);
+            got = test::from_f16(h);
+          } else {
+            b.copy_to_host(got.data(), p, n * 4);
+          }
+          for (size_t i = 0; i < n && bad[size_t(r)].empty(); ++i)
+            if (got[i] != float(2 * ((i * 7 + size_t(call)) % 31) + 50))
+              bad[size_t(r)] = "call " + std::to_string(call) + " element " + std::to_string(i) + ": " +
+                               std::to_string(got[i]);
+        }
+        b.clear_graphs();
+        b.free(p);
+      });
+      ++key;
+      for (int r = 0; r < 2; ++r)
+        EXPECT_EQ(bad[size_t(r)], "") << "rank " << r << ", " << dtype_name(c.type) << " x " << c.n
+                                      << (graph ? ", in a graph" : ", eager");
+    }
 }
 
 TEST(CudaTensorParallel, VocabularyParallelSamplingMatchesOneGpu) {

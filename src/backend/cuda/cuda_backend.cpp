@@ -94,7 +94,10 @@ void* CudaBackend::alloc(size_t bytes, const std::string& what) {
   bind();  // memory and set-up calls bind the device themselves; ops rely on bind_thread()
   RF_CHECK(!capturing_, "cuda: allocation of ", what, " during graph capture");
   void* p = nullptr;
-  const gpuError_t err = gpuMalloc(&p, std::max<size_t>(bytes, 256));
+  // Whole 256-byte units (what the allocator hands out anyway), so that
+  // vector reads past a buffer's last element stay inside it (NCCL's LL
+  // protocol reads 8-byte words of an f16 tensor of odd length).
+  const gpuError_t err = gpuMalloc(&p, std::max<size_t>((bytes + 255) / 256 * 256, 256));
   if (err != gpuSuccess) {
     (void)gpuGetLastError();
     fail("cuda: cannot allocate ", double(bytes) / 1e6, " MB for ", what, " (", double(free_memory()) / 1e6,

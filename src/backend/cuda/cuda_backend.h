@@ -97,6 +97,9 @@ class CudaBackend final : public Backend {
 
   void* stream() const { return stream_; }
   int device_index() const { return options_.device; }
+  const CudaOptions& options() const { return options_; }
+  gpu::LaunchCtx ctx() const;  // the stream and options_, for the launchers
+  gpu::OpProfiler* profiler() const;  // null unless CudaOptions::profile
   size_t allocated_bytes() const override { return allocated_; }
 
  private:
@@ -109,11 +112,9 @@ class CudaBackend final : public Backend {
   void upload_sample_rows(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties);
   void reserve_moe(const BackendLimits& limits);
   void release_moe();
-  gpu::LaunchCtx ctx() const;  // the stream and options_, for the launchers
   int attention_splits(const StepMeta& m) const;
   int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
   void release_reserved();
-  gpu::OpProfiler* profiler() const;  // null unless CudaOptions::profile
   int n_sms_ = 1;
   int warp_size_ = 32;  // the device's (64 on CDNA): launchers' LaunchCtx
 

@@ -24,6 +24,9 @@
 //   ROCMFORGE_MOE_MMA_ROWS=N mixture-of-experts FFNs use the tensor-core
 //                            kernel once the experts average more than N
 //                            rows, N >= 0                  (moe_mma_rows)
+//   ROCMFORGE_PEER_ALL_REDUCE=0 tensor-parallel all-reduces all go through
+//                            NCCL, none through the one-shot peer-memory
+//                            kernel                         (peer_all_reduce)
 //   ROCMFORGE_ATTN_BLOCKS=N  decode-attention block target, N > 0
 //                                                    (attention_target_blocks)
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
@@ -68,6 +71,10 @@ struct CudaOptions {
   // One-row k-quant GEMVs on rows of <= 64 sub-blocks give each warp pair
   // (or warp) its own rows, so most lanes have a sub-block.
   bool gemv_row_sets = true;
+  // Tensor parallelism: all-reduces of up to 1 MB (decode steps) use the
+  // one-shot peer-memory kernel (peer_all_reduce.h) where every GPU pair
+  // has peer access; larger ones, and every one when off, go through NCCL.
+  bool peer_all_reduce = true;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
 

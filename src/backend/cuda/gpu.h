@@ -63,6 +63,11 @@
 #define gpuHostAlloc hipHostMalloc
 #define gpuHostAllocDefault hipHostMallocDefault
 #define gpuFreeHost hipHostFree
+#define gpuHostAllocMapped hipHostMallocMapped
+#define gpuHostAllocPortable hipHostMallocPortable
+#define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess hipDeviceEnablePeerAccess
+#define gpuErrorPeerAccessAlreadyEnabled hipErrorPeerAccessAlreadyEnabled
 #define gpuStreamBeginCapture hipStreamBeginCapture
 #define gpuStreamEndCapture hipStreamEndCapture
 #define gpuStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
@@ -118,6 +123,11 @@
 #define gpuHostAlloc cudaHostAlloc
 #define gpuHostAllocDefault cudaHostAllocDefault
 #define gpuFreeHost cudaFreeHost
+#define gpuHostAllocMapped cudaHostAllocMapped
+#define gpuHostAllocPortable cudaHostAllocPortable
+#define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
+#define gpuErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
 #define gpuStreamBeginCapture cudaStreamBeginCapture
 #define gpuStreamEndCapture cudaStreamEndCapture
 #define gpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal

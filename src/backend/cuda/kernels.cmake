@@ -20,12 +20,14 @@ set(RF_GPU_KERNELS
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention_decode.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/sample.cu
-  ${CMAKE_SOURCE_DIR}/src/backend/cuda/sample_shard.cu)
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/sample_shard.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/peer_all_reduce.cu)
 set(RF_GPU_HOST_SOURCES
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/cuda_backend.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/cuda_moe.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/cuda_sample_parallel.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/nccl_comm.cpp
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/peer_all_reduce.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/cuda_options.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/op_profiler.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/bandwidth_probe.cpp)

@@ -236,4 +236,22 @@ void shard_kept_mass(const float* work, int rows, int local, const ShardRowDevic
 void shard_pick(const float* logits, const float* work, int rows, int local, int first, const ShardRowDevice* in,
                 ShardPickDevice* picks, const LaunchCtx& ctx);
 
+// ---- peer_all_reduce.cu
+// In-place sum over tensor-parallel ranks through peer memory, one kernel
+// per call (backend/cuda/peer_all_reduce.h owns the memory). Every call of
+// every rank launches kPeerBlocks blocks; x is f16 or f32, bytes a multiple
+// of 16 and <= half_bytes. NVIDIA only: supported() is false in portable
+// builds.
+constexpr int kPeerMaxRanks = 8, kPeerBlocks = 32, kPeerThreads = 512;
+struct PeerReduceArgs {
+  void* stage[kPeerMaxRanks];      // each rank's staging buffer: two halves
+  uint32_t* flags[kPeerMaxRanks];  // each rank's flags [kPeerBlocks][kPeerMaxRanks], written by the peers
+  uint32_t* epochs;                // this rank's calls so far, per block
+  const volatile uint32_t* abort;  // set (host memory) when another rank failed
+  size_t half_bytes;
+  int rank, n_ranks;
+};
+bool peer_all_reduce_supported();
+void peer_all_reduce(const PeerReduceArgs& args, DType type, void* x, size_t bytes, const LaunchCtx& ctx);
+
 }  // namespace rf::gpu

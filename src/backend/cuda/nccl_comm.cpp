@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "backend/cuda/gpu.h"
+#include "backend/cuda/op_profiler.h"
+#include "backend/cuda/peer_all_reduce.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -59,14 +61,21 @@ namespace {
 
 class NcclComm final : public Communicator {
  public:
-  NcclComm(const NcclGroup::Library& lib, void* comm, CudaBackend& backend, Communicator& host, int32_t rank,
-           int32_t size)
-      : lib_(lib), comm_(comm), backend_(backend), host_(host), rank_(rank), size_(size) {}
+  NcclComm(const NcclGroup::Library& lib, void* comm, CudaBackend& backend, Communicator& host, PeerAllReduce* peer,
+           int32_t rank, int32_t size)
+      : lib_(lib), comm_(comm), backend_(backend), host_(host), peer_(peer), rank_(rank), size_(size) {}
 
   int32_t rank() const override { return rank_; }
   int32_t size() const override { return size_; }
 
   void all_reduce_sum(Tensor& x) override {
+    // (Profiled, the time includes waiting for the other ranks.)
+    const bool peer = peer_ && peer_->fits(x);
+    gpu::OpProfiler::Scope timer(backend_.profiler(), peer ? "all-reduce peer" : "all-reduce nccl");
+    if (peer) {
+      peer_->run(rank_, x);
+      return;
+    }
     int type = -1;
     switch (x.type) {
       case DType::F16: type = 6; break;
@@ -78,13 +87,17 @@ class NcclComm final : public Communicator {
                "all-reduce");
   }
   void all_gather_host(const void* in, size_t bytes, void* out) override { host_.all_gather_host(in, bytes, out); }
-  void abort() override { host_.abort(); }
+  void abort() override {
+    host_.abort();
+    if (peer_) peer_->abort();
+  }
 
  private:
   const NcclGroup::Library& lib_;
   void* comm_;
   CudaBackend& backend_;
   Communicator& host_;
+  PeerAllReduce* peer_;  // null: NCCL for every all-reduce
   int32_t rank_, size_;
 };
 
@@ -104,10 +117,14 @@ NcclGroup::NcclGroup(std::span<CudaBackend* const> backends)
   int version = 0;
   lib_->version(&version);
   log_info("tensor parallel: ", n, " GPUs joined by NCCL ", version);
+  if (backends[0]->options().peer_all_reduce) peer_ = PeerAllReduce::create(backends);
   for (int r = 0; r < n; ++r)
-    comms_.push_back(std::make_unique<NcclComm>(*lib_, handles_[size_t(r)], *backends[size_t(r)], host_.rank(r), r, n));
+    comms_.push_back(std::make_unique<NcclComm>(*lib_, handles_[size_t(r)], *backends[size_t(r)], host_.rank(r),
+                                                peer_.get(), r, n));
   // A first all-reduce on every rank at once, outside any graph capture:
-  // NCCL finishes its lazy set-up here rather than inside a captured graph.
+  // NCCL finishes its lazy set-up here rather than inside a captured graph
+  // (the warm-up's 4 bytes go through NCCL: the peer kernel takes multiples
+  // of 16).
   std::vector<std::thread> threads;
   std::vector<std::string> errors(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r)
@@ -133,6 +150,7 @@ NcclGroup::NcclGroup(std::span<CudaBackend* const> backends)
 
 NcclGroup::~NcclGroup() {
   comms_.clear();
+  peer_.reset();
   for (void* h : handles_)
     if (h) (void)lib_->destroy(h);
 }

@@ -5,7 +5,9 @@
 // no NCCL and one-GPU runs never load it; it is found the usual way
 // (LD_LIBRARY_PATH, the loader's cache). A rank's all_reduce_sum is queued
 // on its backend's stream, so it is captured into that backend's graphs
-// like any op; the host-side exchanges of vocabulary-parallel sampling go
+// like any op — the small ones of decode steps through the one-shot
+// peer-memory kernel (peer_all_reduce.h) where the GPUs reach each other's
+// memory, the rest through NCCL; the host-side exchanges of vocabulary-parallel sampling go
 // through an in-process LoopbackGroup.
 // Several hosts (not built): rank 0 would make an ncclUniqueId
 // (ncclGetUniqueId) and send it to the other processes over TCP, each
@@ -19,6 +21,7 @@
 #include "backend/collective.h"
 #include "backend/loopback_comm.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/peer_all_reduce.h"
 
 namespace rf {
 
@@ -39,6 +42,7 @@ class NcclGroup {
   std::unique_ptr<Library> lib_;
   LoopbackGroup host_;
   std::vector<void*> handles_;  // ncclComm_t per rank
+  std::unique_ptr<PeerAllReduce> peer_;  // null: NCCL for every all-reduce
   std::vector<std::unique_ptr<Communicator>> comms_;
 };
 

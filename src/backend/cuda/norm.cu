@@ -2,6 +2,7 @@
 // optionally post-normed first) fused with the next RMSNorm: one block per
 // row, reductions with the target's warp size.
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/norm.cuh"
 
 namespace rf::gpu {
 namespace {
@@ -111,27 +112,7 @@ __global__ void add_rms_norm_kernel(float* __restrict__ x, const __half* __restr
   }
   pdl_wait();
   pdl_trigger();
-  float scale_y = 1.0f;
-  if constexpr (kNormY) {
-    float ssy = 0.0f;
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
-      const float u = __half2float(yr[i]);
-      ssy += u * u;
-    }
-    ssy = block_sum(ssy, scratch);
-    scale_y = rsqrtf(ssy / float(cols) + eps);
-  }
-  float ss = 0.0f;
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) {
-    float u = __half2float(yr[i]);
-    if constexpr (kNormY) u = __half2float(__float2half_rn(u * scale_y * wy[i]));
-    const float v = xr[i] + u;
-    xr[i] = v;
-    ss += v * v;
-  }
-  ss = block_sum(ss, scratch);
-  const float scale = rsqrtf(ss / float(cols) + eps);
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(xr[i] * scale * w[i]);
+  add_rms_norm_row<OutT, kNormY>(xr, yr, wy, w, o, cols, eps, scratch);
 }
 
 template <typename OutT, bool kNormY>
