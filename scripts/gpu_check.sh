@@ -121,7 +121,8 @@ if [ "$stage" = tp ] || [ "$stage" = tp-serve ]; then
   # compute-sanitizer on them, every tiny family at TP=2 against TP=1
   # through `eval`, llama3-8b f16 decode at TP=1 and TP=2 (batch 1 and 64,
   # with the all-reduce time per step); stage tp-serve: llama3-70b-shaped
-  # dummy weights served at TP=2 under loadgen.
+  # dummy weights served at TP=2 under loadgen (fits two 80 GB H100s too,
+  # with ~8 GB a GPU of KV cache).
   export ROCMFORGE_REQUIRE_MULTI_GPU=1 NCCL_NVLS_ENABLE=0
   # NCCL: the system's, else PyTorch's wheel.
   nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
@@ -175,17 +176,18 @@ fi
 if [ "$stage" = tp-serve ]; then
   echo "== llama3-70b f16 (dummy weights) served at TP=2: loadgen 256 requests, 64 clients, 512 + 128"
   "$BIN/rocmforge" serve --load-format dummy -m llama3-70b:f16 --tp 2 --device cuda:0,1 --port 8080 \
-    --max-num-seqs 64 --max-num-batched-tokens 2048 -c 4096 > "$OUT/serve-70b.log" 2>&1 &
+    --max-num-seqs 64 --max-num-batched-tokens 2048 -c 4096 --gpu-memory-utilization 0.95 > "$OUT/serve-70b.log" 2>&1 &
   pid=$!
-  for i in $(seq 1 300); do
+  # (141 GB of weights leave ~8 GB a GPU for the KV cache on 80 GB cards.)
+  for i in $(seq 1 200); do
     python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/health')" >/dev/null 2>&1 && break
     kill -0 $pid 2>/dev/null || break
     sleep 1
   done
-  timeout 420 python3 .carry/tools/loadgen.py http://127.0.0.1:8080 256 64 512 128 auto 128000
+  timeout 240 python3 .carry/tools/loadgen.py http://127.0.0.1:8080 256 64 512 128 auto 128000
   kill -TERM $pid; wait $pid; echo "server exit: $?"
   tail -3 "$OUT/serve-70b.log"
   echo "== all-reduce at the 70B shape (8192 wide), dummy weights: bench --parallel 1,64 -n 16"
-  timeout 150 "$BIN/rocmforge" bench --load-format dummy -m llama3-70b:f16 --tp 2 --device cuda:0,1 -p 128 -n 16 -r 1 \
-    --parallel 1,64 2>&1 | grep -E "all-reduce|tg|pp|error"
+  timeout 110 "$BIN/rocmforge" bench --load-format dummy -m llama3-70b:f16 --tp 2 --device cuda:0,1 -p 128 -n 32 -r 1 \
+    --parallel 1,64 --gpu-memory-utilization 0.95 2>&1 | grep -E "all-reduce|tg|pp|error"
 fi

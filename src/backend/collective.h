@@ -31,6 +31,17 @@ class Communicator {
   // x = the sum of every rank's x, elementwise, in place; x lies in this
   // rank's backend memory (f32 or f16, contiguous).
   virtual void all_reduce_sum(Tensor& x) = 0;
+  // all_reduce_sum(partial) fused with the backend op that follows it at
+  // the end of a layer block: x += partial (RMS-normed with *post_norm
+  // first, if given), out = RMSNorm(x) * w — Backend::add_rms_norm /
+  // add_post_norm_rms_norm. Returns false, having done nothing, where this
+  // communicator has no fused form for these tensors (the caller then runs
+  // the two steps).
+  virtual bool all_reduce_add_rms_norm(Tensor& partial, Tensor& x, const Tensor* post_norm, const Tensor& w,
+                                       float eps, Tensor& out) {
+    (void)partial, (void)x, (void)post_norm, (void)w, (void)eps, (void)out;
+    return false;
+  }
   // Host memory: out = every rank's `bytes` of `in`, in rank order (out
   // holds size() * bytes). Waits for the data.
   virtual void all_gather_host(const void* in, size_t bytes, void* out) = 0;

@@ -184,7 +184,6 @@ Tensor Transformer::attention_block(int32_t il, const StepMeta& m, KVCache& kv) 
     backend_.attention(q, cache, m, ap, attn);
   }
   backend_.matmul(attn, l.wo, proj);
-  reduce(proj);
   return proj;
 }
 
@@ -197,13 +196,11 @@ Tensor Transformer::ffn_block(int32_t il, int32_t n) {
     backend_.matmul(xn, l.router, logits);
     backend_.moe_route(logits, moe_, ids, weights);
     backend_.moe_ffn(xn, ids, weights, l.experts, moe_, proj);
-    reduce(proj);
     return proj;
   }
   Tensor gate = gate_.slice_rows(0, n), up = up_.slice_rows(0, n);
   backend_.matmul_gate_up_glu(xn, l.w_gate, l.w_up, gate, up, gate, c_.activation);
   backend_.matmul(gate, l.w_down, proj);
-  reduce(proj);
   return proj;
 }
 
@@ -211,8 +208,12 @@ void Transformer::reduce(Tensor& x) {
   if (comm_) comm_->all_reduce_sum(x);
 }
 
-void Transformer::residual_and_norm(Tensor& x, const Tensor& block_out, const Tensor& post_norm,
-                                    const Tensor& next_norm, Tensor& xn) {
+void Transformer::residual_and_norm(Tensor& x, Tensor& block_out, const Tensor& post_norm, const Tensor& next_norm,
+                                    Tensor& xn) {
+  if (comm_ &&
+      comm_->all_reduce_add_rms_norm(block_out, x, post_norm.data ? &post_norm : nullptr, next_norm, c_.rms_eps, xn))
+    return;
+  reduce(block_out);
   if (post_norm.data) backend_.add_post_norm_rms_norm(x, block_out, post_norm, next_norm, c_.rms_eps, xn);
   else backend_.add_rms_norm(x, block_out, next_norm, c_.rms_eps, xn);
 }
@@ -231,12 +232,15 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
   for (int32_t il = 0; il < c_.n_layer; ++il) {
     const LayerWeights& l = w_.layers[size_t(il)];
     // The layer's slots and block tables are its KV group's.
-    const Tensor attn_out = attention_block(il, m.for_group(kv.groups().group_of(il)), kv);
+    Tensor attn_out = attention_block(il, m.for_group(kv.groups().group_of(il)), kv);
     residual_and_norm(x, attn_out, l.post_attn_norm, l.ffn_norm, xn);
-    const Tensor ffn_out = ffn_block(il, n);
+    Tensor ffn_out = ffn_block(il, n);
     if (il + 1 < c_.n_layer) {
       residual_and_norm(x, ffn_out, l.post_ffn_norm, w_.layers[size_t(il) + 1].attn_norm, xn);
-    } else if (l.post_ffn_norm.data) {
+      continue;
+    }
+    reduce(ffn_out);  // the last layer: no next norm to fuse the sum with
+    if (l.post_ffn_norm.data) {
       Tensor post = post_.slice_rows(0, n);
       backend_.rms_norm(ffn_out, l.post_ffn_norm, c_.rms_eps, post);
       backend_.add(x, post, x);

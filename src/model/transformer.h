@@ -47,17 +47,19 @@ class Transformer {
   Tensor alloc_act(int64_t cols, int64_t rows, DType type, const char* what);
   void run_layers(const StepMeta& m, KVCache& kv);
   // One layer's attention block on the normed input in xn_: returns its
-  // output projection (rows of proj_), before any post-attention norm.
+  // output projection (rows of proj_), before any post-attention norm and,
+  // under tensor parallelism, before the sum over ranks.
   Tensor attention_block(int32_t il, const StepMeta& m, KVCache& kv);
   // Sums a row-parallel product over the ranks (tensor parallel only).
   void reduce(Tensor& x);
   // The FFN of the normed input in xn_ (dense, or router -> top-k experts):
-  // returns its down projection (rows of proj_), before any post-FFN norm.
+  // returns its down projection (rows of proj_), before any post-FFN norm
+  // and the sum over ranks.
   Tensor ffn_block(int32_t il, int32_t n);
-  // x += block_out (post-normed when post_norm is present), then xn = the
-  // next RMSNorm of x: one fused op either way.
-  void residual_and_norm(Tensor& x, const Tensor& block_out, const Tensor& post_norm, const Tensor& next_norm,
-                         Tensor& xn);
+  // x += block_out (summed over the ranks, then post-normed when post_norm
+  // is present), then xn = the next RMSNorm of x: one fused op either way
+  // (with the sum too where the communicator fuses it).
+  void residual_and_norm(Tensor& x, Tensor& block_out, const Tensor& post_norm, const Tensor& next_norm, Tensor& xn);
   // Pure decode steps (one new token and one logit row per sequence) run as
   // graphs, padded to a bucket size.
   bool graph_eligible(const Batch& b) const;

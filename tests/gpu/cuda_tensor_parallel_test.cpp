@@ -1,5 +1,6 @@
 // Tensor parallelism over two GPUs joined by NCCL: the all-reduce itself
-// (NCCL's and the peer-memory kernel's, eager and in graphs),
+// (NCCL's and the peer-memory kernel's, eager and in graphs; fused with the
+// residual add and RMSNorm),
 // the vocabulary-parallel sampler against one GPU's sampler on the same
 // logits (identical tokens), stories260K's greedy tokens at 2 ranks against
 // the golden file (one sequence, and 33 at once through the engine with
@@ -32,10 +33,11 @@ namespace rf {
 namespace {
 
 struct TwoGpus {
-  TwoGpus() {
+  explicit TwoGpus(bool fused_norm = false) {
     for (int g = 0; g < 2; ++g) {
       CudaOptions o;
       o.device = g;
+      o.peer_fused_norm = fused_norm;
       o.dequant_scratch_bytes = size_t(32) << 20;
       owned.push_back(std::make_unique<CudaBackend>(o));
       gpus.push_back(owned.back().get());
@@ -150,6 +152,93 @@ TEST(CudaTensorParallel, AllReduceRepeatedEagerAndInGraphs) {
       for (int r = 0; r < 2; ++r)
         EXPECT_EQ(bad[size_t(r)], "") << "rank " << r << ", " << dtype_name(c.type) << " x " << c.n
                                       << (graph ? ", in a graph" : ", eager");
+    }
+}
+
+// The all-reduce fused with the residual add and the next RMSNorm (plain,
+// and with a post-norm of the sum first) against a double-precision
+// reference of the same steps: the sum rounded to f16 (as a stored
+// activation), x += it, out = RMSNorm(x) * w.
+TEST(CudaTensorParallel, FusedAllReduceAddRmsNormMatchesReference) {
+  RF_REQUIRE_TWO_GPUS();
+  TwoGpus t(/*fused_norm=*/true);
+  const float eps = 1e-5f;
+  for (const bool post : {false, true})
+    for (const auto& [rows, cols] : {std::pair<int, int>{1, 4096}, {3, 2560}, {64, 8192}}) {
+      const size_t n = size_t(rows) * size_t(cols);
+      std::mt19937 rng(uint32_t(rows * 7 + cols + post));
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      std::vector<std::vector<float>> partial(2, std::vector<float>(n));
+      std::vector<float> x0(n), w(static_cast<size_t>(cols)), wy(static_cast<size_t>(cols));
+      for (auto& p : partial)
+        for (float& v : p) v = f16_to_f32(f32_to_f16(dist(rng)));
+      for (float& v : x0) v = 4.0f * dist(rng);
+      for (float& v : w) v = 1.0f + 0.1f * dist(rng);
+      for (float& v : wy) v = 1.0f + 0.1f * dist(rng);
+      // The reference, in double.
+      std::vector<double> want_x(n), want_out(n);
+      for (int r = 0; r < rows; ++r) {
+        std::vector<double> sum(static_cast<size_t>(cols));
+        double ssy = 0;
+        for (int c = 0; c < cols; ++c) {
+          const size_t i = size_t(r) * size_t(cols) + size_t(c);
+          sum[size_t(c)] = f16_to_f32(f32_to_f16(partial[0][i] + partial[1][i]));
+          ssy += sum[size_t(c)] * sum[size_t(c)];
+        }
+        double ss = 0;
+        for (int c = 0; c < cols; ++c) {
+          const size_t i = size_t(r) * size_t(cols) + size_t(c);
+          double u = sum[size_t(c)];
+          if (post) u = f16_to_f32(f32_to_f16(float(u / std::sqrt(ssy / cols + eps) * wy[size_t(c)])));
+          want_x[i] = x0[i] + u;
+          ss += want_x[i] * want_x[i];
+        }
+        for (int c = 0; c < cols; ++c) {
+          const size_t i = size_t(r) * size_t(cols) + size_t(c);
+          want_out[i] = want_x[i] / std::sqrt(ss / cols + eps) * w[size_t(c)];
+        }
+      }
+      std::vector<std::vector<float>> got_x(2, std::vector<float>(n)), got_out(2);
+      std::vector<int> fused(2, 0);
+      on_ranks(t, [&](int r) {
+        CudaBackend& b = *t.gpus[size_t(r)];
+        void* pp = b.alloc(n * 2, "test partial");
+        void* px = b.alloc(n * 4, "test x");
+        void* po = b.alloc(n * 2, "test out");
+        void* pw = b.alloc(size_t(cols) * 4, "test w");
+        void* pwy = b.alloc(size_t(cols) * 4, "test wy");
+        const auto h = test::to_f16(partial[size_t(r)]);
+        b.copy_to_device(pp, h.data(), n * 2);
+        b.copy_to_device(px, x0.data(), n * 4);
+        b.copy_to_device(pw, w.data(), size_t(cols) * 4);
+        b.copy_to_device(pwy, wy.data(), size_t(cols) * 4);
+        Tensor tp = make_tensor(pp, DType::F16, cols, rows, DeviceKind::CUDA);
+        Tensor tx = make_tensor(px, DType::F32, cols, rows, DeviceKind::CUDA);
+        Tensor to = make_tensor(po, DType::F16, cols, rows, DeviceKind::CUDA);
+        const Tensor tw = make_tensor(pw, DType::F32, cols, 1, DeviceKind::CUDA);
+        const Tensor twy = make_tensor(pwy, DType::F32, cols, 1, DeviceKind::CUDA);
+        fused[size_t(r)] = t.comms[size_t(r)]->all_reduce_add_rms_norm(tp, tx, post ? &twy : nullptr, tw, eps, to);
+        b.copy_to_host(got_x[size_t(r)].data(), px, n * 4);
+        std::vector<uint16_t> ho(n);
+        b.copy_to_host(ho.data(), po, n * 2);
+        got_out[size_t(r)] = test::from_f16(ho);
+        for (void* p : {pp, px, po, pw, pwy}) b.free(p);
+      });
+      const std::string what = std::to_string(rows) + " x " + std::to_string(cols) + (post ? ", post-normed" : "");
+      ASSERT_TRUE(fused[0] && fused[1]) << what << ": the peer-memory path did not take it";
+      for (int r = 0; r < 2; ++r) {
+        double ex = 0, eo = 0;
+        for (size_t i = 0; i < n; ++i) {
+          ex = std::max(ex, std::abs(got_x[size_t(r)][i] - want_x[i]) / (1.0 + std::abs(want_x[i])));
+          eo = std::max(eo, std::abs(got_out[size_t(r)][i] - want_out[i]) / (1.0 + std::abs(want_out[i])));
+        }
+        // The residual adds the same f16 sums in f32; post-normed, the
+        // normed sum is rounded to f16 after an f32 (not double) scale, so
+        // an element may land one f16 step (2^-10 of it) away.
+        EXPECT_LT(ex, post ? 2e-3 : 1e-5) << what << ", rank " << r << ": residual";
+        EXPECT_LT(eo, 2e-3) << what << ", rank " << r << ": normed output (f16)";
+      }
+      EXPECT_EQ(got_out[0], got_out[1]) << what << ": ranks differ";
     }
 }
 

@@ -237,21 +237,27 @@ void shard_pick(const float* logits, const float* work, int rows, int local, int
                 ShardPickDevice* picks, const LaunchCtx& ctx);
 
 // ---- peer_all_reduce.cu
-// In-place sum over tensor-parallel ranks through peer memory, one kernel
+// In-place sums over tensor-parallel ranks through peer memory, one kernel
 // per call (backend/cuda/peer_all_reduce.h owns the memory). Every call of
-// every rank launches kPeerBlocks blocks; x is f16 or f32, bytes a multiple
-// of 16 and <= half_bytes. NVIDIA only: supported() is false in portable
-// builds.
+// every rank launches kPeerBlocks blocks. NVIDIA only: supported() is false
+// in portable builds.
 constexpr int kPeerMaxRanks = 8, kPeerBlocks = 32, kPeerThreads = 512;
 struct PeerReduceArgs {
-  void* stage[kPeerMaxRanks];      // each rank's staging buffer: two halves
+  void* inbox[kPeerMaxRanks];      // each rank's inbox: 2 halves x n_ranks slots of slot_bytes
   uint32_t* flags[kPeerMaxRanks];  // each rank's flags [kPeerBlocks][kPeerMaxRanks], written by the peers
   uint32_t* epochs;                // this rank's calls so far, per block
   const volatile uint32_t* abort;  // set (host memory) when another rank failed
-  size_t half_bytes;
+  size_t slot_bytes;
   int rank, n_ranks;
 };
 bool peer_all_reduce_supported();
+// x (f16 or f32; bytes a multiple of 16, <= slot_bytes) = the sum over ranks.
 void peer_all_reduce(const PeerReduceArgs& args, DType type, void* x, size_t bytes, const LaunchCtx& ctx);
+// partial (f16 [rows, cols], cols % 8 == 0, <= slot_bytes) = the sum over
+// ranks; then add_rms_norm (norm.cu) of x with it: x (f32) += partial (RMS-
+// normed with wy first, if not null); out = RMSNorm(x) * w (f16 or f32).
+void peer_all_reduce_add_rms_norm(const PeerReduceArgs& args, void* partial, float* x, const float* wy,
+                                  const float* w, void* out, DType out_type, int rows, int cols, float eps,
+                                  const LaunchCtx& ctx);
 
 }  // namespace rf::gpu

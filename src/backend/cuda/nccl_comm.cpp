@@ -86,6 +86,14 @@ class NcclComm final : public Communicator {
     lib_.check(lib_.all_reduce(x.data, x.data, size_t(x.numel()), type, /*ncclSum*/ 0, comm_, backend_.stream()),
                "all-reduce");
   }
+  bool all_reduce_add_rms_norm(Tensor& partial, Tensor& x, const Tensor* post_norm, const Tensor& w, float eps,
+                               Tensor& out) override {
+    if (!peer_ || !backend_.options().peer_fused_norm || !peer_->fits_add_rms_norm(partial, x, out)) return false;
+    gpu::OpProfiler::Scope timer(backend_.profiler(), post_norm ? "all-reduce peer+post_norm+add+rms_norm"
+                                                                : "all-reduce peer+add+rms_norm");
+    peer_->run_add_rms_norm(rank_, partial, x, post_norm, w, eps, out);
+    return true;
+  }
   void all_gather_host(const void* in, size_t bytes, void* out) override { host_.all_gather_host(in, bytes, out); }
   void abort() override {
     host_.abort();

@@ -56,18 +56,18 @@ PeerAllReduce::PeerAllReduce(std::span<CudaBackend* const> backends)
       owned_[r].push_back(p);
       return p;
     };
-    void* stage = take(2 * kMaxBytes, "peer all-reduce staging");
+    void* inbox = take(2 * backends_.size() * kMaxBytes, "peer all-reduce inbox");
     auto* flags = static_cast<uint32_t*>(take(flag_bytes, "peer all-reduce flags"));
     auto* epochs = static_cast<uint32_t*>(take(epoch_bytes, "peer all-reduce counters"));
     b.copy_to_device(flags, zeros.data(), flag_bytes);
     b.copy_to_device(epochs, zeros.data(), epoch_bytes);
     for (gpu::PeerReduceArgs& a : args_) {  // every rank's view of rank r
-      a.stage[r] = stage;
+      a.inbox[r] = inbox;
       a.flags[r] = flags;
     }
     args_[r].epochs = epochs;
     args_[r].abort = abort_;
-    args_[r].half_bytes = kMaxBytes;
+    args_[r].slot_bytes = kMaxBytes;
     args_[r].rank = int(r);
     args_[r].n_ranks = int(backends_.size());
   }
@@ -88,6 +88,19 @@ bool PeerAllReduce::fits(const Tensor& x) const {
 void PeerAllReduce::run(int32_t r, Tensor& x) {
   const CudaBackend& b = *backends_[size_t(r)];
   gpu::peer_all_reduce(args_[size_t(r)], x.type, x.data, x.bytes(), b.ctx());
+}
+
+bool PeerAllReduce::fits_add_rms_norm(const Tensor& partial, const Tensor& x, const Tensor& out) const {
+  return partial.type == DType::F16 && x.type == DType::F32 && partial.cols() == x.cols() &&
+         partial.rows() == x.rows() && out.cols() == x.cols() && out.rows() == x.rows() && x.cols() % 8 == 0 &&
+         (out.type == DType::F16 || out.type == DType::F32) && partial.bytes() <= kMaxBytes;
+}
+
+void PeerAllReduce::run_add_rms_norm(int32_t r, Tensor& partial, Tensor& x, const Tensor* wy, const Tensor& w,
+                                     float eps, Tensor& out) {
+  const CudaBackend& b = *backends_[size_t(r)];
+  gpu::peer_all_reduce_add_rms_norm(args_[size_t(r)], partial.data, x.ptr<float>(), wy ? wy->ptr<float>() : nullptr,
+                                    w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, b.ctx());
 }
 
 void PeerAllReduce::abort() { *abort_ = 1; }

@@ -1,22 +1,25 @@
-// One-shot all-reduce over peer memory (NVLink) for the small all-reduces of
-// tensor-parallel decode steps: every rank copies its tensor into its own
-// staging buffer, tells every peer so with a flag written into the peer's
-// memory, waits for every peer's flag, then reads every rank's staging
-// buffer and sums them in rank order (so every rank gets the same bits).
-// One kernel, no host involvement: it is captured into the decode graphs
-// like any op. See peer_all_reduce.h for the memory it works on.
+// One-shot all-reduces over peer memory (NVLink) for the small all-reduces
+// of tensor-parallel decode steps, alone and fused with the residual add and
+// the next RMSNorm. Every rank writes its tensor straight into each peer's
+// inbox (remote stores, which need no round trip), tells each peer so with a
+// flag written into the peer's memory, waits for every peer's flag, then
+// sums its own tensor and its inbox in rank order (so every rank gets the
+// same bits). One kernel, no host involvement: captured into the decode
+// graphs like any op. peer_all_reduce.h owns the memory.
 //
-// Ordering: a block publishes its slice with a release store of its flag
-// after __syncthreads (system scope: the flag and the data cross GPUs) and
-// reads peers' slices after an acquire load of their flags; the peer reads
-// bypass L1 (__ldcg), which is not coherent across kernels.
-// Double buffering: call e uses staging half e & 1, and writes its half
-// before waiting. That is safe because every block of call e - 1 saw each
-// peer's flag of call e - 1, so the peer's call e - 2 (the last reader of
-// that half) had finished. This needs every call to launch the same grid
-// (kPeerBlocks), so that block counters move together on every rank.
+// Ordering: a block's stores reach the peer before its flag (release store
+// at system scope after __syncthreads); a block reads its inbox after an
+// acquire load of each peer's flag, bypassing L1 (__ldcg: L1 is not
+// coherent with stores from other GPUs).
+// Double buffering: call e uses inbox half e & 1 and writes the peers'
+// halves before it waits. That is safe because every block of this rank's
+// call e - 1 saw each peer's flag of call e - 1, so that peer's call e - 2
+// (the last reader of the half) had finished. It needs every call of either
+// kernel to launch the same grid (kPeerBlocks), so that the per-block call
+// counters move together on every rank.
 // NVIDIA only (release/acquire PTX); portable builds use NCCL/RCCL instead.
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/norm.cuh"
 
 namespace rf::gpu {
 
@@ -32,50 +35,123 @@ __device__ __forceinline__ uint32_t load_acquire_sys(const uint32_t* p) {
   return v;
 }
 
-template <typename T>
-struct Vec8 {  // 16 bytes of T
-  static constexpr int n = 16 / sizeof(T);
+// This block's call number (1, 2, ...) and its inbox half.
+struct Call {
+  uint32_t epoch;
+  size_t half;  // byte offset of the half in an inbox
 };
+__device__ __forceinline__ Call begin_call(const PeerReduceArgs& a) {
+  const uint32_t epoch = a.epochs[blockIdx.x] + 1;
+  return {epoch, (epoch & 1u) ? size_t(a.n_ranks) * a.slot_bytes : 0};
+}
+__device__ __forceinline__ void end_call(const PeerReduceArgs& a, const Call& c) {
+  if (threadIdx.x == 0) a.epochs[blockIdx.x] = c.epoch;
+}
+// Rank `to`'s inbox slot for this rank's data, and this rank's slot for `from`'s.
+__device__ __forceinline__ uint4* slot_at_peer(const PeerReduceArgs& a, const Call& c, int to) {
+  return reinterpret_cast<uint4*>(static_cast<char*>(a.inbox[to]) + c.half + size_t(a.rank) * a.slot_bytes);
+}
+__device__ __forceinline__ const uint4* slot_from_peer(const PeerReduceArgs& a, const Call& c, int from) {
+  return reinterpret_cast<const uint4*>(static_cast<const char*>(a.inbox[a.rank]) + c.half + size_t(from) * a.slot_bytes);
+}
 
-template <typename T>
-__device__ __forceinline__ void accumulate(float (&acc)[Vec8<T>::n], uint4 v) {
-  const T* e = reinterpret_cast<const T*>(&v);
-#pragma unroll
-  for (int i = 0; i < Vec8<T>::n; ++i) acc[i] += to_float(e[i]);
+// Publishes this block's stores to every peer and waits for every peer's
+// block of the same index to have done the same.
+__device__ __forceinline__ void exchange(const PeerReduceArgs& a, const Call& c) {
+  __syncthreads();
+  const int peer = int(threadIdx.x);
+  if (peer < a.n_ranks && peer != a.rank) {
+    store_release_sys(a.flags[peer] + blockIdx.x * kPeerMaxRanks + a.rank, c.epoch);
+    const uint32_t* seen = a.flags[a.rank] + blockIdx.x * kPeerMaxRanks + peer;
+    // Wrap-safe wait; a set abort flag (another rank failed) ends it,
+    // leaving garbage in the result. The host flag is read rarely.
+    for (uint32_t spins = 1; int32_t(load_acquire_sys(seen) - c.epoch) < 0; ++spins)
+      if (spins % 4096 == 0 && *a.abort) break;
+  }
+  __syncthreads();
 }
 
 template <typename T>
+constexpr int kPerVec = 16 / int(sizeof(T));
+
+template <typename T>
+__device__ __forceinline__ void accumulate(float (&acc)[kPerVec<T>], uint4 v) {
+  const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+  for (int i = 0; i < kPerVec<T>; ++i) acc[i] += to_float(e[i]);
+}
+
+// The rank-order sum of 16-byte vector i: this rank's from `own`, the
+// others' from the inbox.
+template <typename T>
+__device__ __forceinline__ uint4 sum_vector(const PeerReduceArgs& a, const Call& c, uint4 own, int i) {
+  float acc[kPerVec<T>] = {};
+  for (int r = 0; r < a.n_ranks; ++r) accumulate<T>(acc, r == a.rank ? own : __ldcg(slot_from_peer(a, c, r) + i));
+  uint4 out;
+  T* o = reinterpret_cast<T*>(&out);
+#pragma unroll
+  for (int k = 0; k < kPerVec<T>; ++k) o[k] = from_float<T>(acc[k]);
+  return out;
+}
+
+__device__ __forceinline__ void push_vector(const PeerReduceArgs& a, const Call& c, uint4 v, int i) {
+  for (int s = 0; s < a.n_ranks; ++s)
+    if (s != a.rank) slot_at_peer(a, c, s)[i] = v;
+}
+
+// x = the sum over ranks, in place; blocks take vectors in turn.
+template <typename T>
 __global__ void __launch_bounds__(kPeerThreads) peer_all_reduce_kernel(PeerReduceArgs a, uint4* x, int n_vec) {
   pdl_wait();
-  const uint32_t epoch = a.epochs[blockIdx.x] + 1;
-  const size_t half = (epoch & 1u) ? a.half_bytes : 0;
-  uint4* mine = reinterpret_cast<uint4*>(static_cast<char*>(a.stage[a.rank]) + half);
+  const Call c = begin_call(a);
   const int stride = int(gridDim.x * blockDim.x);
   const int first = int(blockIdx.x * blockDim.x + threadIdx.x);
-  for (int i = first; i < n_vec; i += stride) mine[i] = x[i];
-  __syncthreads();
-  if (int(threadIdx.x) < a.n_ranks) {
-    const int peer = int(threadIdx.x);
-    store_release_sys(a.flags[peer] + blockIdx.x * kPeerMaxRanks + a.rank, epoch);
-    const uint32_t* seen = a.flags[a.rank] + blockIdx.x * kPeerMaxRanks + peer;
-    // Wrap-safe wait for the peer's flag to reach this epoch; a set abort
-    // flag (another rank failed) ends it, leaving garbage in x.
-    for (uint32_t spins = 1; int32_t(load_acquire_sys(seen) - epoch) < 0; ++spins)
-      if (spins % 4096 == 0 && *a.abort) break;  // host memory: read it rarely
-  }
-  __syncthreads();
+  for (int i = first; i < n_vec; i += stride) push_vector(a, c, x[i], i);
+  exchange(a, c);
   pdl_trigger();
-  for (int i = first; i < n_vec; i += stride) {
-    float acc[Vec8<T>::n] = {};
-    for (int r = 0; r < a.n_ranks; ++r)
-      accumulate<T>(acc, __ldcg(reinterpret_cast<const uint4*>(static_cast<const char*>(a.stage[r]) + half) + i));
-    uint4 out;
-    T* o = reinterpret_cast<T*>(&out);
-#pragma unroll
-    for (int k = 0; k < Vec8<T>::n; ++k) o[k] = from_float<T>(acc[k]);
-    x[i] = out;
+  for (int i = first; i < n_vec; i += stride) x[i] = sum_vector<T>(a, c, x[i], i);
+  end_call(a, c);
+}
+
+// partial (f16 [rows, cols]) = the sum over ranks; then, per row, x += it
+// (RMS-normed with wy first, if given) and out = RMSNorm(x) * w, as
+// all_reduce_sum followed by add_rms_norm computes it. Blocks take rows in
+// turn.
+template <typename OutT, bool kNormY>
+__global__ void __launch_bounds__(kPeerThreads)
+    peer_all_reduce_add_rms_norm_kernel(PeerReduceArgs a, __half* partial, float* x, const float* wy, const float* w,
+                                        OutT* out, int rows, int cols, float eps) {
+  __shared__ float scratch[32];
+  pdl_wait();
+  const Call c = begin_call(a);
+  const int row_vecs = cols / 8;
+  uint4* p = reinterpret_cast<uint4*>(partial);
+  for (int r = int(blockIdx.x); r < rows; r += int(gridDim.x))
+    for (int j = int(threadIdx.x); j < row_vecs; j += int(blockDim.x)) push_vector(a, c, p[r * row_vecs + j], r * row_vecs + j);
+  exchange(a, c);
+  pdl_trigger();
+  for (int r = int(blockIdx.x); r < rows; r += int(gridDim.x)) {
+    for (int j = int(threadIdx.x); j < row_vecs; j += int(blockDim.x)) {
+      const int i = r * row_vecs + j;
+      p[i] = sum_vector<__half>(a, c, p[i], i);
+    }
+    __syncthreads();
+    add_rms_norm_row<OutT, kNormY>(x + size_t(r) * cols, partial + size_t(r) * cols, wy, w, out + size_t(r) * cols,
+                                   cols, eps, scratch);
+    __syncthreads();  // scratch is reused by the next row
   }
-  if (threadIdx.x == 0) a.epochs[blockIdx.x] = epoch;
+  end_call(a, c);
+}
+
+template <typename OutT>
+void launch_fused(const PeerReduceArgs& a, __half* partial, float* x, const float* wy, const float* w, OutT* out,
+                  int rows, int cols, float eps, const LaunchCtx& ctx) {
+  if (wy)
+    launch(peer_all_reduce_add_rms_norm_kernel<OutT, true>, dim3(kPeerBlocks), dim3(kPeerThreads), 0, ctx, a, partial,
+           x, wy, w, out, rows, cols, eps);
+  else
+    launch(peer_all_reduce_add_rms_norm_kernel<OutT, false>, dim3(kPeerBlocks), dim3(kPeerThreads), 0, ctx, a,
+           partial, x, wy, w, out, rows, cols, eps);
 }
 
 }  // namespace
@@ -83,7 +159,7 @@ __global__ void __launch_bounds__(kPeerThreads) peer_all_reduce_kernel(PeerReduc
 bool peer_all_reduce_supported() { return true; }
 
 void peer_all_reduce(const PeerReduceArgs& args, DType type, void* x, size_t bytes, const LaunchCtx& ctx) {
-  RF_CHECK(bytes % 16 == 0 && bytes <= args.half_bytes, "peer all-reduce: ", bytes, " bytes do not fit");
+  RF_CHECK(bytes % 16 == 0 && bytes <= args.slot_bytes, "peer all-reduce: ", bytes, " bytes do not fit");
   const int n_vec = int(bytes / 16);
   switch (type) {
     case DType::F16:
@@ -97,10 +173,24 @@ void peer_all_reduce(const PeerReduceArgs& args, DType type, void* x, size_t byt
     default: fail("peer all-reduce: ", dtype_name(type), " tensors are not supported");
   }
 }
+
+void peer_all_reduce_add_rms_norm(const PeerReduceArgs& args, void* partial, float* x, const float* wy,
+                                  const float* w, void* out, DType out_type, int rows, int cols, float eps,
+                                  const LaunchCtx& ctx) {
+  RF_CHECK(cols % 8 == 0 && size_t(rows) * size_t(cols) * 2 <= args.slot_bytes,
+           "peer all-reduce + norm: ", rows, " x ", cols, " does not fit");
+  auto* p = static_cast<__half*>(partial);
+  if (out_type == DType::F32) launch_fused(args, p, x, wy, w, static_cast<float*>(out), rows, cols, eps, ctx);
+  else launch_fused(args, p, x, wy, w, static_cast<__half*>(out), rows, cols, eps, ctx);
+}
 #else
 bool peer_all_reduce_supported() { return false; }
 
 void peer_all_reduce(const PeerReduceArgs&, DType, void*, size_t, const LaunchCtx&) {
+  fail("peer all-reduce: not in portable builds (NCCL/RCCL serve them)");
+}
+void peer_all_reduce_add_rms_norm(const PeerReduceArgs&, void*, float*, const float*, const float*, void*, DType, int,
+                                  int, float, const LaunchCtx&) {
   fail("peer all-reduce: not in portable builds (NCCL/RCCL serve them)");
 }
 #endif

@@ -1,9 +1,9 @@
 // PeerAllReduce: the memory and set-up of the one-shot peer-memory
-// all-reduce (peer_all_reduce.cu) for the tensor-parallel ranks of one
-// process: peer access between every pair of the GPUs, and per rank a
-// staging buffer (two halves of max_bytes()), flags that peers write, and
-// per-block call counters, all allocated once here. NcclGroup uses it for
-// the all-reduces of decode steps; larger ones go through NCCL.
+// all-reduces (peer_all_reduce.cu) for the tensor-parallel ranks of one
+// process: peer access between every pair of the GPUs, and per rank an
+// inbox (two halves of one kMaxBytes slot per rank), flags that peers
+// write, and per-block call counters, all allocated once here. NcclGroup
+// uses it for the all-reduces of decode steps; larger ones go through NCCL.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +35,12 @@ class PeerAllReduce {
   bool fits(const Tensor& x) const;
   // x = the sum over ranks, queued on rank r's stream (every rank calls it).
   void run(int32_t r, Tensor& x);
+  // Whether run_add_rms_norm takes these tensors.
+  bool fits_add_rms_norm(const Tensor& partial, const Tensor& x, const Tensor& out) const;
+  // partial = the sum over ranks; x += it (RMS-normed with *wy first, if
+  // given); out = RMSNorm(x) * w — in one kernel.
+  void run_add_rms_norm(int32_t r, Tensor& partial, Tensor& x, const Tensor* wy, const Tensor& w, float eps,
+                        Tensor& out);
   // Releases every rank waiting in the kernel (another rank failed).
   void abort();
 
