@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: run the GPU tests, the golden check through
 # `rocmforge run --device cuda`, and benchmarks on synthetic llama3-8b models
-# (stage bench-families: every family's preset, issue 12's table; stages tp and
-# tp-serve: tensor parallelism on two GPUs, issue 17).
+# (stage bench-families: every family's preset, issue 12's table; stages tp,
+# tp-serve and tp-speed: tensor parallelism on two GPUs, issue 17).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -115,8 +115,8 @@ if [ "$stage" = structured ]; then
   done
 fi
 
-if [ "$stage" = tp ] || [ "$stage" = tp-serve ]; then
-  # Issue 17, on the two-GPU kind (nvidia-h200-x2), in two calls of < 10 min:
+if [ "$stage" = tp ] || [ "$stage" = tp-serve ] || [ "$stage" = tp-speed ]; then
+  # Issue 17, on a two-GPU kind (nvidia-h100-x2 or -h200-x2), in two calls of < 10 min:
   # stage tp: the two-GPU tests (they fail instead of skipping here),
   # compute-sanitizer on them, every tiny family at TP=2 against TP=1
   # through `eval`, llama3-8b f16 decode at TP=1 and TP=2 (batch 1 and 64,
@@ -171,6 +171,22 @@ PY
   ROCMFORGE_PEER_ALL_REDUCE=0 timeout 150 "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r 3 --parallel 1,64 \
     --device cuda:0,1 --tp 2 2>"$OUT/bench-tp2-nccl.err" | tee "$OUT/bench-tp2-nccl.md"
   grep -E "all-reduce|error" "$OUT/bench-tp2-nccl.err"
+fi
+
+if [ "$stage" = tp-speed ]; then
+  # Issue 17's batch-1 gap, one call: llama3-8b f16 decode at TP=1 and at
+  # TP=2 in each all-reduce variant (NCCL only, the peer kernel, the peer
+  # kernel fused with the residual add + norm), then per-op profiles of TP=1
+  # and TP=2 into $OUT (one table per rank).
+  f="$MODELS/llama3-8b-f16.gguf"
+  [ -f "$f" ] || "$BIN/rocmforge" mkmodel --preset llama3-8b --type f16 -o "$f" 2>&1 | tail -1
+  speed() { timeout 60 "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r 3 --parallel 1 "$@" 2>&1 | grep -E "^\| 1 \| tg|all-reduce"; }
+  echo "== TP=1"; speed --device cuda:0
+  echo "== TP=2, NCCL only"; ROCMFORGE_PEER_ALL_REDUCE=0 speed --device cuda:0,1 --tp 2
+  echo "== TP=2, peer kernel"; speed --device cuda:0,1 --tp 2
+  echo "== TP=2, peer kernel fused with the norm"; ROCMFORGE_PEER_FUSED_NORM=1 speed --device cuda:0,1 --tp 2
+  RF_PROFILE_LINES=24 bash scripts/gpu_opprofile.sh f16 1 64 | tail -24
+  RF_TAG=-tp2 RF_BENCH_ARGS="--device cuda:0,1 --tp 2" RF_PROFILE_LINES=24 bash scripts/gpu_opprofile.sh f16 1 64 | tail -24
 fi
 
 if [ "$stage" = tp-serve ]; then

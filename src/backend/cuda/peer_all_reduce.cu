@@ -129,7 +129,6 @@ __global__ void __launch_bounds__(kPeerThreads)
   for (int r = int(blockIdx.x); r < rows; r += int(gridDim.x))
     for (int j = int(threadIdx.x); j < row_vecs; j += int(blockDim.x)) push_vector(a, c, p[r * row_vecs + j], r * row_vecs + j);
   exchange(a, c);
-  pdl_trigger();
   for (int r = int(blockIdx.x); r < rows; r += int(gridDim.x)) {
     for (int j = int(threadIdx.x); j < row_vecs; j += int(blockDim.x)) {
       const int i = r * row_vecs + j;
@@ -140,6 +139,12 @@ __global__ void __launch_bounds__(kPeerThreads)
                                    cols, eps, scratch);
     __syncthreads();  // scratch is reused by the next row
   }
+  // Only now: the next kernel (a bulk-copying GEMV) floods memory with its
+  // weight prefetch as soon as it starts, which would slow the dependent
+  // loads of the sum and the norm above. (A guess at why this variant
+  // measured slower with the trigger right after the exchange; not yet
+  // measured this way.)
+  pdl_trigger();
   end_call(a, c);
 }
 
