@@ -95,6 +95,8 @@ void StepRunner::on_ranks(const std::function<void(int32_t)>& fn) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
+    RF_CHECK(broken_.empty(), "tensor parallel: the ranks stopped working together at an earlier step (", broken_,
+             "); restart to recover");
     job_ = &fn;
     pending_ = int32_t(ranks_.size()) - 1;
     error_ = nullptr;
@@ -116,7 +118,15 @@ void StepRunner::on_ranks(const std::function<void(int32_t)>& fn) {
   std::unique_lock<std::mutex> lock(mu_);
   note_error(err, aborted);
   cv_.wait(lock, [&] { return pending_ == 0; });
-  if (error_) std::rethrow_exception(error_);
+  if (!error_) return;
+  try {
+    std::rethrow_exception(error_);
+  } catch (const std::exception& e) {
+    broken_ = e.what();
+  } catch (...) {
+    broken_ = "unknown error";
+  }
+  std::rethrow_exception(error_);
 }
 
 void StepRunner::note_error(std::exception_ptr err, bool aborted) {

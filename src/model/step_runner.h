@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -63,7 +64,9 @@ class StepRunner {
   };
   // Runs fn(r) for every rank at once (rank 0 on the calling thread) and
   // waits; a rank that throws aborts the communicators, and the first
-  // error is rethrown.
+  // error is rethrown. The group is then gone for good: later calls fail at
+  // once, naming that error, rather than replay graphs whose collectives
+  // belong to aborted communicators.
   void on_ranks(const std::function<void(int32_t)>& fn);
   void worker(int32_t r);
   void stop_workers();
@@ -80,6 +83,7 @@ class StepRunner {
   bool stopping_ = false;
   std::exception_ptr error_;   // the step's first error, a rank's own before an abort's
   bool error_aborted_ = false;
+  std::string broken_;  // tensor parallel: why the group was aborted (empty: it was not)
 };
 
 }  // namespace rf

@@ -47,7 +47,7 @@ TEST(CudaMoe, RouteMatchesNaiveSoftmaxTopK) {
   RF_REQUIRE_GPU();
   std::mt19937 rng(5);
   auto gpu = test::make_gpu();
-  for (const auto [n_expert, k] : {std::pair{4, 2}, std::pair{8, 2}, std::pair{128, 8}, std::pair{256, 8}}) {
+  for (const auto& [n_expert, k] : {std::pair{4, 2}, std::pair{8, 2}, std::pair{128, 8}, std::pair{256, 8}}) {
     for (const bool norm : {true, false}) {
       const int n = 37;
       auto logits = test::randn(size_t(n) * n_expert, rng, 2.0f);

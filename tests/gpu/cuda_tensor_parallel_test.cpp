@@ -10,7 +10,9 @@
 // the two-GPU machine, so that green there means these ran).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -240,6 +242,52 @@ TEST(CudaTensorParallel, FusedAllReduceAddRmsNormMatchesReference) {
       }
       EXPECT_EQ(got_out[0], got_out[1]) << what << ": ranks differ";
     }
+}
+
+// A rank waiting for a peer that never comes (it failed) is released by the
+// group's abort: inside NCCL's all-reduce (ncclCommAbort) and inside the
+// peer-memory kernel (its abort flag); later collectives throw.
+TEST(CudaTensorParallel, AbortReleasesARankWaitingInAnAllReduce) {
+  RF_REQUIRE_TWO_GPUS();
+  for (const int n : {4096, 1 << 20}) {  // 8 KB: the peer kernel; 2 MB: NCCL
+    TwoGpus t;
+    CudaBackend& b = *t.gpus[1];
+    std::promise<std::string> done;
+    std::future<std::string> result = done.get_future();
+    std::thread waiter([&] {
+      try {
+        b.bind_thread();
+        void* p = b.alloc(size_t(n) * 2, "test");
+        Tensor x = make_tensor(p, DType::F16, n, 1, DeviceKind::CUDA);
+        t.comms[1]->all_reduce_sum(x);  // rank 0 never joins
+        b.synchronize();
+        std::string later = "no error";
+        try {
+          t.comms[1]->all_reduce_sum(x);
+        } catch (const CollectiveAborted&) {
+          later = "aborted";
+        }
+        b.free(p);
+        done.set_value(later);
+      } catch (const std::exception& e) {
+        done.set_value(std::string("error: ") + e.what());
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    t.group->abort();
+    const bool released = result.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+    if (!released) {
+      ADD_FAILURE() << n << " halves: rank 1 still waits 30 s after the abort";
+      waiter.detach();
+      std::_Exit(1);  // a thread stuck in the driver would hang the exit
+    }
+    waiter.join();
+    const std::string later = result.get();
+    // The peer kernel's later calls do not reach NCCL (nothing to refuse);
+    // NCCL's throw once the group is aborted.
+    if (n > 4096) EXPECT_EQ(later, "aborted") << n << " halves";
+    else EXPECT_TRUE(later == "no error" || later == "aborted") << later;
+  }
 }
 
 TEST(CudaTensorParallel, VocabularyParallelSamplingMatchesOneGpu) {

@@ -147,6 +147,11 @@ TEST(EngineTensorParallel, ARankFailingMidStepFailsTheStepWithoutHanging) {
   const auto out = test::run_all(two, {test::greedy({1, 400, 21}, 8)});
   EXPECT_EQ(out[0].reason, FinishReason::Error);
   EXPECT_NE(out[0].error.find("injected failure"), std::string::npos) << out[0].error;
+  // The group is gone: later requests fail at once, naming the first error.
+  const auto later = test::run_all(two, {test::greedy({1, 400, 21}, 8)});
+  EXPECT_EQ(later[0].reason, FinishReason::Error);
+  EXPECT_NE(later[0].error.find("earlier step"), std::string::npos) << later[0].error;
+  EXPECT_NE(later[0].error.find("injected failure"), std::string::npos) << later[0].error;
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 
 #include <dlfcn.h>
 
+#include <mutex>
+#include <shared_mutex>
+
 #include <string>
 #include <thread>
 
@@ -21,6 +24,7 @@ struct NcclGroup::Library {
   using InitAll = int (*)(void** comms, int n, const int* devices);
   using AllReduce = int (*)(const void* send, void* recv, size_t count, int type, int op, void* comm, void* stream);
   using Destroy = int (*)(void* comm);
+  using Abort = int (*)(void* comm);
   using ErrorString = const char* (*)(int result);
   using GetVersion = int (*)(int* version);
 
@@ -28,6 +32,7 @@ struct NcclGroup::Library {
   InitAll init_all = nullptr;
   AllReduce all_reduce = nullptr;
   Destroy destroy = nullptr;
+  Abort abort = nullptr;
   ErrorString error_string = nullptr;
   GetVersion version = nullptr;
 
@@ -41,6 +46,7 @@ struct NcclGroup::Library {
     init_all = reinterpret_cast<InitAll>(symbol("ncclCommInitAll"));
     all_reduce = reinterpret_cast<AllReduce>(symbol("ncclAllReduce"));
     destroy = reinterpret_cast<Destroy>(symbol("ncclCommDestroy"));
+    abort = reinterpret_cast<Abort>(symbol("ncclCommAbort"));
     error_string = reinterpret_cast<ErrorString>(symbol("ncclGetErrorString"));
     version = reinterpret_cast<GetVersion>(symbol("ncclGetVersion"));
   }
@@ -61,9 +67,8 @@ namespace {
 
 class NcclComm final : public Communicator {
  public:
-  NcclComm(const NcclGroup::Library& lib, void* comm, CudaBackend& backend, Communicator& host, PeerAllReduce* peer,
-           int32_t rank, int32_t size)
-      : lib_(lib), comm_(comm), backend_(backend), host_(host), peer_(peer), rank_(rank), size_(size) {}
+  NcclComm(NcclGroup& group, CudaBackend& backend, Communicator& host, PeerAllReduce* peer, int32_t rank, int32_t size)
+      : group_(group), backend_(backend), host_(host), peer_(peer), rank_(rank), size_(size) {}
 
   int32_t rank() const override { return rank_; }
   int32_t size() const override { return size_; }
@@ -72,19 +77,8 @@ class NcclComm final : public Communicator {
     // (Profiled, the time includes waiting for the other ranks.)
     const bool peer = peer_ && peer_->fits(x);
     gpu::OpProfiler::Scope timer(backend_.profiler(), peer ? "all-reduce peer" : "all-reduce nccl");
-    if (peer) {
-      peer_->run(rank_, x);
-      return;
-    }
-    int type = -1;
-    switch (x.type) {
-      case DType::F16: type = 6; break;
-      case DType::F32: type = 7; break;
-      case DType::BF16: type = 9; break;
-      default: fail("NCCL all-reduce: ", dtype_name(x.type), " tensors are not supported");
-    }
-    lib_.check(lib_.all_reduce(x.data, x.data, size_t(x.numel()), type, /*ncclSum*/ 0, comm_, backend_.stream()),
-               "all-reduce");
+    if (peer) peer_->run(rank_, x);
+    else group_.nccl_all_reduce(rank_, x, backend_.stream());
   }
   bool all_reduce_add_rms_norm(Tensor& partial, Tensor& x, const Tensor* post_norm, const Tensor& w, float eps,
                                Tensor& out) override {
@@ -95,14 +89,10 @@ class NcclComm final : public Communicator {
     return true;
   }
   void all_gather_host(const void* in, size_t bytes, void* out) override { host_.all_gather_host(in, bytes, out); }
-  void abort() override {
-    host_.abort();
-    if (peer_) peer_->abort();
-  }
+  void abort() override { group_.abort(); }
 
  private:
-  const NcclGroup::Library& lib_;
-  void* comm_;
+  NcclGroup& group_;
   CudaBackend& backend_;
   Communicator& host_;
   PeerAllReduce* peer_;  // null: NCCL for every all-reduce
@@ -127,8 +117,7 @@ NcclGroup::NcclGroup(std::span<CudaBackend* const> backends)
   log_info("tensor parallel: ", n, " GPUs joined by NCCL ", version);
   if (backends[0]->options().peer_all_reduce) peer_ = PeerAllReduce::create(backends);
   for (int r = 0; r < n; ++r)
-    comms_.push_back(std::make_unique<NcclComm>(*lib_, handles_[size_t(r)], *backends[size_t(r)], host_.rank(r),
-                                                peer_.get(), r, n));
+    comms_.push_back(std::make_unique<NcclComm>(*this, *backends[size_t(r)], host_.rank(r), peer_.get(), r, n));
   // A first all-reduce on every rank at once, outside any graph capture:
   // NCCL finishes its lazy set-up here rather than inside a captured graph
   // (the warm-up's 4 bytes go through NCCL: the peer kernel takes multiples
@@ -154,6 +143,34 @@ NcclGroup::NcclGroup(std::span<CudaBackend* const> backends)
     });
   for (auto& t : threads) t.join();
   for (const std::string& e : errors) RF_CHECK(e.empty(), "tensor parallel: ", e);
+}
+
+void NcclGroup::nccl_all_reduce(int32_t r, Tensor& x, void* stream) {
+  int type = -1;
+  switch (x.type) {
+    case DType::F16: type = 6; break;
+    case DType::F32: type = 7; break;
+    case DType::BF16: type = 9; break;
+    default: fail("NCCL all-reduce: ", dtype_name(x.type), " tensors are not supported");
+  }
+  std::shared_lock<std::shared_mutex> lock(abort_mu_);  // abort() waits for calls in progress
+  if (aborted_) throw CollectiveAborted();
+  lib_->check(lib_->all_reduce(x.data, x.data, size_t(x.numel()), type, /*ncclSum*/ 0, handles_[size_t(r)], stream),
+              "all-reduce");
+}
+
+void NcclGroup::abort() {
+  host_.rank(0).abort();  // the host exchanges' group (any rank aborts all)
+  if (peer_) peer_->abort();
+  std::unique_lock<std::shared_mutex> lock(abort_mu_);
+  if (aborted_) return;
+  aborted_ = true;
+  // Releases every rank's queued NCCL work (a peer may wait in it forever
+  // otherwise) and frees the communicators; later calls throw above.
+  for (void*& h : handles_) {
+    if (h) (void)lib_->abort(h);
+    h = nullptr;
+  }
 }
 
 NcclGroup::~NcclGroup() {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <memory>
+#include <shared_mutex>
 #include <span>
 #include <vector>
 
@@ -36,6 +37,14 @@ class NcclGroup {
   int32_t size() const { return int32_t(comms_.size()); }
   Communicator& rank(int32_t r) { return *comms_[size_t(r)]; }
 
+  // Rank r's NCCL all-reduce of x, queued on `stream` (rank r's); throws
+  // CollectiveAborted once the group was aborted.
+  void nccl_all_reduce(int32_t r, Tensor& x, void* stream);
+  // A rank failed: releases every rank from collectives it waits in — the
+  // host exchanges, the peer-memory kernels (their abort flag) and NCCL's
+  // (ncclCommAbort, which also frees the communicators) — for good.
+  void abort();
+
   struct Library;  // the loaded NCCL entry points
 
  private:
@@ -43,6 +52,8 @@ class NcclGroup {
   LoopbackGroup host_;
   std::vector<void*> handles_;  // ncclComm_t per rank
   std::unique_ptr<PeerAllReduce> peer_;  // null: NCCL for every all-reduce
+  std::shared_mutex abort_mu_;           // NCCL calls share it; abort() takes it alone
+  bool aborted_ = false;
   std::vector<std::unique_ptr<Communicator>> comms_;
 };
 
