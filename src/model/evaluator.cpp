@@ -24,7 +24,8 @@ Evaluator::Evaluator(const Model& model, std::span<Backend* const> backends, std
   BackendLimits lim;
   lim.max_tokens = options.prefill_chunk > 0 ? std::min(options.prefill_chunk, options.max_prompt) : options.max_prompt;
   lim.max_seqs = 1;
-  lim.max_logits = 1;
+  RF_CHECK(options.max_logits >= 1, "eval: bad logit rows per step ", options.max_logits);
+  lim.max_logits = options.max_logits;
   lim.max_blocks_per_seq = n_blocks;
   const int32_t n_groups = kv_group_layout(c).n_groups();
   KVBudget budget;
@@ -38,30 +39,38 @@ Evaluator::Evaluator(const Model& model, std::span<Backend* const> backends, std
 
 Evaluator::~Evaluator() = default;
 
+void Evaluator::check_tokens(std::span<const int32_t> tokens) const {
+  const int32_t vocab = model_.config().n_vocab;
+  for (int32_t t : tokens) RF_CHECK(t >= 0 && t < vocab, "eval: token id ", t, " out of range (vocab ", vocab, ")");
+}
+
+void Evaluator::add_tokens(Batch& b, std::span<const int32_t> tokens, int32_t done, int32_t end, bool want_logits) {
+  const KVGroupLayout& groups = runner_->kv_groups();
+  b.reset(options_.block_size, int32_t(blocks_[0].size()), groups.n_groups());
+  std::vector<std::span<const int32_t>> spans(blocks_.size());
+  tables_.resize(blocks_.size());
+  for (size_t g = 0; g < blocks_.size(); ++g) {
+    tables_[g] = blocks_[g];
+    const int32_t first = first_needed_block(groups.window(int32_t(g)), done, options_.block_size);
+    std::fill(tables_[g].begin(), tables_[g].begin() + first, kNullBlock);
+    spans[g] = tables_[g];
+  }
+  b.add_sequence(tokens.subspan(size_t(done), size_t(end - done)), done, spans, want_logits);
+}
+
 EvalResult Evaluator::run(std::span<const int32_t> prompt, int32_t n_predict, std::span<const int32_t> eog) {
   const int32_t n_prompt = int32_t(prompt.size());
   RF_CHECK(n_prompt > 0, "eval: empty prompt");
   RF_CHECK(n_prompt <= options_.max_prompt && n_prompt + n_predict <= options_.max_context, "eval: prompt of ",
            n_prompt, " tokens + ", n_predict, " does not fit the evaluator's sizes");
-  const int32_t vocab = model_.config().n_vocab;
-  for (int32_t t : prompt) RF_CHECK(t >= 0 && t < vocab, "eval: token id ", t, " out of range (vocab ", vocab, ")");
+  check_tokens(prompt);
   EvalResult r;
   r.prompt_tokens.assign(prompt.begin(), prompt.end());
   std::vector<int32_t> tokens = r.prompt_tokens;
   Batch b;
-  const KVGroupLayout& groups = runner_->kv_groups();
-  std::vector<std::vector<int32_t>> tables(blocks_.size());
-  std::vector<std::span<const int32_t>> spans(blocks_.size());
   // Feeds tokens[done, end) and returns the argmax of the last one's logits.
   auto step = [&](int32_t done, int32_t end) {
-    b.reset(options_.block_size, int32_t(blocks_[0].size()), groups.n_groups());
-    for (size_t g = 0; g < blocks_.size(); ++g) {
-      tables[g] = blocks_[g];
-      const int32_t first = first_needed_block(groups.window(int32_t(g)), done, options_.block_size);
-      std::fill(tables[g].begin(), tables[g].begin() + first, kNullBlock);
-      spans[g] = tables[g];
-    }
-    b.add_sequence(std::span<const int32_t>(tokens.data() + done, size_t(end - done)), done, spans, true);
+    add_tokens(b, tokens, done, end, true);
     runner_->forward(b);
     runner_->copy_logits(0, host_logits_.data());
     return int32_t(std::max_element(host_logits_.begin(), host_logits_.end()) - host_logits_.begin());
@@ -88,6 +97,28 @@ EvalResult Evaluator::run(std::span<const int32_t> prompt, int32_t n_predict, st
     if (std::find(eog.begin(), eog.end(), next) != eog.end()) break;
   }
   return r;
+}
+
+void Evaluator::score(std::span<const int32_t> tokens, int32_t first,
+                      const std::function<void(int32_t, std::span<const float>)>& row) {
+  const int32_t n = int32_t(tokens.size());
+  RF_CHECK(n > 0 && n <= options_.max_prompt && n <= options_.max_context, "score: ", n,
+           " tokens do not fit the evaluator's sizes");
+  RF_CHECK(first >= 0 && first < n, "score: first scored position ", first, " of ", n);
+  check_tokens(tokens);
+  const int32_t chunk = std::min(options_.prefill_chunk > 0 ? options_.prefill_chunk : n, options_.max_logits);
+  Batch b;
+  for (int32_t done = 0; done < n; done += chunk) {
+    const int32_t end = std::min(n, done + chunk);
+    const int32_t from = std::max(done, first);
+    add_tokens(b, tokens, done, end, from >= end);  // forward wants a row even where none is scored
+    for (int32_t j = from; j < end; ++j) b.logits_rows.push_back(j - done);
+    runner_->forward(b);
+    for (int32_t j = from; j < end; ++j) {
+      runner_->copy_logits(j - from, host_logits_.data());
+      row(j, host_logits_);
+    }
+  }
 }
 
 }  // namespace rf

@@ -2,7 +2,8 @@
 // first step's full logits — what `rocmforge eval` prints, one JSON line per
 // prompt with the fields of llama.cpp's golden files (prompt_tokens,
 // greedy_tokens, first_step_logits), so any engine's output can be diffed
-// against it. One sequence at a time over a StepRunner of its own (one backend or
+// against it — and the logits at every position of a text (score(): what
+// `rocmforge perplexity` reads). One sequence at a time over a StepRunner of its own (one backend or
 // tensor-parallel ranks) and its paged KV cache; the prompt goes in one batch (or in chunks of
 // `prefill_chunk` tokens), then one token per step. Each KV group has its
 // own blocks; a sliding-window group's table entries before the window of
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -32,6 +34,7 @@ struct EvalOptions {
   int32_t max_context = 0;    // longest prompt + n_predict to be run (sizes the KV cache)
   int32_t max_prompt = 0;     // longest prompt (sizes the step's workspace)
   int32_t prefill_chunk = 0;  // tokens per prefill step; 0: the whole prompt at once
+  int32_t max_logits = 1;     // logit rows per step that score() may ask for
   int32_t block_size = 16;
 };
 
@@ -46,13 +49,24 @@ class Evaluator {
   // Greedy (argmax, lowest id on ties) continuation of `prompt` by up to
   // n_predict tokens, stopping after a token in `eog` (sorted or not).
   EvalResult run(std::span<const int32_t> prompt, int32_t n_predict, std::span<const int32_t> eog);
+  // Feeds `tokens` (at most max_prompt) as a new sequence, prefill_chunk
+  // tokens per step, and calls row(j, logits) for every position j in
+  // [first, tokens.size()): the n_vocab logits after tokens[0..j], in order.
+  void score(std::span<const int32_t> tokens, int32_t first,
+             const std::function<void(int32_t, std::span<const float>)>& row);
 
  private:
+  // Appends tokens[done, end) of the one sequence to b (its block tables,
+  // with sliding-window groups' entries before the window released).
+  void add_tokens(Batch& b, std::span<const int32_t> tokens, int32_t done, int32_t end, bool want_logits);
+  void check_tokens(std::span<const int32_t> tokens) const;
+
   const Model& model_;
   EvalOptions options_;
   std::unique_ptr<StepRunner> runner_;
   std::vector<std::vector<int32_t>> blocks_;  // [n_groups][blocks per sequence]
   std::vector<float> host_logits_;
+  std::vector<std::vector<int32_t>> tables_;  // the step's block tables, per group
 };
 
 }  // namespace rf

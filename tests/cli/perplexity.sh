@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `rocmforge perplexity` on stories260K and the stories text of the test
+# data: a plausible perplexity (the model was trained on such stories: a
+# broken forward pass or scoring gives hundreds, the vocabulary is 512);
+# the same with other step sizes; KL divergence of a run against its own
+# base is 0 with every top token the same; a quantized model against its
+# f16 original has a small positive KL; mismatches and bad input fail with
+# one line naming the problem.
+# Usage: perplexity.sh ROCMFORGE TESTDATA_DIR
+set -uo pipefail
+bin="$1"; td="$2"
+[ -f "$td/stories260K.gguf" ] && [ -f "$td/stories.txt" ] || {
+  echo "test data missing: $td"; [ "${ROCMFORGE_REQUIRE_TESTDATA:-0}" = 1 ] && exit 1; exit 0; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ppl_of() { sed -n 's/^Final estimate: PPL = \([0-9.]*\) .*/\1/p' "$1"; }
+
+"$bin" perplexity -m "$td/stories260K.gguf" -f "$td/stories.txt" -c 128 --kl-divergence-base "$tmp/base.bin" \
+  > "$tmp/a.out" 2> "$tmp/a.err" || fail "base run: $(tail -1 "$tmp/a.err")"
+p=$(ppl_of "$tmp/a.out")
+awk -v p="$p" 'BEGIN { exit !(p > 2 && p < 10) }' || fail "stories260K PPL on stories.txt: '$p' (wanted 2..10)"
+grep -q '^\[1\][0-9.]*,\[2\]' "$tmp/a.out" || fail "no per-chunk progress: $(head -c 200 "$tmp/a.out")"
+
+"$bin" perplexity -m "$td/stories260K.gguf" -f "$td/stories.txt" -c 128 -b 5 --kl-divergence-base "$tmp/base.bin" \
+  --kl-divergence > "$tmp/b.out" 2> "$tmp/b.err" || fail "KL run: $(tail -1 "$tmp/b.err")"
+[ "$(ppl_of "$tmp/b.out")" = "$p" ] || fail "steps of 5 tokens: PPL $(ppl_of "$tmp/b.out"), steps of 128: $p"
+grep -q '^Mean KLD: 0.000000 ' "$tmp/b.out" || fail "KL against its own base: $(grep KLD "$tmp/b.out")"
+grep -q '^Same top token: 100.00% of 378 positions' "$tmp/b.out" || fail "$(grep 'Same top' "$tmp/b.out")"
+
+"$bin" perplexity -m "$td/quant/qtest-f16.gguf" -f "$td/stories.txt" -c 128 --kl-divergence-base "$tmp/q.bin" \
+  > /dev/null 2>&1 || fail "qtest f16 base run"
+"$bin" perplexity -m "$td/quant/qtest-q4_0.gguf" -f "$td/stories.txt" -c 128 --kl-divergence-base "$tmp/q.bin" \
+  --kl-divergence > "$tmp/q.out" 2>&1 || fail "qtest q4_0 KL run: $(tail -1 "$tmp/q.out")"
+kld=$(sed -n 's/^Mean KLD: \([0-9.]*\) .*/\1/p' "$tmp/q.out")
+awk -v k="$kld" 'BEGIN { exit !(k > 0 && k < 0.05) }' || fail "q4_0 against f16: mean KLD '$kld' (wanted 0 < KLD < 0.05)"
+
+expect_error() {  # expected substring, then the command's arguments
+  local want="$1"; shift
+  if "$bin" perplexity "$@" > "$tmp/e.out" 2>&1; then fail "succeeded: $*"; return; fi
+  grep -q -- "$want" "$tmp/e.out" || fail "$*: [$(tail -1 "$tmp/e.out")] (wanted '$want')"
+}
+expect_error "made with chunks of 128 tokens, this run uses 64 (-c)" -m "$td/stories260K.gguf" -f "$td/stories.txt" \
+  -c 64 --kl-divergence-base "$tmp/base.bin" --kl-divergence
+expect_error "made with a vocabulary of 512, this model has 1024" -m "$td/quant/qtest-f16.gguf" -f "$td/stories.txt" \
+  -c 128 --kl-divergence-base "$tmp/base.bin" --kl-divergence
+expect_error "--kl-divergence needs --kl-divergence-base" -m "$td/stories260K.gguf" -f "$td/stories.txt" --kl-divergence
+expect_error "fewer than one chunk of 1024" -m "$td/stories260K.gguf" -f "$td/stories.txt" -c 1024
+expect_error "must be between 4 and the model's context (2048)" -m "$td/stories260K.gguf" -f "$td/stories.txt" -c 4096
+expect_error "cannot read the text file" -m "$td/stories260K.gguf" -f "$tmp/none.txt"
+head -c 100 "$tmp/base.bin" > "$tmp/short.bin"
+expect_error "truncated" -m "$td/stories260K.gguf" -f "$td/stories.txt" -c 128 --kl-divergence-base "$tmp/short.bin" \
+  --kl-divergence
+[ $fails -eq 0 ] && echo "perplexity: all as expected (stories260K PPL $p)" || exit 1
