@@ -43,6 +43,11 @@ for line in open(os.environ["ROCMFORGE_TESTDATA"] + "/stories260K.golden.jsonl")
     print("MATCH" if ok else "DIFF", repr(g["prompt"]), out.stderr.strip().splitlines()[-1:] )
 print("golden mismatches:", bad)
 PY
+  echo "== perplexity of stories.txt (stories260K): the GPU against the CPU"
+  "$BIN/rocmforge" perplexity -m "$ROCMFORGE_TESTDATA/stories260K.gguf" -f "$ROCMFORGE_TESTDATA/stories.txt" -c 128 \
+    --device cpu --kl-divergence-base "$MODELS/ppl-cpu.bin" 2>/dev/null | tail -1
+  "$BIN/rocmforge" perplexity -m "$ROCMFORGE_TESTDATA/stories260K.gguf" -f "$ROCMFORGE_TESTDATA/stories.txt" -c 128 \
+    --device cuda --kl-divergence-base "$MODELS/ppl-cpu.bin" --kl-divergence 2>&1 | tail -4
 fi
 
 if [ "$stage" = all ] || [ "$stage" = bench ]; then
@@ -159,6 +164,11 @@ for i, (x, y) in enumerate(zip(a, b)):
 if len(a) != len(b) or not a: print(sys.argv[3], "MISSING OUTPUT")
 PY
   done
+  echo "== perplexity of stories.txt (stories260K): TP=2 on the GPUs against the CPU"
+  "$BIN/rocmforge" perplexity -m "$ROCMFORGE_TESTDATA/stories260K.gguf" -f "$ROCMFORGE_TESTDATA/stories.txt" -c 128 \
+    --device cpu --kl-divergence-base "$MODELS/ppl-cpu.bin" 2>/dev/null | tail -1
+  "$BIN/rocmforge" perplexity -m "$ROCMFORGE_TESTDATA/stories260K.gguf" -f "$ROCMFORGE_TESTDATA/stories.txt" -c 128 \
+    --device cuda:0,1 --tp 2 --kl-divergence-base "$MODELS/ppl-cpu.bin" --kl-divergence 2>&1 | tail -4
   f="$MODELS/llama3-8b-f16.gguf"
   [ -f "$f" ] || "$BIN/rocmforge" mkmodel --preset llama3-8b --type f16 -o "$f" 2>&1 | tail -1
   echo "== llama3-8b f16: TP=1 (cuda:0) then TP=2 (cuda:0,1)"

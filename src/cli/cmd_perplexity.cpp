@@ -154,7 +154,9 @@ void perplexity(const PerplexityCmdOptions& o) {
   RF_CHECK(!base_out.is_open() || base_out.flush(), "writing ", o.kl_base, " failed");
   std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", ppl.ppl(), ppl.ppl_error());
   if (o.kl) {
-    std::printf("Base PPL: %.4f; ln(PPL / base PPL) = %.6f\n", base_ppl.ppl(), ppl.mean_nll() - base_ppl.mean_nll());
+    const double ln_ratio = ppl.mean_nll() - base_ppl.mean_nll();
+    std::printf("Base PPL: %.4f; ln(PPL / base PPL) = %.6f\n", base_ppl.ppl(),
+                std::abs(ln_ratio) < 5e-7 ? 0.0 : ln_ratio);  // no "-0.000000"
     std::printf("Mean KLD: %.6f +/- %.6f; median %.6f, 99%% %.6f, maximum %.6f\n", kl.mean(), kl.mean_error(),
                 kl.quantile(0.5), kl.quantile(0.99), kl.max());
     std::printf("Same top token: %.2f%% of %lld positions\n", 100.0 * kl.same_top(), static_cast<long long>(kl.count()));
