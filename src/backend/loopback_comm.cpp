@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/spin_wait.h"
 
 namespace rf {
 
@@ -60,7 +61,7 @@ void LoopbackGroup::barrier() {
     cv_.notify_all();
     return;
   }
-  cv_.wait(lock, [&] { return generation_ != gen || aborted_; });
+  wait_spinning(lock, cv_, [&] { return generation_ != gen || aborted_; });
   if (generation_ == gen) throw CollectiveAborted();
 }
 

@@ -2,6 +2,7 @@
 #include "model/step_runner.h"
 
 #include "core/error.h"
+#include "core/spin_wait.h"
 
 namespace rf {
 
@@ -64,7 +65,7 @@ void StepRunner::worker(int32_t r) {
     const std::function<void(int32_t)>* job;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      wait_spinning(lock, cv_, [&] { return stopping_ || generation_ != seen; });
       if (stopping_) return;
       seen = generation_;
       job = job_;
@@ -117,7 +118,7 @@ void StepRunner::on_ranks(const std::function<void(int32_t)>& fn) {
   }
   std::unique_lock<std::mutex> lock(mu_);
   note_error(err, aborted);
-  cv_.wait(lock, [&] { return pending_ == 0; });
+  wait_spinning(lock, cv_, [&] { return pending_ == 0; });
   if (!error_) return;
   try {
     std::rethrow_exception(error_);
