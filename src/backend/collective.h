@@ -32,11 +32,12 @@ class Communicator {
   // rank's backend memory (f32 or f16, contiguous).
   virtual void all_reduce_sum(Tensor& x) = 0;
   // all_reduce_sum(partial) fused with the backend op that follows it at
-  // the end of a layer block: x += partial (RMS-normed with *post_norm
-  // first, if given), out = RMSNorm(x) * w — Backend::add_rms_norm /
-  // add_post_norm_rms_norm. Returns false, having done nothing, where this
-  // communicator has no fused form for these tensors (the caller then runs
-  // the two steps).
+  // the end of a layer block: x += the sum over ranks of partial (RMS-
+  // normed with *post_norm first, if given), out = RMSNorm(x) * w —
+  // Backend::add_rms_norm / add_post_norm_rms_norm; partial is consumed
+  // (its contents afterwards are unspecified). Returns false, having done
+  // nothing, where this communicator has no fused form for these tensors
+  // (the caller then runs the two steps).
   virtual bool all_reduce_add_rms_norm(Tensor& partial, Tensor& x, const Tensor* post_norm, const Tensor& w,
                                        float eps, Tensor& out) {
     (void)partial, (void)x, (void)post_norm, (void)w, (void)eps, (void)out;

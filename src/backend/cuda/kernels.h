@@ -253,10 +253,12 @@ struct PeerReduceArgs {
 bool peer_all_reduce_supported();
 // x (f16 or f32; bytes a multiple of 16, <= slot_bytes) = the sum over ranks.
 void peer_all_reduce(const PeerReduceArgs& args, DType type, void* x, size_t bytes, const LaunchCtx& ctx);
-// partial (f16 [rows, cols], cols % 8 == 0, <= slot_bytes) = the sum over
-// ranks; then add_rms_norm (norm.cu) of x with it: x (f32) += partial (RMS-
-// normed with wy first, if not null); out = RMSNorm(x) * w (f16 or f32).
-void peer_all_reduce_add_rms_norm(const PeerReduceArgs& args, void* partial, float* x, const float* wy,
+// add_rms_norm (norm.cu) of x with the sum over ranks of partial (f16
+// [rows, cols], cols % 8 == 0 and <= kPeerFusedMaxCols, <= slot_bytes): x
+// (f32) += that sum (RMS-normed with wy first, if not null); out =
+// RMSNorm(x) * w (f16 or f32). partial is left as it was.
+constexpr int kPeerFusedMaxCols = 8 * kPeerThreads * 2;
+void peer_all_reduce_add_rms_norm(const PeerReduceArgs& args, const void* partial, float* x, const float* wy,
                                   const float* w, void* out, DType out_type, int rows, int cols, float eps,
                                   const LaunchCtx& ctx);
 

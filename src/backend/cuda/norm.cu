@@ -2,7 +2,6 @@
 // optionally post-normed first) fused with the next RMSNorm: one block per
 // row, reductions with the target's warp size.
 #include "backend/cuda/kernels.h"
-#include "backend/cuda/norm.cuh"
 
 namespace rf::gpu {
 namespace {
@@ -19,6 +18,36 @@ __device__ __forceinline__ void rms_norm_row(const InT* __restrict__ xr, const f
   ss = block_sum(ss, scratch);
   const float scale = rsqrtf(ss / float(cols) + eps);
   for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(to_float(xr[i]) * scale * w[i]);
+}
+
+// xr += y (first RMS-normed with wy when kNormY, rounded to f16 as a stored
+// activation would be); o = xr / rms(xr) * w. `scratch` holds one float per
+// warp.
+template <typename OutT, bool kNormY>
+__device__ __forceinline__ void add_rms_norm_row(float* __restrict__ xr, const __half* __restrict__ yr,
+                                                 const float* __restrict__ wy, const float* __restrict__ w,
+                                                 OutT* __restrict__ o, int cols, float eps, float* scratch) {
+  float scale_y = 1.0f;
+  if constexpr (kNormY) {
+    float ssy = 0.0f;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+      const float u = __half2float(yr[i]);
+      ssy += u * u;
+    }
+    ssy = block_sum(ssy, scratch);
+    scale_y = rsqrtf(ssy / float(cols) + eps);
+  }
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+    float u = __half2float(yr[i]);
+    if constexpr (kNormY) u = __half2float(__float2half_rn(u * scale_y * wy[i]));
+    const float v = xr[i] + u;
+    xr[i] = v;
+    ss += v * v;
+  }
+  ss = block_sum(ss, scratch);
+  const float scale = rsqrtf(ss / float(cols) + eps);
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(xr[i] * scale * w[i]);
 }
 
 // Two RMSNorms of rows of the same width in one launch (the per-head norms

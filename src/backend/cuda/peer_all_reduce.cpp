@@ -93,6 +93,7 @@ void PeerAllReduce::run(int32_t r, Tensor& x) {
 bool PeerAllReduce::fits_add_rms_norm(const Tensor& partial, const Tensor& x, const Tensor& out) const {
   return partial.type == DType::F16 && x.type == DType::F32 && partial.cols() == x.cols() &&
          partial.rows() == x.rows() && out.cols() == x.cols() && out.rows() == x.rows() && x.cols() % 8 == 0 &&
+         x.cols() <= gpu::kPeerFusedMaxCols &&
          (out.type == DType::F16 || out.type == DType::F32) && partial.bytes() <= kMaxBytes;
 }
 

@@ -19,7 +19,6 @@
 // counters move together on every rank.
 // NVIDIA only (release/acquire PTX); portable builds use NCCL/RCCL instead.
 #include "backend/cuda/kernels.h"
-#include "backend/cuda/norm.cuh"
 
 namespace rf::gpu {
 
@@ -113,43 +112,108 @@ __global__ void __launch_bounds__(kPeerThreads) peer_all_reduce_kernel(PeerReduc
   end_call(a, c);
 }
 
-// partial (f16 [rows, cols]) = the sum over ranks; then, per row, x += it
-// (RMS-normed with wy first, if given) and out = RMSNorm(x) * w, as
-// all_reduce_sum followed by add_rms_norm computes it. Blocks take rows in
-// turn.
+// Per row: x += the sum over ranks of partial (f16 [rows, cols], rounded to
+// f16 as all_reduce_sum stores it; RMS-normed with wy first, if given), and
+// out = RMSNorm(x) * w — what all_reduce_sum followed by add_rms_norm
+// computes. Blocks take rows in turn; a thread holds its kFusedVecs 8-wide
+// slices of a row in registers (cols <= kPeerFusedMaxCols). The norm
+// weights are loaded before pdl_wait (constant), the block's first residual
+// row before the exchange, so after it only the inbox is read before the
+// norm. partial is left as it was.
+constexpr int kFusedVecs = kPeerFusedMaxCols / (8 * kPeerThreads);
+
+__device__ __forceinline__ void load8(float (&v)[8], const float* p) {
+  const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+__device__ __forceinline__ void store8(float* p, const float (&v)[8]) {
+  reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+  reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
+
 template <typename OutT, bool kNormY>
 __global__ void __launch_bounds__(kPeerThreads)
-    peer_all_reduce_add_rms_norm_kernel(PeerReduceArgs a, __half* partial, float* x, const float* wy, const float* w,
-                                        OutT* out, int rows, int cols, float eps) {
+    peer_all_reduce_add_rms_norm_kernel(PeerReduceArgs a, const __half* partial, float* x, const float* wy,
+                                        const float* w, OutT* out, int rows, int cols, float eps) {
   __shared__ float scratch[32];
+  const int row_vecs = cols / 8;
+  auto vec_of = [&](int k) { return int(threadIdx.x) + k * int(blockDim.x); };  // this thread's k-th slice
+  float wv[kFusedVecs][8], wyv[kFusedVecs][8];
+#pragma unroll
+  for (int k = 0; k < kFusedVecs; ++k)
+    if (vec_of(k) < row_vecs) {
+      load8(wv[k], w + vec_of(k) * 8);
+      if constexpr (kNormY) load8(wyv[k], wy + vec_of(k) * 8);
+    }
   pdl_wait();
   const Call c = begin_call(a);
-  const int row_vecs = cols / 8;
-  uint4* p = reinterpret_cast<uint4*>(partial);
+  const uint4* p = reinterpret_cast<const uint4*>(partial);
   for (int r = int(blockIdx.x); r < rows; r += int(gridDim.x))
     for (int j = int(threadIdx.x); j < row_vecs; j += int(blockDim.x)) push_vector(a, c, p[r * row_vecs + j], r * row_vecs + j);
+  float xv[kFusedVecs][8];
+  auto load_x = [&](int r) {
+#pragma unroll
+    for (int k = 0; k < kFusedVecs; ++k)
+      if (vec_of(k) < row_vecs) load8(xv[k], x + size_t(r) * cols + vec_of(k) * 8);
+  };
+  if (int(blockIdx.x) < rows) load_x(int(blockIdx.x));
   exchange(a, c);
   for (int r = int(blockIdx.x); r < rows; r += int(gridDim.x)) {
-    for (int j = int(threadIdx.x); j < row_vecs; j += int(blockDim.x)) {
-      const int i = r * row_vecs + j;
-      p[i] = sum_vector<__half>(a, c, p[i], i);
+    if (r != int(blockIdx.x)) load_x(r);
+    float sv[kFusedVecs][8];
+    float ssy = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kFusedVecs; ++k) {
+      if (vec_of(k) >= row_vecs) continue;
+      const int i = r * row_vecs + vec_of(k);
+      const uint4 sum = sum_vector<__half>(a, c, p[i], i);
+      const __half* h = reinterpret_cast<const __half*>(&sum);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        sv[k][e] = __half2float(h[e]);
+        ssy += sv[k][e] * sv[k][e];
+      }
     }
-    __syncthreads();
-    add_rms_norm_row<OutT, kNormY>(x + size_t(r) * cols, partial + size_t(r) * cols, wy, w, out + size_t(r) * cols,
-                                   cols, eps, scratch);
+    if constexpr (kNormY) {
+      const float scale_y = rsqrtf(block_sum(ssy, scratch) / float(cols) + eps);
+      __syncthreads();  // scratch is reused below
+#pragma unroll
+      for (int k = 0; k < kFusedVecs; ++k)
+        if (vec_of(k) < row_vecs)
+#pragma unroll
+          for (int e = 0; e < 8; ++e) sv[k][e] = __half2float(__float2half_rn(sv[k][e] * scale_y * wyv[k][e]));
+    }
+    float ss = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kFusedVecs; ++k) {
+      if (vec_of(k) >= row_vecs) continue;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        xv[k][e] += sv[k][e];
+        ss += xv[k][e] * xv[k][e];
+      }
+      store8(x + size_t(r) * cols + vec_of(k) * 8, xv[k]);
+    }
+    const float scale = rsqrtf(block_sum(ss, scratch) / float(cols) + eps);
+#pragma unroll
+    for (int k = 0; k < kFusedVecs; ++k) {
+      if (vec_of(k) >= row_vecs) continue;
+      OutT* o = out + size_t(r) * cols + vec_of(k) * 8;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = from_float<OutT>(xv[k][e] * scale * wv[k][e]);
+    }
     __syncthreads();  // scratch is reused by the next row
   }
   // Only now: the next kernel (a bulk-copying GEMV) floods memory with its
-  // weight prefetch as soon as it starts, which would slow the dependent
-  // loads of the sum and the norm above. (A guess at why this variant
-  // measured slower with the trigger right after the exchange; not yet
-  // measured this way.)
+  // weight prefetch as soon as it starts, which would slow the loads above.
+  // (A guess at why this variant measured slower with the trigger right
+  // after the exchange; not yet measured this way.)
   pdl_trigger();
   end_call(a, c);
 }
 
 template <typename OutT>
-void launch_fused(const PeerReduceArgs& a, __half* partial, float* x, const float* wy, const float* w, OutT* out,
+void launch_fused(const PeerReduceArgs& a, const __half* partial, float* x, const float* wy, const float* w, OutT* out,
                   int rows, int cols, float eps, const LaunchCtx& ctx) {
   if (wy)
     launch(peer_all_reduce_add_rms_norm_kernel<OutT, true>, dim3(kPeerBlocks), dim3(kPeerThreads), 0, ctx, a, partial,
@@ -179,12 +243,12 @@ void peer_all_reduce(const PeerReduceArgs& args, DType type, void* x, size_t byt
   }
 }
 
-void peer_all_reduce_add_rms_norm(const PeerReduceArgs& args, void* partial, float* x, const float* wy,
+void peer_all_reduce_add_rms_norm(const PeerReduceArgs& args, const void* partial, float* x, const float* wy,
                                   const float* w, void* out, DType out_type, int rows, int cols, float eps,
                                   const LaunchCtx& ctx) {
-  RF_CHECK(cols % 8 == 0 && size_t(rows) * size_t(cols) * 2 <= args.slot_bytes,
+  RF_CHECK(cols % 8 == 0 && cols <= kPeerFusedMaxCols && size_t(rows) * size_t(cols) * 2 <= args.slot_bytes,
            "peer all-reduce + norm: ", rows, " x ", cols, " does not fit");
-  auto* p = static_cast<__half*>(partial);
+  const auto* p = static_cast<const __half*>(partial);
   if (out_type == DType::F32) launch_fused(args, p, x, wy, w, static_cast<float*>(out), rows, cols, eps, ctx);
   else launch_fused(args, p, x, wy, w, static_cast<__half*>(out), rows, cols, eps, ctx);
 }
@@ -194,7 +258,7 @@ bool peer_all_reduce_supported() { return false; }
 void peer_all_reduce(const PeerReduceArgs&, DType, void*, size_t, const LaunchCtx&) {
   fail("peer all-reduce: not in portable builds (NCCL/RCCL serve them)");
 }
-void peer_all_reduce_add_rms_norm(const PeerReduceArgs&, void*, float*, const float*, const float*, void*, DType, int,
+void peer_all_reduce_add_rms_norm(const PeerReduceArgs&, const void*, float*, const float*, const float*, void*, DType, int,
                                   int, float, const LaunchCtx&) {
   fail("peer all-reduce: not in portable builds (NCCL/RCCL serve them)");
 }

@@ -37,8 +37,8 @@ class PeerAllReduce {
   void run(int32_t r, Tensor& x);
   // Whether run_add_rms_norm takes these tensors.
   bool fits_add_rms_norm(const Tensor& partial, const Tensor& x, const Tensor& out) const;
-  // partial = the sum over ranks; x += it (RMS-normed with *wy first, if
-  // given); out = RMSNorm(x) * w — in one kernel.
+  // x += the sum over ranks of partial (RMS-normed with *wy first, if
+  // given); out = RMSNorm(x) * w — in one kernel (partial is left as it was).
   void run_add_rms_norm(int32_t r, Tensor& partial, Tensor& x, const Tensor* wy, const Tensor& w, float eps,
                         Tensor& out);
   // Releases every rank waiting in the kernel (another rank failed).
