@@ -83,10 +83,11 @@ struct CudaOptions {
   // ... and the one ending a layer block also adds the residual and applies
   // the next RMSNorm in the same kernel. Off: measured slower on two H100s
   // (llama3-8b f16 batch-1 decode at TP=2: 229.7 tok/s fused, 247.1 with
-  // the peer all-reduce and add_rms_norm as two kernels), when it let the
-  // next kernel start right after the exchange; it now starts it after the
-  // norm (suspected cause: that GEMV's weight prefetch slowing the norm's
-  // loads) — not yet measured so.
+  // the peer all-reduce and add_rms_norm as two kernels) in its first form
+  // (the next kernel started right after the exchange; the sum written back
+  // and re-read). Since rewritten (rows in registers, norm weights and the
+  // residual loaded before the exchange, the next kernel started after the
+  // norm); not yet measured.
   bool peer_fused_norm = false;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
