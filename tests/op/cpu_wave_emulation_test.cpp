@@ -9,63 +9,16 @@
 // not a compiler's code for them.
 #include <gtest/gtest.h>
 
-#include <barrier>
 #include <functional>
 #include <limits>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "backend/cuda/wave.h"
+#include "op/emulated_block.h"
 
 namespace rf::gpu {
 namespace {
-
-// A block of `threads` threads in warps of `hw` lanes, run in lockstep.
-class EmulatedBlock {
- public:
-  EmulatedBlock(int threads, int hw) : threads_(threads), hw_(hw), bar_(threads), f_(threads), i_(threads) {}
-
-  // The lane exchange wave.h expects, for thread `tid`.
-  struct Lanes {
-    EmulatedBlock* b;
-    int tid;
-    int lane() const { return tid % b->hw_; }
-    int warp() const { return tid / b->hw_; }
-    int n_warps() const { return b->threads_ / b->hw_; }
-    void sync_block() { b->bar_.arrive_and_wait(); }
-    float shfl_xor(float v, int mask) { return exchange(b->f_, v, mask); }
-    int shfl_xor(int v, int mask) { return exchange(b->i_, v, mask); }
-
-   private:
-    template <typename T>
-    T exchange(std::vector<T>& slots, T v, int mask) {
-      slots[size_t(tid)] = v;
-      b->bar_.arrive_and_wait();
-      const int src = warp() * b->hw_ + (lane() ^ mask);
-      const T r = src < b->threads_ ? slots[size_t(src)] : v;
-      b->bar_.arrive_and_wait();
-      return r;
-    }
-  };
-
-  // Runs body(lanes) on every thread of the block.
-  void run(const std::function<void(Lanes&)>& body) {
-    std::vector<std::thread> ts;
-    for (int t = 0; t < threads_; ++t)
-      ts.emplace_back([this, t, &body] {
-        Lanes l{this, t};
-        body(l);
-      });
-    for (auto& t : ts) t.join();
-  }
-
- private:
-  int threads_, hw_;
-  std::barrier<> bar_;
-  std::vector<float> f_;
-  std::vector<int> i_;
-};
 
 std::vector<float> random_values(int n, unsigned seed, int distinct) {
   std::mt19937 rng(seed);

@@ -1,18 +1,31 @@
 // Tiled f16 GEMM (f32 accumulation): out[n, m] = x[n, k] . w[m, k]^T with
 // output row stride ldo. The BLAS where no vendor BLAS exists (Debian's HIP:
-// blas_tiled.cpp).
+// blas_tiled.cpp); on CDNA targets on the matrix cores (mfma_tile.h).
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/mfma_tile.h"
 
 namespace rf::gpu {
 namespace {
 
-// A 64x64 output tile per block of 256 threads, 4x4 per thread.
-constexpr int kTile = 64, kTileK = 16;
+// A 64x64 output tile per block of 256 threads: on CDNA targets through
+// the matrix cores (mfma_tile.h), elsewhere 4x4 per thread.
+constexpr int kTile = 64;
+[[maybe_unused]] constexpr int kTileK = 16;  // the plain variant's k step
+static_assert(kTile == mfma::kTile, "both variants launch the same grid");
 template <typename OutT>
 __global__ void __launch_bounds__(256) gemm_tiled_kernel(const __half* __restrict__ x, const __half* __restrict__ w,
                                                           OutT* __restrict__ out, int n, int m, int k, int ldo) {
   pdl_wait();
   pdl_trigger();
+#if defined(RF_MFMA)
+  __shared__ float xs_m[mfma::kTile * mfma::kStepK], ws_m[mfma::kTile * mfma::kStepK];
+  HwLanes lanes;
+  mfma::gemm_tile(
+      xs_m, ws_m, int(blockIdx.y) * kTile, int(blockIdx.x) * kTile, n, m, k,
+      [&](int r, int c) { return __half2float(x[size_t(r) * k + c]); },
+      [&](int r, int c) { return __half2float(w[size_t(r) * k + c]); },
+      [&](int r, int c, float v) { out[size_t(r) * ldo + c] = from_float<OutT>(v); }, lanes);
+#else
   __shared__ float xs[kTileK][kTile + 1];
   __shared__ float ws[kTileK][kTile + 1];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -47,6 +60,7 @@ __global__ void __launch_bounds__(256) gemm_tiled_kernel(const __half* __restric
       const int r = n0 + ty * 4 + i, c = m0 + tx * 4 + j;
       if (r < n && c < m) out[size_t(r) * ldo + c] = from_float<OutT>(acc[i][j]);
     }
+#endif
 }
 
 }  // namespace

@@ -148,6 +148,14 @@
 #define RF_PORTABLE 1
 #endif
 
+// RF_MFMA: device code for an AMD target with matrix cores (CDNA: MFMA
+// instructions on 64-wide wavefronts). Defined per target in hipcc's device
+// passes only, so one binary holds the MFMA kernels for gfx90a beside the
+// plain ones for RDNA; kernels test it to pick their variant.
+#if defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
+#define RF_MFMA 1
+#endif
+
 #include "backend/cuda/cuda_options.h"
 #include "backend/cuda/wave.h"
 #include "core/error.h"
@@ -271,6 +279,19 @@ struct HwLanes {
   __device__ T shfl_xor(T v, int mask) const {
     return RF_SHFL_XOR(v, mask);
   }
+#if defined(RF_MFMA)
+  // d += A . B over the wavefront, V_MFMA_F32_16X16X16F16 (mfma_tile.h
+  // gives the operands' layout).
+  __device__ void mma16(float (&d)[4], const float (&a)[4], const float (&b)[4]) const {
+    typedef _Float16 half4 __attribute__((ext_vector_type(4)));
+    typedef float float4v __attribute__((ext_vector_type(4)));
+    const half4 av = {_Float16(a[0]), _Float16(a[1]), _Float16(a[2]), _Float16(a[3])};
+    const half4 bv = {_Float16(b[0]), _Float16(b[1]), _Float16(b[2]), _Float16(b[3])};
+    float4v c = {d[0], d[1], d[2], d[3]};
+    c = __builtin_amdgcn_mfma_f32_16x16x16f16(av, bv, c, 0, 0, 0);
+    d[0] = c[0], d[1] = c[1], d[2] = c[2], d[3] = c[3];
+  }
+#endif
 };
 
 __device__ __forceinline__ float warp_sum(float v) {
