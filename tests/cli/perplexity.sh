@@ -2,7 +2,7 @@
 # `rocmforge perplexity` on stories260K and the stories text of the test
 # data: a plausible perplexity (the model was trained on such stories: a
 # broken forward pass or scoring gives hundreds, the vocabulary is 512);
-# the same with other step sizes; KL divergence of a run against its own
+# the same with other step sizes and at two tensor-parallel ranks; KL divergence of a run against its own
 # base is 0 with every top token the same; a quantized model against its
 # f16 original has a small positive KL; mismatches and bad input fail with
 # one line naming the problem.
@@ -27,6 +27,10 @@ grep -q '^\[1\][0-9.]*,\[2\]' "$tmp/a.out" || fail "no per-chunk progress: $(hea
 [ "$(ppl_of "$tmp/b.out")" = "$p" ] || fail "steps of 5 tokens: PPL $(ppl_of "$tmp/b.out"), steps of 128: $p"
 grep -q '^Mean KLD: 0.000000 ' "$tmp/b.out" || fail "KL against its own base: $(grep KLD "$tmp/b.out")"
 grep -q '^Same top token: 100.00% of 378 positions' "$tmp/b.out" || fail "$(grep 'Same top' "$tmp/b.out")"
+
+"$bin" perplexity -m "$td/stories260K.gguf" -f "$td/stories.txt" -c 128 --tp 2 > "$tmp/tp.out" 2> "$tmp/tp.err" ||
+  fail "--tp 2: $(tail -1 "$tmp/tp.err")"
+[ "$(ppl_of "$tmp/tp.out")" = "$p" ] || fail "--tp 2: PPL $(ppl_of "$tmp/tp.out"), one rank: $p"
 
 "$bin" perplexity -m "$td/quant/qtest-f16.gguf" -f "$td/stories.txt" -c 128 --kl-divergence-base "$tmp/q.bin" \
   > /dev/null 2>&1 || fail "qtest f16 base run"
