@@ -379,7 +379,9 @@ void bench(const BenchOptions& o) {
     std::printf("%s\n", out.dump(2).c_str());
     return;
   }
-  std::printf("| parallel | test | tokens/s | std | weight GB/s | share of copy BW |\n|---|---|---|---|---|---|\n");
+  // Tensor parallel: one GPU's weight bytes and bandwidth (each reads its shard at once).
+  std::printf("| parallel | test | tokens/s | std | weight GB/s%s | share of copy BW%s |\n|---|---|---|---|---|---|\n",
+              tp > 1 ? " per rank" : "", tp > 1 ? " per rank" : "");
   for (const auto& r : results) {
     std::printf("| %d | pp%d | %.1f | %.1f | | |\n", r["parallel"].get<int>(), o.n_prompt,
                 r["prompt_tok_s"].get<double>(), r["prompt_tok_s_std"].get<double>());
