@@ -168,13 +168,30 @@ for i, (x, y) in enumerate(zip(a, b)):
 if len(a) != len(b) or not a: print(sys.argv[3], "MISSING OUTPUT")
 PY
   done
+  f="$MODELS/llama3-8b-f16.gguf"
+  [ -f "$f" ] || "$BIN/rocmforge" mkmodel --preset llama3-8b --type f16 -o "$f" 2>&1 | tail -1
+  echo "== eval: synthetic llama3-8b f16, TP=2 against TP=1"
+  "$BIN/rocmforge" eval -m "$f" --prompts "$ROCMFORGE_TESTDATA/arch/prompts.txt" -n 16 --device cuda:0 > "$MODELS/tp1-l8.jsonl" 2>/dev/null
+  "$BIN/rocmforge" eval -m "$f" --prompts "$ROCMFORGE_TESTDATA/arch/prompts.txt" -n 16 --device cuda:0,1 --tp 2 \
+    > "$MODELS/tp2-l8.jsonl" 2>/dev/null
+  python3 - "$MODELS/tp1-l8.jsonl" "$MODELS/tp2-l8.jsonl" <<'PY'
+import json, math, sys
+a = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+b = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+for i, (x, y) in enumerate(zip(a, b)):
+    p, q = x["first_step_logits"], y["first_step_logits"]
+    l2 = math.sqrt(sum((u - v) ** 2 for u, v in zip(p, q)) / sum(u * u for u in p))
+    err = max(abs(u - v) for u, v in zip(p, q)) / max(abs(u) for u in p)
+    part = next((k for k, (u, v) in enumerate(zip(x["greedy_tokens"], y["greedy_tokens"])) if u != v), None)
+    print(f"llama3-8b prompt {i}: max err / max logit {err:.2e}, rel L2 {l2:.2e}, greedy "
+          + ("identical" if part is None else f"parts at {part}"))
+if len(a) != len(b) or not a: print("llama3-8b MISSING OUTPUT")
+PY
   echo "== perplexity of stories.txt (stories260K): TP=2 on the GPUs against the CPU"
   "$BIN/rocmforge" perplexity -m "$ROCMFORGE_TESTDATA/stories260K.gguf" -f "$ROCMFORGE_TESTDATA/stories.txt" -c 128 \
     --device cpu --kl-divergence-base "$MODELS/ppl-cpu.bin" 2>/dev/null | tail -1
   "$BIN/rocmforge" perplexity -m "$ROCMFORGE_TESTDATA/stories260K.gguf" -f "$ROCMFORGE_TESTDATA/stories.txt" -c 128 \
     --device cuda:0,1 --tp 2 --kl-divergence-base "$MODELS/ppl-cpu.bin" --kl-divergence 2>&1 | tail -4
-  f="$MODELS/llama3-8b-f16.gguf"
-  [ -f "$f" ] || "$BIN/rocmforge" mkmodel --preset llama3-8b --type f16 -o "$f" 2>&1 | tail -1
   echo "== llama3-8b f16: TP=1 (cuda:0) then TP=2 (cuda:0,1)"
   timeout 120 "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r 3 --parallel 1,64 --device cuda:0 \
     2>"$OUT/bench-tp1.err" | tee "$OUT/bench-tp1.md"
@@ -188,17 +205,20 @@ PY
 fi
 
 if [ "$stage" = tp-speed ]; then
-  # Issue 17's batch-1 gap, one call: llama3-8b f16 decode at TP=1 and at
-  # TP=2 in each all-reduce variant (NCCL only, the peer kernel, the peer
-  # kernel fused with the residual add + norm), then per-op profiles of TP=1
-  # and TP=2 into $OUT (one table per rank).
+  # Issue 17's batch-1 ratio, one call: llama3-8b f16 decode at TP=1 and at
+  # TP=2 in each all-reduce variant (NCCL only, the peer kernel without the
+  # fused norm, without the early launch, the default), then per-op
+  # profiles of TP=1 and TP=2 into $OUT (one table per rank).
   f="$MODELS/llama3-8b-f16.gguf"
   [ -f "$f" ] || "$BIN/rocmforge" mkmodel --preset llama3-8b --type f16 -o "$f" 2>&1 | tail -1
   speed() { timeout 60 "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r 3 --parallel 1 "$@" 2>&1 | grep -E "^\| 1 \| tg|all-reduce"; }
   echo "== TP=1"; speed --device cuda:0
   echo "== TP=2, NCCL only"; ROCMFORGE_PEER_ALL_REDUCE=0 speed --device cuda:0,1 --tp 2
-  echo "== TP=2, peer kernel"; speed --device cuda:0,1 --tp 2
-  echo "== TP=2, peer kernel fused with the norm"; ROCMFORGE_PEER_FUSED_NORM=1 speed --device cuda:0,1 --tp 2
+  echo "== TP=2, peer kernel, not fused with the norm"; ROCMFORGE_PEER_FUSED_NORM=0 speed --device cuda:0,1 --tp 2
+  echo "== TP=2, peer kernel, next kernel launched after the exchange"
+  ROCMFORGE_PEER_EARLY_TRIGGER=0 speed --device cuda:0,1 --tp 2
+  echo "== TP=2 (default: peer kernel fused with the norm, early launch)"; speed --device cuda:0,1 --tp 2
+  echo "== TP=1 again"; speed --device cuda:0
   RF_PROFILE_LINES=24 bash scripts/gpu_opprofile.sh f16 1 64 | tail -24
   RF_TAG=-tp2 RF_BENCH_ARGS="--device cuda:0,1 --tp 2" RF_PROFILE_LINES=24 bash scripts/gpu_opprofile.sh f16 1 64 | tail -24
 fi

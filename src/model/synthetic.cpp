@@ -58,6 +58,10 @@ std::vector<SyntheticPreset> presets() {
       // Llama-3-70B: 8192 / 80 layers / 64 heads, 8 KV / 28672 / 128256
       // (141 GB in f16: for --load-format dummy; too big to write casually).
       llama("llama3-70b", 8192, 80, 64, 8, 28672, 128256, 8192, 500000.0f, false),
+      // One rank's share of llama3-8b at --tp 2 (half the heads, KV heads,
+      // FFN and vocabulary; head size 128) on one GPU: the same kernels as
+      // a TP=2 rank runs, without the all-reduces and the rank exchanges.
+      family("llama3-8b-tp2-share", "llama", 4096, 32, 16, 4, 128, 7168, 64128, 8192, 500000.0f, false, 1e-5f),
       llama("llama2-7b", 4096, 32, 32, 32, 11008, 32000, 4096, 10000.0f, false),
       llama("llama-1b", 2048, 16, 32, 8, 8192, 128256, 8192, 500000.0f, true),
       llama("tiny", 256, 2, 4, 2, 512, 1024, 2048, 10000.0f, false),

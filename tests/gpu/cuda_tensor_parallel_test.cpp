@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -35,7 +36,7 @@ namespace rf {
 namespace {
 
 struct TwoGpus {
-  explicit TwoGpus(bool fused_norm = false) {
+  explicit TwoGpus(bool fused_norm = true) {
     for (int g = 0; g < 2; ++g) {
       CudaOptions o;
       o.device = g;
@@ -100,10 +101,62 @@ TEST(CudaTensorParallel, AllReduceSumsF16AndF32) {
   }
 }
 
+// The peer kernel sees a peer's data arrive when no element is the empty-
+// inbox sentinel (-0.0 in f16, the f32 word 0x80008000): values that are
+// the sentinel are sent as an equal value (+0.0, -0.0) and sum correctly
+// instead of never arriving (a hang).
+TEST(CudaTensorParallel, AllReduceOfSentinelValues) {
+  RF_REQUIRE_TWO_GPUS();
+  TwoGpus t;
+  const int n = 4096;
+  for (DType type : {DType::F16, DType::F32}) {
+    std::vector<std::string> bad(2);
+    on_ranks(t, [&](int r) {
+      CudaBackend& b = *t.gpus[size_t(r)];
+      const size_t es = type == DType::F16 ? 2 : 4;
+      void* p = b.alloc(size_t(n) * es, "test");
+      Tensor x = make_tensor(p, type, n, 1, DeviceKind::CUDA);
+      std::vector<float> want(static_cast<size_t>(n));
+      if (type == DType::F16) {
+        std::vector<uint16_t> h(static_cast<size_t>(n));
+        for (int i = 0; i < n; ++i) {
+          const bool neg_zero = i % 3 != 0 || r == 0;  // both ranks -0.0 at most i, one at i % 3 == 0
+          h[size_t(i)] = neg_zero ? 0x8000 : 0x3C00;     // -0.0 or 1.0
+          want[size_t(i)] = i % 3 == 0 ? 1.0f : 0.0f;
+        }
+        b.copy_to_device(p, h.data(), h.size() * 2);
+      } else {
+        std::vector<uint32_t> w(static_cast<size_t>(n));
+        for (int i = 0; i < n; ++i) {
+          w[size_t(i)] = i % 2 ? 0x80008000u : 0x80000000u;  // the sentinel word (a denormal), -0.0
+          want[size_t(i)] = 0.0f;
+        }
+        b.copy_to_device(p, w.data(), w.size() * 4);
+      }
+      for (int call = 0; call < 4; ++call) t.comms[size_t(r)]->all_reduce_sum(x);  // every inbox buffer
+      std::vector<float> got(static_cast<size_t>(n));
+      if (type == DType::F16) {
+        std::vector<uint16_t> h(static_cast<size_t>(n));
+        b.copy_to_host(h.data(), p, h.size() * 2);
+        got = test::from_f16(h);
+        for (float& g : want) g *= 8.0f;  // doubled four times
+      } else {
+        b.copy_to_host(got.data(), p, got.size() * 4);
+      }
+      for (int i = 0; i < n && bad[size_t(r)].empty(); ++i)
+        if (std::fabs(got[size_t(i)] - want[size_t(i)]) > 1e-30f)
+          bad[size_t(r)] = "element " + std::to_string(i) + ": " + std::to_string(got[size_t(i)]);
+      b.free(p);
+    });
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(bad[size_t(r)], "") << "rank " << r << ", " << dtype_name(type);
+  }
+}
+
 // Exact sums of integers, each size five times in a row with new data,
 // eager and replayed from a captured graph: multiples of 16 bytes up to
-// 1 MB go through the one-shot peer-memory kernel (alternating staging
-// halves: stale data would show), the rest through NCCL.
+// 1 MB go through the one-shot peer-memory kernel (three inbox buffers in
+// turn, with sizes changing between calls: stale data would show), the rest
+// through NCCL.
 TEST(CudaTensorParallel, AllReduceRepeatedEagerAndInGraphs) {
   RF_REQUIRE_TWO_GPUS();
   TwoGpus t;

@@ -23,7 +23,12 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   o.l2_prefetch = o.l2_prefetch && switch_on("ROCMFORGE_L2_PREFETCH");
   o.gemv_row_sets = o.gemv_row_sets && switch_on("ROCMFORGE_GEMV_ROW_SETS");
   o.peer_all_reduce = o.peer_all_reduce && switch_on("ROCMFORGE_PEER_ALL_REDUCE");
-  if (const char* p = std::getenv("ROCMFORGE_PEER_FUSED_NORM"); p && *p) o.peer_fused_norm = std::string(p) != "0";
+  o.peer_fused_norm = o.peer_fused_norm && switch_on("ROCMFORGE_PEER_FUSED_NORM");
+  o.peer_early_trigger = o.peer_early_trigger && switch_on("ROCMFORGE_PEER_EARLY_TRIGGER");
+  if (const char* p = std::getenv("ROCMFORGE_GEMV_TMA_ROWS"); p && (std::atoi(p) == 2 || std::atoi(p) == 4))
+    o.gemv_tma_rows = std::atoi(p);
+  if (const char* p = std::getenv("ROCMFORGE_GEMV_FOUR_MIN_BLOCKS"); p && std::atoi(p) > 0)
+    o.gemv_four_row_min_blocks = std::atoi(p);
   if (!switch_on("ROCMFORGE_MMA")) o.mma_max_rows_quant = 0;
   if (const char* p = std::getenv("ROCMFORGE_MOE_MMA_ROWS"); p && *p && std::atoi(p) >= 0)
     o.moe_mma_rows = std::atoi(p);

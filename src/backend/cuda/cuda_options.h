@@ -27,18 +27,25 @@
 //   ROCMFORGE_PEER_ALL_REDUCE=0 tensor-parallel all-reduces all go through
 //                            NCCL, none through the one-shot peer-memory
 //                            kernel                         (peer_all_reduce)
-//   ROCMFORGE_PEER_FUSED_NORM=1 the peer-memory all-reduce at the end of a
-//                            layer block also adds the residual and applies
-//                            the next RMSNorm (off by default: slower, see
-//                            below)                     (peer_fused_norm)
+//   ROCMFORGE_PEER_FUSED_NORM=0 the peer-memory all-reduce at the end of a
+//                            layer block does not also add the residual and
+//                            apply the next RMSNorm       (peer_fused_norm)
+//   ROCMFORGE_PEER_EARLY_TRIGGER=0 the peer-memory kernels start the next
+//                            kernel after their exchange, not as they begin
+//                                                   (peer_early_trigger)
+//   ROCMFORGE_GEMV_TMA_ROWS=2|4 rows per bulk-copying GEMV block wherever
+//                            they fit, not by the rule  (gemv_tma_rows)
+//   ROCMFORGE_GEMV_FOUR_MIN_BLOCKS=N the rule's grid size for 4 rows, N > 0
+//                                              (gemv_four_row_min_blocks)
 //   ROCMFORGE_ATTN_BLOCKS=N  decode-attention block target, N > 0
 //                                                    (attention_target_blocks)
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
 //                            at exit; graphs are off    (profile: any value
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
-// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_PEER_FUSED_NORM and ROCMFORGE_PROFILE
-// override the caller's value.
+// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_GEMV_TMA_ROWS,
+// ROCMFORGE_GEMV_FOUR_MIN_BLOCKS and ROCMFORGE_PROFILE override the caller's
+// value.
 // The backend applies from_env() to the options it is given, once, in its
 // constructor (so every CudaBackend follows the environment).
 #pragma once
@@ -81,14 +88,24 @@ struct CudaOptions {
   // has peer access; larger ones, and every one when off, go through NCCL.
   bool peer_all_reduce = true;
   // ... and the one ending a layer block also adds the residual and applies
-  // the next RMSNorm in the same kernel. Off: measured slower on two H100s
-  // (llama3-8b f16 batch-1 decode at TP=2: 229.7 tok/s fused, 247.1 with
-  // the peer all-reduce and add_rms_norm as two kernels) in its first form
-  // (the next kernel started right after the exchange; the sum written back
-  // and re-read). Since rewritten (rows in registers, norm weights and the
-  // residual loaded before the exchange, the next kernel started after the
-  // norm); not yet measured.
-  bool peer_fused_norm = false;
+  // the next RMSNorm in the same kernel. Measured on two H100s (llama3-8b
+  // f16 batch-1 decode at TP=2, flag exchange): 250.9 tok/s fused, 247.4
+  // as two kernels.
+  bool peer_fused_norm = true;
+  // The peer-memory kernels let the next kernel start (programmatic
+  // dependent launch) as they begin, so its weight prefetch overlaps the
+  // exchange. Measured as above (fused): 259.0 tok/s early, 250.9 late with
+  // the flag exchange; 265.5 and 261.8 with the Lamport exchange.
+  bool peer_early_trigger = true;
+  // Bulk-copying GEMVs: 2 or 4 rows per block wherever they fit, instead of
+  // the rule in gemv.cu (0).
+  int gemv_tma_rows = 0;
+  // ... the rule: 4 rows per block for rows of >= 8 KB in grids of at least
+  // this many 4-row blocks. Measured on the H100 (llama3-8b f16 batch-1
+  // decode): 1024 -> 1793 gave 167.7 -> 168.9 tok/s at TP=1 (q/k/v and
+  // attn_output to 2 rows) and 265.5 -> 267.1 at TP=2 (ffn_gate/up and
+  // ffn_down to 2 rows).
+  int gemv_four_row_min_blocks = 2048;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
 

@@ -418,14 +418,19 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
 #if !defined(RF_PORTABLE)
     if constexpr (T == DType::F16) {
       const size_t block_bytes = size_t(kGemvRows) * (paired ? 2 : 1) * a.row_bytes;
-      // 4 rows per block only for rows of >= 8 KB and grids of >= 1024
-      // blocks; else 2 (more blocks in flight, shorter waits per copy).
-      // Measured on the H100, f16 tg128 b1: phi3-mini (3072-wide) 284 ->
-      // 295 tok/s with 2 everywhere; llama3-8b keeps 4 (2 was ~0.7% slower).
-      const bool four_rows = block_bytes <= kTmaMaxBlockBytes && a.row_bytes >= (size_t(8) << 10) && blocks >= 1024;
-      const int rows_per_block = four_rows                                                     ? kGemvRows
-                                 : ctx.options.tma_wide && block_bytes / 2 <= kTmaMaxBlockBytes ? 2
-                                                                                               : 0;
+      // 4 rows per block only for rows of >= 8 KB and grids of >= 2048
+      // 4-row blocks (CudaOptions::gemv_four_row_min_blocks); else 2 (more
+      // blocks in flight, shorter waits per copy). Measured on the H100, f16
+      // tg128 b1: phi3-mini (3072-wide) 284 -> 295 tok/s with 2 everywhere;
+      // llama3-8b 167.7 -> 168.9 with 2 for q/k/v and attn_output (its FFN
+      // keeps 4: 2 everywhere was 166.0); at TP=2 265.5 -> 267.1.
+      const bool four_rows = block_bytes <= kTmaMaxBlockBytes && a.row_bytes >= (size_t(8) << 10) &&
+                             blocks >= ctx.options.gemv_four_row_min_blocks;
+      int rows_per_block = four_rows                                                     ? kGemvRows
+                           : ctx.options.tma_wide && block_bytes / 2 <= kTmaMaxBlockBytes ? 2
+                                                                                         : 0;
+      if (ctx.options.gemv_tma_rows == 2 && block_bytes / 2 <= kTmaMaxBlockBytes) rows_per_block = 2;
+      if (ctx.options.gemv_tma_rows == kGemvRows && block_bytes <= kTmaMaxBlockBytes) rows_per_block = kGemvRows;
       if (a.n == 1 && a.tma && rows_per_block > 0) {
         if (out_type == DType::F32) {
           if (paired) launch_gemv_tma<float, true>(a, rows_per_block, ctx);

@@ -243,13 +243,14 @@ void shard_pick(const float* logits, const float* work, int rows, int local, int
 // in portable builds.
 constexpr int kPeerMaxRanks = 8, kPeerBlocks = 32, kPeerThreads = 512;
 struct PeerReduceArgs {
-  void* inbox[kPeerMaxRanks];      // each rank's inbox: 2 halves x n_ranks slots of slot_bytes
-  uint32_t* flags[kPeerMaxRanks];  // each rank's flags [kPeerBlocks][kPeerMaxRanks], written by the peers
-  uint32_t* epochs;                // this rank's calls so far, per block
+  void* inbox[kPeerMaxRanks];      // each rank's inbox: 3 buffers x n_ranks slots of slot_bytes
+  uint32_t* buffers;               // this rank's last inbox buffer (0..2), per block
   const volatile uint32_t* abort;  // set (host memory) when another rank failed
   size_t slot_bytes;
   int rank, n_ranks;
 };
+// The word an empty inbox holds.
+constexpr uint32_t kPeerInboxSentinel = 0x80008000u;
 bool peer_all_reduce_supported();
 // x (f16 or f32; bytes a multiple of 16, <= slot_bytes) = the sum over ranks.
 void peer_all_reduce(const PeerReduceArgs& args, DType type, void* x, size_t bytes, const LaunchCtx& ctx);

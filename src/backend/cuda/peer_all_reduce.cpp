@@ -46,9 +46,8 @@ PeerAllReduce::PeerAllReduce(std::span<CudaBackend* const> backends)
   RF_GPU_CHECK(gpuHostAlloc(&host, sizeof(uint32_t), gpuHostAllocMapped | gpuHostAllocPortable));
   abort_ = static_cast<volatile uint32_t*>(host);
   *abort_ = 0;
-  const size_t flag_bytes = size_t(gpu::kPeerBlocks) * gpu::kPeerMaxRanks * sizeof(uint32_t);
-  const size_t epoch_bytes = size_t(gpu::kPeerBlocks) * sizeof(uint32_t);
-  const std::vector<uint8_t> zeros(flag_bytes, 0);
+  const size_t counter_bytes = size_t(gpu::kPeerBlocks) * sizeof(uint32_t);
+  const std::vector<uint32_t> zeros(gpu::kPeerBlocks, 0);
   for (size_t r = 0; r < backends_.size(); ++r) {
     CudaBackend& b = *backends_[r];
     auto take = [&](size_t bytes, const char* what) {
@@ -56,16 +55,14 @@ PeerAllReduce::PeerAllReduce(std::span<CudaBackend* const> backends)
       owned_[r].push_back(p);
       return p;
     };
-    void* inbox = take(2 * backends_.size() * kMaxBytes, "peer all-reduce inbox");
-    auto* flags = static_cast<uint32_t*>(take(flag_bytes, "peer all-reduce flags"));
-    auto* epochs = static_cast<uint32_t*>(take(epoch_bytes, "peer all-reduce counters"));
-    b.copy_to_device(flags, zeros.data(), flag_bytes);
-    b.copy_to_device(epochs, zeros.data(), epoch_bytes);
-    for (gpu::PeerReduceArgs& a : args_) {  // every rank's view of rank r
-      a.inbox[r] = inbox;
-      a.flags[r] = flags;
-    }
-    args_[r].epochs = epochs;
+    const size_t inbox_bytes = 3 * backends_.size() * kMaxBytes;
+    void* inbox = take(inbox_bytes, "peer all-reduce inbox");
+    const std::vector<uint32_t> empty(inbox_bytes / 4, gpu::kPeerInboxSentinel);
+    b.copy_to_device(inbox, empty.data(), inbox_bytes);
+    auto* buffers = static_cast<uint32_t*>(take(counter_bytes, "peer all-reduce counters"));
+    b.copy_to_device(buffers, zeros.data(), counter_bytes);
+    for (gpu::PeerReduceArgs& a : args_) a.inbox[r] = inbox;  // every rank's view of rank r
+    args_[r].buffers = buffers;
     args_[r].abort = abort_;
     args_[r].slot_bytes = kMaxBytes;
     args_[r].rank = int(r);

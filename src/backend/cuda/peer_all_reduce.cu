@@ -1,23 +1,28 @@
 // One-shot all-reduces over peer memory (NVLink) for the small all-reduces
 // of tensor-parallel decode steps, alone and fused with the residual add and
 // the next RMSNorm. Every rank writes its tensor straight into each peer's
-// inbox (remote stores, which need no round trip), tells each peer so with a
-// flag written into the peer's memory, waits for every peer's flag, then
-// sums its own tensor and its inbox in rank order (so every rank gets the
-// same bits). One kernel, no host involvement: captured into the decode
+// inbox (remote stores, which need no round trip) and sums its own tensor
+// and its inbox in rank order as the peers' data arrives (so every rank gets
+// the same bits). One kernel, no host involvement: captured into the decode
 // graphs like any op. peer_all_reduce.h owns the memory.
 //
-// Ordering: a block's stores reach the peer before its flag (release store
-// at system scope after __syncthreads); a block reads its inbox after an
-// acquire load of each peer's flag, bypassing L1 (__ldcg: L1 is not
-// coherent with stores from other GPUs).
-// Double buffering: call e uses inbox half e & 1 and writes the peers'
-// halves before it waits. That is safe because every block of this rank's
-// call e - 1 saw each peer's flag of call e - 1, so that peer's call e - 2
-// (the last reader of the half) had finished. It needs every call of either
-// kernel to launch the same grid (kPeerBlocks), so that the per-block call
-// counters move together on every rank.
-// NVIDIA only (release/acquire PTX); portable builds use NCCL/RCCL instead.
+// Arrival is seen in the data itself (a "Lamport" exchange: no flag, no
+// fence, so one one-way trip over NVLink per call). An empty inbox holds a
+// sentinel: -0.0 in every f16 half, so 0x80008000 words, which is also the
+// f32 sentinel. Senders send -0.0 as +0.0 (and the f32 denormal 0x80008000
+// as -0.0), and add the value they send, so a 16-byte vector has arrived
+// once none of its elements is the sentinel; the reader puts the sentinel
+// back after reading it. Volatile loads and stores: L1 does not see stores
+// from other GPUs.
+// Three inbox buffers in turn: a sender writes buffer b again three calls
+// later; by then it has seen the peer's data of the call before, which the
+// peer sent after finishing the call that read and reset b. That needs
+// every call of either kernel to launch the same grid (kPeerBlocks), so
+// that the per-block buffer counters move together on every rank.
+// With CudaOptions::peer_early_trigger the next kernel launches as these
+// begin (its pdl_wait still waits for them), so a GEMV after them bulk-
+// copies its weights while the ranks exchange.
+// NVIDIA only (the PTX); portable builds use NCCL/RCCL instead.
 #include "backend/cuda/kernels.h"
 
 namespace rf::gpu {
@@ -25,49 +30,76 @@ namespace rf::gpu {
 #if !defined(RF_PORTABLE)
 namespace {
 
-__device__ __forceinline__ void store_release_sys(uint32_t* p, uint32_t v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ uint32_t load_acquire_sys(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// This block's call number (1, 2, ...) and its inbox half.
+// This block's inbox buffer for this call (0, 1, 2 in turn) and its offset.
 struct Call {
-  uint32_t epoch;
-  size_t half;  // byte offset of the half in an inbox
+  uint32_t buffer;
+  size_t offset;
 };
 __device__ __forceinline__ Call begin_call(const PeerReduceArgs& a) {
-  const uint32_t epoch = a.epochs[blockIdx.x] + 1;
-  return {epoch, (epoch & 1u) ? size_t(a.n_ranks) * a.slot_bytes : 0};
+  const uint32_t prev = a.buffers[blockIdx.x];
+  const uint32_t buffer = prev >= 2 ? 0 : prev + 1;
+  return {buffer, buffer * size_t(a.n_ranks) * a.slot_bytes};
 }
 __device__ __forceinline__ void end_call(const PeerReduceArgs& a, const Call& c) {
-  if (threadIdx.x == 0) a.epochs[blockIdx.x] = c.epoch;
+  if (threadIdx.x == 0) a.buffers[blockIdx.x] = c.buffer;
 }
 // Rank `to`'s inbox slot for this rank's data, and this rank's slot for `from`'s.
 __device__ __forceinline__ uint4* slot_at_peer(const PeerReduceArgs& a, const Call& c, int to) {
-  return reinterpret_cast<uint4*>(static_cast<char*>(a.inbox[to]) + c.half + size_t(a.rank) * a.slot_bytes);
+  return reinterpret_cast<uint4*>(static_cast<char*>(a.inbox[to]) + c.offset + size_t(a.rank) * a.slot_bytes);
 }
-__device__ __forceinline__ const uint4* slot_from_peer(const PeerReduceArgs& a, const Call& c, int from) {
-  return reinterpret_cast<const uint4*>(static_cast<const char*>(a.inbox[a.rank]) + c.half + size_t(from) * a.slot_bytes);
+__device__ __forceinline__ uint4* slot_from_peer(const PeerReduceArgs& a, const Call& c, int from) {
+  return reinterpret_cast<uint4*>(static_cast<char*>(a.inbox[a.rank]) + c.offset + size_t(from) * a.slot_bytes);
 }
 
-// Publishes this block's stores to every peer and waits for every peer's
-// block of the same index to have done the same.
-__device__ __forceinline__ void exchange(const PeerReduceArgs& a, const Call& c) {
-  __syncthreads();
-  const int peer = int(threadIdx.x);
-  if (peer < a.n_ranks && peer != a.rank) {
-    store_release_sys(a.flags[peer] + blockIdx.x * kPeerMaxRanks + a.rank, c.epoch);
-    const uint32_t* seen = a.flags[a.rank] + blockIdx.x * kPeerMaxRanks + peer;
-    // Wrap-safe wait; a set abort flag (another rank failed) ends it,
-    // leaving garbage in the result. The host flag is read rarely.
-    for (uint32_t spins = 1; int32_t(load_acquire_sys(seen) - c.epoch) < 0; ++spins)
-      if (spins % 4096 == 0 && *a.abort) break;
+__device__ __forceinline__ void store_volatile(uint4* p, uint4 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ uint4 load_volatile(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+// Whether a word holds (part of) the sentinel.
+template <typename T>
+__device__ __forceinline__ bool is_sentinel(uint32_t w) {
+  if constexpr (sizeof(T) == 2) return (w & 0xFFFFu) == 0x8000u || (w >> 16) == 0x8000u;
+  return w == kPeerInboxSentinel;
+}
+template <typename T>
+__device__ __forceinline__ uint32_t canonical_word(uint32_t w) {
+  if constexpr (sizeof(T) == 2) {
+    if ((w & 0xFFFFu) == 0x8000u) w &= 0xFFFF0000u;
+    if ((w >> 16) == 0x8000u) w &= 0x0000FFFFu;
+    return w;
   }
-  __syncthreads();
+  return w == kPeerInboxSentinel ? 0x80000000u : w;
+}
+// This rank's vector as it sends and adds it: no element is the sentinel.
+template <typename T>
+__device__ __forceinline__ uint4 canonical(uint4 v) {
+  return make_uint4(canonical_word<T>(v.x), canonical_word<T>(v.y), canonical_word<T>(v.z), canonical_word<T>(v.w));
+}
+template <typename T>
+__device__ __forceinline__ bool arrived(uint4 v) {
+  return !(is_sentinel<T>(v.x) || is_sentinel<T>(v.y) || is_sentinel<T>(v.z) || is_sentinel<T>(v.w));
+}
+// Waits for a peer's vector at p, returns it and puts the sentinel back. A
+// set abort flag (another rank failed; host memory, read rarely) ends the
+// wait, leaving garbage in the result.
+template <typename T>
+__device__ __forceinline__ uint4 take_vector(const PeerReduceArgs& a, uint4* p) {
+  uint4 v = load_volatile(p);
+  for (uint32_t spins = 1; !arrived<T>(v); ++spins) {
+    if (spins % 4096 == 0 && *a.abort) break;
+    v = load_volatile(p);
+  }
+  *p = make_uint4(kPeerInboxSentinel, kPeerInboxSentinel, kPeerInboxSentinel, kPeerInboxSentinel);
+  return v;
 }
 
 template <typename T>
@@ -85,7 +117,7 @@ __device__ __forceinline__ void accumulate(float (&acc)[kPerVec<T>], uint4 v) {
 template <typename T>
 __device__ __forceinline__ uint4 sum_vector(const PeerReduceArgs& a, const Call& c, uint4 own, int i) {
   float acc[kPerVec<T>] = {};
-  for (int r = 0; r < a.n_ranks; ++r) accumulate<T>(acc, r == a.rank ? own : __ldcg(slot_from_peer(a, c, r) + i));
+  for (int r = 0; r < a.n_ranks; ++r) accumulate<T>(acc, r == a.rank ? own : take_vector<T>(a, slot_from_peer(a, c, r) + i));
   uint4 out;
   T* o = reinterpret_cast<T*>(&out);
 #pragma unroll
@@ -93,22 +125,24 @@ __device__ __forceinline__ uint4 sum_vector(const PeerReduceArgs& a, const Call&
   return out;
 }
 
+// v (canonical) into every peer's inbox.
 __device__ __forceinline__ void push_vector(const PeerReduceArgs& a, const Call& c, uint4 v, int i) {
   for (int s = 0; s < a.n_ranks; ++s)
-    if (s != a.rank) slot_at_peer(a, c, s)[i] = v;
+    if (s != a.rank) store_volatile(slot_at_peer(a, c, s) + i, v);
 }
 
 // x = the sum over ranks, in place; blocks take vectors in turn.
 template <typename T>
-__global__ void __launch_bounds__(kPeerThreads) peer_all_reduce_kernel(PeerReduceArgs a, uint4* x, int n_vec) {
+__global__ void __launch_bounds__(kPeerThreads) peer_all_reduce_kernel(PeerReduceArgs a, uint4* x, int n_vec,
+                                                                       bool early_trigger) {
+  if (early_trigger) pdl_trigger();
   pdl_wait();
   const Call c = begin_call(a);
   const int stride = int(gridDim.x * blockDim.x);
   const int first = int(blockIdx.x * blockDim.x + threadIdx.x);
-  for (int i = first; i < n_vec; i += stride) push_vector(a, c, x[i], i);
-  exchange(a, c);
-  pdl_trigger();
-  for (int i = first; i < n_vec; i += stride) x[i] = sum_vector<T>(a, c, x[i], i);
+  for (int i = first; i < n_vec; i += stride) push_vector(a, c, canonical<T>(x[i]), i);
+  if (!early_trigger) pdl_trigger();
+  for (int i = first; i < n_vec; i += stride) x[i] = sum_vector<T>(a, c, canonical<T>(x[i]), i);
   end_call(a, c);
 }
 
@@ -134,8 +168,10 @@ __device__ __forceinline__ void store8(float* p, const float (&v)[8]) {
 template <typename OutT, bool kNormY>
 __global__ void __launch_bounds__(kPeerThreads)
     peer_all_reduce_add_rms_norm_kernel(PeerReduceArgs a, const __half* partial, float* x, const float* wy,
-                                        const float* w, OutT* out, int rows, int cols, float eps) {
+                                        const float* w, OutT* out, int rows, int cols, float eps,
+                                        bool early_trigger) {
   __shared__ float scratch[32];
+  if (early_trigger) pdl_trigger();
   const int row_vecs = cols / 8;
   auto vec_of = [&](int k) { return int(threadIdx.x) + k * int(blockDim.x); };  // this thread's k-th slice
   float wv[kFusedVecs][8], wyv[kFusedVecs][8];
@@ -149,7 +185,8 @@ __global__ void __launch_bounds__(kPeerThreads)
   const Call c = begin_call(a);
   const uint4* p = reinterpret_cast<const uint4*>(partial);
   for (int r = int(blockIdx.x); r < rows; r += int(gridDim.x))
-    for (int j = int(threadIdx.x); j < row_vecs; j += int(blockDim.x)) push_vector(a, c, p[r * row_vecs + j], r * row_vecs + j);
+    for (int j = int(threadIdx.x); j < row_vecs; j += int(blockDim.x))
+      push_vector(a, c, canonical<__half>(p[r * row_vecs + j]), r * row_vecs + j);
   float xv[kFusedVecs][8];
   auto load_x = [&](int r) {
 #pragma unroll
@@ -157,7 +194,6 @@ __global__ void __launch_bounds__(kPeerThreads)
       if (vec_of(k) < row_vecs) load8(xv[k], x + size_t(r) * cols + vec_of(k) * 8);
   };
   if (int(blockIdx.x) < rows) load_x(int(blockIdx.x));
-  exchange(a, c);
   for (int r = int(blockIdx.x); r < rows; r += int(gridDim.x)) {
     if (r != int(blockIdx.x)) load_x(r);
     float sv[kFusedVecs][8];
@@ -166,7 +202,7 @@ __global__ void __launch_bounds__(kPeerThreads)
     for (int k = 0; k < kFusedVecs; ++k) {
       if (vec_of(k) >= row_vecs) continue;
       const int i = r * row_vecs + vec_of(k);
-      const uint4 sum = sum_vector<__half>(a, c, p[i], i);
+      const uint4 sum = sum_vector<__half>(a, c, canonical<__half>(p[i]), i);
       const __half* h = reinterpret_cast<const __half*>(&sum);
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
@@ -204,11 +240,10 @@ __global__ void __launch_bounds__(kPeerThreads)
     }
     __syncthreads();  // scratch is reused by the next row
   }
-  // Only now: the next kernel (a bulk-copying GEMV) floods memory with its
-  // weight prefetch as soon as it starts, which would slow the loads above.
-  // (A guess at why this variant measured slower with the trigger right
-  // after the exchange; not yet measured this way.)
-  pdl_trigger();
+  // Late trigger: the next kernel (a bulk-copying GEMV) floods memory with
+  // its weight prefetch as soon as it starts, which could slow the loads
+  // above; early: that prefetch overlaps the whole exchange instead.
+  if (!early_trigger) pdl_trigger();
   end_call(a, c);
 }
 
@@ -217,10 +252,10 @@ void launch_fused(const PeerReduceArgs& a, const __half* partial, float* x, cons
                   int rows, int cols, float eps, const LaunchCtx& ctx) {
   if (wy)
     launch(peer_all_reduce_add_rms_norm_kernel<OutT, true>, dim3(kPeerBlocks), dim3(kPeerThreads), 0, ctx, a, partial,
-           x, wy, w, out, rows, cols, eps);
+           x, wy, w, out, rows, cols, eps, ctx.options.peer_early_trigger);
   else
     launch(peer_all_reduce_add_rms_norm_kernel<OutT, false>, dim3(kPeerBlocks), dim3(kPeerThreads), 0, ctx, a,
-           partial, x, wy, w, out, rows, cols, eps);
+           partial, x, wy, w, out, rows, cols, eps, ctx.options.peer_early_trigger);
 }
 
 }  // namespace
@@ -233,11 +268,11 @@ void peer_all_reduce(const PeerReduceArgs& args, DType type, void* x, size_t byt
   switch (type) {
     case DType::F16:
       launch(peer_all_reduce_kernel<__half>, dim3(kPeerBlocks), dim3(kPeerThreads), 0, ctx, args,
-             static_cast<uint4*>(x), n_vec);
+             static_cast<uint4*>(x), n_vec, ctx.options.peer_early_trigger);
       break;
     case DType::F32:
       launch(peer_all_reduce_kernel<float>, dim3(kPeerBlocks), dim3(kPeerThreads), 0, ctx, args,
-             static_cast<uint4*>(x), n_vec);
+             static_cast<uint4*>(x), n_vec, ctx.options.peer_early_trigger);
       break;
     default: fail("peer all-reduce: ", dtype_name(type), " tensors are not supported");
   }

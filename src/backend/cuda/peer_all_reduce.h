@@ -1,8 +1,9 @@
 // PeerAllReduce: the memory and set-up of the one-shot peer-memory
 // all-reduces (peer_all_reduce.cu) for the tensor-parallel ranks of one
 // process: peer access between every pair of the GPUs, and per rank an
-// inbox (two halves of one kMaxBytes slot per rank), flags that peers
-// write, and per-block call counters, all allocated once here. NcclGroup
+// inbox (three buffers of one kMaxBytes slot per rank, filled with the
+// empty-slot sentinel) and per-block buffer counters, all allocated once
+// here. NcclGroup
 // uses it for the all-reduces of decode steps; larger ones go through NCCL.
 #pragma once
 
