@@ -12,7 +12,7 @@ mkdir -p .carry/bin .carry/testdata/quant .carry/testdata/arch .carry/tools
 cp $B/src/rocmforge $B/tests/test_gpu $B/tests/test_gpu_serial .carry/bin/
 strip .carry/bin/*
 T=../shared/testdata
-cp $T/stories260K.gguf $T/stories260K.golden.jsonl .carry/testdata/
+cp $T/stories260K.gguf $T/stories260K.golden.jsonl $T/stories.txt .carry/testdata/
 for f in $T/quant/qtest-*.gguf; do case $f in *.deq.gguf) ;; *) cp "$f" .carry/testdata/quant/ ;; esac; done
 cp $T/quant/qtest.logits.jsonl .carry/testdata/quant/
 cp $T/arch/* .carry/testdata/arch/

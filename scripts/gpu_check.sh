@@ -146,7 +146,8 @@ if [ "$stage" = tp ]; then
   echo "== compute-sanitizer on the all-reduce, the sampler and one model"
   # (--report-api-errors no: NCCL probes the runtime and clears the errors it
   # expects — kernel images for other GPUs, peer access already enabled.)
-  timeout 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$BIN/test_gpu" \
+  # (~35 s a test under the sanitizer, most of it setting up NCCL.)
+  timeout 260 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$BIN/test_gpu" \
     --gtest_filter='CudaTensorParallel.AllReduce*:CudaTensorParallel.Vocabulary*:*CudaTwoRanks*/stories260K' \
     > "$OUT/sanitizer_tp.log" 2>&1
   echo "rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer_tp.log" | head -5

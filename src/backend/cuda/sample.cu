@@ -50,20 +50,8 @@ __device__ uint32_t radix_select(const float* x, int n, uint32_t floor, uint64_t
   return prefix > floor ? prefix : floor;
 }
 
-// Plain greedy rows (temperature 0, no penalties, no alternatives; an
-// allowed-token mask is fine: the argmax skips masked tokens) take a wide path: kGreedySplits blocks per row reduce chunks of the vocabulary,
-// a second kernel combines them. Chunk results live in the row's own slice
-// of the work buffer.
-constexpr int kGreedySplits = 32;
-struct ChunkStats {
-  float max, sum_exp, best_v;
-  int best_i;
-};
-
-__device__ __forceinline__ bool plain_greedy(const SampleRowDevice& p) {
-  return p.temperature <= 0.0f && p.penalty_count == 0 && p.top_logprobs == 0;
-}
-
+// Plain greedy rows: the wide path of sample_common.cuh (greedy_chunk,
+// combine_chunks).
 __global__ void __launch_bounds__(256) greedy_partial_kernel(const float* __restrict__ logits, int vocab,
                                                               const SampleRowDevice* __restrict__ params,
                                                               const uint32_t* __restrict__ masks,
@@ -73,33 +61,11 @@ __global__ void __launch_bounds__(256) greedy_partial_kernel(const float* __rest
   __shared__ float fscratch[32];
   __shared__ ArgMax ascratch[32];
   const int row = blockIdx.x, split = blockIdx.y;
-  if (!plain_greedy(params[row])) return;
-  const float* lg = logits + size_t(row) * vocab;
-  const int chunk = (vocab + kGreedySplits - 1) / kGreedySplits;
-  const int begin = min(vocab, split * chunk), end = min(vocab, begin + chunk);
-  float mx = -INFINITY;
-  ArgMax best{-INFINITY, 0x7fffffff};
   const SampleRowDevice& p = params[row];
-  const uint32_t* m = p.mask_offset >= 0 ? masks + p.mask_offset : nullptr;
-  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const float v = lg[i];
-    mx = fmaxf(mx, v);  // the normalizer is the raw distribution's
-    if (!m || ((m[i >> 5] >> (i & 31)) & 1u)) best = better(best, ArgMax{v, i});  // structured output: allowed only
-  }
-  mx = block_max(mx, fscratch);
-  float se = 0.0f;
-  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) se += __expf(lg[i] - mx);
-  se = block_sum(se, fscratch);
-  HwLanes lanes;
-  wave::argmax<RF_WARP_SIZE>(best.v, best.i, lanes);  // better() over the warp
-  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
-  if (lane == 0) ascratch[warp] = best;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < int(blockDim.x / RF_WARP_SIZE); ++w) best = better(best, ascratch[w]);
-    ChunkStats* out = reinterpret_cast<ChunkStats*>(work + size_t(row) * vocab) + split;
-    *out = ChunkStats{mx, se, best.v, best.i};
-  }
+  if (!plain_greedy(p)) return;
+  const ChunkStats c = greedy_chunk(logits + size_t(row) * vocab, vocab, split, 0,
+                                    p.mask_offset >= 0 ? masks + p.mask_offset : nullptr, fscratch, ascratch);
+  if (threadIdx.x == 0) reinterpret_cast<ChunkStats*>(work + size_t(row) * vocab)[split] = c;
 }
 
 __global__ void greedy_final_kernel(const float* __restrict__ logits, int vocab,
@@ -109,18 +75,9 @@ __global__ void greedy_final_kernel(const float* __restrict__ logits, int vocab,
   pdl_trigger();
   const int row = blockIdx.x;
   if (!plain_greedy(params[row]) || threadIdx.x != 0) return;
-  const ChunkStats* c = reinterpret_cast<const ChunkStats*>(work + size_t(row) * vocab);
-  float mx = -INFINITY;
-  ArgMax best{-INFINITY, 0x7fffffff};
-  for (int s = 0; s < kGreedySplits; ++s) {
-    mx = fmaxf(mx, c[s].max);
-    if (c[s].best_i != 0x7fffffff) best = better(best, ArgMax{c[s].best_v, c[s].best_i});
-  }
-  float z = 0.0f;
-  for (int s = 0; s < kGreedySplits; ++s)
-    if (c[s].max > -INFINITY) z += c[s].sum_exp * __expf(c[s].max - mx);
-  out[row].token = best.i;
-  out[row].logprob = logits[size_t(row) * vocab + best.i] - (mx + logf(z));
+  const RowStats r = combine_chunks(reinterpret_cast<const ChunkStats*>(work + size_t(row) * vocab));
+  out[row].token = r.best.i;
+  out[row].logprob = logits[size_t(row) * vocab + r.best.i] - (r.max + logf(float(r.sum_exp)));
 }
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int vocab,

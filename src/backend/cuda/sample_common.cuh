@@ -114,4 +114,65 @@ __device__ inline void adjust_row(float* w, const float* lg, int n, int first, c
   __syncthreads();
 }
 
+// Plain greedy rows (temperature 0, no penalties, no alternatives; an
+// allowed-token mask is fine: the argmax skips masked tokens) take a wide
+// path in both samplers: kGreedySplits blocks per row reduce chunks of the
+// row (greedy_chunk), one thread combines them (combine_chunks). Chunk
+// results live in the row's own slice of the work buffer.
+constexpr int kGreedySplits = 32;
+struct ChunkStats {
+  float max, sum_exp, best_v;  // raw maximum, sum of exp(raw - max), best allowed value
+  int best_i;                  // its index in the row (0x7fffffff: none allowed)
+};
+
+__device__ __forceinline__ bool plain_greedy(const SampleRowDevice& p) {
+  return p.temperature <= 0.0f && p.penalty_count == 0 && p.top_logprobs == 0;
+}
+
+// This block's chunk `split` of the n logits of a row (lg); mask: the
+// allowed-token bits by global id (first + index), or null. To thread 0.
+__device__ inline ChunkStats greedy_chunk(const float* lg, int n, int split, int first, const uint32_t* mask,
+                                          float* fscratch, ArgMax* ascratch) {
+  const int chunk = (n + kGreedySplits - 1) / kGreedySplits;
+  const int begin = min(n, split * chunk), end = min(n, begin + chunk);
+  float mx = -INFINITY;
+  ArgMax best{-INFINITY, 0x7fffffff};
+  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const float v = lg[i];
+    mx = fmaxf(mx, v);  // the normalizer is the raw distribution's
+    const int id = first + i;
+    if (!mask || ((mask[id >> 5] >> (id & 31)) & 1u)) best = better(best, ArgMax{v, i});
+  }
+  mx = block_max(mx, fscratch);
+  float se = 0.0f;
+  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) se += __expf(lg[i] - mx);
+  se = block_sum(se, fscratch);
+  HwLanes lanes;
+  wave::argmax<RF_WARP_SIZE>(best.v, best.i, lanes);  // better() over the warp
+  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
+  if (lane == 0) ascratch[warp] = best;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int w = 1; w < int(blockDim.x / RF_WARP_SIZE); ++w) best = better(best, ascratch[w]);
+  return ChunkStats{mx, se, best.v, best.i};
+}
+
+// The row's raw maximum, sum of exp(raw - maximum) and best allowed entry
+// from its kGreedySplits chunks.
+struct RowStats {
+  float max;
+  double sum_exp;
+  ArgMax best;
+};
+__device__ inline RowStats combine_chunks(const ChunkStats* c) {
+  RowStats r{-INFINITY, 0.0, ArgMax{-INFINITY, 0x7fffffff}};
+  for (int s = 0; s < kGreedySplits; ++s) {
+    r.max = fmaxf(r.max, c[s].max);
+    if (c[s].best_i != 0x7fffffff) r.best = better(r.best, ArgMax{c[s].best_v, c[s].best_i});
+  }
+  for (int s = 0; s < kGreedySplits; ++s)
+    if (c[s].max > -INFINITY) r.sum_exp += double(c[s].sum_exp) * double(__expf(c[s].max - r.max));
+  return r;
+}
+
 }  // namespace rf::gpu

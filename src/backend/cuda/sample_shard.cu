@@ -34,6 +34,7 @@ __global__ void __launch_bounds__(kThreads) prepare_kernel(const float* __restri
   __shared__ ArgMax ascratch[32];
   const int row = blockIdx.x;
   const SampleRowDevice p = params[row];
+  if (plain_greedy(p)) return;  // the wide greedy kernels below summarize it
   const float* lg = logits + size_t(row) * local;
   float* w = work + size_t(row) * local;
   adjust_row(w, lg, local, first, p, penalties, masks);
@@ -62,6 +63,48 @@ __global__ void __launch_bounds__(kThreads) prepare_kernel(const float* __restri
       o.top_v[j] = j < n_top ? prev.v : -INFINITY;
       o.top_i[j] = j < n_top ? prev.i + first : -1;
     }
+  }
+}
+
+// Plain greedy rows (sample_common.cuh): kGreedySplits blocks per row, then
+// one thread per row writes the summary (no top logprobs; work holds the
+// chunk results, not the adjusted row, which only sampled rows read).
+__global__ void __launch_bounds__(256) greedy_prepare_partial_kernel(const float* __restrict__ logits, int local,
+                                                                      int first,
+                                                                      const SampleRowDevice* __restrict__ params,
+                                                                      const uint32_t* __restrict__ masks,
+                                                                      float* __restrict__ work) {
+  pdl_wait();
+  pdl_trigger();
+  __shared__ float fscratch[32];
+  __shared__ ArgMax ascratch[32];
+  const int row = blockIdx.x, split = blockIdx.y;
+  const SampleRowDevice& p = params[row];
+  if (!plain_greedy(p)) return;
+  const ChunkStats c = greedy_chunk(logits + size_t(row) * local, local, split, first,
+                                    p.mask_offset >= 0 ? masks + p.mask_offset : nullptr, fscratch, ascratch);
+  if (threadIdx.x == 0) reinterpret_cast<ChunkStats*>(work + size_t(row) * local)[split] = c;
+}
+
+__global__ void greedy_prepare_final_kernel(const float* __restrict__ logits, int local, int first,
+                                            const SampleRowDevice* __restrict__ params, const float* __restrict__ work,
+                                            ShardPrepDevice* __restrict__ out) {
+  pdl_wait();
+  pdl_trigger();
+  const int row = blockIdx.x;
+  if (!plain_greedy(params[row]) || threadIdx.x != 0) return;
+  const RowStats r = combine_chunks(reinterpret_cast<const ChunkStats*>(work + size_t(row) * local));
+  ShardPrepDevice& o = out[row];
+  o.raw_sum = r.sum_exp;
+  o.raw_max = r.max;
+  o.top = r.best.v;  // the largest adjusted value: the best allowed raw logit
+  o.best_v = r.best.v;
+  const int best = r.best.i != 0x7fffffff ? r.best.i : 0;  // every token banned: id 0, as block_argmax gives
+  o.best_raw = logits[size_t(row) * local + best];
+  o.best_i = best + first;
+  for (int j = 0; j < kMaxTopLogprobs; ++j) {
+    o.top_v[j] = -INFINITY;
+    o.top_i[j] = -1;
   }
 }
 
@@ -166,6 +209,10 @@ void shard_prepare(const float* logits, int rows, int local, int first, const Sa
                    const LaunchCtx& ctx) {
   if (rows == 0) return;
   launch(prepare_kernel, rows, kThreads, 0, ctx, logits, local, first, params, penalties, masks, work, out);
+  RF_CHECK(size_t(local) * sizeof(float) >= kGreedySplits * sizeof(ChunkStats), "cuda sample: vocabulary share too small");
+  launch(greedy_prepare_partial_kernel, dim3(unsigned(rows), kGreedySplits), 256, 0, ctx, logits, local, first, params,
+         masks, work);
+  launch(greedy_prepare_final_kernel, rows, 32, 0, ctx, logits, local, first, params, work, out);
   RF_GPU_CHECK_LAUNCH();
 }
 
