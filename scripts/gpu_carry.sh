@@ -4,13 +4,21 @@
 # build/cuda (tests of label gpu only need those) and a copy of the test
 # data. Run after `cmake --build build/cuda --target rocmforge test_gpu test_gpu_serial`.
 # RF_BUILD=build/cuda-portable carries the portable-kernel build instead
-# (docs/AMD.md: the kernel variants AMD runs, tested on NVIDIA).
+# (docs/AMD.md: the kernel variants AMD runs, tested on NVIDIA);
+# RF_CARRY_BIN=.carry/portable puts its binaries there, beside .carry/bin,
+# packed as .carry/portable.tar.xz (both builds in one call within the
+# 64 MB a call carries: scripts/gpu_check.sh portable unpacks it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B="${RF_BUILD:-build/cuda}"
-mkdir -p .carry/bin .carry/testdata/quant .carry/testdata/arch .carry/tools
-cp $B/src/rocmforge $B/tests/test_gpu $B/tests/test_gpu_serial .carry/bin/
-strip .carry/bin/*
+BIN_DIR="${RF_CARRY_BIN:-.carry/bin}"
+mkdir -p "$BIN_DIR" .carry/testdata/quant .carry/testdata/arch .carry/tools
+cp $B/src/rocmforge $B/tests/test_gpu $B/tests/test_gpu_serial "$BIN_DIR"/
+strip "$BIN_DIR"/*
+if [ -n "${RF_CARRY_BIN:-}" ]; then
+  tar -cJf "$BIN_DIR.tar.xz" -C "$(dirname "$BIN_DIR")" "$(basename "$BIN_DIR")"
+  rm -rf "$BIN_DIR"
+fi
 T=../shared/testdata
 cp $T/stories260K.gguf $T/stories260K.golden.jsonl $T/stories.txt .carry/testdata/
 for f in $T/quant/qtest-*.gguf; do case $f in *.deq.gguf) ;; *) cp "$f" .carry/testdata/quant/ ;; esac; done

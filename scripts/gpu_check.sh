@@ -2,7 +2,8 @@
 # On the GPU machine: run the GPU tests, the golden check through
 # `rocmforge run --device cuda`, and benchmarks on synthetic llama3-8b models
 # (stage bench-families: every family's preset, issue 12's table; stages tp,
-# tp-serve and tp-speed: tensor parallelism on two GPUs, issue 17).
+# tp-serve and tp-speed: tensor parallelism on two GPUs, issue 17; stage
+# portable: the portable kernel variants beside the normal build, issue 18).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -15,6 +16,25 @@ BIN="${RF_BIN:-.carry/bin}"  # RF_BIN: another build's binaries (before/after co
 stage="${1:-all}"
 MODELS="${RF_MODELS:-/tmp/rf-models}"
 mkdir -p "$MODELS"
+
+# stories260K's golden text through `rocmforge run --device cuda` of the
+# binaries in directory $1.
+golden_check() {
+  RF_BIN="$1" python3 - <<'PY'
+import json, subprocess, os
+bad = 0
+for line in open(os.environ["ROCMFORGE_TESTDATA"] + "/stories260K.golden.jsonl"):
+    g = json.loads(line)
+    out = subprocess.run([os.environ["RF_BIN"] + "/rocmforge", "run", "--device", "cuda", "--temp", "0", "-n", str(len(g["greedy_tokens"])),
+                          "--no-display-prompt", "-p", g["prompt"],
+                          "-m", os.environ["ROCMFORGE_TESTDATA"] + "/stories260K.gguf"], capture_output=True, text=True)
+    text = out.stdout[:-1] if out.stdout.endswith("\n") else out.stdout
+    ok = text == g["greedy_text"]
+    bad += not ok
+    print("MATCH" if ok else "DIFF", repr(g["prompt"]), out.stderr.strip().splitlines()[-1:] )
+print("golden mismatches:", bad)
+PY
+}
 
 if [ "$stage" = ctest ]; then
   # ctest -L gpu over the build tree's test lists (carried in .carry/ctest;
@@ -29,20 +49,7 @@ if [ "$stage" = all ] || [ "$stage" = tests ]; then
   "$BIN/test_gpu" > "$OUT/test_gpu.log" 2>&1; echo "test_gpu rc=$?"
   grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu.log" | head -30
   echo "== golden through rocmforge run --device cuda"
-  python3 - <<'PY'
-import json, subprocess, os
-bad = 0
-for line in open(os.environ["ROCMFORGE_TESTDATA"] + "/stories260K.golden.jsonl"):
-    g = json.loads(line)
-    out = subprocess.run([os.environ.get("RF_BIN", ".carry/bin") + "/rocmforge", "run", "--device", "cuda", "--temp", "0", "-n", str(len(g["greedy_tokens"])),
-                          "--no-display-prompt", "-p", g["prompt"],
-                          "-m", os.environ["ROCMFORGE_TESTDATA"] + "/stories260K.gguf"], capture_output=True, text=True)
-    text = out.stdout[:-1] if out.stdout.endswith("\n") else out.stdout
-    ok = text == g["greedy_text"]
-    bad += not ok
-    print("MATCH" if ok else "DIFF", repr(g["prompt"]), out.stderr.strip().splitlines()[-1:] )
-print("golden mismatches:", bad)
-PY
+  golden_check "$BIN"
   echo "== perplexity of stories.txt (stories260K): the GPU against the CPU"
   "$BIN/rocmforge" perplexity -m "$ROCMFORGE_TESTDATA/stories260K.gguf" -f "$ROCMFORGE_TESTDATA/stories.txt" -c 128 \
     --device cpu --kl-divergence-base "$MODELS/ppl-cpu.bin" 2>/dev/null | tail -1
@@ -82,12 +89,12 @@ if [ "$stage" = all ] || [ "$stage" = families ]; then
   # llama.cpp's goldens (the CPU matches them within 1e-3 of the largest
   # logit; the GPU computes in f16).
   echo "== model families: eval --device cuda vs the goldens"
-  python3 - <<'PY'
+  RF_BIN="$BIN" python3 - <<'PY'
 import json, math, os, subprocess
 td = os.environ["ROCMFORGE_TESTDATA"] + "/arch"
 worst = 0.0
 for fam in ["qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4", "mixtral", "qwen3moe"]:
-    out = subprocess.run([os.environ.get("RF_BIN", ".carry/bin") + "/rocmforge", "eval", "-m", f"{td}/tiny-{fam}.gguf",
+    out = subprocess.run([os.environ["RF_BIN"] + "/rocmforge", "eval", "-m", f"{td}/tiny-{fam}.gguf",
                           "--prompts", f"{td}/prompts.txt", "--device", "cuda"], capture_output=True, text=True)
     if out.returncode != 0:
         print(fam, "FAILED", out.stderr.strip().splitlines()[-1:]); worst = math.inf; continue
@@ -118,6 +125,34 @@ if [ "$stage" = structured ]; then
     python3 scripts/structured_load.py "$BIN/rocmforge" "$f" -n 256 -c 64 -p 512 -m 128 --vocab 128256 \
       --rounds "${RF_ROUNDS:-3}" | tee "$OUT/structured-$t.jsonl"
   done
+fi
+
+if [ "$stage" = portable ]; then
+  # Issue 18, one call: the portable kernel variants (what AMD runs; carried
+  # in .carry/portable by RF_BUILD=build/cuda-portable
+  # RF_CARRY_BIN=.carry/portable scripts/gpu_carry.sh) through the GPU tests,
+  # the golden text, every family's goldens and compute-sanitizer, and the
+  # normal build (.carry/bin) through its tests and llama3-8b f16 decode in
+  # the same call.
+  P=.carry/portable
+  [ -d "$P" ] || tar -xJf "$P.tar.xz" -C .carry
+  echo "== portable build: test_gpu"
+  timeout 200 "$P/test_gpu" > "$OUT/test_gpu_portable.log" 2>&1; echo "test_gpu (portable) rc=$?"
+  grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_portable.log" | head -20
+  timeout 60 "$P/test_gpu_serial" > "$OUT/test_gpu_serial_portable.log" 2>&1; echo "test_gpu_serial (portable) rc=$?"
+  echo "== portable build: golden text, families"
+  golden_check "$P" 2>&1 | tail -3
+  RF_BIN=$P bash "$0" families 2>&1 | grep -E "worst|DIFF|MISSING|parts" | head -12
+  echo "== portable build: compute-sanitizer (kernels of one model end to end, the sampler, attention)"
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$P/test_gpu" \
+    --gtest_filter='*Golden*:*Attention*:*Sample*' > "$OUT/sanitizer_portable.log" 2>&1
+  echo "rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer_portable.log" | head -5
+  echo "== normal build: test_gpu and llama3-8b f16 decode"
+  timeout 170 "$BIN/test_gpu" > "$OUT/test_gpu.log" 2>&1; echo "test_gpu rc=$?"
+  grep -E "^\[  FAILED|PASSED" "$OUT/test_gpu.log" | head -5
+  f="$MODELS/llama3-8b-f16.gguf"
+  [ -f "$f" ] || "$BIN/rocmforge" mkmodel --preset llama3-8b --type f16 -o "$f" 2>&1 | tail -1
+  timeout 60 "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r 3 --parallel 1,64 2>/dev/null | grep "| tg\|| pp"
 fi
 
 if [ "$stage" = tp ] || [ "$stage" = tp-serve ] || [ "$stage" = tp-speed ]; then

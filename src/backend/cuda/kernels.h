@@ -174,6 +174,10 @@ struct SampleOutDevice {
 // params[row].mask_offset words.
 void sample(const float* logits, int rows, int vocab, const SampleRowDevice* params, const PenaltyToken* penalties,
             const uint32_t* masks, float* work, SampleOutDevice* out, const LaunchCtx& ctx);
+// Plain greedy rows (sample_common.cuh): each row's ChunkStats of its n
+// logits (token ids first..first+n) into the start of its slice of work.
+void greedy_chunks(const float* logits, int rows, int n, int first, const SampleRowDevice* params,
+                   const uint32_t* masks, float* work, const LaunchCtx& ctx);
 
 // ---- sample_shard.cu
 // The per-rank primitives of vocabulary-parallel sampling

@@ -52,22 +52,6 @@ __device__ uint32_t radix_select(const float* x, int n, uint32_t floor, uint64_t
 
 // Plain greedy rows: the wide path of sample_common.cuh (greedy_chunk,
 // combine_chunks).
-__global__ void __launch_bounds__(256) greedy_partial_kernel(const float* __restrict__ logits, int vocab,
-                                                              const SampleRowDevice* __restrict__ params,
-                                                              const uint32_t* __restrict__ masks,
-                                                              float* __restrict__ work) {
-  pdl_wait();
-  pdl_trigger();
-  __shared__ float fscratch[32];
-  __shared__ ArgMax ascratch[32];
-  const int row = blockIdx.x, split = blockIdx.y;
-  const SampleRowDevice& p = params[row];
-  if (!plain_greedy(p)) return;
-  const ChunkStats c = greedy_chunk(logits + size_t(row) * vocab, vocab, split, 0,
-                                    p.mask_offset >= 0 ? masks + p.mask_offset : nullptr, fscratch, ascratch);
-  if (threadIdx.x == 0) reinterpret_cast<ChunkStats*>(work + size_t(row) * vocab)[split] = c;
-}
-
 __global__ void greedy_final_kernel(const float* __restrict__ logits, int vocab,
                                     const SampleRowDevice* __restrict__ params, const float* __restrict__ work,
                                     SampleOutDevice* __restrict__ out) {
@@ -186,14 +170,37 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   }
 }
 
+__global__ void __launch_bounds__(256) greedy_partial_kernel(const float* __restrict__ logits, int n, int first,
+                                                              const SampleRowDevice* __restrict__ params,
+                                                              const uint32_t* __restrict__ masks,
+                                                              float* __restrict__ work) {
+  pdl_wait();
+  pdl_trigger();
+  __shared__ float fscratch[32];
+  __shared__ ArgMax ascratch[32];
+  const int row = blockIdx.x, split = blockIdx.y;
+  const SampleRowDevice& p = params[row];
+  if (!plain_greedy(p)) return;
+  const ChunkStats c = greedy_chunk(logits + size_t(row) * n, n, split, first,
+                                    p.mask_offset >= 0 ? masks + p.mask_offset : nullptr, fscratch, ascratch);
+  if (threadIdx.x == 0) reinterpret_cast<ChunkStats*>(work + size_t(row) * n)[split] = c;
+}
+
 }  // namespace
+
+void greedy_chunks(const float* logits, int rows, int n, int first, const SampleRowDevice* params,
+                   const uint32_t* masks, float* work, const LaunchCtx& ctx) {
+  RF_CHECK(size_t(n) * sizeof(float) >= kGreedySplits * sizeof(ChunkStats), "cuda sample: ", n,
+           " logits a row are too few for the greedy chunks");
+  launch(greedy_partial_kernel, dim3(unsigned(rows), kGreedySplits), 256, 0, ctx, logits, n, first, params, masks,
+         work);
+  RF_GPU_CHECK_LAUNCH();
+}
 
 void sample(const float* logits, int rows, int vocab, const SampleRowDevice* params, const PenaltyToken* penalties,
             const uint32_t* masks, float* work, SampleOutDevice* out, const LaunchCtx& ctx) {
   if (rows == 0) return;
-  RF_CHECK(size_t(vocab) * sizeof(float) >= kGreedySplits * sizeof(ChunkStats), "cuda sample: vocab too small");
-  launch(greedy_partial_kernel, dim3(rows, kGreedySplits), 256, 0, ctx, logits, vocab, params, masks, work);
-  RF_GPU_CHECK_LAUNCH();
+  greedy_chunks(logits, rows, vocab, 0, params, masks, work, ctx);
   launch(greedy_final_kernel, rows, 32, 0, ctx, logits, vocab, params, work, out);
   RF_GPU_CHECK_LAUNCH();
   launch(sample_kernel, rows, kThreads, 0, ctx, logits, vocab, params, penalties, masks, work, out);

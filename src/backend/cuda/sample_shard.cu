@@ -66,26 +66,9 @@ __global__ void __launch_bounds__(kThreads) prepare_kernel(const float* __restri
   }
 }
 
-// Plain greedy rows (sample_common.cuh): kGreedySplits blocks per row, then
-// one thread per row writes the summary (no top logprobs; work holds the
-// chunk results, not the adjusted row, which only sampled rows read).
-__global__ void __launch_bounds__(256) greedy_prepare_partial_kernel(const float* __restrict__ logits, int local,
-                                                                      int first,
-                                                                      const SampleRowDevice* __restrict__ params,
-                                                                      const uint32_t* __restrict__ masks,
-                                                                      float* __restrict__ work) {
-  pdl_wait();
-  pdl_trigger();
-  __shared__ float fscratch[32];
-  __shared__ ArgMax ascratch[32];
-  const int row = blockIdx.x, split = blockIdx.y;
-  const SampleRowDevice& p = params[row];
-  if (!plain_greedy(p)) return;
-  const ChunkStats c = greedy_chunk(logits + size_t(row) * local, local, split, first,
-                                    p.mask_offset >= 0 ? masks + p.mask_offset : nullptr, fscratch, ascratch);
-  if (threadIdx.x == 0) reinterpret_cast<ChunkStats*>(work + size_t(row) * local)[split] = c;
-}
-
+// Plain greedy rows: greedy_chunks (sample.cu) over the shard, then one
+// thread per row writes the summary (no top logprobs; work holds the chunk
+// results, not the adjusted row, which only sampled rows read).
 __global__ void greedy_prepare_final_kernel(const float* __restrict__ logits, int local, int first,
                                             const SampleRowDevice* __restrict__ params, const float* __restrict__ work,
                                             ShardPrepDevice* __restrict__ out) {
@@ -209,9 +192,7 @@ void shard_prepare(const float* logits, int rows, int local, int first, const Sa
                    const LaunchCtx& ctx) {
   if (rows == 0) return;
   launch(prepare_kernel, rows, kThreads, 0, ctx, logits, local, first, params, penalties, masks, work, out);
-  RF_CHECK(size_t(local) * sizeof(float) >= kGreedySplits * sizeof(ChunkStats), "cuda sample: vocabulary share too small");
-  launch(greedy_prepare_partial_kernel, dim3(unsigned(rows), kGreedySplits), 256, 0, ctx, logits, local, first, params,
-         masks, work);
+  greedy_chunks(logits, rows, local, first, params, masks, work, ctx);
   launch(greedy_prepare_final_kernel, rows, 32, 0, ctx, logits, local, first, params, work, out);
   RF_GPU_CHECK_LAUNCH();
 }
