@@ -43,7 +43,8 @@ TEST_P(CudaFused, MatchCpuReference) {
   for (int n : {1, 3, 8}) {
     auto x = test::round_f16(test::randn(size_t(n) * k, rng));
     void* gx = test::upload(*gpu, test::to_f16(x));
-    Tensor cx = make_tensor(x.data(), DType::F32, k, n), tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA);
+    auto xr = test::gemv_activations(*gpu, type, n, k, x);
+    Tensor cx = make_tensor(xr.data(), DType::F32, k, n), tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA);
     // q/k/v: 3 weights of different heights, with and without biases (q/k/v
     // biases of Qwen2 and GLM-4; the GEMV adds them in its epilogue).
     const int rows[3] = {256, 64, 96};
@@ -121,15 +122,18 @@ TEST(CudaFusedOps, MixedFormatProjectionsMatchCpu) {
     for (int n : {1, 3}) {
       auto x = test::round_f16(test::randn(size_t(n) * k, rng));
       void* gx = test::upload(*gpu, test::to_f16(x));
-      Tensor cx = make_tensor(x.data(), DType::F32, k, n), tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA);
+      Tensor tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA);
       std::vector<std::vector<float>> ref(3);
-      std::vector<Tensor> couts, gouts;
+      std::vector<Tensor> gouts;
       for (int i = 0; i < 3; ++i) {
+        // Each output from the activations its format's GEMV reads.
+        auto xr = test::gemv_activations(*gpu, types[size_t(i)], n, k, x);
         ref[size_t(i)].resize(size_t(n) * rows[i]);
-        couts.push_back(make_tensor(ref[size_t(i)].data(), DType::F32, rows[i], n));
+        Tensor cx = make_tensor(xr.data(), DType::F32, k, n);
+        Tensor cout = make_tensor(ref[size_t(i)].data(), DType::F32, rows[i], n);
+        cpu.matmul(cx, cws[size_t(i)], cout);
         gouts.push_back(make_tensor(gpu->alloc(size_t(n) * rows[i] * 2, "out"), DType::F16, rows[i], n, DeviceKind::CUDA));
       }
-      cpu.matmul_multi(cx, cws, couts, {});
       gpu->matmul_multi(tx, gws, gouts, {});
       for (int i = 0; i < 3; ++i) {
         EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gouts[size_t(i)].data, ref[size_t(i)].size())),

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -24,6 +25,21 @@
   } while (0)
 
 namespace rf::test {
+
+// The activations x (n rows of k) as the GPU's matmul of this weight format
+// reads them: x itself, or, where the backend quantizes them to 8 bits
+// (CudaBackend::gemv_quantizes_activations), x after the same quantization:
+// per 32, d = max |x| / 127 and x = d * round(x / d).
+inline std::vector<float> gemv_activations(const CudaBackend& gpu, DType w_type, int n, int k, std::vector<float> x) {
+  if (!gpu.gemv_quantizes_activations(w_type, n, k)) return x;
+  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
+    float amax = 0.0f;
+    for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f, inv = d > 0.0f ? 1.0f / d : 0.0f;
+    for (size_t i = b; i < b + 32; ++i) x[i] = d * float(std::nearbyint(x[i] * inv));
+  }
+  return x;
+}
 
 // Small explicit budgets so GPU tests can run in parallel.
 inline std::unique_ptr<CudaBackend> make_gpu() {

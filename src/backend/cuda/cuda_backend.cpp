@@ -35,7 +35,7 @@ namespace {
 using OpTimer = gpu::OpProfiler::Scope;  // times one op when profiling
 }  // namespace
 
-gpu::LaunchCtx CudaBackend::ctx() const { return {S(stream_), options_, warp_size_}; }
+gpu::LaunchCtx CudaBackend::ctx() const { return {S(stream_), options_, warp_size_, act_q8_}; }
 
 const char* CudaBackend::vendor() { return RF_GPU_VENDOR; }
 
@@ -69,6 +69,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   RF_GPU_CHECK(gpuEventCreate(&impl_->meta_copied));
   RF_GPU_CHECK(gpuHostAlloc(&impl_->staging, kStagingBytes, gpuHostAllocDefault));
   if (gpu::Blas::workspace_bytes() > 0) impl_->blas_workspace = alloc(gpu::Blas::workspace_bytes(), "BLAS workspace");
+  if (options_.kq_stream_rows > 0) act_q8_ = alloc(gpu::act_q8_bytes(), "8-bit activations");
   n_sms_ = prop.multiProcessorCount;
   if (options_.profile) impl_->profiler = std::make_unique<gpu::OpProfiler>(s);
   impl_->blas = std::make_unique<gpu::Blas>(ctx(), impl_->blas_workspace, gpu::Blas::workspace_bytes());
@@ -331,6 +332,10 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& 
                (out.type == DType::F32 || out.type == DType::F16) && out.cols() == x.cols() && out.rows() >= x.rows(),
            "cuda rms_norm: bad inputs");
   gpu::rms_norm(x.data, x.type, w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, ctx());
+}
+
+bool CudaBackend::gemv_quantizes_activations(DType w_type, int n, int k) const {
+  return act_q8_ && gpu::gemv_quantizes_activations(options_, warp_size_, w_type, n, k);
 }
 
 void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {

@@ -98,6 +98,10 @@ class CudaBackend final : public Backend {
   void* stream() const { return stream_; }
   int device_index() const { return options_.device; }
   const CudaOptions& options() const { return options_; }
+  // Whether matmuls of this weight format and shape quantize the
+  // activations to 8 bits (the batch-1 Q4_K GEMV; tests build their
+  // reference from the same activations).
+  bool gemv_quantizes_activations(DType w_type, int n, int k) const;
   gpu::LaunchCtx ctx() const;  // the stream and options_, for the launchers
   gpu::OpProfiler* profiler() const;  // null unless CudaOptions::profile
   size_t allocated_bytes() const override { return allocated_; }
@@ -121,6 +125,7 @@ class CudaBackend final : public Backend {
   CudaOptions options_;
   std::string name_;
   void* stream_ = nullptr;
+  void* act_q8_ = nullptr;  // LaunchCtx::act_q8
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<MoeScratch> moe_;
   std::mutex alloc_mu_;

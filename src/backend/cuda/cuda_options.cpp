@@ -29,6 +29,10 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
     o.gemv_tma_rows = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_GEMV_FOUR_MIN_BLOCKS"); p && std::atoi(p) > 0)
     o.gemv_four_row_min_blocks = std::atoi(p);
+  if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_ROWS"); p && *p) {
+    const int r = std::atoi(p);
+    if (r == 0 || r == 1 || r == 2 || r == 4) o.kq_stream_rows = r;
+  }
   if (!switch_on("ROCMFORGE_MMA")) o.mma_max_rows_quant = 0;
   if (const char* p = std::getenv("ROCMFORGE_MOE_MMA_ROWS"); p && *p && std::atoi(p) >= 0)
     o.moe_mma_rows = std::atoi(p);

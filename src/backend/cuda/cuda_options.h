@@ -37,13 +37,16 @@
 //                            they fit, not by the rule  (gemv_tma_rows)
 //   ROCMFORGE_GEMV_FOUR_MIN_BLOCKS=N the rule's grid size for 4 rows, N > 0
 //                                              (gemv_four_row_min_blocks)
+//   ROCMFORGE_KQ_STREAM_ROWS=N rows per warp of the streaming Q4_K GEMV
+//                            (1, 2 or 4); 0: the shared-memory k-quant
+//                            GEMV instead                (kq_stream_rows)
 //   ROCMFORGE_ATTN_BLOCKS=N  decode-attention block target, N > 0
 //                                                    (attention_target_blocks)
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
 //                            at exit; graphs are off    (profile: any value
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
-// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_GEMV_TMA_ROWS,
+// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_GEMV_TMA_ROWS, ROCMFORGE_KQ_STREAM_ROWS,
 // ROCMFORGE_GEMV_FOUR_MIN_BLOCKS and ROCMFORGE_PROFILE override the caller's
 // value.
 // The backend applies from_env() to the options it is given, once, in its
@@ -106,6 +109,12 @@ struct CudaOptions {
   // 167.7 -> 168.9 tok/s at TP=1 (q/k/v and attn_output to 2 rows) and
   // 265.5 -> 267.1 at TP=2 (ffn_gate/up and ffn_down to 2 rows).
   int gemv_four_row_min_blocks = 2048;
+  // Batch-1 Q4_K GEMVs stream their weights through registers against 8-bit
+  // activations (gemv_stream.cu), this many rows per warp (1, 2 or 4); 0:
+  // the k-quant GEMV of gemv.cu (f16 activations). Measured on the H100,
+  // llama3-8b q4_k_m tg128 batch 1: 0: 295.2, 1: 330.2, 2: 336.6, 4: 315.5
+  // tok/s (with f16 activations the streaming kernel was slower: 240-290).
+  int kq_stream_rows = 2;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
 

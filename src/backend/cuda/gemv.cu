@@ -8,12 +8,15 @@
 //    rows bulk-copied into shared memory (TMA, sm_90);
 //  - gemv_tma_kernel: f16 weights, one activation row, rows bulk-copied into
 //    shared memory (sm_90).
+// Q4_K with one activation row goes to the streaming kernel of
+// gemv_stream.cu where it applies.
 // Up to three weight matrices of one format and width go through one launch
 // (segments), each optionally adding an f32 bias per row (q/k/v biases),
 // and a gate/up pair can be fused with SiLU or GELU (paired). Expert mode
 // (mixture-of-experts FFNs, gemv_experts): blockIdx.y takes one tile of
 // rows grouped by expert and reads only that expert's weights. Switches:
 // CudaOptions::tma_gemv and l2_prefetch (cuda_options.h).
+#include "backend/cuda/gemv_args.cuh"
 #include "backend/cuda/gemv_dot.cuh"
 #include "backend/cuda/glu.cuh"
 #include "backend/cuda/kernels.h"
@@ -25,87 +28,6 @@ namespace {
 constexpr int kMaxCols = 8;        // activation rows per GEMV launch
 constexpr int kGemvThreads = 256;
 constexpr int kGemvRows = 4;        // rows per block: 64 threads per row (2 warps of 32, or 1 of 64)
-
-template <typename T> __device__ __forceinline__ void store_out(T* p, float v) { *p = from_float<T>(v); }
-
-// Up to 3 weight matrices of the same type and width, stacked: global row r
-// belongs to the first segment whose row_end exceeds it and writes that
-// segment's output (plus the segment's bias, if any). Paired mode: segment 0
-// is gate, w_up the matching up rows, and out[0] receives act(gate) * up
-// (gelu ? GELU : SiLU).
-struct GemvArgs {
-  const uint8_t* w[3];
-  void* out[3];
-  const float* bias[3];
-  int row_end[3];
-  int n_segs;
-  const uint8_t* w_up;
-  bool gelu;
-  size_t row_bytes;
-  int k, n;
-  const __half* x;
-  bool prefetch;  // bulk L2 prefetch of each row (16-byte aligned rows only)
-  bool tma;       // rows may be bulk-copied to shared memory (sm_90 TMA; launchers check the size)
-  // Expert mode (tiles != nullptr; one segment): block row blockIdx.y takes
-  // tile {expert, first row, rows} of the previous kernel's tiles[] (blocks
-  // past *n_tiles exit): weights w[0] and w_up advanced by expert *
-  // expert_bytes, x and out by the tile's first row.
-  const int4* tiles;
-  const int* n_tiles;
-  size_t expert_bytes;
-  bool x_one_row;  // expert mode: every tile reads x's first row (one token, no gather)
-};
-
-// The part of x, of the weights and of out that a block works on: all of
-// them, or its expert tile's.
-struct GemvTile {
-  size_t w_off;
-  const __half* x;
-  int n;
-  size_t out_off;  // elements
-};
-// False when the block has no tile (it exits). In expert mode the tiles are
-// the previous kernel's output: wait for it first (no weight prefetch before
-// the wait, since the expert is not known yet).
-__device__ __forceinline__ bool gemv_tile(const GemvArgs& a, int m, GemvTile& t) {
-  t.w_off = 0;
-  t.x = a.x;
-  t.n = a.n;
-  t.out_off = 0;
-  if (!a.tiles) return true;
-  pdl_wait();
-  if (int(blockIdx.y) >= *a.n_tiles) return false;
-  const int4 tile = a.tiles[blockIdx.y];
-  t.w_off = size_t(tile.x) * a.expert_bytes;
-  t.x = a.x_one_row ? a.x : a.x + size_t(tile.y) * a.k;
-  t.n = tile.z;
-  t.out_off = size_t(tile.y) * m;
-  return true;
-}
-
-// Row r's weights and output: the segment it belongs to. Segment lookups use
-// constant indices only: indexing the kernel parameters at run time would
-// copy them to local memory in every thread.
-struct GemvRow {
-  const uint8_t* w;
-  void* out;
-  const float* bias;
-  int local, seg_rows;
-};
-__device__ __forceinline__ GemvRow gemv_row(const GemvArgs& a, int r) {
-  const int seg = (a.n_segs > 1 && r >= a.row_end[0]) + (a.n_segs > 2 && r >= a.row_end[1]);
-  const int start = seg == 0 ? 0 : (seg == 1 ? a.row_end[0] : a.row_end[1]);
-  GemvRow g;
-  g.local = r - start;
-  g.seg_rows = (seg == 0 ? a.row_end[0] : (seg == 1 ? a.row_end[1] : a.row_end[2])) - start;
-  g.w = (seg == 0 ? a.w[0] : (seg == 1 ? a.w[1] : a.w[2])) + size_t(g.local) * a.row_bytes;
-  g.out = seg == 0 ? a.out[0] : (seg == 1 ? a.out[1] : a.out[2]);
-  g.bias = seg == 0 ? a.bias[0] : (seg == 1 ? a.bias[1] : a.bias[2]);
-  return g;
-}
-
-// A finished dot product: plus the row's bias, if its segment has one.
-__device__ __forceinline__ float with_bias(const GemvRow& g, float s) { return g.bias ? s + g.bias[g.local] : s; }
 
 // One block: kGemvRows rows of kGemvThreads / kGemvRows threads each; the
 // warps of a row split its columns and combine through shared memory.
@@ -443,6 +365,9 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
       }
     }
 #endif
+    if constexpr (T == DType::Q4_K) {
+      if (a.n == 1 && launch_gemv_q4k_stream(a, out_type, paired, ctx)) continue;
+    }
     // Single-column launches (batch-1 decode) use kernels with one
     // accumulator per row: fewer registers, more warps in flight.
     // (Only for the common formats, to keep instantiations few.)

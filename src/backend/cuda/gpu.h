@@ -187,13 +187,20 @@ namespace rf::gpu {
 // most one launch ahead. CudaOptions::pdl (ROCMFORGE_PDL=0) turns it off.
 //
 // What every launcher gets: the backend's stream and its options (read once,
-// at construction). Launchers pass it down; nothing on a launch path reads
-// the environment or a global.
+// at construction), and the backend's buffer for 8-bit activations (the
+// streaming Q4_K GEMV quantizes its input row there; ops on one stream run in
+// order, so one buffer serves them all). Launchers pass it down; nothing on
+// a launch path reads the environment or a global.
 struct LaunchCtx {
   gpuStream_t stream;
   const CudaOptions& options;
-  int warp_size;  // the device's (gpuDeviceProp::warpSize): host launch math
+  int warp_size;             // the device's (gpuDeviceProp::warpSize): host launch math
+  void* act_q8 = nullptr;    // kActQ8MaxK activations' worth (act_q8_bytes)
 };
+// The 8-bit activation buffer: per 32 activations a float2 (scale d, d *
+// sum of the quants), then the quants; rows of up to kActQ8MaxK.
+constexpr int kActQ8MaxK = 65536;
+constexpr size_t act_q8_bytes() { return size_t(kActQ8MaxK) / 32 * 8 + size_t(kActQ8MaxK); }
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 __device__ __forceinline__ void pdl_wait() {

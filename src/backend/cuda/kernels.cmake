@@ -9,6 +9,7 @@
 #    (HIP, and CUDA with ROCMFORGE_PORTABLE_KERNELS).
 set(RF_GPU_KERNELS
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemv.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemv_stream.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemm_mma.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemm_tiled.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/dequant.cu
