@@ -73,31 +73,40 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
 
 // Batch-1 Q4_K GEMVs read their activations as 8-bit quants (one scale per
 // 32; gemv_stream.cu). Against the CPU with the same quantized activations
-// they agree as closely as any GEMV (every rows-per-warp variant, a partial
-// last block); against the CPU with the f16 activations themselves the
-// normalized mean squared error stays under 5e-4, the tolerance llama.cpp's
-// test-backend-ops gives matrix products (whose CUDA GEMVs quantize
-// activations the same way).
+// they agree as closely as any GEMV (every rows-per-warp and warps-per-row
+// variant, a partial last block, rows of an odd number of super-blocks,
+// gate*up fused with SiLU); against the CPU
+// with the f16 activations themselves the normalized mean squared error
+// stays under 5e-4, the tolerance llama.cpp's test-backend-ops gives matrix
+// products (whose CUDA GEMVs quantize activations the same way).
 TEST(CudaOps, Q4KGemvEightBitActivations) {
   RF_REQUIRE_GPU();
   std::mt19937 rng(17);
   CpuBackend cpu(2);
-  for (const int rows_per_warp : {1, 2, 4}) {
+  const auto quantized = [&](DType type, int m, int k) {
+    auto wf = test::randn(size_t(m) * k, rng, 0.3f);
+    const size_t rb = row_bytes(type, uint64_t(k));
+    std::vector<uint8_t> wq(rb * size_t(m));
+    for (int r = 0; r < m; ++r) quantize_row(type, wf.data() + size_t(r) * k, wq.data() + r * rb, size_t(k));
+    return wq;
+  };
+  const DType type = DType::Q4_K;
+  for (const int rows_per_warp : {1, 2, 4})
+  for (const int split : {0, 1, 2, 4}) {
     CudaOptions o;
     o.dequant_scratch_bytes = size_t(32) << 20;
     o.kq_stream_rows = rows_per_warp;
+    o.kq_stream_split = split;
     CudaBackend gpu(o);
     gpu.reserve(BackendLimits{64, 4, 4, 4, 100, 14336 * 64, 1, 1});
-    for (const auto& [k, m] : {std::pair{4096, 67}, std::pair{14336, 130}}) {
-      ASSERT_TRUE(gpu.gemv_quantizes_activations(DType::Q4_K, 1, k)) << "k=" << k;
-      auto wf = test::randn(size_t(m) * k, rng, 0.3f);
-      const size_t rb = row_bytes(DType::Q4_K, uint64_t(k));
-      std::vector<uint8_t> wq(rb * size_t(m));
-      for (int r = 0; r < m; ++r) quantize_row(DType::Q4_K, wf.data() + size_t(r) * k, wq.data() + r * rb, size_t(k));
+    const std::string variant = str(dtype_name(type), ", rows per warp ", rows_per_warp, ", split ", split);
+    for (const auto& [k, m] : {std::pair{4096, 67}, std::pair{14336, 130}, std::pair{2304, 40}}) {
+      ASSERT_TRUE(gpu.gemv_quantizes_activations(type, 1, k)) << variant << ", k=" << k;
+      auto wq = quantized(type, m, k);
       auto x = test::round_f16(test::randn(size_t(k), rng));
-      auto xq = test::gemv_activations(gpu, DType::Q4_K, 1, k, x);
+      auto xq = test::gemv_activations(gpu, type, 1, k, x);
       std::vector<float> ref(static_cast<size_t>(m)), ref_q(static_cast<size_t>(m));
-      Tensor cw = make_tensor(wq.data(), DType::Q4_K, k, m);
+      Tensor cw = make_tensor(wq.data(), type, k, m);
       Tensor cx = make_tensor(x.data(), DType::F32, k, 1), cxq = make_tensor(xq.data(), DType::F32, k, 1);
       Tensor co = make_tensor(ref.data(), DType::F32, m, 1), coq = make_tensor(ref_q.data(), DType::F32, m, 1);
       cpu.matmul(cx, cw, co);
@@ -108,14 +117,33 @@ TEST(CudaOps, Q4KGemvEightBitActivations) {
       Tensor tx = make_tensor(gx, DType::F16, k, 1, DeviceKind::CUDA), to = make_tensor(go, DType::F32, m, 1, DeviceKind::CUDA);
       gpu.matmul(tx, gw, to);
       const auto got = test::download<float>(gpu, go, size_t(m));
-      EXPECT_LT(test::rel_l2(got, ref_q), 2e-3) << "rows per warp " << rows_per_warp << " k=" << k;
+      EXPECT_LT(test::rel_l2(got, ref_q), 2e-3) << variant << ", k=" << k;
       const double nmse = test::rel_l2(got, ref) * test::rel_l2(got, ref);
-      EXPECT_LT(nmse, 5e-4) << "rows per warp " << rows_per_warp << " k=" << k;
+      EXPECT_LT(nmse, 5e-4) << variant << ", k=" << k;
       EXPECT_GT(test::rel_l2(ref_q, ref), 1e-4) << "the activations were not quantized";
       gpu.free(gw.data);
       gpu.free(gx);
       gpu.free(go);
     }
+    // gate * up with SiLU, 5120 wide (two warps per row set by the rule).
+    const int k = 5120, m = 96;
+    auto wg = quantized(type, m, k), wu = quantized(type, m, k);
+    auto x = test::round_f16(test::randn(size_t(k), rng));
+    auto xq = test::gemv_activations(gpu, type, 1, k, x);
+    std::vector<float> g(static_cast<size_t>(m)), u(static_cast<size_t>(m));
+    Tensor cwg = make_tensor(wg.data(), type, k, m), cwu = make_tensor(wu.data(), type, k, m);
+    Tensor cxq = make_tensor(xq.data(), DType::F32, k, 1);
+    Tensor cg = make_tensor(g.data(), DType::F32, m, 1), cu = make_tensor(u.data(), DType::F32, m, 1);
+    cpu.matmul_gate_up_glu(cxq, cwg, cwu, cg, cu, cg, Activation::SiLU);
+    Tensor gwg = gpu.load_weight(cwg, "g"), gwu = gpu.load_weight(cwu, "u");
+    void* gx = test::upload(gpu, test::to_f16(x));
+    Tensor tx = make_tensor(gx, DType::F16, k, 1, DeviceKind::CUDA);
+    Tensor go = make_tensor(gpu.alloc(size_t(m) * 2, "o"), DType::F16, m, 1, DeviceKind::CUDA);
+    Tensor gu = make_tensor(gpu.alloc(size_t(m) * 2, "u"), DType::F16, m, 1, DeviceKind::CUDA);
+    gpu.matmul_gate_up_glu(tx, gwg, gwu, go, gu, go, Activation::SiLU);
+    EXPECT_LT(test::rel_l2(test::from_f16(test::download<uint16_t>(gpu, go.data, size_t(m))), g), 5e-3)
+        << variant << ", gate*up";
+    for (void* p : {gwg.data, gwu.data, gx, go.data, gu.data}) gpu.free(p);
   }
 }
 

@@ -37,9 +37,12 @@
 //                            they fit, not by the rule  (gemv_tma_rows)
 //   ROCMFORGE_GEMV_FOUR_MIN_BLOCKS=N the rule's grid size for 4 rows, N > 0
 //                                              (gemv_four_row_min_blocks)
-//   ROCMFORGE_KQ_STREAM_ROWS=N rows per warp of the streaming Q4_K GEMV
+//   ROCMFORGE_KQ_STREAM_ROWS=N rows per warp of the streaming k-quant GEMV
 //                            (1, 2 or 4); 0: the shared-memory k-quant
 //                            GEMV instead                (kq_stream_rows)
+//   ROCMFORGE_KQ_STREAM_SPLIT=N warps per set of rows of that GEMV (1, 2, 4)
+//                            instead of the rule by row length
+//                                                         (kq_stream_split)
 //   ROCMFORGE_ATTN_BLOCKS=N  decode-attention block target, N > 0
 //                                                    (attention_target_blocks)
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
@@ -47,8 +50,8 @@
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
 // ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_GEMV_TMA_ROWS, ROCMFORGE_KQ_STREAM_ROWS,
-// ROCMFORGE_GEMV_FOUR_MIN_BLOCKS and ROCMFORGE_PROFILE override the caller's
-// value.
+// ROCMFORGE_KQ_STREAM_SPLIT, ROCMFORGE_GEMV_FOUR_MIN_BLOCKS and
+// ROCMFORGE_PROFILE override the caller's value.
 // The backend applies from_env() to the options it is given, once, in its
 // constructor (so every CudaBackend follows the environment).
 #pragma once
@@ -115,6 +118,9 @@ struct CudaOptions {
   // llama3-8b q4_k_m tg128 batch 1: 0: 295.2, 1: 330.2, 2: 336.6, 4: 315.5
   // tok/s (with f16 activations the streaming kernel was slower: 240-290).
   int kq_stream_rows = 2;
+  // ... and this many warps share a set of rows (1, 2 or 4), splitting its
+  // width; 0: by the row length (gemv_stream.cu's stream_split).
+  int kq_stream_split = 0;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
 

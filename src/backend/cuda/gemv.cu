@@ -366,7 +366,7 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
     }
 #endif
     if constexpr (T == DType::Q4_K) {
-      if (a.n == 1 && launch_gemv_q4k_stream(a, out_type, paired, ctx)) continue;
+      if (a.n == 1 && launch_gemv_kq_stream(T, a, out_type, paired, ctx)) continue;
     }
     // Single-column launches (batch-1 decode) use kernels with one
     // accumulator per row: fewer registers, more warps in flight.

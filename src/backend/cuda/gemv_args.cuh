@@ -2,7 +2,7 @@
 // the launch arguments (GemvArgs: up to three stacked weight matrices with
 // their outputs and biases, a gate/up pair, expert tiles), how a block finds
 // its expert tile (gemv_tile) and a row its matrix (gemv_row), and the
-// finished value's bias and store. The streaming Q4_K launcher is declared
+// finished value's bias and store. The streaming k-quant launcher is declared
 // here too.
 #pragma once
 
@@ -39,7 +39,7 @@ struct GemvArgs {
   const int* n_tiles;
   size_t expert_bytes;
   bool x_one_row;  // expert mode: every tile reads x's first row (one token, no gather)
-  // The streaming Q4_K kernel: x as 8-bit quants with a float2 (d, d * sum
+  // The streaming k-quant kernel: x as 8-bit quants with a float2 (d, d * sum
   // of quants) per 32 (the layout of LaunchCtx::act_q8).
   const int8_t* xq;
   const float2* xds;
@@ -96,9 +96,9 @@ __device__ __forceinline__ GemvRow gemv_row(const GemvArgs& a, int r) {
 // A finished dot product: plus the row's bias, if its segment has one.
 __device__ __forceinline__ float with_bias(const GemvRow& g, float s) { return g.bias ? s + g.bias[g.local] : s; }
 
-// The streaming Q4_K kernel (gemv_stream.cu) for one activation row, when
-// CudaOptions::kq_stream_rows is on and the shape and alignment suit it;
-// false if it did not launch.
-bool launch_gemv_q4k_stream(const GemvArgs& a, DType out_type, bool paired, const LaunchCtx& ctx);
+// The streaming k-quant kernel (gemv_stream.cu) for one activation row, when
+// it is on for this format (gemv_quantizes_activations) and the alignment
+// suits it; false if it did not launch.
+bool launch_gemv_kq_stream(DType w_type, const GemvArgs& a, DType out_type, bool paired, const LaunchCtx& ctx);
 
 }  // namespace rf::gpu
