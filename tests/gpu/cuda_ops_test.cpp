@@ -71,15 +71,16 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
                                            DType::Q6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
-// Batch-1 Q4_K GEMVs read their activations as 8-bit quants (one scale per
-// 32; gemv_stream.cu). Against the CPU with the same quantized activations
+// Batch-1 Q4_K and Q6_K GEMVs read their activations as 8-bit quants (one
+// scale per 32; gemv_stream.cu). Against the CPU with the same quantized activations
 // they agree as closely as any GEMV (every rows-per-warp and warps-per-row
-// variant, a partial last block, rows of an odd number of super-blocks,
-// gate*up fused with SiLU); against the CPU
+// variant, a partial last block, rows of an odd number of super-blocks (so
+// Q6_K's at both 2-byte alignments), gate*up fused with SiLU); against the
+// CPU
 // with the f16 activations themselves the normalized mean squared error
 // stays under 5e-4, the tolerance llama.cpp's test-backend-ops gives matrix
 // products (whose CUDA GEMVs quantize activations the same way).
-TEST(CudaOps, Q4KGemvEightBitActivations) {
+TEST(CudaOps, KQuantGemvEightBitActivations) {
   RF_REQUIRE_GPU();
   std::mt19937 rng(17);
   CpuBackend cpu(2);
@@ -90,12 +91,12 @@ TEST(CudaOps, Q4KGemvEightBitActivations) {
     for (int r = 0; r < m; ++r) quantize_row(type, wf.data() + size_t(r) * k, wq.data() + r * rb, size_t(k));
     return wq;
   };
-  const DType type = DType::Q4_K;
+  for (const DType type : {DType::Q4_K, DType::Q6_K})
   for (const int rows_per_warp : {1, 2, 4})
   for (const int split : {0, 1, 2, 4}) {
     CudaOptions o;
     o.dequant_scratch_bytes = size_t(32) << 20;
-    o.kq_stream_rows = rows_per_warp;
+    o.kq_stream_rows = o.kq_stream_q6k_rows = rows_per_warp;
     o.kq_stream_split = split;
     CudaBackend gpu(o);
     gpu.reserve(BackendLimits{64, 4, 4, 4, 100, 14336 * 64, 1, 1});

@@ -69,7 +69,8 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   RF_GPU_CHECK(gpuEventCreate(&impl_->meta_copied));
   RF_GPU_CHECK(gpuHostAlloc(&impl_->staging, kStagingBytes, gpuHostAllocDefault));
   if (gpu::Blas::workspace_bytes() > 0) impl_->blas_workspace = alloc(gpu::Blas::workspace_bytes(), "BLAS workspace");
-  if (options_.kq_stream_rows > 0) act_q8_ = alloc(gpu::act_q8_bytes(), "8-bit activations");
+  if (options_.kq_stream_rows > 0 || options_.kq_stream_q6k_rows > 0)
+    act_q8_ = alloc(gpu::act_q8_bytes(), "8-bit activations");
   n_sms_ = prop.multiProcessorCount;
   if (options_.profile) impl_->profiler = std::make_unique<gpu::OpProfiler>(s);
   impl_->blas = std::make_unique<gpu::Blas>(ctx(), impl_->blas_workspace, gpu::Blas::workspace_bytes());

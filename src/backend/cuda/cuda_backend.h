@@ -99,7 +99,7 @@ class CudaBackend final : public Backend {
   int device_index() const { return options_.device; }
   const CudaOptions& options() const { return options_; }
   // Whether matmuls of this weight format and shape quantize the
-  // activations to 8 bits (the batch-1 Q4_K GEMV; tests build their
+  // activations to 8 bits (the batch-1 Q4_K / Q6_K GEMV; tests build their
   // reference from the same activations).
   bool gemv_quantizes_activations(DType w_type, int n, int k) const;
   gpu::LaunchCtx ctx() const;  // the stream and options_, for the launchers

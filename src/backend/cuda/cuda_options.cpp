@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace rf {
 
@@ -29,9 +30,12 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
     o.gemv_tma_rows = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_GEMV_FOUR_MIN_BLOCKS"); p && std::atoi(p) > 0)
     o.gemv_four_row_min_blocks = std::atoi(p);
-  if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_ROWS"); p && *p) {
-    const int r = std::atoi(p);
-    if (r == 0 || r == 1 || r == 2 || r == 4) o.kq_stream_rows = r;
+  for (auto [name, field] : {std::pair{"ROCMFORGE_KQ_STREAM_ROWS", &o.kq_stream_rows},
+                              std::pair{"ROCMFORGE_KQ_STREAM_Q6K_ROWS", &o.kq_stream_q6k_rows}}) {
+    if (const char* p = std::getenv(name); p && *p) {
+      const int r = std::atoi(p);
+      if (r == 0 || r == 1 || r == 2 || r == 4) *field = r;
+    }
   }
   if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_SPLIT"); p && (std::atoi(p) == 1 || std::atoi(p) == 2 || std::atoi(p) == 4))
     o.kq_stream_split = std::atoi(p);

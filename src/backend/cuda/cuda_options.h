@@ -40,6 +40,8 @@
 //   ROCMFORGE_KQ_STREAM_ROWS=N rows per warp of the streaming k-quant GEMV
 //                            (1, 2 or 4); 0: the shared-memory k-quant
 //                            GEMV instead                (kq_stream_rows)
+//   ROCMFORGE_KQ_STREAM_Q6K_ROWS=N the same for Q6_K (1, 2 or 4; 0: the
+//                            shared-memory kernel)   (kq_stream_q6k_rows)
 //   ROCMFORGE_KQ_STREAM_SPLIT=N warps per set of rows of that GEMV (1, 2, 4)
 //                            instead of the rule by row length
 //                                                         (kq_stream_split)
@@ -50,7 +52,7 @@
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
 // ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_GEMV_TMA_ROWS, ROCMFORGE_KQ_STREAM_ROWS,
-// ROCMFORGE_KQ_STREAM_SPLIT, ROCMFORGE_GEMV_FOUR_MIN_BLOCKS and
+// ROCMFORGE_KQ_STREAM_Q6K_ROWS, ROCMFORGE_KQ_STREAM_SPLIT, ROCMFORGE_GEMV_FOUR_MIN_BLOCKS and
 // ROCMFORGE_PROFILE override the caller's value.
 // The backend applies from_env() to the options it is given, once, in its
 // constructor (so every CudaBackend follows the environment).
@@ -112,7 +114,7 @@ struct CudaOptions {
   // 167.7 -> 168.9 tok/s at TP=1 (q/k/v and attn_output to 2 rows) and
   // 265.5 -> 267.1 at TP=2 (ffn_gate/up and ffn_down to 2 rows).
   int gemv_four_row_min_blocks = 2048;
-  // Batch-1 Q4_K GEMVs stream their weights through registers against 8-bit
+  // Batch-1 Q4_K (and Q6_K) GEMVs stream their weights through registers against 8-bit
   // activations (gemv_stream.cu), this many rows per warp (1, 2 or 4); 0:
   // the k-quant GEMV of gemv.cu (f16 activations). Measured on the H100,
   // llama3-8b q4_k_m tg128 batch 1: 0: 295.2, 1: 330.2, 2: 336.6, 4: 315.5
@@ -121,6 +123,9 @@ struct CudaOptions {
   // ... and this many warps share a set of rows (1, 2 or 4), splitting its
   // width; 0: by the row length (gemv_stream.cu's stream_split).
   int kq_stream_split = 0;
+  // ... and for Q6_K, this many rows per warp (1, 2 or 4; 0: the kernel of
+  // gemv.cu). Measured as above: 0: 339.0, 1: 353.1, 2: 355.8 tok/s.
+  int kq_stream_q6k_rows = 2;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
 

@@ -8,7 +8,7 @@
 //    rows bulk-copied into shared memory (TMA, sm_90);
 //  - gemv_tma_kernel: f16 weights, one activation row, rows bulk-copied into
 //    shared memory (sm_90).
-// Q4_K with one activation row goes to the streaming kernel of
+// Q4_K and Q6_K with one activation row go to the streaming kernel of
 // gemv_stream.cu where it applies.
 // Up to three weight matrices of one format and width go through one launch
 // (segments), each optionally adding an f32 bias per row (q/k/v biases),
@@ -365,7 +365,7 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
       }
     }
 #endif
-    if constexpr (T == DType::Q4_K) {
+    if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
       if (a.n == 1 && launch_gemv_kq_stream(T, a, out_type, paired, ctx)) continue;
     }
     // Single-column launches (batch-1 decode) use kernels with one

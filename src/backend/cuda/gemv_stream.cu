@@ -1,17 +1,14 @@
-// Streaming k-quant GEMV for one activation row (batch-1 decode; Q4_K): the
-// weights go straight from memory into registers, no shared memory, no
+// Streaming k-quant GEMV for one activation row (batch-1 decode; Q4_K and
+// Q6_K): the weights go straight from memory into registers, no shared memory, no
 // block barrier (but for long rows, below), so each warp computes as soon
 // as its own bytes land and the loads of every warp overlap the others'
 // arithmetic.
 //
 // A warp takes kRows rows (and their up rows when paired: gate/up fused
-// with SiLU/GELU) across the whole width. Lane l takes the 32-byte quant
-// chunks l, l + W, l + 2W, ... of each row (W: the warp size). Chunk c lies
-// in super-block c / 4 and holds sub-block 2 (c % 4) in its low nibbles and
-// 2 (c % 4) + 1 in its high ones (activations 64 c .. 64 c + 63); the lane
-// loads it with its super-block's 16-byte header (d, dmin, packed scales).
-// Since W is a multiple of 4, a lane's chunks always sit at the same place
-// in their super-blocks. The next chunk's loads are issued before the
+// with SiLU/GELU) across the whole width. Lane l takes the chunks of 64
+// weights l, l + W, l + 2W, ... of each row (W: the warp size; the format's
+// StreamFormat says which bytes a chunk is). Since W is a multiple of 4, a
+// lane's chunks always sit at the same place in their super-blocks. The next chunk's loads are issued before the
 // current one is computed, and the first ones before the wait for the
 // previous kernel (weights are constant). The activations go in as 8-bit
 // quants with a scale per 32 (quantize_act_q8_kernel, launched just before
@@ -43,6 +40,12 @@ __device__ __forceinline__ uint4 load_weights16(const uint8_t* p) {
 #endif
 }
 
+// 4 bytes of weights at a 4-aligned address, and 2 at a 2-aligned one,
+// through L1 (a lane's words share 32-byte sectors with its neighbours'
+// and with its own next words).
+__device__ __forceinline__ uint32_t load_weights4(const uint8_t* p) { return __ldg(reinterpret_cast<const uint32_t*>(p)); }
+__device__ __forceinline__ uint32_t load_weights2(const uint8_t* p) { return __ldg(reinterpret_cast<const uint16_t*>(p)); }
+
 // Sum of the four 8-bit products of a and b, plus c.
 __device__ __forceinline__ int dot4_i8(int a, int b, int c) {
 #if defined(RF_HIP)
@@ -56,9 +59,7 @@ __device__ __forceinline__ int dot4_i8(int a, int b, int c) {
 #endif
 }
 
-// A weight format's streaming parts (Q4_K; a Q6_K version, whose 210-byte
-// super-blocks allow only 4-byte word loads, measured slower than gemv.cu's
-// kernel: docs/PERFORMANCE.md): Chunk, a lane's bytes of one row for
+// A weight format's streaming parts: Chunk, a lane's bytes of one row for
 // chunk c (64 weights), loaded as raw words (Chunk load(row, c), which must
 // not wait for them); XChunk, the chunk's activations (load_x, shared by all
 // rows); dot(chunk, x, p): their product, p = c % 4 (the same for all of a
@@ -111,6 +112,100 @@ template <> struct StreamFormat<DType::Q4_K> {
     return dm.x * (small_uint_to_float(sc & 0xFFu) * x.ds.x * float(lo) +
                    small_uint_to_float(sc >> 8) * x.ds.z * float(hi)) -
            dm.y * (small_uint_to_float(mn & 0xFFu) * x.ds.y + small_uint_to_float(mn >> 8) * x.ds.w);
+  }
+};
+
+// Q6_K (210-byte super-blocks, so only 2-byte aligned: words are loaded
+// from the 4-aligned address below and realigned with a byte permute).
+// Chunk c: super-block c / 4, half n = (c % 4) / 2, l = 16 (c % 2) .. + 15;
+// its 64 elements 128n + 32k + l (k = 0..3) take 6-bit quants from ql[64n +
+// l] (k = 0 low nibble, 2 high), ql[64n + 32 + l] (k = 1, 3) and bits 2k of
+// qh[32n + l], with scale scales[8n + 2k + c % 2] (core/quant_unpack.cpp).
+template <> struct StreamFormat<DType::Q6_K> {
+  struct Chunk {
+    uint32_t lo[5], hi[5], qh[5], sc[3];  // raw words of ql[64n + l], ql[64n + 32 + l], qh, scales[8n ..]
+    uint32_t d;                           // f16 bits
+    uint32_t sel;                         // realigning permute: 2-byte offset or none
+  };
+  struct XChunk {
+    uint4 xq[4];    // 16 quants of each group k
+    float d[4];     // their block's scale
+    float bias[4];  // 32 * scale * sum of the 16 quants (the weights' -32)
+  };
+  // 16 bytes at p (2-aligned), as raw words from the 4-aligned address below
+  // (a fifth word only when p is not 4-aligned).
+  __device__ static void load16(const uint8_t* p, bool odd, uint32_t (&w)[5]) {
+    const uint8_t* a = odd ? p - 2 : p;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) w[j] = load_weights4(a + 4 * j);
+    w[4] = odd ? load_weights4(a + 16) : 0u;
+  }
+  __device__ static Chunk load(const uint8_t* row, int c) {
+    const uint8_t* sb = row + size_t(c / 4) * sizeof(BlockQ6_K);
+    const int n = (c % 4) / 2, l = 16 * (c % 2);
+    const bool odd = (reinterpret_cast<uintptr_t>(sb) & 2) != 0;
+    Chunk q;
+    load16(sb + 64 * n + l, odd, q.lo);
+    load16(sb + 64 * n + 32 + l, odd, q.hi);
+    load16(sb + 128 + 32 * n + l, odd, q.qh);
+    const uint8_t* s = sb + 192 + 8 * n - (odd ? 2 : 0);
+    q.sc[0] = load_weights4(s);
+    q.sc[1] = load_weights4(s + 4);
+    q.sc[2] = odd ? load_weights4(s + 8) : 0u;
+    q.d = load_weights2(sb + 208);
+    q.sel = odd ? 0x5432u : 0x3210u;
+    return q;
+  }
+  __device__ static XChunk load_x(const GemvArgs& a, int c) {
+    const int sblock = c / 4, n = (c % 4) / 2, l = 16 * (c % 2);
+    XChunk x;
+    const float4* ds = reinterpret_cast<const float4*>(a.xds + size_t(sblock) * 8 + 4 * n);
+    const float4 d01 = __ldg(ds), d23 = __ldg(ds + 1);
+    x.d[0] = d01.x, x.d[1] = d01.z, x.d[2] = d23.x, x.d[3] = d23.z;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      x.xq[k] = __ldg(reinterpret_cast<const uint4*>(a.xq + size_t(sblock) * 256 + 128 * n + 32 * k + l));
+      int sum = dot4_i8(int(x.xq[k].x), 0x01010101, 0);
+      sum = dot4_i8(int(x.xq[k].y), 0x01010101, sum);
+      sum = dot4_i8(int(x.xq[k].z), 0x01010101, sum);
+      sum = dot4_i8(int(x.xq[k].w), 0x01010101, sum);
+      x.bias[k] = 32.0f * x.d[k] * float(sum);
+    }
+    return x;
+  }
+  __device__ static float dot(const Chunk& q, const XChunk& x, int p) {
+    uint32_t lo[4], hi[4], qh[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      lo[j] = __byte_perm(q.lo[j], q.lo[j + 1], q.sel);
+      hi[j] = __byte_perm(q.hi[j], q.hi[j + 1], q.sel);
+      qh[j] = __byte_perm(q.qh[j], q.qh[j + 1], q.sel);
+    }
+    const uint32_t s03 = __byte_perm(q.sc[0], q.sc[1], q.sel), s47 = __byte_perm(q.sc[1], q.sc[2], q.sel);
+    const int i = p % 2;  // scales 2k + i of the half: bytes i, i + 2 of s03 and of s47
+    const float sc[4] = {float(int8_t(s03 >> (8 * i))), float(int8_t(s03 >> (8 * i + 16))),
+                         float(int8_t(s47 >> (8 * i))), float(int8_t(s47 >> (8 * i + 16)))};
+    const uint32_t xw[4][4] = {{x.xq[0].x, x.xq[0].y, x.xq[0].z, x.xq[0].w},
+                               {x.xq[1].x, x.xq[1].y, x.xq[1].z, x.xq[1].w},
+                               {x.xq[2].x, x.xq[2].y, x.xq[2].z, x.xq[2].w},
+                               {x.xq[3].x, x.xq[3].y, x.xq[3].z, x.xq[3].w}};
+    int acc[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // word j: l + 4j .. l + 4j + 3
+      const uint32_t q0 = (lo[j] & 0x0F0F0F0Fu) | ((qh[j] << 4) & 0x30303030u);
+      const uint32_t q1 = (hi[j] & 0x0F0F0F0Fu) | ((qh[j] << 2) & 0x30303030u);
+      const uint32_t q2 = ((lo[j] >> 4) & 0x0F0F0F0Fu) | (qh[j] & 0x30303030u);
+      const uint32_t q3 = ((hi[j] >> 4) & 0x0F0F0F0Fu) | ((qh[j] >> 2) & 0x30303030u);
+      acc[0] = dot4_i8(int(q0), int(xw[0][j]), acc[0]);
+      acc[1] = dot4_i8(int(q1), int(xw[1][j]), acc[1]);
+      acc[2] = dot4_i8(int(q2), int(xw[2][j]), acc[2]);
+      acc[3] = dot4_i8(int(q3), int(xw[3][j]), acc[3]);
+    }
+    // Element = d * scale * (q - 32); activation = scale * quant.
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) sum += sc[k] * (x.d[k] * float(acc[k]) - x.bias[k]);
+    return h2f(uint16_t(q.d)) * sum;
   }
 };
 
@@ -276,17 +371,19 @@ void launch_stream_type(const GemvArgs& a, DType out_type, bool paired, int rows
 }  // namespace
 
 bool gemv_quantizes_activations(const CudaOptions& options, int warp_size, DType w_type, int n, int k) {
-  return w_type == DType::Q4_K && options.kq_stream_rows > 0 && n == 1 && k % 256 == 0 && k <= kActQ8MaxK &&
-         k / 64 >= warp_size;
+  const int rows = w_type == DType::Q4_K ? options.kq_stream_rows : w_type == DType::Q6_K ? options.kq_stream_q6k_rows : 0;
+  return rows > 0 && n == 1 && k % 256 == 0 && k <= kActQ8MaxK && k / 64 >= warp_size;
 }
 
 bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, bool paired, const LaunchCtx& ctx) {
   if (!ctx.act_q8 || args.tiles || !gemv_quantizes_activations(ctx.options, ctx.warp_size, w_type, args.n, args.k))
     return false;
-  // Rows are read in 16-byte pieces.
-  bool aligned = reinterpret_cast<uintptr_t>(args.x) % 16 == 0 && args.row_bytes % 16 == 0 &&
-                 (!paired || reinterpret_cast<uintptr_t>(args.w_up) % 16 == 0);
-  for (int i = 0; i < args.n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(args.w[i]) % 16 == 0;
+  // Q4_K rows are read in 16-byte pieces, Q6_K ones in 4-byte words from
+  // 2-aligned super-blocks.
+  const uintptr_t align = w_type == DType::Q4_K ? 16 : 2;
+  bool aligned = reinterpret_cast<uintptr_t>(args.x) % 16 == 0 && args.row_bytes % align == 0 &&
+                 (!paired || reinterpret_cast<uintptr_t>(args.w_up) % align == 0);
+  for (int i = 0; i < args.n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(args.w[i]) % align == 0;
   if (!aligned) return false;
   float2* xds = static_cast<float2*>(ctx.act_q8);
   int8_t* xq = reinterpret_cast<int8_t*>(static_cast<uint8_t*>(ctx.act_q8) + size_t(kActQ8MaxK) / 32 * 8);
@@ -295,7 +392,9 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
   GemvArgs a = args;
   a.xq = xq;
   a.xds = xds;
-  launch_stream_type<DType::Q4_K>(a, out_type, paired, ctx.options.kq_stream_rows, a.row_end[a.n_segs - 1], ctx);
+  const int m = a.row_end[a.n_segs - 1];
+  if (w_type == DType::Q4_K) launch_stream_type<DType::Q4_K>(a, out_type, paired, ctx.options.kq_stream_rows, m, ctx);
+  else launch_stream_type<DType::Q6_K>(a, out_type, paired, ctx.options.kq_stream_q6k_rows, m, ctx);
   return true;
 }
 

@@ -22,8 +22,9 @@ void attention_device_setup();  // attention.cu, attention_decode.cu
 
 // ---- gemv.cu
 // Whether a GEMV of this weight format and shape reads its activations as
-// 8-bit quants (the streaming k-quant kernel, gemv_stream.cu: Q4_K, one
-// row, k a multiple of 256 of at least 64 warp widths, up to kActQ8MaxK).
+// 8-bit quants (the streaming k-quant kernel, gemv_stream.cu: Q4_K or Q6_K,
+// one row, k a multiple of 256 of at least 64 warp widths, up to
+// kActQ8MaxK).
 bool gemv_quantizes_activations(const CudaOptions& options, int warp_size, DType w_type, int n, int k);
 // out[n, m] = x[n, k] (f16) . w[m, k]^T for w of any weight format, n <= 8
 // per launch (the launcher loops). out_type F16 or F32.
