@@ -42,6 +42,8 @@
 //                            GEMV instead                (kq_stream_rows)
 //   ROCMFORGE_KQ_STREAM_Q6K_ROWS=N the same for Q6_K (1, 2 or 4; 0: the
 //                            shared-memory kernel)   (kq_stream_q6k_rows)
+//   ROCMFORGE_KQ_STREAM_L1=0 that GEMV's Q4_K weight loads bypass L1
+//                                                         (kq_stream_l1)
 //   ROCMFORGE_KQ_STREAM_SPLIT=N warps per set of rows of that GEMV (1, 2, 4)
 //                            instead of the rule by row length
 //                                                         (kq_stream_split)
@@ -52,8 +54,9 @@
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
 // ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_GEMV_TMA_ROWS, ROCMFORGE_KQ_STREAM_ROWS,
-// ROCMFORGE_KQ_STREAM_Q6K_ROWS, ROCMFORGE_KQ_STREAM_SPLIT, ROCMFORGE_GEMV_FOUR_MIN_BLOCKS and
-// ROCMFORGE_PROFILE override the caller's value.
+// ROCMFORGE_KQ_STREAM_Q6K_ROWS, ROCMFORGE_KQ_STREAM_SPLIT,
+// ROCMFORGE_GEMV_FOUR_MIN_BLOCKS and ROCMFORGE_PROFILE override the caller's
+// value.
 // The backend applies from_env() to the options it is given, once, in its
 // constructor (so every CudaBackend follows the environment).
 #pragma once
@@ -126,6 +129,9 @@ struct CudaOptions {
   // ... and for Q6_K, this many rows per warp (1, 2 or 4; 0: the kernel of
   // gemv.cu). Measured as above: 0: 339.0, 1: 353.1, 2: 355.8 tok/s.
   int kq_stream_q6k_rows = 2;
+  // ... Q4_K weight loads through L1 (Q6_K's always). Measured on the H200
+  // (llama3-8b q4_k_m tg128 b1): 360.5 past L1, 365.4 through it.
+  bool kq_stream_l1 = true;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
 

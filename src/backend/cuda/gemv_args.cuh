@@ -43,6 +43,7 @@ struct GemvArgs {
   // of quants) per 32 (the layout of LaunchCtx::act_q8).
   const int8_t* xq;
   const float2* xds;
+  bool weights_l1;  // ... and its Q4_K weight loads go through L1
 };
 
 // The part of x, of the weights and of out that a block works on: all of

@@ -26,18 +26,19 @@ namespace {
 
 constexpr int kStreamWarps = 4;  // warps per block
 
-// 16 bytes of weights, read once: past L1 on NVIDIA (it keeps the
-// activations, which every warp reads).
-__device__ __forceinline__ uint4 load_weights16(const uint8_t* p) {
+// 16 bytes of weights: through L1 with `l1` (a lane's three loads share
+// sectors with its neighbours'), else past it on NVIDIA.
+__device__ __forceinline__ uint4 load_weights16(const uint8_t* p, bool l1) {
 #if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__)
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-#else
-  return *reinterpret_cast<const uint4*>(p);
+  if (!l1) {
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
+  }
 #endif
+  return __ldg(reinterpret_cast<const uint4*>(p));
 }
 
 // 4 bytes of weights at a 4-aligned address, and 2 at a 2-aligned one,
@@ -60,8 +61,8 @@ __device__ __forceinline__ int dot4_i8(int a, int b, int c) {
 }
 
 // A weight format's streaming parts: Chunk, a lane's bytes of one row for
-// chunk c (64 weights), loaded as raw words (Chunk load(row, c), which must
-// not wait for them); XChunk, the chunk's activations (load_x, shared by all
+// chunk c (64 weights), loaded as raw words (Chunk load(row, c, l1), which
+// must not wait for them; l1: CudaOptions::kq_stream_l1); XChunk, the chunk's activations (load_x, shared by all
 // rows); dot(chunk, x, p): their product, p = c % 4 (the same for all of a
 // lane's chunks).
 template <DType T> struct StreamFormat;
@@ -77,12 +78,12 @@ template <> struct StreamFormat<DType::Q4_K> {
     uint4 xl[2], xh[2];  // 8-bit quants of the two sub-blocks
     float4 ds;           // (d, d * sum of quants) of each
   };
-  __device__ static Chunk load(const uint8_t* row, int c) {
+  __device__ static Chunk load(const uint8_t* row, int c, bool l1) {
     const uint8_t* sb = row + size_t(c / 4) * sizeof(BlockQ4_K);
     Chunk q;
-    q.head = load_weights16(sb);
-    q.q0 = load_weights16(sb + 16 + 32 * (c % 4));
-    q.q1 = load_weights16(sb + 32 + 32 * (c % 4));
+    q.head = load_weights16(sb, l1);
+    q.q0 = load_weights16(sb + 16 + 32 * (c % 4), l1);
+    q.q1 = load_weights16(sb + 32 + 32 * (c % 4), l1);
     return q;
   }
   __device__ static XChunk load_x(const GemvArgs& a, int c) {
@@ -140,7 +141,7 @@ template <> struct StreamFormat<DType::Q6_K> {
     for (int j = 0; j < 4; ++j) w[j] = load_weights4(a + 4 * j);
     w[4] = odd ? load_weights4(a + 16) : 0u;
   }
-  __device__ static Chunk load(const uint8_t* row, int c) {
+  __device__ static Chunk load(const uint8_t* row, int c, bool /*l1: always*/) {
     const uint8_t* sb = row + size_t(c / 4) * sizeof(BlockQ6_K);
     const int n = (c % 4) / 2, l = 16 * (c % 2);
     const bool odd = (reinterpret_cast<uintptr_t>(sb) & 2) != 0;
@@ -274,7 +275,7 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
   typename F::Chunk cur[S], next[S];
   if (first < chunks) {
 #pragma unroll
-    for (int s = 0; s < S; ++s) cur[s] = F::load(rows[s], first);
+    for (int s = 0; s < S; ++s) cur[s] = F::load(rows[s], first, a.weights_l1);
   }
   pdl_wait();
   pdl_trigger();
@@ -293,13 +294,13 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
   for (int c = first; c < chunks; c += 2 * kStride) {
     if (c + kStride < chunks) {
 #pragma unroll
-      for (int s = 0; s < S; ++s) next[s] = F::load(rows[s], c + kStride);
+      for (int s = 0; s < S; ++s) next[s] = F::load(rows[s], c + kStride, a.weights_l1);
     }
     step(c, cur);
     if (c + kStride >= chunks) break;
     if (c + 2 * kStride < chunks) {
 #pragma unroll
-      for (int s = 0; s < S; ++s) cur[s] = F::load(rows[s], c + 2 * kStride);
+      for (int s = 0; s < S; ++s) cur[s] = F::load(rows[s], c + 2 * kStride, a.weights_l1);
     }
     step(c + kStride, next);
   }
@@ -392,6 +393,7 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
   GemvArgs a = args;
   a.xq = xq;
   a.xds = xds;
+  a.weights_l1 = ctx.options.kq_stream_l1;
   const int m = a.row_end[a.n_segs - 1];
   if (w_type == DType::Q4_K) launch_stream_type<DType::Q4_K>(a, out_type, paired, ctx.options.kq_stream_rows, m, ctx);
   else launch_stream_type<DType::Q6_K>(a, out_type, paired, ctx.options.kq_stream_q6k_rows, m, ctx);
