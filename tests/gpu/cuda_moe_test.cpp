@@ -101,6 +101,7 @@ struct MoeCase {
   DType gate_type, down_type;
   int n_expert, k;
   bool gelu;
+  int d = 256;  // model width (gate/up rows' length); 2048: one token's gate*up streams (gemv_stream.cu)
 };
 
 class CudaMoeFfn : public ::testing::TestWithParam<MoeCase> {};
@@ -108,7 +109,7 @@ class CudaMoeFfn : public ::testing::TestWithParam<MoeCase> {};
 TEST_P(CudaMoeFfn, MatchesNaiveReference) {
   RF_REQUIRE_GPU();
   const MoeCase c = GetParam();
-  const int d = 256, ff = 512, E = c.n_expert, k = c.k;
+  const int d = c.d, ff = 512, E = c.n_expert, k = c.k;
   std::mt19937 rng(17 + int(c.gate_type) * 7 + E);
   auto gpu = test::make_gpu();
   BackendLimits lim;
@@ -150,6 +151,9 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
     gpu->moe_route(tl, p, ti, tw);
     gpu->moe_ffn(tx, ti, tw, gw, p, to);
     const Routed r = route_reference(logits, n, E, k, true);
+    // The activations as the gate*up GEMV reads them (8-bit for one token
+    // on wide rows).
+    const auto xr = test::gemv_activations(*gpu, c.gate_type, n, d, x);
     std::vector<float> ref(size_t(n) * d, 0.0f);
     std::vector<double> h(static_cast<size_t>(ff));
     for (int t = 0; t < n; ++t) {
@@ -161,8 +165,8 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
           const float* wg = gate.values.data() + (size_t(e) * ff + i) * d;
           const float* wu = up.values.data() + (size_t(e) * ff + i) * d;
           for (int q = 0; q < d; ++q) {
-            g += double(wg[q]) * x[size_t(t) * d + q];
-            u += double(wu[q]) * x[size_t(t) * d + q];
+            g += double(wg[q]) * xr[size_t(t) * d + q];
+            u += double(wu[q]) * xr[size_t(t) * d + q];
           }
           h[size_t(i)] = act_ref(g, c.gelu) * u;
         }
@@ -186,13 +190,16 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                          ::testing::Values(MoeCase{DType::F16, DType::F16, 8, 2, false},
                                            MoeCase{DType::Q4_K, DType::Q6_K, 8, 2, false},
                                            MoeCase{DType::Q4_K, DType::Q4_K, 16, 4, true},
+                                           MoeCase{DType::Q4_K, DType::Q6_K, 8, 2, false, 2048},
+                                           MoeCase{DType::Q6_K, DType::Q6_K, 16, 4, true, 2048},
                                            MoeCase{DType::Q6_K, DType::Q6_K, 128, 8, false},
                                            MoeCase{DType::Q8_0, DType::Q8_0, 4, 2, false},
                                            MoeCase{DType::F32, DType::F32, 8, 2, false}),
                          [](const auto& info) {
                            return std::string(dtype_name(info.param.gate_type)) + "_" +
                                   dtype_name(info.param.down_type) + "_e" + std::to_string(info.param.n_expert) +
-                                  (info.param.gelu ? "_gelu" : "");
+                                  (info.param.gelu ? "_gelu" : "") +
+                                  (info.param.d != 256 ? "_d" + std::to_string(info.param.d) : "");
                          });
 
 }  // namespace

@@ -366,7 +366,7 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
     }
 #endif
     if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
-      if (a.n == 1 && launch_gemv_kq_stream(T, a, out_type, paired, ctx)) continue;
+      if (a.n == 1 && launch_gemv_kq_stream(T, a, out_type, paired, 1, ctx)) continue;
     }
     // Single-column launches (batch-1 decode) use kernels with one
     // accumulator per row: fewer registers, more warps in flight.
@@ -382,6 +382,9 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
 // Expert mode: one launch over every tile (a.n: the most rows of a tile).
 template <DType T>
 void launch_gemv_experts(const GemvArgs& a, DType out_type, bool paired, int max_tiles, const LaunchCtx& ctx) {
+  if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
+    if (a.n == 1 && a.x_one_row && launch_gemv_kq_stream(T, a, out_type, paired, max_tiles, ctx)) return;
+  }
   const int blocks = (a.row_end[0] + kGemvRows - 1) / kGemvRows;
   constexpr bool kSingle =
       T == DType::F16 || T == DType::F32 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;

@@ -97,9 +97,11 @@ __device__ __forceinline__ GemvRow gemv_row(const GemvArgs& a, int r) {
 // A finished dot product: plus the row's bias, if its segment has one.
 __device__ __forceinline__ float with_bias(const GemvRow& g, float s) { return g.bias ? s + g.bias[g.local] : s; }
 
-// The streaming k-quant kernel (gemv_stream.cu) for one activation row, when
-// it is on for this format (gemv_quantizes_activations) and the alignment
-// suits it; false if it did not launch.
-bool launch_gemv_kq_stream(DType w_type, const GemvArgs& a, DType out_type, bool paired, const LaunchCtx& ctx);
+// The streaming k-quant kernel (gemv_stream.cu) for one activation row
+// (grid_y: 1, or in expert mode with x_one_row the most tiles), when it is
+// on for this format (gemv_quantizes_activations) and the alignment suits
+// it; false if it did not launch.
+bool launch_gemv_kq_stream(DType w_type, const GemvArgs& a, DType out_type, bool paired, int grid_y,
+                           const LaunchCtx& ctx);
 
 }  // namespace rf::gpu

@@ -5,7 +5,8 @@
 // arithmetic.
 //
 // A warp takes kRows rows (and their up rows when paired: gate/up fused
-// with SiLU/GELU) across the whole width. Lane l takes the chunks of 64
+// with SiLU/GELU) across the whole width; in expert mode (one token's
+// mixture-of-experts FFN) block row y takes the rows of tile y's expert. Lane l takes the chunks of 64
 // weights l, l + W, l + 2W, ... of each row (W: the warp size; the format's
 // StreamFormat says which bytes a chunk is). Since W is a multiple of 4, a
 // lane's chunks always sit at the same place in their super-blocks. The next chunk's loads are issued before the
@@ -263,12 +264,16 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
   const int lane = threadIdx.x % W, warp = threadIdx.x / W, set = warp / kSplit, part = warp % kSplit;
   const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
   const int r0 = (int(blockIdx.x) * kSets + set) * kRows;
+  // Expert mode (one token): this block row's tile names the expert, known
+  // only once the previous kernels are done (gemv_tile waits for them).
+  GemvTile tile{};
+  if (a.tiles && !gemv_tile(a, m, tile)) return;
   const uint8_t* rows[S];
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
     const GemvRow g = gemv_row(a, min(r0 + i, m - 1));  // rows past m repeat the last (not stored)
-    rows[i] = g.w;
-    if constexpr (kPaired) rows[kRows + i] = a.w_up + size_t(g.local) * a.row_bytes;
+    rows[i] = g.w + tile.w_off;
+    if constexpr (kPaired) rows[kRows + i] = a.w_up + tile.w_off + size_t(g.local) * a.row_bytes;
   }
   const int chunks = a.k / 64, p = lane % 4, first = part * W + lane;
   constexpr int kStride = kSplit * W;
@@ -327,7 +332,7 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
       float v = acc[i];
       if constexpr (kPaired) v = glu_f16_rounded(v, acc[kRows + i], a.gelu);
       const GemvRow g = gemv_row(a, r0 + i);
-      store_out(static_cast<OutT*>(g.out) + g.local, with_bias(g, v));
+      store_out(static_cast<OutT*>(g.out) + tile.out_off + g.local, with_bias(g, v));
     }
   }
 }
@@ -340,9 +345,9 @@ int stream_split(int chunks, const LaunchCtx& ctx) {
 }
 
 template <DType T, typename OutT, bool kPaired, int kRows>
-void launch_stream_rows(const GemvArgs& a, int split, int m, const LaunchCtx& ctx) {
+void launch_stream_rows(const GemvArgs& a, int split, int m, int grid_y, const LaunchCtx& ctx) {
   const int rows_per_block = kStreamWarps / split * kRows;
-  const unsigned blocks = unsigned((m + rows_per_block - 1) / rows_per_block);
+  const dim3 blocks(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
   const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
   if (split == 1) launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 1>, blocks, threads, 0, ctx, a);
   else if (split == 2) launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 2>, blocks, threads, 0, ctx, a);
@@ -350,22 +355,22 @@ void launch_stream_rows(const GemvArgs& a, int split, int m, const LaunchCtx& ct
 }
 
 template <DType T, typename OutT, bool kPaired>
-void launch_stream(const GemvArgs& a, int rows_per_warp, int m, const LaunchCtx& ctx) {
+void launch_stream(const GemvArgs& a, int rows_per_warp, int m, int grid_y, const LaunchCtx& ctx) {
   const int split = stream_split(a.k / 64, ctx);
-  if (rows_per_warp == 1) launch_stream_rows<T, OutT, kPaired, 1>(a, split, m, ctx);
-  else if (rows_per_warp == 2) launch_stream_rows<T, OutT, kPaired, 2>(a, split, m, ctx);
-  else launch_stream_rows<T, OutT, kPaired, 4>(a, split, m, ctx);
+  if (rows_per_warp == 1) launch_stream_rows<T, OutT, kPaired, 1>(a, split, m, grid_y, ctx);
+  else if (rows_per_warp == 2) launch_stream_rows<T, OutT, kPaired, 2>(a, split, m, grid_y, ctx);
+  else launch_stream_rows<T, OutT, kPaired, 4>(a, split, m, grid_y, ctx);
 }
 
 template <DType T>
-void launch_stream_type(const GemvArgs& a, DType out_type, bool paired, int rows_per_warp, int m,
+void launch_stream_type(const GemvArgs& a, DType out_type, bool paired, int rows_per_warp, int m, int grid_y,
                         const LaunchCtx& ctx) {
   if (out_type == DType::F32) {
-    if (paired) launch_stream<T, float, true>(a, rows_per_warp, m, ctx);
-    else launch_stream<T, float, false>(a, rows_per_warp, m, ctx);
+    if (paired) launch_stream<T, float, true>(a, rows_per_warp, m, grid_y, ctx);
+    else launch_stream<T, float, false>(a, rows_per_warp, m, grid_y, ctx);
   } else {
-    if (paired) launch_stream<T, __half, true>(a, rows_per_warp, m, ctx);
-    else launch_stream<T, __half, false>(a, rows_per_warp, m, ctx);
+    if (paired) launch_stream<T, __half, true>(a, rows_per_warp, m, grid_y, ctx);
+    else launch_stream<T, __half, false>(a, rows_per_warp, m, grid_y, ctx);
   }
 }
 
@@ -376,14 +381,17 @@ bool gemv_quantizes_activations(const CudaOptions& options, int warp_size, DType
   return rows > 0 && n == 1 && k % 256 == 0 && k <= kActQ8MaxK && k / 64 >= warp_size;
 }
 
-bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, bool paired, const LaunchCtx& ctx) {
-  if (!ctx.act_q8 || args.tiles || !gemv_quantizes_activations(ctx.options, ctx.warp_size, w_type, args.n, args.k))
+bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, bool paired, int grid_y,
+                           const LaunchCtx& ctx) {
+  // Expert tiles only of one shared token (x_one_row: quantized once).
+  if (!ctx.act_q8 || (args.tiles && !args.x_one_row) ||
+      !gemv_quantizes_activations(ctx.options, ctx.warp_size, w_type, args.n, args.k))
     return false;
   // Q4_K rows are read in 16-byte pieces, Q6_K ones in 4-byte words from
   // 2-aligned super-blocks.
   const uintptr_t align = w_type == DType::Q4_K ? 16 : 2;
   bool aligned = reinterpret_cast<uintptr_t>(args.x) % 16 == 0 && args.row_bytes % align == 0 &&
-                 (!paired || reinterpret_cast<uintptr_t>(args.w_up) % align == 0);
+                 args.expert_bytes % align == 0 && (!paired || reinterpret_cast<uintptr_t>(args.w_up) % align == 0);
   for (int i = 0; i < args.n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(args.w[i]) % align == 0;
   if (!aligned) return false;
   float2* xds = static_cast<float2*>(ctx.act_q8);
@@ -395,8 +403,9 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
   a.xds = xds;
   a.weights_l1 = ctx.options.kq_stream_l1;
   const int m = a.row_end[a.n_segs - 1];
-  if (w_type == DType::Q4_K) launch_stream_type<DType::Q4_K>(a, out_type, paired, ctx.options.kq_stream_rows, m, ctx);
-  else launch_stream_type<DType::Q6_K>(a, out_type, paired, ctx.options.kq_stream_q6k_rows, m, ctx);
+  if (w_type == DType::Q4_K)
+    launch_stream_type<DType::Q4_K>(a, out_type, paired, ctx.options.kq_stream_rows, m, grid_y, ctx);
+  else launch_stream_type<DType::Q6_K>(a, out_type, paired, ctx.options.kq_stream_q6k_rows, m, grid_y, ctx);
   return true;
 }
 
