@@ -38,8 +38,10 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
       if (r == 0 || r == 1 || r == 2 || r == 4) *field = r;
     }
   }
-  if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_SPLIT"); p && (std::atoi(p) == 1 || std::atoi(p) == 2 || std::atoi(p) == 4))
-    o.kq_stream_split = std::atoi(p);
+  if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_SPLIT"); p && *p) {
+    const int split = std::atoi(p);
+    if (split == 1 || split == 2 || split == 4) o.kq_stream_split = split;
+  }
   if (!switch_on("ROCMFORGE_MMA")) o.mma_max_rows_quant = 0;
   if (const char* p = std::getenv("ROCMFORGE_MOE_MMA_ROWS"); p && *p && std::atoi(p) >= 0)
     o.moe_mma_rows = std::atoi(p);

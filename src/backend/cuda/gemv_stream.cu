@@ -45,8 +45,12 @@ __device__ __forceinline__ uint4 load_weights16(const uint8_t* p, bool l1) {
 // 4 bytes of weights at a 4-aligned address, and 2 at a 2-aligned one,
 // through L1 (a lane's words share 32-byte sectors with its neighbours'
 // and with its own next words).
-__device__ __forceinline__ uint32_t load_weights4(const uint8_t* p) { return __ldg(reinterpret_cast<const uint32_t*>(p)); }
-__device__ __forceinline__ uint32_t load_weights2(const uint8_t* p) { return __ldg(reinterpret_cast<const uint16_t*>(p)); }
+__device__ __forceinline__ uint32_t load_weights4(const uint8_t* p) {
+  return __ldg(reinterpret_cast<const uint32_t*>(p));
+}
+__device__ __forceinline__ uint32_t load_weights2(const uint8_t* p) {
+  return __ldg(reinterpret_cast<const uint16_t*>(p));
+}
 
 // Sum of the four 8-bit products of a and b, plus c.
 __device__ __forceinline__ int dot4_i8(int a, int b, int c) {
@@ -63,9 +67,9 @@ __device__ __forceinline__ int dot4_i8(int a, int b, int c) {
 
 // A weight format's streaming parts: Chunk, a lane's bytes of one row for
 // chunk c (64 weights), loaded as raw words (Chunk load(row, c, l1), which
-// must not wait for them; l1: CudaOptions::kq_stream_l1); XChunk, the chunk's activations (load_x, shared by all
-// rows); dot(chunk, x, p): their product, p = c % 4 (the same for all of a
-// lane's chunks).
+// must not wait for them; l1: CudaOptions::kq_stream_l1); XChunk, the
+// chunk's activations (load_x, shared by all rows); dot(chunk, x, p): their
+// product, p = c % 4 (the same for all of a lane's chunks).
 template <DType T> struct StreamFormat;
 
 // Q4_K: chunk c = 32 quant bytes of super-block c / 4 (sub-block 2p in the
@@ -377,7 +381,9 @@ void launch_stream_type(const GemvArgs& a, DType out_type, bool paired, int rows
 }  // namespace
 
 bool gemv_quantizes_activations(const CudaOptions& options, int warp_size, DType w_type, int n, int k) {
-  const int rows = w_type == DType::Q4_K ? options.kq_stream_rows : w_type == DType::Q6_K ? options.kq_stream_q6k_rows : 0;
+  const int rows = w_type == DType::Q4_K   ? options.kq_stream_rows
+                   : w_type == DType::Q6_K ? options.kq_stream_q6k_rows
+                                           : 0;
   return rows > 0 && n == 1 && k % 256 == 0 && k <= kActQ8MaxK && k / 64 >= warp_size;
 }
 
