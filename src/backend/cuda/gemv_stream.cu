@@ -380,11 +380,15 @@ void launch_stream_type(const GemvArgs& a, DType out_type, bool paired, int rows
 
 }  // namespace
 
+namespace {
+// Rows per warp of the streaming kernel for this format (0: not streamed).
+int stream_rows(const CudaOptions& options, DType w_type) {
+  return w_type == DType::Q4_K ? options.kq_stream_rows : w_type == DType::Q6_K ? options.kq_stream_q6k_rows : 0;
+}
+}  // namespace
+
 bool gemv_quantizes_activations(const CudaOptions& options, int warp_size, DType w_type, int n, int k) {
-  const int rows = w_type == DType::Q4_K   ? options.kq_stream_rows
-                   : w_type == DType::Q6_K ? options.kq_stream_q6k_rows
-                                           : 0;
-  return rows > 0 && n == 1 && k % 256 == 0 && k <= kActQ8MaxK && k / 64 >= warp_size;
+  return stream_rows(options, w_type) > 0 && n == 1 && k % 256 == 0 && k <= kActQ8MaxK && k / 64 >= warp_size;
 }
 
 bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, bool paired, int grid_y,
@@ -408,10 +412,9 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
   a.xq = xq;
   a.xds = xds;
   a.weights_l1 = ctx.options.kq_stream_l1;
-  const int m = a.row_end[a.n_segs - 1];
-  if (w_type == DType::Q4_K)
-    launch_stream_type<DType::Q4_K>(a, out_type, paired, ctx.options.kq_stream_rows, m, grid_y, ctx);
-  else launch_stream_type<DType::Q6_K>(a, out_type, paired, ctx.options.kq_stream_q6k_rows, m, grid_y, ctx);
+  const int m = a.row_end[a.n_segs - 1], rows = stream_rows(ctx.options, w_type);
+  if (w_type == DType::Q4_K) launch_stream_type<DType::Q4_K>(a, out_type, paired, rows, m, grid_y, ctx);
+  else launch_stream_type<DType::Q6_K>(a, out_type, paired, rows, m, grid_y, ctx);
   return true;
 }
 
