@@ -24,7 +24,10 @@
 namespace rf {
 
 // One layer's slice of the paged KV cache: K and V each hold
-// [num_blocks * block_size slots, n_kv_heads, head_dim] of `type`.
+// [num_blocks * block_size slots, n_kv_heads, head_dim] of `type`. An
+// F8_E4M3 cache also holds one f32 scale per (slot, KV head) row of K and
+// of V ([num_blocks * block_size slots, n_kv_heads]): element d of a row is
+// e4m3_to_float(byte d) * its scale (core/fp8.h says how rows are encoded).
 struct KVLayer {
   void* k = nullptr;
   void* v = nullptr;
@@ -33,6 +36,8 @@ struct KVLayer {
   int32_t block_size = 0;
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
+  float* k_scale = nullptr;  // F8_E4M3 only
+  float* v_scale = nullptr;
 };
 
 struct AttentionParams {
@@ -134,7 +139,10 @@ class Backend {
   virtual std::string name() const = 0;            // "cpu", "cuda:0 (NVIDIA H200)"
   virtual DType activation_type() const = 0;       // f32 on the CPU, f16 on GPUs
   virtual DType residual_type() const { return DType::F32; }  // the residual stream
-  virtual DType kv_type() const = 0;
+  virtual DType kv_type() const = 0;  // the KV cache's element type by default
+  // KV element types this backend's rope_store_kv and attention take: its
+  // kv_type() and, where implemented, F8_E4M3 (--kv-cache-dtype fp8).
+  virtual bool supports_kv_type(DType t) const { return t == kv_type(); }
   // Makes this backend's device current for the calling thread (GPUs; each
   // tensor-parallel rank's thread calls it before running ops).
   virtual void bind_thread() {}

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "backend/backend.h"
-#include "core/rng.h"  // RF_HOST_DEVICE
+#include "core/host_device.h"
 
 namespace rf {
 

@@ -40,6 +40,11 @@ void add_backend_options(CLI::App& cmd, BackendOptions& o) {
                  "Share of GPU memory for weights, workspace and KV cache")
       ->check(CLI::Range(0.05, 0.99))
       ->capture_default_str();
+  cmd.add_option("--kv-cache-dtype", o.kv_cache_dtype,
+                 "KV cache elements: auto (f16 on GPUs, f32 on the CPU) or fp8 (e4m3 with a scale per token and KV "
+                 "head: half the memory of f16)")
+      ->check(CLI::IsMember({"auto", "fp8", "fp8_e4m3"}))
+      ->capture_default_str();
   cmd.add_option("--load-format", o.load_format,
                  "auto: read the model file; dummy: random weights in the shape of the mkmodel preset given as -m "
                  "PRESET[:TYPE] (e.g. llama3-70b:f16), made on the backends")
@@ -143,9 +148,12 @@ std::string BackendSet::name() const {
   return out;
 }
 
-void set_kv_budget(const Backend& backend, const BackendOptions& o, EngineConfig& cfg) {
+void set_kv_options(const Backend& backend, const BackendOptions& o, EngineConfig& cfg) {
   if (backend.device() != DeviceKind::CPU) cfg.memory_utilization = o.gpu_memory_utilization;
+  cfg.kv_cache_dtype = kv_cache_dtype(o);
 }
+
+KVCacheDType kv_cache_dtype(const BackendOptions& o) { return parse_kv_cache_dtype(o.kv_cache_dtype); }
 
 std::string model_source(const std::string& given, const BackendOptions& o) {
   if (o.load_format != "dummy") return resolve_model_path(given);

@@ -24,6 +24,7 @@ struct BackendOptions {
   std::string load_format = "auto";  // auto: read the file; dummy: random weights in a preset's shape
   int threads = 0;              // CPU threads (0: all cores)
   float gpu_memory_utilization = 0.9f;
+  std::string kv_cache_dtype = "auto";  // auto | fp8 (model/kv_cache.h)
 };
 
 // The backends a command runs on: one, or one per tensor-parallel rank with
@@ -50,10 +51,12 @@ DeviceSpec parse_device(const std::string& text);
 void add_backend_options(CLI::App& cmd, BackendOptions& o);
 BackendSet make_backends(const BackendOptions& o);
 
-// The KV cache budget of an engine on this backend: on GPUs the
-// --gpu-memory-utilization share of device memory; elsewhere the engine's
-// host default (kv/memory_plan.h has the rule).
-void set_kv_budget(const Backend& backend, const BackendOptions& o, EngineConfig& cfg);
+// The KV cache of an engine on this backend: its element type
+// (--kv-cache-dtype) and budget: on GPUs the --gpu-memory-utilization share
+// of device memory; elsewhere the engine's host default (kv/memory_plan.h
+// has the rule).
+void set_kv_options(const Backend& backend, const BackendOptions& o, EngineConfig& cfg);
+KVCacheDType kv_cache_dtype(const BackendOptions& o);
 
 // -m MODEL, else $ROCMFORGE_MODEL, else stories260K.gguf from the test data
 // (ROCMFORGE_TESTDATA, ../shared/testdata); otherwise an error saying where

@@ -261,7 +261,7 @@ void serve_bench(const BenchOptions& o) {
   cfg.max_model_len = in.hi + out.hi;
   cfg.max_num_batched_tokens = std::max(o.max_batch_tokens, o.concurrency);
   cfg.prefix_caching = true;
-  set_kv_budget(backends.first(), o.backend, cfg);
+  set_kv_options(backends.first(), o.backend, cfg);
   Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
   std::fprintf(stderr, "model: %s\ndevice: %s, %d KV blocks of %d tokens (KV %s), %d tokens per step\n",
                mc.summary().c_str(), backends.name().c_str(), engine.num_blocks(), cfg.block_size,
@@ -342,6 +342,7 @@ void bench(const BenchOptions& o) {
     cfg.max_model_len = o.n_prompt + o.n_gen + 16;
     cfg.max_num_batched_tokens = std::max(o.max_batch_tokens, P);
     cfg.prefix_caching = false;
+    cfg.kv_cache_dtype = kv_cache_dtype(o.backend);
     cfg.num_blocks = int32_t(P * kv_group_layout(model->config())
                                      .max_blocks_per_sequence(cfg.max_model_len, cfg.block_size,
                                                               cfg.max_num_batched_tokens) +

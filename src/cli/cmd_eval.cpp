@@ -87,6 +87,7 @@ void eval(const EvalCmdOptions& o) {
     eo.max_context = std::max(eo.max_context, int32_t(p.size()) + o.n_predict);
   }
   eo.prefill_chunk = o.prefill_chunk;
+  eo.kv_cache_dtype = kv_cache_dtype(o.backend);
   Evaluator ev(*model, backends.ranks, backends.comms, eo);
   for (const auto& p : prompts) {
     const EvalResult r = ev.run(p, o.n_predict, eog);

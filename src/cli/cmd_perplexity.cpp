@@ -123,6 +123,7 @@ void perplexity(const PerplexityCmdOptions& o) {
   eo.max_prompt = eo.max_context = o.n_ctx - 1;
   eo.prefill_chunk = std::min(o.n_batch, o.n_ctx - 1);
   eo.max_logits = eo.prefill_chunk;
+  eo.kv_cache_dtype = kv_cache_dtype(o.backend);
   Evaluator ev(*model, backends.ranks, backends.comms, eo);
 
   PerplexityStats ppl, base_ppl;

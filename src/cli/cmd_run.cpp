@@ -36,7 +36,7 @@ void run(const RunOptions& o) {
   cfg.max_num_seqs = 1;
   cfg.max_model_len = o.ctx_size > 0 ? o.ctx_size : model->config().n_ctx_train;
   cfg.max_num_batched_tokens = std::min(cfg.max_model_len, 2048);
-  set_kv_budget(backends.first(), o.backend, cfg);
+  set_kv_options(backends.first(), o.backend, cfg);
   Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
 
   Request req;

@@ -156,7 +156,7 @@ void serve(const ServeOptions& o) {
   cfg.max_model_len = o.ctx_size > 0 ? o.ctx_size : model->config().n_ctx_train;
   cfg.max_num_batched_tokens = o.max_num_batched_tokens;
   cfg.max_queue = o.max_queue;
-  set_kv_budget(backends.first(), o.backend, cfg);
+  set_kv_options(backends.first(), o.backend, cfg);
   Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
   engine.start();
   server::ModelService service(engine, chat, model_names(o, path));

@@ -1,4 +1,4 @@
-// Table of GGUF tensor types and size arithmetic.
+// Table of GGUF tensor types (and the engine-internal ones) and size arithmetic.
 #include "core/dtype.h"
 
 #include <algorithm>
@@ -37,6 +37,10 @@ constexpr Entry kTypes[] = {
     {DType::BF16, {"bf16", 1, 2, false}},
 };
 
+constexpr Entry kEngineTypes[] = {
+    {DType::F8_E4M3, {"f8_e4m3", 1, 1, false}},
+};
+
 }  // namespace
 
 std::optional<DTypeInfo> dtype_info(uint32_t id) {
@@ -47,6 +51,8 @@ std::optional<DTypeInfo> dtype_info(uint32_t id) {
 
 const DTypeInfo& info(DType t) {
   for (const auto& e : kTypes)
+    if (e.type == t) return e.info;
+  for (const auto& e : kEngineTypes)
     if (e.type == t) return e.info;
   fail("unknown dtype id ", uint32_t(t));
 }

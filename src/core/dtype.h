@@ -32,6 +32,8 @@ enum class DType : uint32_t {
   I64 = 27,
   F64 = 28,
   BF16 = 30,
+  // Engine-internal types, never in a file (dtype_info() does not know them):
+  F8_E4M3 = 0x10000,  // the 8-bit KV cache's element (core/fp8.h)
 };
 
 struct DTypeInfo {
@@ -41,7 +43,8 @@ struct DTypeInfo {
   bool quantized;
 };
 
-// Info for a GGUF type id; nullopt for ids this engine does not know.
+// Info for a GGUF type id; nullopt for ids this engine does not know (and
+// for the engine-internal types).
 std::optional<DTypeInfo> dtype_info(uint32_t id);
 const DTypeInfo& info(DType t);
 inline const char* dtype_name(DType t) { return info(t).name; }

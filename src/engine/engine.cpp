@@ -55,7 +55,8 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend
   budget.max_seqs = config_.max_num_seqs;
   budget.max_model_len = config_.max_model_len;
   budget.max_chunk = config_.max_num_batched_tokens;
-  runner_ = std::make_unique<StepRunner>(model, backends, comms, limits, budget, config_.block_size);
+  runner_ = std::make_unique<StepRunner>(model, backends, comms, limits, budget, config_.block_size,
+                                         config_.kv_cache_dtype);
   config_.num_blocks = runner_->num_blocks();
   pool_ = std::make_unique<BlockPool>(config_.num_blocks, config_.block_size);
   const KVGroupLayout& groups = runner_->kv_groups();
@@ -69,7 +70,7 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend
   metrics_.kv_blocks_total = config_.num_blocks;
   metrics_.kv_blocks_free = config_.num_blocks;
   log_info("engine: ", config_.num_blocks, " KV blocks of ", config_.block_size, " tokens x ", groups.group_size(),
-           " layers (", double(runner_->kv_bytes()) / 1e6, " MB", runner_->n_ranks() > 1 ? " over the ranks" : "",
+           " layers (", dtype_name(runner_->kv_type()), ", ", double(runner_->kv_bytes()) / 1e6, " MB", runner_->n_ranks() > 1 ? " over the ranks" : "",
            "), KV ", groups.summary(), "; one sequence holds up to ", max_sequence_tokens(), " tokens; max ",
            config_.max_num_seqs, " sequences, ", config_.max_num_batched_tokens, " tokens per step, context ",
            config_.max_model_len);

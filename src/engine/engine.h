@@ -41,6 +41,7 @@ struct EngineConfig {
   int32_t max_model_len = 0;     // 0: the model's training context
   int32_t max_queue = 4096;      // requests waiting for a sequence slot beyond this are refused (EngineBusy)
   bool prefix_caching = true;
+  KVCacheDType kv_cache_dtype = KVCacheDType::Auto;  // --kv-cache-dtype
 };
 
 

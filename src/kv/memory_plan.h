@@ -20,7 +20,9 @@ namespace rf {
 
 struct KVGeometry {
   KVGroupLayout groups;
-  size_t row_bytes = 0;  // one token's K (or V) row of one layer: n_kv_heads * head_dim elements
+  // One token's K (or V) row of one layer: n_kv_heads * head_dim elements
+  // (and their scales in an 8-bit cache).
+  size_t row_bytes = 0;
   int32_t block_size = 0;
 
   int32_t group_size() const { return groups.group_size(); }

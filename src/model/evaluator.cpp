@@ -30,7 +30,8 @@ Evaluator::Evaluator(const Model& model, std::span<Backend* const> backends, std
   const int32_t n_groups = kv_group_layout(c).n_groups();
   KVBudget budget;
   budget.num_blocks = n_blocks * n_groups;
-  runner_ = std::make_unique<StepRunner>(model, backends, comms, lim, budget, options.block_size);
+  runner_ = std::make_unique<StepRunner>(model, backends, comms, lim, budget, options.block_size,
+                                         options.kv_cache_dtype);
   blocks_.resize(size_t(n_groups));
   for (int32_t g = 0; g < n_groups; ++g)
     for (int32_t b = 0; b < n_blocks; ++b) blocks_[size_t(g)].push_back(g * n_blocks + b);

@@ -36,6 +36,7 @@ struct EvalOptions {
   int32_t prefill_chunk = 0;  // tokens per prefill step; 0: the whole prompt at once
   int32_t max_logits = 1;     // logit rows per step that score() may ask for
   int32_t block_size = 16;
+  KVCacheDType kv_cache_dtype = KVCacheDType::Auto;
 };
 
 class Evaluator {

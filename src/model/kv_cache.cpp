@@ -6,6 +6,21 @@
 
 namespace rf {
 
+KVCacheDType parse_kv_cache_dtype(std::string_view text) {
+  if (text == "auto") return KVCacheDType::Auto;
+  if (text == "fp8" || text == "fp8_e4m3") return KVCacheDType::Fp8;
+  fail("--kv-cache-dtype '", text, "': expected auto, fp8 or fp8_e4m3");
+}
+
+const char* kv_cache_dtype_name(KVCacheDType d) { return d == KVCacheDType::Fp8 ? "fp8" : "auto"; }
+
+DType kv_element_type(const Backend& backend, KVCacheDType d) {
+  if (d == KVCacheDType::Auto) return backend.kv_type();
+  RF_CHECK(backend.supports_kv_type(DType::F8_E4M3), "--kv-cache-dtype fp8: the ", backend.name(),
+           " backend has no 8-bit KV cache");
+  return DType::F8_E4M3;
+}
+
 KVGroupLayout kv_group_layout(const ModelConfig& c) {
   std::vector<int32_t> windows(size_t(c.n_layer), 0);
   for (int32_t il = 0; il < c.n_layer; ++il) windows[size_t(il)] = c.is_swa(il) ? c.sliding_window : 0;
@@ -13,13 +28,16 @@ KVGroupLayout kv_group_layout(const ModelConfig& c) {
 }
 
 KVGeometry kv_geometry(const ModelConfig& c, DType type, int32_t block_size) {
-  return KVGeometry{kv_group_layout(c), row_bytes(type, uint64_t(c.kv_dim())), block_size};
+  size_t row = row_bytes(type, uint64_t(c.kv_dim()));
+  if (type == DType::F8_E4M3) row += sizeof(float) * size_t(c.n_head_kv);
+  return KVGeometry{kv_group_layout(c), row, block_size};
 }
 
-KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& plan)
+KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& plan, DType type)
     : backend_(backend), groups_(plan.geometry().groups), num_blocks_(plan.num_blocks()),
-      block_size_(plan.block_size()) {
-  const DType type = backend.kv_type();
+      block_size_(plan.block_size()), type_(type) {
+  RF_CHECK(backend.supports_kv_type(type), "the ", backend.name(), " backend has no ", dtype_name(type),
+           " KV cache");
   const KVGeometry want = kv_geometry(c, type, block_size_);
   RF_CHECK(groups_.n_layer() == c.n_layer && groups_.group_windows() == want.groups.group_windows() &&
                groups_.group_size() == want.group_size() && plan.geometry().row_bytes == want.row_bytes,
@@ -27,10 +45,16 @@ KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& pla
   bytes_ = plan.total_bytes();
   memory_ = backend.alloc(bytes_, "KV cache");
   auto* base = static_cast<uint8_t*>(memory_);
+  const size_t slots = size_t(num_blocks_) * size_t(block_size_);
+  const size_t elem_bytes = slots * row_bytes(type, uint64_t(c.kv_dim()));  // each array's scales follow
   for (int32_t i = 0; i < c.n_layer; ++i) {
     KVLayer l;
     l.k = base + plan.k_offset(groups_.index_in_group(i));
     l.v = base + plan.v_offset(groups_.index_in_group(i));
+    if (type == DType::F8_E4M3) {
+      l.k_scale = reinterpret_cast<float*>(static_cast<uint8_t*>(l.k) + elem_bytes);
+      l.v_scale = reinterpret_cast<float*>(static_cast<uint8_t*>(l.v) + elem_bytes);
+    }
     l.type = type;
     l.num_blocks = num_blocks_;
     l.block_size = block_size_;

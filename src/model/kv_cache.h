@@ -1,12 +1,14 @@
 // KVCache: the device memory of the paged KV cache, carved out of one
 // allocation as kv/memory_plan lays it out: 2 * g arrays (K and V for each
 // index within a KV group, kv/group_layout.h) of [num_blocks * block_size
-// slots, n_kv_heads, head_dim]; layer il sees the pair of its index in its
-// group. Which sequence owns which block, in which group, is kv/'s
+// slots, n_kv_heads, head_dim] elements of the cache's type (an 8-bit
+// cache: followed by its [slots, n_kv_heads] f32 row scales, backend.h's
+// KVLayer); layer il sees the pair of its index in its group. Which sequence owns which block, in which group, is kv/'s
 // business; this class only holds memory. Also the model's KV group layout
 // and geometry, from its per-layer sliding windows.
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "backend/backend.h"
@@ -16,16 +18,28 @@
 
 namespace rf {
 
+// --kv-cache-dtype: the backend's own KV element type (f32 on the CPU, f16
+// on GPUs), or 8-bit e4m3 with a scale per row (half the bytes of f16).
+enum class KVCacheDType { Auto, Fp8 };
+// "auto", "fp8" or "fp8_e4m3"; anything else is an error naming the value.
+KVCacheDType parse_kv_cache_dtype(std::string_view text);
+const char* kv_cache_dtype_name(KVCacheDType d);
+// The element type `d` means on `backend`; an error naming the backend when
+// it has no such cache.
+DType kv_element_type(const Backend& backend, KVCacheDType d);
+
 // The model's layers grouped by attention kind (window per layer: the
 // sliding window on is_swa layers, else 0).
 KVGroupLayout kv_group_layout(const ModelConfig& c);
-// The KV geometry of a model whose cache holds `type` elements.
+// The KV geometry of a model whose cache holds `type` elements (F8_E4M3:
+// with a 4-byte scale per KV head of each row).
 KVGeometry kv_geometry(const ModelConfig& c, DType type, int32_t block_size);
 
 class KVCache {
  public:
-  // `plan` must have been made from kv_geometry(c, backend.kv_type(), ...).
-  KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& plan);
+  // `plan` must have been made from kv_geometry(c, type, ...); the backend
+  // must support `type` (Backend::supports_kv_type).
+  KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& plan, DType type);
   ~KVCache();
   KVCache(const KVCache&) = delete;
   KVCache& operator=(const KVCache&) = delete;
@@ -35,6 +49,7 @@ class KVCache {
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
   size_t bytes() const { return bytes_; }
+  DType type() const { return type_; }
 
  private:
   Backend& backend_;
@@ -42,6 +57,7 @@ class KVCache {
   std::vector<KVLayer> layers_;
   void* memory_ = nullptr;
   int32_t num_blocks_, block_size_;
+  DType type_;
   size_t bytes_ = 0;
 };
 

@@ -7,7 +7,7 @@
 namespace rf {
 
 StepRunner::StepRunner(const Model& model, std::span<Backend* const> backends, std::span<Communicator* const> comms,
-                       const BackendLimits& limits, KVBudget budget, int32_t block_size)
+                       const BackendLimits& limits, KVBudget budget, int32_t block_size, KVCacheDType kv_dtype)
     : n_vocab_(model.config().n_vocab) {
   const int32_t n = int32_t(backends.size());
   RF_CHECK(n >= 1 && n == model.n_ranks(), "runner: ", n, " backends for a model loaded on ", model.n_ranks());
@@ -26,10 +26,12 @@ StepRunner::StepRunner(const Model& model, std::span<Backend* const> backends, s
   Backend& b0 = *ranks_[0].backend;
   budget.device_total = b0.total_memory();
   budget.device_used = b0.allocated_bytes();
-  const KVMemoryPlan plan(kv_geometry(model.rank_config(0), b0.kv_type(), block_size), budget);
+  const DType kv_type = kv_element_type(b0, kv_dtype);
+  const KVMemoryPlan plan(kv_geometry(model.rank_config(0), kv_type, block_size), budget);
   for (int32_t r = 0; r < n; ++r) {
     ranks_[size_t(r)].backend->bind_thread();
-    ranks_[size_t(r)].kv = std::make_unique<KVCache>(*ranks_[size_t(r)].backend, model.rank_config(r), plan);
+    ranks_[size_t(r)].kv =
+        std::make_unique<KVCache>(*ranks_[size_t(r)].backend, model.rank_config(r), plan, kv_type);
   }
   for (int32_t r = 1; r < n; ++r) threads_.emplace_back([this, r] { worker(r); });
   try {

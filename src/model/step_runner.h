@@ -32,9 +32,11 @@ class StepRunner {
   // One rank per backend (model loaded onto the same backends, in order);
   // comms: none for one rank, else one communicator per rank. The KV cache
   // is planned from `budget` (device memory fields are filled in from rank
-  // 0's backend, after the workspace is allocated).
+  // 0's backend, after the workspace is allocated), its elements as
+  // `kv_dtype` says.
   StepRunner(const Model& model, std::span<Backend* const> backends, std::span<Communicator* const> comms,
-             const BackendLimits& limits, KVBudget budget, int32_t block_size);
+             const BackendLimits& limits, KVBudget budget, int32_t block_size,
+             KVCacheDType kv_dtype = KVCacheDType::Auto);
   ~StepRunner();
   StepRunner(const StepRunner&) = delete;
   StepRunner& operator=(const StepRunner&) = delete;
@@ -44,6 +46,7 @@ class StepRunner {
   const KVGroupLayout& kv_groups() const { return ranks_[0].kv->groups(); }
   int32_t num_blocks() const { return ranks_[0].kv->num_blocks(); }
   size_t kv_bytes() const;  // over all ranks
+  DType kv_type() const { return ranks_[0].kv->type(); }
 
   // Runs the step on every rank (queued on GPUs); the logits stay on the ranks.
   void forward(const Batch& batch);

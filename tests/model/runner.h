@@ -22,7 +22,7 @@ namespace rf::test {
 class ModelRunner {
  public:
   ModelRunner(const std::string& path, Backend& backend, int32_t max_tokens = 256, int32_t max_seqs = 8,
-              int32_t num_blocks = 256, int32_t block_size = 16)
+              int32_t num_blocks = 256, int32_t block_size = 16, KVCacheDType kv_dtype = KVCacheDType::Auto)
       : backend_(backend),
         model_(Model::load(path, backend, false)),
         groups_(kv_group_layout(model_->config())),
@@ -35,8 +35,9 @@ class ModelRunner {
     tf_ = std::make_unique<Transformer>(model_->config(), model_->weights(), backend, lim);
     KVBudget budget;
     budget.num_blocks = pool_.num_blocks();
+    const DType kv_type = kv_element_type(backend, kv_dtype);
     kv_ = std::make_unique<KVCache>(backend, model_->config(),
-                                    KVMemoryPlan(kv_geometry(model_->config(), backend.kv_type(), block_size), budget));
+                                    KVMemoryPlan(kv_geometry(model_->config(), kv_type, block_size), budget), kv_type);
   }
 
   const Model& model() const { return *model_; }

@@ -2,6 +2,8 @@
 // Angles are computed in double; softmax in double accumulation. Each query
 // token attends to its sequence's positions [0, position], or the last
 // `window` of them on sliding-window layers; logits optionally soft-capped.
+// The cache holds f32, or e4m3 with a scale per (slot, KV head) row
+// (core/fp8.h): rows are encoded as they are stored and decoded as read.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/rope_math.h"
 #include "core/error.h"
+#include "core/fp8.h"
 
 namespace rf::cpu {
 namespace {
@@ -31,6 +34,45 @@ void rope_row(float* x, int n_heads, int head_dim, int pos, const RopeParams& p,
   }
 }
 
+// Row `head` of `slot` in an e4m3 cache: x encoded with its row scale.
+void store_fp8_row(const float* x, int hd, uint8_t* q, float* scale) {
+  float amax = 0.0f;
+  for (int d = 0; d < hd; ++d) amax = std::max(amax, std::fabs(x[d]));
+  const float s = e4m3_row_scale(amax);
+  *scale = s;
+  for (int d = 0; d < hd; ++d) q[d] = e4m3_from_float(x[d] / s);
+}
+
+// One slot's K or V row of every KV head, into the cache.
+void store_row(const KVLayer& cache, bool is_k, size_t slot, const float* x) {
+  const size_t row = size_t(cache.n_kv_heads) * cache.head_dim;
+  if (cache.type == DType::F32) {
+    std::copy_n(x, row, static_cast<float*>(is_k ? cache.k : cache.v) + slot * row);
+    return;
+  }
+  auto* q = static_cast<uint8_t*>(is_k ? cache.k : cache.v) + slot * row;
+  float* scales = (is_k ? cache.k_scale : cache.v_scale) + slot * size_t(cache.n_kv_heads);
+  for (int h = 0; h < cache.n_kv_heads; ++h)
+    store_fp8_row(x + size_t(h) * cache.head_dim, cache.head_dim, q + size_t(h) * cache.head_dim, scales + h);
+}
+
+// Head kvh's K or V row of `slot`, decoded to f32 into buf (or pointed at in an f32 cache).
+const float* load_row(const KVLayer& cache, bool is_k, size_t slot, int kvh, std::vector<float>& buf) {
+  const int hd = cache.head_dim;
+  const size_t at = slot * size_t(cache.n_kv_heads) + size_t(kvh);
+  if (cache.type == DType::F32) return static_cast<const float*>(is_k ? cache.k : cache.v) + at * hd;
+  const uint8_t* q = static_cast<const uint8_t*>(is_k ? cache.k : cache.v) + at * hd;
+  const float s = (is_k ? cache.k_scale : cache.v_scale)[at];
+  buf.resize(size_t(hd));
+  for (int d = 0; d < hd; ++d) buf[size_t(d)] = e4m3_to_float(q[d]) * s;
+  return buf.data();
+}
+
+void check_cache_type(const KVLayer& cache) {
+  RF_CHECK(cache.type == DType::F32 || (cache.type == DType::F8_E4M3 && cache.k_scale && cache.v_scale),
+           "cpu KV cache must be f32 or f8_e4m3 with row scales, not ", dtype_name(cache.type));
+}
+
 }  // namespace
 
 void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
@@ -41,7 +83,7 @@ void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, cons
   RF_CHECK(k.cols() == int64_t(n_kv) * hd && v.cols() == k.cols() && q.cols() == int64_t(n_heads) * hd,
            "cpu rope_store_kv: bad shapes");
   RF_CHECK(rope.n_rot > 0 && rope.n_rot <= hd && rope.n_rot % 2 == 0, "cpu rope: bad n_rot ", rope.n_rot);
-  RF_CHECK(cache.type == DType::F32, "cpu KV cache must be f32");
+  check_cache_type(cache);
   const YarnCorrDims corr = yarn_corr_dims(rope.n_rot, rope.n_ctx_orig, rope.freq_base, rope.beta_fast, rope.beta_slow);
   const int64_t n_slots = int64_t(cache.num_blocks) * cache.block_size;
   pool.parallel_for(size_t(m.n_tokens), 1, [&](size_t t0, size_t t1) {
@@ -53,8 +95,8 @@ void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, cons
       if (slot < 0) continue;
       RF_CHECK(slot < n_slots, "KV slot ", slot, " out of range");
       const size_t row = size_t(n_kv) * hd;
-      std::copy_n(k.ptr<float>() + t * row, row, static_cast<float*>(cache.k) + size_t(slot) * row);
-      std::copy_n(v.ptr<float>() + t * row, row, static_cast<float*>(cache.v) + size_t(slot) * row);
+      store_row(cache, true, size_t(slot), k.ptr<float>() + t * row);
+      store_row(cache, false, size_t(slot), v.ptr<float>() + t * row);
     }
   });
 }
@@ -64,14 +106,14 @@ void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const St
   const int hd = p.head_dim, n_heads = p.n_heads, n_kv = p.n_kv_heads;
   RF_CHECK(n_heads % n_kv == 0, "attention: ", n_heads, " heads not divisible by ", n_kv, " KV heads");
   RF_CHECK(q.cols() == int64_t(n_heads) * hd && out.cols() == q.cols(), "cpu attention: bad shapes");
-  RF_CHECK(cache.type == DType::F32, "cpu KV cache must be f32");
+  check_cache_type(cache);
+  RF_CHECK(cache.head_dim == hd && cache.n_kv_heads == n_kv, "cpu attention: cache rows of ", cache.n_kv_heads, " x ",
+           cache.head_dim, " for ", n_kv, " x ", hd);
   const int group = n_heads / n_kv;
-  const size_t kv_row = size_t(n_kv) * hd;
-  const float* kc = static_cast<const float*>(cache.k);
-  const float* vc = static_cast<const float*>(cache.v);
   pool.parallel_for(size_t(m.n_tokens) * n_heads, 1, [&](size_t w0, size_t w1) {
     thread_local std::vector<double> scores;
     thread_local std::vector<double> acc;
+    thread_local std::vector<float> row_buf;
     acc.resize(size_t(hd));
     for (size_t w = w0; w < w1; ++w) {
       const size_t t = w / size_t(n_heads);
@@ -87,7 +129,7 @@ void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const St
       double mx = -INFINITY;
       for (int j = first; j < n_ctx; ++j) {
         const size_t slot = size_t(table[j / m.block_size]) * m.block_size + size_t(j % m.block_size);
-        const float* kv = kc + slot * kv_row + size_t(kvh) * hd;
+        const float* kv = load_row(cache, true, slot, kvh, row_buf);
         double s = 0;
         for (int d = 0; d < hd; ++d) s += double(qv[d]) * kv[d];
         s *= p.scale;
@@ -100,7 +142,7 @@ void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const St
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int j = first; j < n_ctx; ++j) {
         const size_t slot = size_t(table[j / m.block_size]) * m.block_size + size_t(j % m.block_size);
-        const float* vv = vc + slot * kv_row + size_t(kvh) * hd;
+        const float* vv = load_row(cache, false, slot, kvh, row_buf);
         const double pj = scores[j] / sum;
         for (int d = 0; d < hd; ++d) acc[d] += pj * vv[d];
       }

@@ -37,6 +37,7 @@ class CpuBackend : public Backend {
   std::string name() const override;
   DType activation_type() const override { return DType::F32; }
   DType kv_type() const override { return DType::F32; }
+  bool supports_kv_type(DType t) const override { return t == DType::F32 || t == DType::F8_E4M3; }
 
   void* alloc(size_t bytes, const std::string& what) override;
   void free(void* p) override;
