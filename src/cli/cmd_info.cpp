@@ -48,18 +48,21 @@ void print_experts(const ModelConfig& c) {
 
 // The KV group layout and the f16 K/V one sequence of the training context
 // holds (16-token blocks, 2048-token prompt chunks) with it and with every
-// layer keeping every token.
+// layer keeping every token; decoding, also in the 8-bit cache (e4m3 rows
+// and their scales, --kv-cache-dtype fp8).
 void print_kv(const ModelConfig& c) {
   const int32_t bs = 16, n = c.n_ctx_train;
   const KVGeometry geo = kv_geometry(c, DType::F16, bs);
   const double block = double(geo.bytes_per_block());
   const double prefill = double(geo.groups.max_blocks_per_sequence(n, bs, 2048)) * block;
-  const double decode = double(geo.groups.max_blocks_per_sequence(n, bs, 1)) * block;
+  const double decode_blocks = double(geo.groups.max_blocks_per_sequence(n, bs, 1));
+  const double decode = decode_blocks * block;
+  const double decode_fp8 = decode_blocks * double(kv_geometry(c, DType::F8_E4M3, bs).bytes_per_block());
   const double every = 2.0 * double(c.n_layer) * double(n) * double(geo.row_bytes);
-  std::printf("kv cache:    %s; a %d-token sequence holds %s of f16 K/V decoding, %s at most with 2048-token "
-              "prompt chunks (%s if every layer kept every token)\n",
-              geo.groups.summary().c_str(), n, human_bytes(decode).c_str(), human_bytes(prefill).c_str(),
-              human_bytes(every).c_str());
+  std::printf("kv cache:    %s; a %d-token sequence holds %s of f16 K/V decoding (%s with --kv-cache-dtype fp8), %s "
+              "at most with 2048-token prompt chunks (%s if every layer kept every token)\n",
+              geo.groups.summary().c_str(), n, human_bytes(decode).c_str(), human_bytes(decode_fp8).c_str(),
+              human_bytes(prefill).c_str(), human_bytes(every).c_str());
 }
 
 // What each of n tensor-parallel ranks would hold, or why the model does not
