@@ -48,12 +48,17 @@ RF_HOST_DEVICE inline uint8_t e4m3_from_float(float x) {
 }
 
 RF_HOST_DEVICE inline float e4m3_to_float(uint8_t b) {
+  if ((b & 0x7fu) == 0x7fu) return fp8_bits_f32(0x7fc00000u);  // NaN
   const uint32_t e = (b >> 3) & 0xfu, m = b & 7u;
   const float mag = e == 0 ? float(m) * (1.0f / 512.0f) : fp8_bits_f32(((e + 120u) << 23) | (m << 20));
   return (b & 0x80u) ? -mag : mag;
 }
 
-// The scale of a row whose largest magnitude is amax (1 for an all-zero row).
-RF_HOST_DEVICE inline float e4m3_row_scale(float amax) { return amax > 0.0f ? amax / kE4M3Max : 1.0f; }
+// The scale of a row whose largest magnitude is amax (1 for an all-zero
+// row); NaN for a row holding a NaN (amax NaN), so that every element of it
+// reads back as NaN (kernels decode e4m3 without looking for NaN codes).
+RF_HOST_DEVICE inline float e4m3_row_scale(float amax) {
+  return amax > 0.0f ? amax / kE4M3Max : amax == 0.0f ? 1.0f : amax;
+}
 
 }  // namespace rf

@@ -71,7 +71,15 @@ class CudaEngineBatch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaEngineBatch, GreedyAloneEqualsAmong32) {
   RF_REQUIRE_GPU();
-  const std::string name = GetParam();
+  // "MODEL" or "MODEL:fp8" (an e4m3 KV cache).
+  const std::string param = GetParam();
+  const bool fp8 = param.size() > 4 && param.substr(param.size() - 4) == ":fp8";
+  const std::string name = fp8 ? param.substr(0, param.size() - 4) : param;
+  auto engine_config = [&](int32_t blocks, int32_t batch_tokens, int32_t seqs, bool prefix) {
+    EngineConfig c = test::config(blocks, 16, batch_tokens, seqs, prefix);
+    if (fp8) c.kv_cache_dtype = KVCacheDType::Fp8;
+    return c;
+  };
   std::unique_ptr<TempModel> temp;
   std::string path;
   if (name == "synthetic-tiny-f16") {
@@ -112,7 +120,7 @@ TEST_P(CudaEngineBatch, GreedyAloneEqualsAmong32) {
   const int32_t one = int32_t(kv_group_layout(model->config()).max_blocks_per_sequence(124, 16, 256));
   std::vector<test::Output> alone;
   {
-    auto engine = std::make_unique<Engine>(*model, *tok, *gpu, test::config(std::max(16, one), 16, 256, 1, false));
+    auto engine = std::make_unique<Engine>(*model, *tok, *gpu, engine_config(std::max(16, one), 256, 1, false));
     for (size_t i = 0; i < prompts.size(); ++i)
       alone.push_back(test::run_one(*engine, greedy_req(prompts[i], lens[i], true)));
     test::expect_idle(*engine);
@@ -120,8 +128,7 @@ TEST_P(CudaEngineBatch, GreedyAloneEqualsAmong32) {
   // 48 blocks of 16 (at least the longest request's and 8 more) for 33
   // requests of up to 124 tokens: preemption; 128 tokens per step: chunked
   // prefill beside decode tokens.
-  auto engine =
-      std::make_unique<Engine>(*model, *tok, *gpu, test::config(std::max(48, one + 8), 16, 128, 64, true));
+  auto engine = std::make_unique<Engine>(*model, *tok, *gpu, engine_config(std::max(48, one + 8), 128, 64, true));
   std::vector<Request> reqs;
   for (size_t i = 0; i < prompts.size(); ++i) reqs.push_back(greedy_req(prompts[i], lens[i], false));
   const auto batched = test::run_all(*engine, reqs);
@@ -188,7 +195,8 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaEngineBatch,
                                            "quant/qtest-q6_k.gguf", "quant/qtest-q4_k_m.gguf",
                                            "arch/tiny-qwen2.gguf", "arch/tiny-qwen3.gguf", "arch/tiny-gemma2.gguf",
                                            "arch/tiny-gemma3.gguf", "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf",
-                                           "arch/tiny-mixtral.gguf", "arch/tiny-qwen3moe.gguf"),
+                                           "arch/tiny-mixtral.gguf", "arch/tiny-qwen3moe.gguf",
+                                           "synthetic-tiny-f16:fp8", "arch/tiny-gemma2.gguf:fp8"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)

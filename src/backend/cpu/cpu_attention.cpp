@@ -37,8 +37,12 @@ void rope_row(float* x, int n_heads, int head_dim, int pos, const RopeParams& p,
 // Row `head` of `slot` in an e4m3 cache: x encoded with its row scale.
 void store_fp8_row(const float* x, int hd, uint8_t* q, float* scale) {
   float amax = 0.0f;
-  for (int d = 0; d < hd; ++d) amax = std::max(amax, std::fabs(x[d]));
-  const float s = e4m3_row_scale(amax);
+  bool nan = false;
+  for (int d = 0; d < hd; ++d) {
+    amax = std::max(amax, std::fabs(x[d]));
+    nan |= std::isnan(x[d]);
+  }
+  const float s = e4m3_row_scale(nan ? NAN : amax);
   *scale = s;
   for (int d = 0; d < hd; ++d) q[d] = e4m3_from_float(x[d] / s);
 }

@@ -1,5 +1,6 @@
-// Paged attention over the f16 KV cache, causal, with GQA: the entry point
-// gpu::attention(), which picks a kernel, and the generic fallback kernel.
+// Paged attention over the KV cache (f16, or e4m3 rows with scales:
+// --kv-cache-dtype fp8), causal, with GQA: the entry point gpu::attention(),
+// which picks a kernel, and the generic fallback kernel.
 // One pass over the keys with an online softmax; with several splits
 // (flash-decoding for long contexts) each block covers a slice of the keys
 // and a second kernel combines the slices (attention_decode.cu).
@@ -13,6 +14,7 @@
 #include <algorithm>
 
 #include "backend/cuda/attention.cuh"
+#include "backend/cuda/kv_fp8.cuh"
 
 namespace rf::gpu {
 namespace {
@@ -37,7 +39,9 @@ constexpr size_t generic_smem_bytes(int hd, int warps) {
 
 // Generic fallback: a block per (token, KV head, split), a warp per query
 // head of the group (in turns of the block's warps); K/V tiles of kTileKeys
-// keys staged as f32 in shared memory, scores one key per lane.
+// keys staged as f32 in shared memory (e4m3 rows times their scales),
+// scores one key per lane.
+template <typename KV>
 __global__ void attention_kernel(AttnArgs a) {
   extern __shared__ float smem[];
   const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
@@ -59,6 +63,8 @@ __global__ void attention_kernel(AttnArgs a) {
   const int k_end = min(n_ctx, split * split_len + split_len);
   const int32_t* table = a.block_tables + size_t(a.token_seq[t]) * a.max_blocks_per_seq;
   const int kv_dim = a.n_kv * hd;
+  const KV* kc = static_cast<const KV*>(a.kc);
+  const KV* vc = static_cast<const KV*>(a.vc);
 
   for (int h0 = 0; h0 < group; h0 += n_warps) {
     const int h = kvh * group + h0 + warp;
@@ -74,30 +80,37 @@ __global__ void attention_kernel(AttnArgs a) {
     for (int k0 = k_begin; k0 < k_end; k0 += kTileKeys) {
       const int nk = min(kTileKeys, k_end - k0);
       __syncthreads();
-      if (hd % 8 == 0) {  // 16-byte loads of 8 halves
+      if (hd % 8 == 0) {  // 8 elements per load (16 bytes of f16, 8 of e4m3)
         const int chunks = hd / 8;
         for (int i = threadIdx.x; i < nk * chunks; i += blockDim.x) {
           const int j = i / chunks, c = i % chunks, p = k0 + j;
           const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
-          const uint4 kv = reinterpret_cast<const uint4*>(a.kc + slot * kv_dim + kvh * hd)[c];
-          const uint4 vv = reinterpret_cast<const uint4*>(a.vc + slot * kv_dim + kvh * hd)[c];
-          const __half2* kh = reinterpret_cast<const __half2*>(&kv);
-          const __half2* vh = reinterpret_cast<const __half2*>(&vv);
+          float kf[8], vf[8];
+          kv_unpack8(kc + slot * kv_dim + kvh * hd + 8 * c, kf);
+          kv_unpack8(vc + slot * kv_dim + kvh * hd + 8 * c, vf);
+          float k_mul = 1.0f, v_mul = 1.0f;
+          if constexpr (kIsFp8<KV>) {
+            k_mul = a.k_scale[slot * a.n_kv + kvh] * kFp8HalfScale;
+            v_mul = a.v_scale[slot * a.n_kv + kvh] * kFp8HalfScale;
+          }
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float2 kf = __half22float2(kh[e]), vf = __half22float2(vh[e]);
-            ks[j * kstride + 8 * c + 2 * e] = kf.x;
-            ks[j * kstride + 8 * c + 2 * e + 1] = kf.y;
-            vs[j * kstride + 8 * c + 2 * e] = vf.x;
-            vs[j * kstride + 8 * c + 2 * e + 1] = vf.y;
+          for (int e = 0; e < 8; ++e) {
+            ks[j * kstride + 8 * c + e] = kIsFp8<KV> ? kf[e] * k_mul : kf[e];
+            vs[j * kstride + 8 * c + e] = kIsFp8<KV> ? vf[e] * v_mul : vf[e];
           }
         }
       } else {
         for (int i = threadIdx.x; i < nk * hd; i += blockDim.x) {
           const int j = i / hd, d = i % hd, p = k0 + j;
           const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
-          ks[j * kstride + d] = __half2float(a.kc[slot * kv_dim + kvh * hd + d]);
-          vs[j * kstride + d] = __half2float(a.vc[slot * kv_dim + kvh * hd + d]);
+          const int64_t at = slot * kv_dim + kvh * hd + d;
+          if constexpr (kIsFp8<KV>) {
+            ks[j * kstride + d] = e4m3_to_float(kc[at].bits) * a.k_scale[slot * a.n_kv + kvh];
+            vs[j * kstride + d] = e4m3_to_float(vc[at].bits) * a.v_scale[slot * a.n_kv + kvh];
+          } else {
+            ks[j * kstride + d] = __half2float(kc[at]);
+            vs[j * kstride + d] = __half2float(vc[at]);
+          }
         }
       }
       __syncthreads();
@@ -161,8 +174,9 @@ __global__ void attention_kernel(AttnArgs a) {
 void attention_device_setup() {
   // The generic kernel's largest launch (head_dim 256, 8 warps) needs more
   // than the default 48 KB of dynamic shared memory.
-  RF_GPU_CHECK(gpuFuncSetAttribute(attention_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize,
-                                   int(generic_smem_bytes(kMaxHeadDim, kMaxWarps))));
+  for (const auto kernel : {attention_kernel<__half>, attention_kernel<Fp8>})
+    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(generic_smem_bytes(kMaxHeadDim, kMaxWarps))));
   attention_decode_device_setup();
 }
 
@@ -174,7 +188,9 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
                      p.n_heads % p.n_kv_heads == 0;
   int heads_per_block = std::min(group_size, 4);  // <= 256 threads: 16 queries x 4 heads x 4 threads
   while (group_size % heads_per_block) --heads_per_block;
-  RF_CHECK(cache.type == DType::F16, "cuda attention: KV cache must be f16");
+  const bool fp8 = cache.type == DType::F8_E4M3;
+  RF_CHECK(cache.type == DType::F16 || (fp8 && cache.k_scale && cache.v_scale),
+           "cuda attention: KV cache must be f16 or f8_e4m3 with row scales, not ", dtype_name(cache.type));
   RF_CHECK(p.head_dim <= kMaxHeadDim, "cuda attention: head_dim ", p.head_dim, " > ", kMaxHeadDim, " is not supported");
   RF_CHECK(p.n_heads % p.n_kv_heads == 0, "cuda attention: heads not divisible by KV heads");
   n_splits = std::max(1, n_splits);
@@ -187,8 +203,10 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   const size_t smem = generic_smem_bytes(p.head_dim, max_warps);
   AttnArgs a;
   a.q = static_cast<const __half*>(q);
-  a.kc = static_cast<const __half*>(cache.k);
-  a.vc = static_cast<const __half*>(cache.v);
+  a.kc = cache.k;
+  a.vc = cache.v;
+  a.k_scale = cache.k_scale;
+  a.v_scale = cache.v_scale;
   a.positions = m.positions;
   a.token_seq = m.token_seq;
   a.block_tables = m.block_tables;
@@ -217,14 +235,16 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   a.part_out = scratch.partial_out;
   a.part_ml = scratch.partial_ml;
   if (tiled) {
-    launch_attention_prefill(a, m.q_tiles, m.n_q_tiles, heads_per_block, ext, ctx);
+    launch_attention_prefill(a, m.q_tiles, m.n_q_tiles, heads_per_block, ext, fp8, ctx);
     return;
   }
   const dim3 grid(unsigned(n_tokens), unsigned(p.n_kv_heads), unsigned(n_splits));
   if (attention_decode_supported(p.head_dim))
-    launch_attention_decode(grid, a, ext, ctx);  // any token works; it is built for one per sequence
+    launch_attention_decode(grid, a, ext, fp8, ctx);  // any token works; it is built for one per sequence
+  else if (fp8)
+    launch(attention_kernel<Fp8>, grid, dim3(threads), smem, ctx, a);
   else
-    launch(attention_kernel, grid, dim3(threads), smem, ctx, a);
+    launch(attention_kernel<__half>, grid, dim3(threads), smem, ctx, a);
   if (n_splits > 1)
     launch_attention_combine(scratch, m.positions, n_tokens, p.n_heads, p.head_dim, n_splits, out, ctx);
 }

@@ -1,6 +1,7 @@
 // Paged attention, shared by its three files: the kernel arguments (AttnArgs)
 // and the launchers of the prefill and decode kernels, which attention.cu's
-// entry point chooses between. Not for other op families.
+// entry point chooses between. Not for other op families. Every kernel
+// reads an f16 cache or an e4m3 one with row scales (kv_fp8.cuh).
 //  - attention.cu: the entry point and the generic fallback kernel (any
 //    head size <= 256, any group);
 //  - attention_prefill.cu: query tiles of prefill chunks (head_dim 64/128);
@@ -16,8 +17,10 @@ namespace rf::gpu {
 
 struct AttnArgs {
   const __half* q;
-  const __half* kc;
-  const __half* vc;
+  const void* kc;        // the cache's elements: __half, or e4m3 bytes (kv_fp8.cuh)
+  const void* vc;
+  const float* k_scale;  // e4m3: row scales [slot, n_kv] (KVLayer)
+  const float* v_scale;
   const int32_t* positions;
   const int32_t* token_seq;
   const int32_t* block_tables;
@@ -47,7 +50,7 @@ __device__ __forceinline__ float softcap_score(float s, float cap) { return cap 
 // or 256. ext: the window / soft-cap variant (always for head_dim 256).
 bool attention_prefill_supported(int head_dim);
 void launch_attention_prefill(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool ext,
-                              const LaunchCtx& ctx);
+                              bool fp8, const LaunchCtx& ctx);
 
 // The decode kernel's shared-memory opt-ins (attention_device_setup).
 void attention_decode_device_setup();
@@ -55,8 +58,9 @@ void attention_decode_device_setup();
 // 128 (and 256 on CUDA), groups of more than 8 query heads per KV head in
 // chunks of 8 (attention_decode_supported). ext: the window / soft-cap /
 // head-chunk variant (always for head_dim 256 or more than 8 heads).
+// fp8: the cache holds e4m3 rows with scales.
 bool attention_decode_supported(int head_dim);
-void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, const LaunchCtx& ctx);
+void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, bool fp8, const LaunchCtx& ctx);
 // Sums the splits' partial results into out (n_splits > 1).
 void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, int n_tokens, int n_heads,
                               int head_dim, int n_splits, void* out, const LaunchCtx& ctx);

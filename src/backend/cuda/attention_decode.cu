@@ -1,5 +1,6 @@
-// Decode attention (one query per sequence, the hot path) over the paged f16
-// KV cache, and the kernel that combines split-K slices (flash-decoding).
+// Decode attention (one query per sequence, the hot path) over the paged KV
+// cache (f16, or e4m3 with row scales: kv_fp8.cuh), and the kernel that
+// combines split-K slices (flash-decoding).
 // Owns attention_decode_kernel (head_dim 64/96/128, and 256 on CUDA; up to 8
 // query heads per block), attention_combine_kernel, their launchers and
 // their one-time shared-memory opt-ins. attention.cu chooses between the
@@ -28,6 +29,11 @@
 // a later tile, score the group's keys, update the online softmax,
 // accumulate V; at the end merge the four groups and store the output (or
 // this split's partial result for the combine kernel).
+//  - e4m3 caches (KV = Fp8): tiles staged as stored (half the bytes) with
+//    their rows' scales; elements become f16 (value / 256) as the fragments
+//    and V rows are read; a key's K scale multiplies its score, its V scale
+//    the probability that weighs its row (the softmax sum keeps the
+//    unscaled one).
 #include <algorithm>
 
 #include "backend/cuda/attention_decode.cuh"
@@ -82,32 +88,37 @@ __device__ __forceinline__ void decode_load_q(const __half* q, int n_heads, floa
 #ifndef RF_PORTABLE
 // Scores of head gid against keys 2 * tig + {0, 1} of the group's 8 keys at
 // kt (two accumulation chains), scaled; keys from k_end on score -inf.
-template <int HD, bool kExt>
-__device__ __forceinline__ float2 decode_score_keys(const uint4* qf, const __half* kt, float scale, float softcap,
-                                                    int k0, int k_end) {
-  using L = DecodeLayout<HD>;
+// Fp8: ksc holds the group's 8 K row scales.
+template <int HD, bool kExt, typename KV>
+__device__ __forceinline__ float2 decode_score_keys(const uint4* qf, const KV* kt, const float* ksc, float scale,
+                                                    float softcap, int k0, int k_end) {
+  using L = DecodeLayout<HD, KV>;
   const DecodeThread th = decode_thread<HD>();
   float c0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, c1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  const __half* kr = kt + th.gid * L::kRow + 2 * th.tig;
+  const KV* kr = kt + th.gid * L::kRow + 2 * th.tig;
 #pragma unroll
   for (int i = 0; i < HD / 32; ++i) {
     const uint4 q4 = qf[i * 32 + th.lane];
-    mma_16816(c0, q4.x, q4.y, *reinterpret_cast<const uint32_t*>(kr + i * 32),
-              *reinterpret_cast<const uint32_t*>(kr + i * 32 + 8));
-    mma_16816(c1, q4.z, q4.w, *reinterpret_cast<const uint32_t*>(kr + i * 32 + 16),
-              *reinterpret_cast<const uint32_t*>(kr + i * 32 + 24));
+    mma_16816(c0, q4.x, q4.y, kv_pair_bits(kr + i * 32), kv_pair_bits(kr + i * 32 + 8));
+    mma_16816(c1, q4.z, q4.w, kv_pair_bits(kr + i * 32 + 16), kv_pair_bits(kr + i * 32 + 24));
+  }
+  float d0 = c0[0] + c1[0], d1 = c0[1] + c1[1];
+  if constexpr (kIsFp8<KV>) {
+    const float2 sk = *reinterpret_cast<const float2*>(ksc + 2 * th.tig);
+    d0 *= sk.x * kFp8HalfScale;
+    d1 *= sk.y * kFp8HalfScale;
   }
   const int key = k0 + 2 * th.tig;
   if constexpr (kExt) {
-    float s0 = (c0[0] + c1[0]) * scale, s1 = (c0[1] + c1[1]) * scale;
+    float s0 = d0 * scale, s1 = d1 * scale;
     if (softcap > 0.0f) {
       s0 = softcap_score(s0, softcap);
       s1 = softcap_score(s1, softcap);
     }
     return make_float2(key < k_end ? s0 : -INFINITY, key + 1 < k_end ? s1 : -INFINITY);
   }
-  const float x0 = key < k_end ? (c0[0] + c1[0]) * scale : -INFINITY;
-  const float x1 = key + 1 < k_end ? (c0[1] + c1[1]) * scale : -INFINITY;
+  const float x0 = key < k_end ? d0 * scale : -INFINITY;
+  const float x1 = key + 1 < k_end ? d1 * scale : -INFINITY;
   return make_float2(x0, x1);
 }
 
@@ -135,19 +146,27 @@ __device__ __forceinline__ SoftmaxStep decode_softmax_update(float& m, float& l,
 // Scores and softmax of one tile for this thread's group: probabilities to
 // its slice of ps [group][key][head], each head's rescale factor to cs
 // [group][head] and back into corr (every lane needs all heads' factors for
-// P.V); rescale: any factor != 1.
-template <int HD, bool kExt>
-__device__ __forceinline__ void decode_tile_softmax(float& m, float& l, const uint4* qf, const __half* kt, float scale,
-                                                    float softcap, int k0, int k_end, int group, float* ps, float* cs,
-                                                    float (&corr)[kDecMaxHeads], bool& rescale) {
+// P.V); rescale: any factor != 1. Fp8: ksc / vsc hold the group's 8 K / V
+// row scales, and the stored probabilities carry the V scales.
+template <int HD, bool kExt, typename KV>
+__device__ __forceinline__ void decode_tile_softmax(float& m, float& l, const uint4* qf, const KV* kt, const float* ksc,
+                                                    const float* vsc, float scale, float softcap, int k0, int k_end,
+                                                    int group, float* ps, float* cs, float (&corr)[kDecMaxHeads],
+                                                    bool& rescale) {
   const DecodeThread th = decode_thread<HD>();
   float* pg = ps + th.grp * kDecKeysPerGroup * kDecMaxHeads;
   {
-    const float2 x = decode_score_keys<HD, kExt>(qf, kt, scale, softcap, k0, k_end);
+    const float2 x = decode_score_keys<HD, kExt>(qf, kt, ksc, scale, softcap, k0, k_end);
     const SoftmaxStep st = decode_softmax_update(m, l, x);
+    float p0 = st.p0, p1 = st.p1;
+    if constexpr (kIsFp8<KV>) {
+      const float2 sv = *reinterpret_cast<const float2*>(vsc + 2 * th.tig);
+      p0 *= sv.x * kFp8HalfScale;
+      p1 *= sv.y * kFp8HalfScale;
+    }
     if (th.gid < group) {
-      pg[2 * th.tig * kDecMaxHeads + th.gid] = st.p0;
-      pg[(2 * th.tig + 1) * kDecMaxHeads + th.gid] = st.p1;
+      pg[2 * th.tig * kDecMaxHeads + th.gid] = p0;
+      pg[(2 * th.tig + 1) * kDecMaxHeads + th.gid] = p1;
       if (th.tig == 0) cs[th.grp * kDecMaxHeads + th.gid] = st.corr;
     }
   }
@@ -205,31 +224,39 @@ __device__ __forceinline__ float decode_softmax_update(float& m, float& l, float
 
 // Scores and softmax of one tile for this thread's group: probabilities to
 // its slice of ps [group][key][head], the rescale factors to corr; rescale:
-// any factor != 1.
-template <int HD, bool kExt>
+// any factor != 1. Fp8: ksc / vsc hold the group's 8 K / V row scales, and
+// the stored probabilities carry the V scales.
+template <int HD, bool kExt, typename KV>
 __device__ __forceinline__ void decode_tile_softmax(float (&m)[kDecMaxHeads], float (&l)[kDecMaxHeads],
-                                                    const float* qs, const __half* kt, float softcap, int k0, int k_end,
-                                                    int group, float* ps, float (&corr)[kDecMaxHeads], bool& rescale) {
-  using L = DecodeLayout<HD>;
+                                                    const float* qs, const KV* kt, const float* ksc, const float* vsc,
+                                                    float softcap, int k0, int k_end, int group, float* ps,
+                                                    float (&corr)[kDecMaxHeads], bool& rescale) {
+  using L = DecodeLayout<HD, KV>;
   const DecodeThread th = decode_thread<HD>();
   float* pg = ps + th.grp * kDecKeysPerGroup * kDecMaxHeads;
   const int jl = th.lane % kDecKeysPerGroup, part = th.lane / kDecKeysPerGroup;
-  const __half* krow = kt + jl * L::kRow;
+  const KV* krow = kt + jl * L::kRow;
   float kf[HD / 4];
 #pragma unroll
-  for (int i = 0; i < HD / 32; ++i) unpack8(*reinterpret_cast<const uint4*>(krow + (part + 4 * i) * 8), kf + 8 * i);
+  for (int i = 0; i < HD / 32; ++i) kv_unpack8(krow + (part + 4 * i) * 8, kf + 8 * i);
+  float k_mul = 1.0f, v_mul = 1.0f;
+  if constexpr (kIsFp8<KV>) {
+    k_mul = ksc[jl] * kFp8HalfScale;
+    v_mul = vsc[jl] * kFp8HalfScale;
+  }
   const bool valid = k0 + jl < k_end;
 #pragma unroll
   for (int h = 0; h < kDecMaxHeads; ++h) {
     corr[h] = 1.0f;
     if (h < group) {
       float x = decode_score_key<HD>(qs, h, part, kf);
+      if constexpr (kIsFp8<KV>) x *= k_mul;
       if constexpr (kExt)
         if (softcap > 0.0f) x = softcap_score(x, softcap);
       x = valid ? x : -INFINITY;
       const float p = decode_softmax_update(m[h], l[h], x, corr[h]);
       rescale |= corr[h] != 1.0f;
-      if ((h & 3) == part) pg[jl * kDecMaxHeads + h] = p;
+      if ((h & 3) == part) pg[jl * kDecMaxHeads + h] = kIsFp8<KV> ? p * v_mul : p;
     }
   }
   RF_SYNCWARP();
@@ -241,10 +268,10 @@ __device__ __forceinline__ void decode_tile_softmax(float (&m)[kDecMaxHeads], fl
 // acc[h][0..8) (dims vc8 * 8.. of head h) = acc * corr + P . V over this
 // lane's keys (subgroup `sub`) of the group's 8 keys (V rows at vt,
 // probabilities in the group's slice of ps).
-template <int HD>
+template <int HD, typename KV>
 __device__ __forceinline__ void decode_accumulate_v(float (&acc)[kDecMaxHeads][8], const float (&corr)[kDecMaxHeads],
-                                                    bool rescale, const __half* vt, const float* ps, int group) {
-  using L = DecodeLayout<HD>;
+                                                    bool rescale, const KV* vt, const float* ps, int group) {
+  using L = DecodeLayout<HD, KV>;
   const DecodeThread th = decode_thread<HD>();
   const float* pg = ps + th.grp * kDecKeysPerGroup * kDecMaxHeads;
   if (rescale) {
@@ -259,7 +286,7 @@ __device__ __forceinline__ void decode_accumulate_v(float (&acc)[kDecMaxHeads][8
   for (int r = 0; r < L::kKeysPerSub; ++r) {
     const int jk = th.sub * L::kKeysPerSub + r;
     float vf[8];
-    unpack8(*reinterpret_cast<const uint4*>(vt + jk * L::kRow + th.vc8 * 8), vf);
+    kv_unpack8(vt + jk * L::kRow + th.vc8 * 8, vf);
     const float4 pa = *reinterpret_cast<const float4*>(pg + jk * kDecMaxHeads);
     const float4 pb = *reinterpret_cast<const float4*>(pg + jk * kDecMaxHeads + 4);
     const float pk[kDecMaxHeads] = {pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w};
@@ -309,7 +336,7 @@ __device__ __forceinline__ void decode_publish_ml(const float (&m)[kDecMaxHeads]
 // This lane's accumulators to merge [group][sub][head][kWidth].
 template <int HD>
 __device__ __forceinline__ void decode_stash_acc(const float (&acc)[kDecMaxHeads][8], int group, float* merge) {
-  using L = DecodeLayout<HD>;
+  using L = DecodeDims<HD>;
   const DecodeThread th = decode_thread<HD>();
 #pragma unroll
   for (int h = 0; h < kDecMaxHeads; ++h)
@@ -325,7 +352,7 @@ __device__ __forceinline__ void decode_stash_acc(const float (&acc)[kDecMaxHeads
 template <int HD>
 __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const float* mls, const float* merge, int t,
                                                    int head0, int split, int pos, int group) {
-  using L = DecodeLayout<HD>;
+  using L = DecodeDims<HD>;
   const DecodeThread th = decode_thread<HD>();
   for (int i = th.tid; i < group * HD; i += kDecThreads) {
     const int h = i / HD, d = i % HD;
@@ -365,11 +392,11 @@ __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const floa
 template <int HD>
 constexpr int kDecBlocksPerSM = HD == 256 ? 2 : kDecMinBlocks;
 
-template <int HD, bool kExt>
+template <int HD, bool kExt, typename KV>
 __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_decode_kernel(AttnArgs a) {
-  using L = DecodeLayout<HD>;
+  using L = DecodeLayout<HD, KV>;
   extern __shared__ __align__(16) unsigned char dsmem[];
-  const DecodeSmem sm = decode_smem<HD>(dsmem);
+  const DecodeSmem<KV> sm = decode_smem<HD, KV>(dsmem);
 
   pdl_wait();
   pdl_trigger();
@@ -410,14 +437,19 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[h][e] = 0.0f;
 
-  DecodeTiles<HD> tiles;
-  tiles.cc = th.tid % L::kChunks;
-  tiles.r0 = th.tid / L::kChunks;
+  DecodeTiles<HD, KV> tiles;
+  tiles.cc = th.tid % L::kCopyChunks;
+  tiles.r0 = th.tid / L::kCopyChunks;
   tiles.table = a.block_tables + size_t(a.token_seq[t]) * a.max_blocks_per_seq;
-  tiles.kbase = a.kc + size_t(kvh) * HD + tiles.cc * 8;
-  tiles.vbase = a.vc + size_t(kvh) * HD + tiles.cc * 8;
+  tiles.kbase = static_cast<const KV*>(a.kc) + size_t(kvh) * HD + tiles.cc * L::kPerCopy;
+  tiles.vbase = static_cast<const KV*>(a.vc) + size_t(kvh) * HD + tiles.cc * L::kPerCopy;
   tiles.ks = sm.ks;
   tiles.vs = sm.vs;
+  tiles.kscale = kIsFp8<KV> ? a.k_scale + kvh : nullptr;
+  tiles.vscale = kIsFp8<KV> ? a.v_scale + kvh : nullptr;
+  tiles.ksc = sm.ksc;
+  tiles.vsc = sm.vsc;
+  tiles.n_kv = a.n_kv;
   tiles.k_begin = k_begin;
   tiles.k_end = k_end;
   tiles.n_tiles = n_tiles;
@@ -448,13 +480,17 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
 
     const int st = it % kDecStages;
     const int k0 = k_begin + it * kDecTile + th.grp * kDecKeysPerGroup;  // this group's first key
-    const __half* kt = sm.ks + (size_t(st) * kDecTile + th.grp * kDecKeysPerGroup) * L::kRow;
+    const int tile_row = st * kDecTile + th.grp * kDecKeysPerGroup;  // the group's first staged row
+    const KV* kt = sm.ks + size_t(tile_row) * L::kRow;
+    const float* ksc = kIsFp8<KV> ? sm.ksc + tile_row : nullptr;
+    const float* vsc = kIsFp8<KV> ? sm.vsc + tile_row : nullptr;
     float corr[kDecMaxHeads];
     bool rescale = false;
 #ifndef RF_PORTABLE
-    decode_tile_softmax<HD, kExt>(m_h, l_h, qf, kt, a.scale, a.softcap, k0, k_end, group, sm.ps, sm.cs, corr, rescale);
+    decode_tile_softmax<HD, kExt>(m_h, l_h, qf, kt, ksc, vsc, a.scale, a.softcap, k0, k_end, group, sm.ps, sm.cs, corr,
+                                  rescale);
 #else
-    decode_tile_softmax<HD, kExt>(m, l, qs, kt, a.softcap, k0, k_end, group, sm.ps, corr, rescale);
+    decode_tile_softmax<HD, kExt>(m, l, qs, kt, ksc, vsc, a.softcap, k0, k_end, group, sm.ps, corr, rescale);
 #endif
     decode_accumulate_v<HD>(acc, corr, rescale, kt + size_t(kDecStages) * kDecTile * L::kRow, sm.ps, group);
   }
@@ -501,11 +537,11 @@ __global__ void attention_combine_kernel(const float* __restrict__ part_out, con
   }
 }
 
-template <int HD, bool kExt>
+template <int HD, bool kExt, typename KV>
 void opt_in_decode() {
-  constexpr size_t bytes = DecodeLayout<HD>::kBytes;
+  constexpr size_t bytes = DecodeLayout<HD, KV>::kBytes;
   if constexpr (bytes > 48 * 1024) {
-    const auto kernel = attention_decode_kernel<HD, kExt>;
+    const auto kernel = attention_decode_kernel<HD, kExt, KV>;
     RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 #ifndef RF_PORTABLE
     // Several blocks per SM need the largest shared-memory carveout.
@@ -522,45 +558,60 @@ constexpr bool kDecode256 = false;
 constexpr bool kDecode256 = true;
 #endif
 
+template <typename KV>
+void opt_in_decode_all() {
+  opt_in_decode<128, false, KV>();
+  opt_in_decode<96, false, KV>();
+  opt_in_decode<64, false, KV>();
+  opt_in_decode<128, true, KV>();
+  opt_in_decode<96, true, KV>();
+  opt_in_decode<64, true, KV>();
+  if constexpr (kDecode256) opt_in_decode<256, true, KV>();
+}
+
+template <int HD, bool kExt, typename KV>
+void launch_decode(dim3 grid, const AttnArgs& a, const LaunchCtx& ctx) {
+  launch(attention_decode_kernel<HD, kExt, KV>, grid, dim3(kDecThreads), DecodeLayout<HD, KV>::kBytes, ctx, a);
+}
+
+template <typename KV>
+void launch_decode_kv(dim3 grid, const AttnArgs& a, bool ext, const LaunchCtx& ctx) {
+  if (ext) {
+    grid.y *= unsigned(a.head_chunks);
+    if (a.hd == 256) {
+      if constexpr (kDecode256) launch_decode<256, true, KV>(grid, a, ctx);
+    } else if (a.hd == 128) {
+      launch_decode<128, true, KV>(grid, a, ctx);
+    } else if (a.hd == 96) {
+      launch_decode<96, true, KV>(grid, a, ctx);
+    } else {
+      launch_decode<64, true, KV>(grid, a, ctx);
+    }
+  } else if (a.hd == 128) {
+    launch_decode<128, false, KV>(grid, a, ctx);
+  } else if (a.hd == 96) {
+    launch_decode<96, false, KV>(grid, a, ctx);
+  } else {
+    launch_decode<64, false, KV>(grid, a, ctx);
+  }
+}
+
 }  // namespace
 
 void attention_decode_device_setup() {
-  opt_in_decode<128, false>();
-  opt_in_decode<96, false>();
-  opt_in_decode<64, false>();
-  opt_in_decode<128, true>();
-  opt_in_decode<96, true>();
-  opt_in_decode<64, true>();
-#ifndef RF_PORTABLE
-  opt_in_decode<256, true>();
-#endif
+  opt_in_decode_all<__half>();
+  opt_in_decode_all<Fp8>();
 }
 
 bool attention_decode_supported(int head_dim) {
   return head_dim == 64 || head_dim == 96 || head_dim == 128 || (kDecode256 && head_dim == 256);
 }
 
-void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, const LaunchCtx& ctx) {
-  if (ext) {
-    grid.y *= unsigned(a.head_chunks);
-    if (a.hd == 256) {
-#ifndef RF_PORTABLE
-      launch(attention_decode_kernel<256, true>, grid, dim3(kDecThreads), DecodeLayout<256>::kBytes, ctx, a);
-#endif
-    } else if (a.hd == 128) {
-      launch(attention_decode_kernel<128, true>, grid, dim3(kDecThreads), DecodeLayout<128>::kBytes, ctx, a);
-    } else if (a.hd == 96) {
-      launch(attention_decode_kernel<96, true>, grid, dim3(kDecThreads), DecodeLayout<96>::kBytes, ctx, a);
-    } else {
-      launch(attention_decode_kernel<64, true>, grid, dim3(kDecThreads), DecodeLayout<64>::kBytes, ctx, a);
-    }
-  } else if (a.hd == 128) {
-    launch(attention_decode_kernel<128, false>, grid, dim3(kDecThreads), DecodeLayout<128>::kBytes, ctx, a);
-  } else if (a.hd == 96) {
-    launch(attention_decode_kernel<96, false>, grid, dim3(kDecThreads), DecodeLayout<96>::kBytes, ctx, a);
-  } else {
-    launch(attention_decode_kernel<64, false>, grid, dim3(kDecThreads), DecodeLayout<64>::kBytes, ctx, a);
-  }
+void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, bool fp8, const LaunchCtx& ctx) {
+  if (fp8)
+    launch_decode_kv<Fp8>(grid, a, ext, ctx);
+  else
+    launch_decode_kv<__half>(grid, a, ext, ctx);
 }
 
 void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, int n_tokens, int n_heads,

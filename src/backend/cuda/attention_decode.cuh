@@ -1,10 +1,13 @@
 // Decode attention's building blocks, for attention_decode.cu only: the
 // block shape (kDec*), the shared-memory layout (DecodeLayout, DecodeSmem),
 // a thread's indices (DecodeThread) and the K/V tile pipeline (DecodeTiles:
-// block-table lookups one tile ahead, cp.async copies kDecStages deep).
+// block-table lookups one tile ahead, cp.async copies kDecStages deep). KV
+// is the cache's element type (__half or Fp8, kv_fp8.cuh): tiles are
+// staged as stored, an e4m3 tile with its rows' scales.
 #pragma once
 
 #include "backend/cuda/attention.cuh"
+#include "backend/cuda/kv_fp8.cuh"
 #include "backend/cuda/ptx.cuh"
 
 namespace rf::gpu::decode_attn {
@@ -21,19 +24,26 @@ constexpr int kDecMinBlocks = 1;
 constexpr int kDecMinBlocks = 4;  // 4 x 128 threads x 128 registers, 4 x 55.7 KB shared memory per SM (sm_90)
 #endif
 
-// Head sizes whose 16-byte chunks do not divide 32 lanes (96) are laid out
-// as the next power of two (kWidth): the chunks past the head are zeros in
+// Head sizes whose 8-dim chunks do not divide 32 lanes (96) are laid out
+// as the next power of two (kWidth): the dims past the head are zeros in
 // the stages and their outputs are never stored.
 template <int HD>
-struct DecodeLayout {
+struct DecodeDims {
   static constexpr int kWidth = HD == 96 ? 128 : HD;  // dims per staged row and merged accumulator
-  static constexpr int kRow = kWidth + 8;         // halves per staged key row (16-byte pad)
-  static constexpr int kChunks = kWidth / 8;      // 16-byte chunks per staged row
-  static constexpr int kHeadChunks = HD / 8;      // of them, the chunks of the head
-  static constexpr int kRowsPerPass = kDecThreads / kChunks;
-  static constexpr int kPasses = kDecTile / kRowsPerPass;  // rows each thread copies per tile
+  static constexpr int kChunks = kWidth / 8;      // 8-dim chunks per row (one lane's share in P.V)
   static constexpr int kSub = 32 / kChunks;       // key subgroups of a group in P.V
   static constexpr int kKeysPerSub = kDecKeysPerGroup / kSub;
+};
+
+template <int HD, typename KV>
+struct DecodeLayout : DecodeDims<HD> {
+  using DecodeDims<HD>::kWidth;
+  static constexpr int kPerCopy = 16 / int(sizeof(KV));    // elements per 16-byte copy
+  static constexpr int kRow = kWidth + kPerCopy;           // elements per staged key row (16-byte pad)
+  static constexpr int kCopyChunks = kWidth / kPerCopy;    // 16-byte copies per staged row
+  static constexpr int kHeadCopyChunks = HD / kPerCopy;    // of them, the head's
+  static constexpr int kRowsPerPass = kDecThreads / kCopyChunks;
+  static constexpr int kPasses = kDecTile / kRowsPerPass;  // rows each thread copies per tile
   // Shared memory (bytes): probabilities [group][key][head], rescale
   // factors [group][head], per-group (m, l), q (f16 mma fragments on CUDA,
   // f32 scaled with RF_PORTABLE), then the K/V stages, which the final merge of the
@@ -47,33 +57,39 @@ struct DecodeLayout {
   static constexpr size_t kQ = size_t(HD) * 16;  // f16 mma fragments: [HD / 32][lane] x 16 bytes
 #endif
   static constexpr size_t kHead = kP + kC + kML + kQ;
-  static constexpr size_t kStages = size_t(kDecStages) * 2 * kDecTile * kRow * 2;
-  static constexpr size_t kMerge = size_t(kDecGroups) * kSub * kDecMaxHeads * kWidth * 4;
-  static constexpr size_t kBytes = kHead + (kStages > kMerge ? kStages : kMerge);
-  static_assert(kDecTile % kRowsPerPass == 0 && kDecKeysPerGroup % kSub == 0, "decode tile shape");
+  static constexpr size_t kStages = size_t(kDecStages) * 2 * kDecTile * kRow * sizeof(KV);
+  static constexpr size_t kScales = kIsFp8<KV> ? size_t(kDecStages) * 2 * kDecTile * 4 : 0;  // K, V row scales
+  static constexpr size_t kMerge = size_t(kDecGroups) * DecodeDims<HD>::kSub * kDecMaxHeads * kWidth * 4;
+  static constexpr size_t kBytes = kHead + (kStages + kScales > kMerge ? kStages + kScales : kMerge);
+  static_assert(kDecTile % kRowsPerPass == 0 && kDecKeysPerGroup % DecodeDims<HD>::kSub == 0, "decode tile shape");
   static_assert(kHead % 16 == 0, "16-byte aligned stages");
 };
 
 // The pieces of a block's shared memory (DecodeLayout).
+template <typename KV>
 struct DecodeSmem {
   float* ps;            // probabilities [group][key][head]
   float* cs;            // rescale factors [group][head]
   float* mls;           // m [group][head], then l
   unsigned char* q;     // q: mma fragments [HD / 32][lane] (CUDA) or scaled f32 [head][HD] (RF_PORTABLE)
-  __half* ks;           // K stages [stage][key][kRow]
-  __half* vs;           // V stages, the same shape
+  KV* ks;               // K stages [stage][key][kRow]
+  KV* vs;               // V stages, the same shape
+  float* ksc;           // Fp8: K row scales [stage][key] (null for __half)
+  float* vsc;           // Fp8: V row scales, the same shape
   float* merge;         // [group][sub][head][kWidth], after the key loop (reuses the stages)
 };
-template <int HD>
-__device__ __forceinline__ DecodeSmem decode_smem(unsigned char* dsmem) {
-  using L = DecodeLayout<HD>;
-  DecodeSmem s;
+template <int HD, typename KV>
+__device__ __forceinline__ DecodeSmem<KV> decode_smem(unsigned char* dsmem) {
+  using L = DecodeLayout<HD, KV>;
+  DecodeSmem<KV> s;
   s.ps = reinterpret_cast<float*>(dsmem);
   s.cs = reinterpret_cast<float*>(dsmem + L::kP);
   s.mls = reinterpret_cast<float*>(dsmem + L::kP + L::kC);
   s.q = dsmem + L::kP + L::kC + L::kML;
-  s.ks = reinterpret_cast<__half*>(dsmem + L::kHead);
+  s.ks = reinterpret_cast<KV*>(dsmem + L::kHead);
   s.vs = s.ks + size_t(kDecStages) * kDecTile * L::kRow;
+  s.ksc = kIsFp8<KV> ? reinterpret_cast<float*>(dsmem + L::kHead + L::kStages) : nullptr;
+  s.vsc = kIsFp8<KV> ? s.ksc + kDecStages * kDecTile : nullptr;
   s.merge = reinterpret_cast<float*>(dsmem + L::kHead);
   return s;
 }
@@ -86,16 +102,6 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a
   ::rf::gpu::mma_16816(c, a0, 0u, a2, 0u, b0, b1);
 }
 #endif
-
-__device__ __forceinline__ void unpack8(const uint4& u, float* f) {
-  const __half2* h = reinterpret_cast<const __half2*>(&u);
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const float2 x = __half22float2(h[e]);
-    f[2 * e] = x.x;
-    f[2 * e + 1] = x.y;
-  }
-}
 
 // ---- this thread's indices ---------------------------------------------------
 
@@ -115,27 +121,32 @@ __device__ __forceinline__ DecodeThread decode_thread() {
   th.lane = th.tid % 32;
   th.gid = th.lane / 4;
   th.tig = th.lane % 4;
-  th.vc8 = th.lane % DecodeLayout<HD>::kChunks;
-  th.sub = th.lane / DecodeLayout<HD>::kChunks;
+  th.vc8 = th.lane % DecodeDims<HD>::kChunks;
+  th.sub = th.lane / DecodeDims<HD>::kChunks;
   return th;
 }
 
 // ---- the K/V tile pipeline ---------------------------------------------------
 
-// Tile copies: this thread moves chunk `cc` of rows r0 + i * kRowsPerPass of
-// every tile. Block-table entries of a tile are fetched one tile ahead of
-// its copies.
-template <int HD>
+// Tile copies: this thread moves 16-byte chunk `cc` of rows r0 + i *
+// kRowsPerPass of every tile (and, Fp8, the threads of chunk 0 their rows'
+// scales). Block-table entries of a tile are fetched one tile ahead of its
+// copies.
+template <int HD, typename KV>
 struct DecodeTiles {
-  using L = DecodeLayout<HD>;
+  using L = DecodeLayout<HD, KV>;
   const int32_t* table;  // this sequence's block table
-  const __half* kbase;   // K / V of this KV head, this thread's chunk
-  const __half* vbase;
-  __half* ks;
-  __half* vs;
+  const KV* kbase;       // K / V of this KV head, this thread's chunk
+  const KV* vbase;
+  KV* ks;
+  KV* vs;
+  const float* kscale;   // Fp8: row scales of this KV head (stride n_kv per slot)
+  const float* vscale;
+  float* ksc;            // Fp8: the scale stages
+  float* vsc;
   int k_begin, k_end, n_tiles;
   int cc, r0;
-  int bs, block_shift, kv_dim;
+  int bs, block_shift, kv_dim, n_kv;
 
   // blk[i]: the block-table entry of row i of `tile` (rows in range only).
   __device__ __forceinline__ void fetch(int tile, int (&blk)[L::kPasses]) const {
@@ -151,15 +162,24 @@ struct DecodeTiles {
 #pragma unroll
     for (int i = 0; i < L::kPasses; ++i) {
       const int p = k_begin + tile * kDecTile + r0 + i * L::kRowsPerPass;
-      const size_t row = (size_t(st) * kDecTile + r0 + i * L::kRowsPerPass) * L::kRow + cc * 8;
-      if (p < k_end && (L::kHeadChunks == L::kChunks || cc < L::kHeadChunks)) {
-        const int in_block = block_shift >= 0 ? p & (bs - 1) : p % bs;
-        const size_t src = (size_t(blk[i]) * bs + in_block) * kv_dim;
-        copy16_async(ks + row, kbase + src);
-        copy16_async(vs + row, vbase + src);
+      const int srow = st * kDecTile + r0 + i * L::kRowsPerPass;
+      const size_t row = size_t(srow) * L::kRow + cc * L::kPerCopy;
+      const size_t slot = p < k_end ? size_t(blk[i]) * bs + (block_shift >= 0 ? p & (bs - 1) : p % bs) : 0;
+      if (p < k_end && (L::kHeadCopyChunks == L::kCopyChunks || cc < L::kHeadCopyChunks)) {
+        copy16_async(ks + row, kbase + slot * kv_dim);
+        copy16_async(vs + row, vbase + slot * kv_dim);
       } else {  // past the range or the head: zeros (p = 0 must not meet garbage V)
         *reinterpret_cast<uint4*>(ks + row) = make_uint4(0, 0, 0, 0);
         *reinterpret_cast<uint4*>(vs + row) = make_uint4(0, 0, 0, 0);
+      }
+      if constexpr (kIsFp8<KV>) {
+        if (cc == 0 && p < k_end) {
+          copy4_async(ksc + srow, kscale + slot * n_kv);
+          copy4_async(vsc + srow, vscale + slot * n_kv);
+        } else if (cc == 0) {  // zero scales: the zero rows stay zeros (never NaN times 0)
+          ksc[srow] = 0.0f;
+          vsc[srow] = 0.0f;
+        }
       }
     }
   }

@@ -1,4 +1,4 @@
-// Prefill attention (several new tokens per sequence) over the paged f16 KV
+// Prefill attention (several new tokens per sequence) over the paged KV
 // cache, causal, with GQA: attention_prefill_kernel and its launcher. A
 // block takes a tile of up to kPrefillQ consecutive query tokens of one
 // sequence and all query heads of one KV head, four threads per (query,
@@ -6,15 +6,17 @@
 // shared memory once for every head of the group; scores of a key tile go
 // through one online-softmax update. kExt: with a sliding window (key tiles
 // before the tile's first visible key skipped, keys before it never loaded)
-// and logit soft-capping.
+// and logit soft-capping. An e4m3 cache (KV = Fp8) is staged as f16 (its
+// rows times their scales), so the rest is the same kernel.
 #include "backend/cuda/attention.cuh"
+#include "backend/cuda/kv_fp8.cuh"
 
 namespace rf::gpu {
 namespace {
 
 constexpr int kPrefillQ = 16, kPrefillK = 32;
 
-template <int HD, bool kExt>
+template <int HD, bool kExt, typename KV>
 __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, const int32_t* __restrict__ tiles,
                                                                 int heads_per_block) {
   constexpr int DPT = HD / 4;
@@ -43,7 +45,8 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
     acc[d] = 0.0f;
   }
   float m = -INFINITY, l = 0.0f;
-  constexpr int kChunks = HD * 2 / 16;  // 16-byte chunks per key row
+  constexpr int kPer = 16 / int(sizeof(KV));  // elements per 16-byte load
+  constexpr int kChunks = HD / kPer;         // 16-byte loads per key row
   // The first key any row of this tile sees (its first query's window
   // start), and the key tile holding it. Keys before it are not loaded: in a
   // sliding-window KV group their blocks may be released (table entries
@@ -57,13 +60,23 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
     for (int i = threadIdx.x; i < kPrefillK * kChunks; i += blockDim.x) {
       const int j = i / kChunks, c = i % kChunks, p = k0 + j;
       uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
+      float k_sc = 0.0f, v_sc = 0.0f;
       if (p >= k_lo && p <= max_pos) {
         const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
-        kv = reinterpret_cast<const uint4*>(a.kc + slot * kv_dim + kvh * HD)[c];
-        vv = reinterpret_cast<const uint4*>(a.vc + slot * kv_dim + kvh * HD)[c];
+        kv = reinterpret_cast<const uint4*>(static_cast<const KV*>(a.kc) + slot * kv_dim + kvh * HD)[c];
+        vv = reinterpret_cast<const uint4*>(static_cast<const KV*>(a.vc) + slot * kv_dim + kvh * HD)[c];
+        if constexpr (kIsFp8<KV>) {
+          k_sc = a.k_scale[slot * a.n_kv + kvh];
+          v_sc = a.v_scale[slot * a.n_kv + kvh];
+        }
       }
-      reinterpret_cast<uint4*>(&ks[j][0])[c] = kv;
-      reinterpret_cast<uint4*>(&vs[j][0])[c] = vv;
+      if constexpr (kIsFp8<KV>) {
+        e4m3x16_to_half(kv, k_sc, &ks[j][c * kPer]);
+        e4m3x16_to_half(vv, v_sc, &vs[j][c * kPer]);
+      } else {
+        reinterpret_cast<uint4*>(&ks[j][0])[c] = kv;
+        reinterpret_cast<uint4*>(&vs[j][0])[c] = vv;
+      }
     }
     __syncthreads();
     float sc[kPrefillK];
@@ -114,24 +127,33 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
 }
 
 
+template <typename KV>
+void launch_prefill_kv(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool ext,
+                       const LaunchCtx& ctx) {
+  const dim3 grid(unsigned(n_tiles), unsigned(a.n_kv), unsigned(a.n_heads / a.n_kv / heads_per_block));
+  const int threads = heads_per_block * kPrefillQ * 4;
+  if (a.hd == 256)
+    launch(attention_prefill_kernel<256, true, KV>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+  else if (a.hd == 128 && ext)
+    launch(attention_prefill_kernel<128, true, KV>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+  else if (a.hd == 128)
+    launch(attention_prefill_kernel<128, false, KV>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+  else if (ext)
+    launch(attention_prefill_kernel<64, true, KV>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+  else
+    launch(attention_prefill_kernel<64, false, KV>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+}
+
 }  // namespace
 
 bool attention_prefill_supported(int head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
 
 void launch_attention_prefill(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool ext,
-                              const LaunchCtx& ctx) {
-  const dim3 grid(unsigned(n_tiles), unsigned(a.n_kv), unsigned(a.n_heads / a.n_kv / heads_per_block));
-  const int threads = heads_per_block * kPrefillQ * 4;
-  if (a.hd == 256)
-    launch(attention_prefill_kernel<256, true>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
-  else if (a.hd == 128 && ext)
-    launch(attention_prefill_kernel<128, true>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
-  else if (a.hd == 128)
-    launch(attention_prefill_kernel<128, false>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
-  else if (ext)
-    launch(attention_prefill_kernel<64, true>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+                              bool fp8, const LaunchCtx& ctx) {
+  if (fp8)
+    launch_prefill_kv<Fp8>(a, tiles, n_tiles, heads_per_block, ext, ctx);
   else
-    launch(attention_prefill_kernel<64, false>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+    launch_prefill_kv<__half>(a, tiles, n_tiles, heads_per_block, ext, ctx);
 }
 
 }  // namespace rf::gpu

@@ -40,6 +40,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return name_; }
   DType activation_type() const override { return DType::F16; }
   DType kv_type() const override { return DType::F16; }
+  bool supports_kv_type(DType t) const override { return t == DType::F16 || t == DType::F8_E4M3; }
   void bind_thread() override { bind(); }
 
   void* alloc(size_t bytes, const std::string& what) override;

@@ -1,5 +1,5 @@
 // Inline-PTX building blocks of the NVIDIA fast paths: the m16n8k16
-// tensor-core product, 16-byte asynchronous copies to shared memory
+// tensor-core product, 16- and 4-byte asynchronous copies to shared memory
 // (cp.async, sm_80+; plain copies elsewhere and with RF_PORTABLE: HIP, cuda-portable) and bulk copies
 // of whole weight rows into shared memory (TMA, sm_90; NVIDIA only).
 #pragma once
@@ -37,6 +37,15 @@ __device__ __forceinline__ void copy16_async_or_zero(void* dst, const void* src,
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
 #else
   *reinterpret_cast<uint4*>(dst) = valid ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
+#endif
+}
+// 4-byte global -> shared copy (through L1: cp.async.ca).
+__device__ __forceinline__ void copy4_async(void* dst, const void* src) {
+#if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(d), "l"(src) : "memory");
+#else
+  *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(src);
 #endif
 }
 __device__ __forceinline__ void copy_commit() {

@@ -1,0 +1,97 @@
+// Reading the 8-bit (e4m3) KV cache in kernels: e4m3 pairs turned into f16
+// pairs with a few integer operations (the same on CUDA and HIP), and the
+// element type a kernel is instantiated for. Encoding (the KV store) uses
+// core/fp8.h, which the CPU shares.
+//
+// The e4m3 byte s.eeee.mmm shifted into an f16's sign, exponent and top
+// mantissa bits (s.0eeee.mmm0000000) is the same value times 2^-8 for every
+// finite code, subnormals included (f16's exponent bias is 8 more than
+// e4m3's and its subnormals reach 2^-24): kernels multiply by the row scale
+// times kFp8HalfScale once, after the dot product or into the probability.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "backend/cuda/gpu.h"
+#include "core/fp8.h"
+
+namespace rf::gpu {
+
+// The KV cache's element types in kernels: __half, or Fp8 (e4m3 bytes).
+struct Fp8 {
+  uint8_t bits;
+};
+template <typename KV>
+inline constexpr bool kIsFp8 = std::is_same_v<KV, Fp8>;
+
+inline constexpr float kFp8HalfScale = 256.0f;  // f16 of a shifted e4m3 code = value / 256
+
+// Two e4m3 codes (low byte first) as f16x2 bits of value / 256.
+__device__ __forceinline__ uint32_t e4m3x2_to_half2_bits(uint32_t two) {
+  const uint32_t x = __byte_perm(two, 0u, 0x1404u);  // bytes [0, c0, 0, c1]: each code in a half's high byte
+  return (x & 0x80008000u) | ((x & 0x7f007f00u) >> 1);
+}
+
+// Elements p[0], p[1] of a staged K/V row as f16x2 bits (Fp8: value / 256).
+template <typename KV>
+__device__ __forceinline__ uint32_t kv_pair_bits(const KV* p) {
+  if constexpr (kIsFp8<KV>)
+    return e4m3x2_to_half2_bits(*reinterpret_cast<const uint16_t*>(p));
+  else
+    return *reinterpret_cast<const uint32_t*>(p);
+}
+
+__device__ __forceinline__ float2 half2_bits_to_float2(uint32_t h) {
+  __half2 v;
+  static_assert(sizeof(v) == 4, "half2");
+  memcpy(&v, &h, 4);
+  return __half22float2(v);
+}
+
+// Elements p[0..8) as floats (Fp8: value / 256); p 16-byte (__half) or
+// 8-byte (Fp8) aligned.
+template <typename KV>
+__device__ __forceinline__ void kv_unpack8(const KV* p, float* f) {
+  if constexpr (kIsFp8<KV>) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    const uint32_t w[2] = {u.x, u.y};
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float2 lo = half2_bits_to_float2(e4m3x2_to_half2_bits(w[i]));
+      const float2 hi = half2_bits_to_float2(e4m3x2_to_half2_bits(w[i] >> 16));
+      f[4 * i] = lo.x;
+      f[4 * i + 1] = lo.y;
+      f[4 * i + 2] = hi.x;
+      f[4 * i + 3] = hi.y;
+    }
+  } else {
+    const uint4 u = *reinterpret_cast<const uint4*>(p);
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 x = half2_bits_to_float2(w[i]);
+      f[2 * i] = x.x;
+      f[2 * i + 1] = x.y;
+    }
+  }
+}
+
+// 16 e4m3 codes of one row (scale: the row's) to f16 at dst (16-byte aligned).
+__device__ __forceinline__ void e4m3x16_to_half(const uint4& codes, float scale, __half* dst) {
+  const float mul = scale * kFp8HalfScale;
+  const uint32_t w[4] = {codes.x, codes.y, codes.z, codes.w};
+  uint32_t out[8];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const float2 f = half2_bits_to_float2(e4m3x2_to_half2_bits(w[i] >> (16 * hi)));
+      const __half2 h = __floats2half2_rn(f.x * mul, f.y * mul);
+      memcpy(&out[2 * i + hi], &h, 4);
+    }
+  reinterpret_cast<uint4*>(dst)[0] = make_uint4(out[0], out[1], out[2], out[3]);
+  reinterpret_cast<uint4*>(dst)[1] = make_uint4(out[4], out[5], out[6], out[7]);
+}
+
+}  // namespace rf::gpu
