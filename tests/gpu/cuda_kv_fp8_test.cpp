@@ -224,7 +224,14 @@ TEST(CudaKvFp8, RopeStoreMatchesCpu) {
 
 // Whole models with an e4m3 cache on both backends: a prompt (prefill),
 // then decode steps (graphs on the GPU), the CPU's greedy tokens fed to
-// both; the GPU stays as close to the CPU as with f16 caches.
+// both. The e4m3 encoding magnifies the backends' differences: a K or V
+// value that f16 activations move across a rounding boundary of its code
+// changes by a whole e4m3 step (up to 1/8 of it), so the bound is 3e-2
+// (measured on an H200: 0.010 to 0.019) rather than the f16 cache's 1e-2.
+// And the GPU must be clearly closer to the CPU's e4m3 run than to its f32
+// one, or it did not read what it stored (H200: 0.54 of the distance for
+// stories260K, whose e4m3 cache moves these logits least, about 0.02 per
+// step; under 0.5 for the others).
 class CudaKvFp8Model : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaKvFp8Model, LogitsMatchCpu) {
@@ -235,18 +242,25 @@ TEST_P(CudaKvFp8Model, LogitsMatchCpu) {
   auto gpu = test::make_gpu();
   test::ModelRunner g(test::testdata_path(rel), *gpu, 256, 8, 256, 16, KVCacheDType::Fp8);
   test::ModelRunner c(test::testdata_path(rel), cpu, 256, 8, 256, 16, KVCacheDType::Fp8);
+  test::ModelRunner c32(test::testdata_path(rel), cpu, 256, 8, 256, 16, KVCacheDType::Auto);
   std::mt19937 rng(6);
-  test::ModelRunner::Seq sg, sc;
+  test::ModelRunner::Seq sg, sc, s32;
   for (int i = 0; i < 40; ++i) sg.tokens.push_back(int32_t(rng() % uint32_t(c.vocab())));
-  sc.tokens = sg.tokens;
+  sc.tokens = s32.tokens = sg.tokens;
+  double to_fp8 = 0, to_f32 = 0;
   for (int step = 0; step < 6; ++step) {
     const auto lg = g.step({&sg})[0];
     const auto lc = c.step({&sc})[0];
-    EXPECT_LT(rel_l2(lg, lc), 1e-2) << rel << " step " << step;
+    const auto l32 = c32.step({&s32})[0];
+    EXPECT_LT(rel_l2(lg, lc), 3e-2) << rel << " step " << step;
+    to_fp8 += rel_l2(lg, lc);
+    to_f32 += rel_l2(lg, l32);
     const int32_t next = test::ModelRunner::argmax(lc);
     sg.tokens.push_back(next);
     sc.tokens.push_back(next);
+    s32.tokens.push_back(next);
   }
+  EXPECT_LT(to_fp8, 0.75 * to_f32) << rel << ": the GPU's logits are not those of an e4m3 cache";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaKvFp8Model,

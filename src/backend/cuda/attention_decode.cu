@@ -30,7 +30,7 @@
 // accumulate V; at the end merge the four groups and store the output (or
 // this split's partial result for the combine kernel).
 //  - e4m3 caches (KV = Fp8): tiles staged as stored (half the bytes) with
-//    their rows' scales; elements become f16 (value / 256) as the fragments
+//    their rows' scales; elements become f16 (kv_fp8.cuh) as the fragments
 //    and V rows are read; a key's K scale multiplies its score, its V scale
 //    the probability that weighs its row (the softmax sum keeps the
 //    unscaled one).

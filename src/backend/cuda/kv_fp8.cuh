@@ -1,13 +1,14 @@
 // Reading the 8-bit (e4m3) KV cache in kernels: e4m3 pairs turned into f16
-// pairs with a few integer operations (the same on CUDA and HIP), and the
-// element type a kernel is instantiated for. Encoding (the KV store) uses
-// core/fp8.h, which the CPU shares.
+// pairs, and the element type a kernel is instantiated for. Encoding (the
+// KV store) uses core/fp8.h, which the CPU shares.
 //
-// The e4m3 byte s.eeee.mmm shifted into an f16's sign, exponent and top
-// mantissa bits (s.0eeee.mmm0000000) is the same value times 2^-8 for every
-// finite code, subnormals included (f16's exponent bias is 8 more than
-// e4m3's and its subnormals reach 2^-24): kernels multiply by the row scale
-// times kFp8HalfScale once, after the dot product or into the probability.
+// NVIDIA (sm_89+): CUDA's conversion (one cvt.rn.f16x2.e4m3x2 per pair),
+// exact. Portable builds (HIP): the e4m3 byte s.eeee.mmm shifted into an
+// f16's sign, exponent and top mantissa bits (s.0eeee.mmm0000000) is the
+// same value times 2^-8 for every finite code, subnormals included (f16's
+// exponent bias is 8 more than e4m3's and its subnormals reach 2^-24).
+// Either way kernels multiply by the row scale times kFp8HalfScale once,
+// after the dot product or into the probability.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,9 @@
 
 #include "backend/cuda/gpu.h"
 #include "core/fp8.h"
+#if !defined(RF_PORTABLE)
+#include <cuda_fp8.h>
+#endif
 
 namespace rf::gpu {
 
@@ -25,6 +29,15 @@ struct Fp8 {
 template <typename KV>
 inline constexpr bool kIsFp8 = std::is_same_v<KV, Fp8>;
 
+#if !defined(RF_PORTABLE)
+inline constexpr float kFp8HalfScale = 1.0f;  // the f16 pair holds the values
+
+// Two e4m3 codes (low byte first) as f16x2 bits.
+__device__ __forceinline__ uint32_t e4m3x2_to_half2_bits(uint32_t two) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(two & 0xffffu), __NV_E4M3);
+  return uint32_t(h.x) | (uint32_t(h.y) << 16);
+}
+#else
 inline constexpr float kFp8HalfScale = 256.0f;  // f16 of a shifted e4m3 code = value / 256
 
 // Two e4m3 codes (low byte first) as f16x2 bits of value / 256.
@@ -32,8 +45,10 @@ __device__ __forceinline__ uint32_t e4m3x2_to_half2_bits(uint32_t two) {
   const uint32_t x = __byte_perm(two, 0u, 0x1404u);  // bytes [0, c0, 0, c1]: each code in a half's high byte
   return (x & 0x80008000u) | ((x & 0x7f007f00u) >> 1);
 }
+#endif
 
-// Elements p[0], p[1] of a staged K/V row as f16x2 bits (Fp8: value / 256).
+// Elements p[0], p[1] of a staged K/V row as f16x2 bits (Fp8: value /
+// kFp8HalfScale).
 template <typename KV>
 __device__ __forceinline__ uint32_t kv_pair_bits(const KV* p) {
   if constexpr (kIsFp8<KV>)
@@ -49,7 +64,7 @@ __device__ __forceinline__ float2 half2_bits_to_float2(uint32_t h) {
   return __half22float2(v);
 }
 
-// Elements p[0..8) as floats (Fp8: value / 256); p 16-byte (__half) or
+// Elements p[0..8) as floats (Fp8: value / kFp8HalfScale); p 16-byte (__half) or
 // 8-byte (Fp8) aligned.
 template <typename KV>
 __device__ __forceinline__ void kv_unpack8(const KV* p, float* f) {
