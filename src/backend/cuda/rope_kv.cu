@@ -1,9 +1,10 @@
 // RoPE fused with the paged KV store. f16 cache: one thread per rotated
 // pair of q, per rotated pair of k (written to the activations and the
 // cache), and per pair of v elements (copied to the cache); grid.x is the
-// token, so every token is spread over many blocks. e4m3 cache: one warp
-// per head row of q, k or v, since a stored row needs its largest magnitude
-// for its scale (core/fp8.h). Angles in f32 as llama.cpp computes them.
+// token, so every token is spread over many blocks. e4m3 cache: also a
+// thread per pair, rows kept whole in a block, since a stored row needs its
+// largest magnitude for its scale (core/fp8.h). Angles in f32 as llama.cpp
+// computes them.
 // Slot -1 (padding) stores nothing.
 #include "backend/cuda/kernels.h"
 #include "backend/rope_math.h"
@@ -79,67 +80,59 @@ __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict_
   }
 }
 
-constexpr int kFp8RowsPerBlock = 4;
-constexpr int kFp8MaxPairsPerLane = 256 / 2 / 32;  // head_dim <= 256
+constexpr int kFp8BlockThreads = 128;
+constexpr int kFp8MaxRows = kFp8BlockThreads;  // rows per block, at most (head_dim 2)
 
-// e4m3 cache: warp w of block (t, y) takes row y * kFp8RowsPerBlock + w of
-// token t: q heads (rotated in place), then k heads (rotated in place and
-// stored), then v heads (stored). A stored row: its largest magnitude gives
-// the scale, each element goes in as e4m3(x / scale) (core/fp8.h).
-__global__ void rope_store_kv_fp8_kernel(__half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
-                                         const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
-                                         int n_heads, int n_kv, int hd, RopeParams rope, YarnCorrDims corr,
-                                         uint8_t* __restrict__ kc, uint8_t* __restrict__ vc,
-                                         float* __restrict__ k_scale, float* __restrict__ v_scale, int64_t n_slots) {
+// e4m3 cache: like the f16 kernel, a thread per pair of a row (rows of
+// head_dim / 2 threads, `rows` of them per block: q heads, rotated in place,
+// then k heads, rotated in place and stored, then v heads, stored); a
+// stored row's largest magnitude, its scale, comes from a shared-memory
+// maximum (non-negative floats order as their bits; a NaN, above every
+// finite value, makes the scale NaN: core/fp8.h). Every element then goes
+// in as e4m3(x / scale).
+__global__ void __launch_bounds__(kFp8BlockThreads)
+    rope_store_kv_fp8_kernel(__half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
+                             const int32_t* __restrict__ positions, const int32_t* __restrict__ slots, int n_heads,
+                             int n_kv, int hd, int rows, RopeParams rope, YarnCorrDims corr, uint8_t* __restrict__ kc,
+                             uint8_t* __restrict__ vc, float* __restrict__ k_scale, float* __restrict__ v_scale,
+                             int64_t n_slots) {
+  __shared__ int row_max[kFp8MaxRows];
   pdl_wait();
   pdl_trigger();
-  const int t = blockIdx.x, lane = threadIdx.x % RF_WARP_SIZE;
-  const int row = blockIdx.y * kFp8RowsPerBlock + threadIdx.x / RF_WARP_SIZE;
-  if (row >= n_heads + 2 * n_kv) return;
+  const int t = blockIdx.x, half_hd = hd / 2;
+  const int r = threadIdx.x / half_hd, i = threadIdx.x % half_hd;  // row of the block, pair of the row
+  const int row = blockIdx.y * rows + r;
+  if (threadIdx.x < rows) row_max[threadIdx.x] = 0;
+  __syncthreads();
   const int64_t slot = slots[t];
   const bool store = slot >= 0 && slot < n_slots;
-  const int kind = row < n_heads ? 0 : row < n_heads + n_kv ? 1 : 2;  // q, k, v
-  if (kind == 2 && !store) return;
+  const bool active = r < rows && row < n_heads + 2 * n_kv;
+  const int kind = !active ? 0 : row < n_heads ? 0 : row < n_heads + n_kv ? 1 : 2;  // q, k, v
   const int head = kind == 0 ? row : kind == 1 ? row - n_heads : row - n_heads - n_kv;
   const int kv_dim = n_kv * hd;
-  __half* base = kind == 0 ? q + (size_t(t) * n_heads + head) * hd : k + size_t(t) * kv_dim + size_t(head) * hd;
-  const __half* src = kind == 2 ? v + size_t(t) * kv_dim + size_t(head) * hd : base;
-  const int pos = positions[t];
-  float x0[kFp8MaxPairsPerLane], x1[kFp8MaxPairsPerLane];
-  int ia[kFp8MaxPairsPerLane], ib[kFp8MaxPairsPerLane];
-  float amax = 0.0f;
-  bool nan = false;  // a NaN row keeps its NaNs (e4m3_row_scale)
-#pragma unroll
-  for (int j = 0; j < kFp8MaxPairsPerLane; ++j) {
-    const int i = lane + j * RF_WARP_SIZE;
-    ia[j] = ib[j] = -1;
-    if (i >= hd / 2) continue;
-    if (kind == 2) {
-      ia[j] = 2 * i;
-      ib[j] = 2 * i + 1;
-    } else {
-      rope_pair(i, rope, ia[j], ib[j]);
-    }
-    x0[j] = __half2float(src[ia[j]]);
-    x1[j] = __half2float(src[ib[j]]);
+  int a = 2 * i, b = 2 * i + 1;
+  float x0 = 0.0f, x1 = 0.0f;
+  if (active) {
+    __half* base = kind == 0 ? q + (size_t(t) * n_heads + head) * hd : k + size_t(t) * kv_dim + size_t(head) * hd;
+    const __half* src = kind == 2 ? v + size_t(t) * kv_dim + size_t(head) * hd : base;
+    if (kind < 2) rope_pair(i, rope, a, b);
+    x0 = __half2float(src[a]);
+    x1 = __half2float(src[b]);
     if (kind < 2 && i < rope.n_rot / 2) {
-      rope_rotate(i, pos, rope, corr, x0[j], x1[j]);
-      base[ia[j]] = __float2half_rn(x0[j]);
-      base[ib[j]] = __float2half_rn(x1[j]);
+      rope_rotate(i, positions[t], rope, corr, x0, x1);
+      base[a] = __float2half_rn(x0);
+      base[b] = __float2half_rn(x1);
     }
-    amax = fmaxf(amax, fmaxf(fabsf(x0[j]), fabsf(x1[j])));
-    nan |= isnan(x0[j]) || isnan(x1[j]);
+    if (kind > 0 && store) atomicMax(&row_max[r], __float_as_int(fmaxf(fabsf(x0), fabsf(x1))) |
+                                                       (isnan(x0) || isnan(x1) ? 0x7fc00000 : 0));
   }
-  if (kind == 0 || !store) return;
-  const float scale = e4m3_row_scale(warp_max(nan ? 1.0f : 0.0f) > 0.0f ? NAN : warp_max(amax));
+  __syncthreads();
+  if (!active || kind == 0 || !store) return;
+  const float scale = e4m3_row_scale(__int_as_float(row_max[r]));
   uint8_t* dst = (kind == 1 ? kc : vc) + slot * kv_dim + size_t(head) * hd;
-#pragma unroll
-  for (int j = 0; j < kFp8MaxPairsPerLane; ++j)
-    if (ia[j] >= 0) {
-      dst[ia[j]] = e4m3_from_float(x0[j] / scale);
-      dst[ib[j]] = e4m3_from_float(x1[j] / scale);
-    }
-  if (lane == 0) (kind == 1 ? k_scale : v_scale)[slot * n_kv + head] = scale;
+  dst[a] = e4m3_from_float(x0 / scale);
+  dst[b] = e4m3_from_float(x1 / scale);
+  if (i == 0) (kind == 1 ? k_scale : v_scale)[slot * n_kv + head] = scale;
 }
 
 }  // namespace
@@ -153,14 +146,16 @@ void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tok
            "cuda rope: bad n_rot ", rope.n_rot);
   const YarnCorrDims corr = yarn_corr_dims(rope.n_rot, rope.n_ctx_orig, rope.freq_base, rope.beta_fast, rope.beta_slow);
   if (cache.type == DType::F8_E4M3) {
-    RF_CHECK(cache.head_dim <= 2 * kFp8MaxPairsPerLane * ctx.warp_size, "cuda fp8 KV store: head_dim ",
-             cache.head_dim, " > ", 2 * kFp8MaxPairsPerLane * ctx.warp_size);
+    const int half_hd = cache.head_dim / 2;
+    RF_CHECK(half_hd <= kFp8BlockThreads, "cuda fp8 KV store: head_dim ", cache.head_dim, " > ",
+             2 * kFp8BlockThreads);
+    const int rows_per_block = kFp8BlockThreads / half_hd;
     const int rows = n_heads + 2 * cache.n_kv_heads;
-    const dim3 grid(unsigned(n_tokens), unsigned((rows + kFp8RowsPerBlock - 1) / kFp8RowsPerBlock));
-    launch(rope_store_kv_fp8_kernel, grid, dim3(unsigned(kFp8RowsPerBlock * ctx.warp_size)), 0, ctx,
+    const dim3 grid(unsigned(n_tokens), unsigned((rows + rows_per_block - 1) / rows_per_block));
+    launch(rope_store_kv_fp8_kernel, grid, dim3(unsigned(rows_per_block * half_hd)), 0, ctx,
            static_cast<__half*>(q), static_cast<__half*>(k), static_cast<const __half*>(v), m.positions,
-           m.slot_mapping, n_heads, cache.n_kv_heads, cache.head_dim, rope, corr, static_cast<uint8_t*>(cache.k),
-           static_cast<uint8_t*>(cache.v), cache.k_scale, cache.v_scale,
+           m.slot_mapping, n_heads, cache.n_kv_heads, cache.head_dim, rows_per_block, rope, corr,
+           static_cast<uint8_t*>(cache.k), static_cast<uint8_t*>(cache.v), cache.k_scale, cache.v_scale,
            int64_t(cache.num_blocks) * cache.block_size);
     RF_GPU_CHECK_LAUNCH();
     return;
