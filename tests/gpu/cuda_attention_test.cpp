@@ -5,6 +5,7 @@
 // CPU backend.
 #include <gtest/gtest.h>
 
+#include "gpu/attention_shapes.h"
 #include "gpu/gpu_test_util.h"
 
 namespace rf {
@@ -12,11 +13,7 @@ namespace {
 
 using test::rel_l2;
 
-struct AttnShape {
-  int hd, n_heads, n_kv;
-  int window = 0;
-  float softcap = 0.0f;
-};
+using test::AttnShape;
 
 class CudaAttention : public ::testing::TestWithParam<AttnShape> {};
 
@@ -127,12 +124,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
                                            AttnShape{256, 16, 8, 100, 2.0f}, AttnShape{256, 8, 4, 0, 2.0f},
                                            AttnShape{128, 32, 8, 500, 0.0f}, AttnShape{64, 8, 8, 8, 2.0f},
                                            AttnShape{128, 32, 2, 37, 2.0f}, AttnShape{96, 16, 4, 37, 2.0f}),
-                         [](const auto& info) {
-                           const AttnShape& p = info.param;
-                           return "hd" + std::to_string(p.hd) + "_h" + std::to_string(p.n_heads) + "_kv" +
-                                  std::to_string(p.n_kv) + (p.window ? "_win" + std::to_string(p.window) : "") +
-                                  (p.softcap > 0 ? "_cap" : "");
-                         });
+                         [](const auto& info) { return test::attn_shape_name(info.param); });
 
 TEST(CudaOps, RopeStoreKvMatchesCpu) {
   RF_REQUIRE_GPU();

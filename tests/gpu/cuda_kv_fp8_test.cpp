@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/fp8.h"
+#include "gpu/attention_shapes.h"
 #include "gpu/gpu_test_util.h"
 #include "model/runner.h"
 
@@ -50,11 +51,7 @@ std::vector<float> varied_rows(size_t rows, int hd, std::mt19937& rng) {
   return v;
 }
 
-struct AttnShape {
-  int hd, n_heads, n_kv;
-  int window = 0;
-  float softcap = 0.0f;
-};
+using test::AttnShape;
 
 class CudaKvFp8Attention : public ::testing::TestWithParam<AttnShape> {};
 
@@ -134,12 +131,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaKvFp8Attention,
                                            AttnShape{256, 16, 8}, AttnShape{256, 16, 8, 100, 2.0f},
                                            AttnShape{128, 32, 8, 500, 0.0f}, AttnShape{64, 8, 8, 8, 2.0f},
                                            AttnShape{96, 16, 4, 37, 2.0f}),
-                         [](const auto& info) {
-                           const AttnShape& p = info.param;
-                           return "hd" + std::to_string(p.hd) + "_h" + std::to_string(p.n_heads) + "_kv" +
-                                  std::to_string(p.n_kv) + (p.window ? "_win" + std::to_string(p.window) : "") +
-                                  (p.softcap > 0 ? "_cap" : "");
-                         });
+                         [](const auto& info) { return test::attn_shape_name(info.param); });
 
 // One e4m3 step at |x| (x a row value over its scale, |x| <= 448): the
 // distance between neighbouring codes there.
@@ -266,12 +258,7 @@ TEST_P(CudaKvFp8Model, LogitsMatchCpu) {
 INSTANTIATE_TEST_SUITE_P(Models, CudaKvFp8Model,
                          ::testing::Values("stories260K.gguf", "arch/tiny-qwen3.gguf", "arch/tiny-gemma2.gguf",
                                            "arch/tiny-glm4.gguf"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         [](const auto& info) { return test::testdata_param_name(info.param); });
 
 }  // namespace
 }  // namespace rf
