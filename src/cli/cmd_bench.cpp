@@ -326,9 +326,11 @@ void bench(const BenchOptions& o) {
   const ModelConfig& mc = model->config();
   // Tensor parallel: weight bytes and bandwidth are one rank's (each reads its shard at once).
   const int tp = model->n_ranks();
-  std::fprintf(stderr, "model: %s (%.2f GB of weights%s)\ndevice: %s, copy bandwidth %.0f GB/s (read + write)\n",
+  const char* kv_type = dtype_name(kv_element_type(backends.first(), kv_cache_dtype(o.backend)));
+  std::fprintf(stderr,
+               "model: %s (%.2f GB of weights%s)\ndevice: %s, copy bandwidth %.0f GB/s (read + write); KV cache %s\n",
                mc.summary().c_str(), weight_bytes / 1e9, tp > 1 ? " per rank" : "", backends.name().c_str(),
-               copy_bw / 1e9);
+               copy_bw / 1e9, kv_type);
   if (model->weights().expert_bytes > 0)
     std::fprintf(stderr,
                  "weight GB/s counts the bytes a step reads: the shared weights and the chosen experts (%.2f GB at "
@@ -375,7 +377,8 @@ void bench(const BenchOptions& o) {
     }
   if (o.json) {
     nlohmann::json out = {{"model", path}, {"weights_gb", weight_bytes / 1e9}, {"device", backends.name()},
-                          {"tensor_parallel", tp}, {"copy_bandwidth_gb_s", copy_bw / 1e9}, {"results", results}};
+                          {"tensor_parallel", tp}, {"copy_bandwidth_gb_s", copy_bw / 1e9}, {"kv_cache", kv_type},
+                          {"results", results}};
     if (tp > 1) out["all_reduce"] = reduce;
     std::printf("%s\n", out.dump(2).c_str());
     return;
