@@ -12,8 +12,6 @@ KVCacheDType parse_kv_cache_dtype(std::string_view text) {
   fail("--kv-cache-dtype '", text, "': expected auto, fp8 or fp8_e4m3");
 }
 
-const char* kv_cache_dtype_name(KVCacheDType d) { return d == KVCacheDType::Fp8 ? "fp8" : "auto"; }
-
 DType kv_element_type(const Backend& backend, KVCacheDType d) {
   if (d == KVCacheDType::Auto) return backend.kv_type();
   RF_CHECK(backend.supports_kv_type(DType::F8_E4M3), "--kv-cache-dtype fp8: the ", backend.name(),

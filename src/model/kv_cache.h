@@ -23,7 +23,6 @@ namespace rf {
 enum class KVCacheDType { Auto, Fp8 };
 // "auto", "fp8" or "fp8_e4m3"; anything else is an error naming the value.
 KVCacheDType parse_kv_cache_dtype(std::string_view text);
-const char* kv_cache_dtype_name(KVCacheDType d);
 // The element type `d` means on `backend`; an error naming the backend when
 // it has no such cache.
 DType kv_element_type(const Backend& backend, KVCacheDType d);

@@ -128,8 +128,6 @@ TEST(KVCacheDType, ParsingAndMeaningOnTheCpu) {
   EXPECT_EQ(parse_kv_cache_dtype("auto"), KVCacheDType::Auto);
   EXPECT_EQ(parse_kv_cache_dtype("fp8"), KVCacheDType::Fp8);
   EXPECT_EQ(parse_kv_cache_dtype("fp8_e4m3"), KVCacheDType::Fp8);
-  EXPECT_STREQ(kv_cache_dtype_name(KVCacheDType::Fp8), "fp8");
-  EXPECT_STREQ(kv_cache_dtype_name(KVCacheDType::Auto), "auto");
   for (const char* bad : {"fp16", "FP8", "", "fp8_e5m2", "int8"}) {
     const std::string e = error_of([&] { parse_kv_cache_dtype(bad); });
     EXPECT_NE(e.find(std::string("'") + bad + "'"), std::string::npos) << e;
