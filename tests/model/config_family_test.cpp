@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "error_text.h"
 #include "core/error.h"
 #include "gguf/writer.h"
 #include "model/config.h"
@@ -49,14 +50,7 @@ ModelConfig config_of(const std::string& arch, const std::function<void(gguf::Wr
   return ModelConfig::from_gguf(*f);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_of;
 
 std::vector<uint8_t> layers(std::initializer_list<int> v) { return std::vector<uint8_t>(v.begin(), v.end()); }
 

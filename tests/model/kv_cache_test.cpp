@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "error_text.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "model/kv_cache.h"
@@ -35,14 +36,7 @@ ModelConfig config(int32_t n_layer, int32_t n_kv, int32_t hd, int32_t window = 0
   return c;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_of;
 
 TEST(KVCacheDType, RowBytesPerElementType) {
   for (const auto& [n_kv, hd] : std::vector<std::pair<int32_t, int32_t>>{{8, 128}, {4, 8}, {1, 256}, {2, 64}}) {

@@ -16,6 +16,7 @@
 #include <numeric>
 #include <random>
 
+#include "error_text.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/quant.h"
@@ -293,14 +294,7 @@ TEST(CpuMoe, FfnTokenAloneEqualsInBatch) {
   }
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_of;
 
 TEST(CpuMoe, BadInputsAreErrors) {
   const int n_expert = 4, k = 2, d = 32, ff = 32, n = 8;
