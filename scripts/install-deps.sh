@@ -15,7 +15,8 @@ packages=(
 
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
+  [[ "$status" == *"install ok installed"* ]] || missing+=("$p")
 done
 # Node.js and npm run the server tests' OpenAI client; a machine may already
 # have its own Node (then Debian's would conflict).

@@ -74,7 +74,10 @@ if has_stage hip; then
   cmake --preset hip >/dev/null
   cmake --build --preset hip -j "$jobs"
   # Linked, dynamically against Debian's HIP runtime, and the CLI starts.
-  ldd build/hip/src/rocmforge | grep -q libamdhip64 || { echo "hip: rocmforge is not linked against libamdhip64" >&2; exit 1; }
+  # (ldd's output is captured first: `ldd | grep -q` under pipefail fails
+  # whenever grep exits on the match before ldd writes its next line.)
+  linked="$(ldd build/hip/src/rocmforge)"
+  [[ "$linked" == *libamdhip64* ]] || { echo "hip: rocmforge is not linked against libamdhip64" >&2; exit 1; }
   build/hip/src/rocmforge --help >/dev/null
 fi
 
