@@ -17,13 +17,14 @@ namespace rf::cli {
 namespace {
 
 const char* file_type_name(int64_t ft) {
-  // llama.cpp's LLAMA_FTYPE_* numbering.
+  // llama.cpp's LLAMA_FTYPE_* numbering, and the FP8 plan's (model/quant_plan.h).
   static const std::map<int64_t, const char*> names = {
       {0, "all F32"}, {1, "mostly F16"}, {2, "mostly Q4_0"}, {3, "mostly Q4_1"},
       {7, "mostly Q8_0"}, {8, "mostly Q5_0"}, {9, "mostly Q5_1"}, {10, "mostly Q2_K"},
       {11, "mostly Q3_K - Small"}, {12, "mostly Q3_K - Medium"}, {13, "mostly Q3_K - Large"},
       {14, "mostly Q4_K - Small"}, {15, "mostly Q4_K - Medium"}, {16, "mostly Q5_K - Small"},
-      {17, "mostly Q5_K - Medium"}, {18, "mostly Q6_K"}, {32, "mostly BF16"}};
+      {17, "mostly Q5_K - Medium"}, {18, "mostly Q6_K"}, {32, "mostly BF16"},
+      {int64_t(DType::F8_E4M3_ROW), "mostly FP8 E4M3, a scale per row (ROCmForge's own)"}};
   auto it = names.find(ft);
   return it == names.end() ? "unknown" : it->second;
 }

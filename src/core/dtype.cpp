@@ -35,6 +35,7 @@ constexpr Entry kTypes[] = {
     {DType::I64, {"i64", 1, 8, false}},
     {DType::F64, {"f64", 1, 8, false}},
     {DType::BF16, {"bf16", 1, 2, false}},
+    {DType::F8_E4M3_ROW, {"f8_e4m3_row", 32, 32, true, 16}},
 };
 
 constexpr Entry kEngineTypes[] = {
@@ -82,7 +83,8 @@ size_t row_bytes(DType t, uint64_t n) {
   RF_CHECK(n % i.block_size == 0, i.name, ": ", n, " elements is not a multiple of the block size ",
            i.block_size);
   uint64_t bytes;
-  RF_CHECK(!mul_overflows(n / i.block_size, i.type_size, &bytes), "tensor size overflows");
+  RF_CHECK(!mul_overflows(n / i.block_size, i.type_size, &bytes) && !add_overflows(bytes, i.row_header, &bytes),
+           "tensor size overflows");
   return size_t(bytes);
 }
 

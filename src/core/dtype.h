@@ -1,6 +1,8 @@
 // Tensor element types with GGUF's numeric ids, and their block layouts.
 // A quantized type stores `block_size` elements in `type_size` bytes; the
-// block structs in core/quant_blocks.h are bit-exact with GGUF files.
+// block structs in core/quant_blocks.h are bit-exact with GGUF files. A
+// row-scaled type (F8_E4M3_ROW) also starts every row with a `row_header`
+// of its own.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +36,13 @@ enum class DType : uint32_t {
   BF16 = 30,
   // Engine-internal types, never in a file (dtype_info() does not know them):
   F8_E4M3 = 0x10000,  // the 8-bit KV cache's element (core/fp8.h)
+  // ROCmForge's own weight type (an id outside ggml's range, so other GGUF
+  // readers refuse the file by name): FP8 weights with one scale per row. A
+  // row of n elements is a 16-byte header (its f32 scale s, then 12 zero
+  // bytes) and n OCP e4m3 codes of x / s, s = max|x| / 448 (core/fp8.h);
+  // n must be a multiple of 32 (the GPU kernels' sub-block), so every row's
+  // codes stay 16-byte aligned.
+  F8_E4M3_ROW = 0x10001,
 };
 
 struct DTypeInfo {
@@ -41,6 +50,7 @@ struct DTypeInfo {
   uint32_t block_size;  // elements per block (1 for plain types)
   uint32_t type_size;   // bytes per block
   bool quantized;
+  uint32_t row_header = 0;  // bytes before each row's blocks (row-scaled types)
 };
 
 // Info for a GGUF type id; nullopt for ids this engine does not know (and
@@ -50,8 +60,8 @@ const DTypeInfo& info(DType t);
 inline const char* dtype_name(DType t) { return info(t).name; }
 std::optional<DType> dtype_from_name(std::string_view name);  // case-insensitive
 
-// Bytes of `n` elements (n must be a multiple of the block size). Throws on
-// overflow or a partial block.
+// Bytes of a row of `n` elements (n must be a multiple of the block size),
+// its header included. Throws on overflow or a partial block.
 size_t row_bytes(DType t, uint64_t n);
 
 // Overflow-checked arithmetic for sizes read from untrusted files.

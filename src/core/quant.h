@@ -17,7 +17,7 @@
 namespace rf {
 
 // Types dequantize_row/dot_row accept: F32, F16, BF16, Q4_0, Q4_1, Q5_0,
-// Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
+// Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, F8_E4M3_ROW.
 bool can_dequantize(DType t);
 
 // Dequantizes n elements of type t at src into dst, reproducing ggml's

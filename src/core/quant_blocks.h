@@ -171,5 +171,12 @@ void requant(const float* x, int n, float scale, float offset, int lo, int hi, i
 bool quantize_legacy(DType t, const float* src, void* dst, size_t n);  // quant_legacy.cpp
 bool quantize_kquant(DType t, const float* src, void* dst, size_t n);  // quant_kquants.cpp
 
+// F8_E4M3_ROW rows (quant_f8_row.cpp): n a positive multiple of 32, dst of
+// row_bytes(F8_E4M3_ROW, n) bytes. A row holding a NaN gets a NaN scale (it
+// reads back all NaN); infinities saturate to +-448 s.
+void quantize_f8_row(const float* src, void* dst, size_t n);
+void dequantize_f8_row(const void* src, float* dst, size_t n);
+float dot_f8_row(const void* w, const float* x, size_t n);
+
 }  // namespace qimpl
 }  // namespace rf

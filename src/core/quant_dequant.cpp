@@ -90,6 +90,7 @@ void dequantize(DType t, const void* src, float* dst, size_t n) {
     case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
     case DType::F16: return dequantize_f16<kSimd>(static_cast<const uint16_t*>(src), dst, n);
     case DType::BF16: return dequantize_bf16<kSimd>(static_cast<const uint16_t*>(src), dst, n);
+    case DType::F8_E4M3_ROW: return qimpl::dequantize_f8_row(src, dst, n);
     default: break;
   }
   const qimpl::Layout l = qimpl::layout(t);
@@ -119,6 +120,7 @@ bool can_dequantize(DType t) {
     case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1:
     case DType::Q8_0: case DType::Q8_1: case DType::Q2_K: case DType::Q3_K:
     case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q8_K:
+    case DType::F8_E4M3_ROW:
       return true;
     default:
       return false;

@@ -33,6 +33,9 @@ void quantize_row(DType t, const float* src, void* dst, size_t n) {
     case DType::Q8_0: case DType::Q8_1:
       qimpl::quantize_legacy(t, src, dst, n);
       return;
+    case DType::F8_E4M3_ROW:
+      qimpl::quantize_f8_row(src, dst, n);
+      return;
     default:
       qimpl::quantize_kquant(t, src, dst, n);
       return;

@@ -263,7 +263,10 @@ void File::parse() {
     t.type = DType(type_id);
     if (t.dims[0] % ti->block_size != 0)
       c.bad(tf + " dim 0", str(t.dims[0], " is not a multiple of the ", ti->name, " block size ", ti->block_size), at);
-    if (mul_overflows(t.n_elements / ti->block_size, ti->type_size, &t.n_bytes))
+    uint64_t header_bytes = 0;  // row-scaled types: a header per row
+    if (mul_overflows(t.n_elements / ti->block_size, ti->type_size, &t.n_bytes) ||
+        mul_overflows(t.n_elements / t.dims[0], ti->row_header, &header_bytes) ||
+        add_overflows(t.n_bytes, header_bytes, &t.n_bytes))
       c.bad(tf + " size", "byte size overflows", at);
     at = c.pos();
     t.offset = c.read<uint64_t>(tf + " offset");

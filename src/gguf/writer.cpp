@@ -105,9 +105,10 @@ void Writer::set_alignment(uint32_t a) {
 
 void Writer::add_tensor(const std::string& name, DType type, std::vector<uint64_t> dims, Fill fill) {
   RF_CHECK(!dims.empty() && dims.size() <= 4, "tensor '", name, "': rank must be 1..4");
-  uint64_t n = 1;
-  for (uint64_t d : dims) n *= d;
-  tensors_.push_back({name, type, std::move(dims), row_bytes(type, n), std::move(fill)});
+  uint64_t rows = 1;
+  for (size_t d = 1; d < dims.size(); ++d) rows *= dims[d];
+  const uint64_t bytes = row_bytes(type, dims[0]) * rows;  // each row's header counted
+  tensors_.push_back({name, type, std::move(dims), bytes, std::move(fill)});
 }
 
 void Writer::add_tensor_bytes(const std::string& name, DType type, std::vector<uint64_t> dims,

@@ -21,6 +21,8 @@ constexpr Entry kPlans[] = {
     {"q5_0", DType::Q5_0, false, 8},   {"q5_1", DType::Q5_1, false, 9},   {"q2_k", DType::Q2_K, false, 10},
     {"q3_k", DType::Q3_K, false, 12},  {"q4_k", DType::Q4_K, false, 15},  {"q5_k", DType::Q5_K, false, 17},
     {"q6_k", DType::Q6_K, false, 18},  {"q4_k_m", DType::Q4_K, true, 15}, {"q5_k_m", DType::Q5_K, true, 17},
+    // FP8 weights: no llama.cpp file type; its type id stands in.
+    {"fp8", DType::F8_E4M3_ROW, false, int32_t(DType::F8_E4M3_ROW)},
 };
 
 bool use_more_bits(int layer, int n_layer) {

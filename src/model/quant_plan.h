@@ -1,5 +1,6 @@
 // Which GGUF type each tensor gets when quantizing (rocmforge quantize and
-// mkmodel). Plain types quantize every 2-D weight to that type. The mixtures
+// mkmodel). Plain types quantize every 2-D weight to that type ("fp8": FP8
+// weights with a scale per row, F8_E4M3_ROW of core/dtype.h). The mixtures
 // follow llama.cpp's recipes:
 //   q4_k_m: Q4_K everywhere; Q6_K for output.weight (token_embd.weight when
 //           the output is tied to it), and for attn_v and ffn_down in "more

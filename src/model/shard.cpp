@@ -52,12 +52,18 @@ void check_column_split(DType type, int64_t first, int64_t count, int64_t cols, 
 Tensor copy_columns(const Tensor& host, int64_t first, int64_t count, const std::string& name,
                     std::vector<uint8_t>& storage) {
   check_column_split(host.type, first, count, host.cols(), name);
+  // A row-scaled type's header (its scale) holds for any part of the row.
+  const size_t header = info(host.type).row_header;
   const size_t in_row = host.row_bytes(), out_row = row_bytes(host.type, uint64_t(count));
-  const size_t offset = row_bytes(host.type, uint64_t(first));
+  const size_t offset = row_bytes(host.type, uint64_t(first)) - header;
   storage.resize(out_row * size_t(host.rows()));
   const auto* src = static_cast<const uint8_t*>(host.data);
-  for (int64_t r = 0; r < host.rows(); ++r)
-    std::memcpy(storage.data() + size_t(r) * out_row, src + size_t(r) * in_row + offset, out_row);
+  for (int64_t r = 0; r < host.rows(); ++r) {
+    uint8_t* dst = storage.data() + size_t(r) * out_row;
+    const uint8_t* row = src + size_t(r) * in_row;
+    std::memcpy(dst, row, header);
+    std::memcpy(dst + header, row + header + offset, out_row - header);
+  }
   return make_tensor(storage.data(), host.type, count, host.rows());
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "model/kl_divergence.h"
 #include "model/runner.h"
 #include "testdata.h"
 
@@ -71,22 +72,6 @@ TEST(KVFp8Model, BatchedDecodedAndChunkedMatchAlone) {
   EXPECT_EQ(runner->pool().num_free(), runner->pool().num_blocks());
 }
 
-// KL(p || q) of the softmaxes of two logit rows.
-double kl_divergence(const std::vector<float>& p_logits, const std::vector<float>& q_logits) {
-  auto log_softmax = [](const std::vector<float>& x) {
-    double mx = -INFINITY, z = 0;
-    for (float v : x) mx = std::max(mx, double(v));
-    for (float v : x) z += std::exp(double(v) - mx);
-    std::vector<double> out(x.size());
-    for (size_t i = 0; i < x.size(); ++i) out[i] = double(x[i]) - mx - std::log(z);
-    return out;
-  };
-  const auto lp = log_softmax(p_logits), lq = log_softmax(q_logits);
-  double kl = 0;
-  for (size_t i = 0; i < lp.size(); ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
-  return kl;
-}
-
 TEST(KVFp8Model, LogitsStayCloseToTheF32Cache) {
   RF_REQUIRE_TESTDATA("stories260K.gguf");
   CpuBackend backend(2);
@@ -108,7 +93,7 @@ TEST(KVFp8Model, LogitsStayCloseToTheF32Cache) {
         den += double(la[k]) * la[k];
       }
       worst_rel = std::max(worst_rel, std::sqrt(num / den));
-      const double kl = kl_divergence(la, lb);
+      const double kl = test::kl_divergence(la, lb);
       sum_kl += kl;
       worst_kl = std::max(worst_kl, kl);
       ++steps;

@@ -1,6 +1,6 @@
 // Tensor parallelism on the CPU build, its ranks joined by in-process
 // collectives (the CI stand-in for NCCL): every model family, stories260K
-// and the block formats whose shards are whole blocks give, split over 2
+// and the block formats whose shards are whole blocks (FP8 weights too) give, split over 2
 // (and 4) ranks, the greedy tokens of one rank and its logits to float
 // rounding (the all-reduces sum partial products in another order: the
 // largest difference measured is 6.5e-5 of the largest logit, on gemma3).
@@ -16,6 +16,7 @@
 #include "model/evaluator.h"
 #include "model/model.h"
 #include "model/shard.h"
+#include "model/temp_model.h"
 #include "testdata.h"
 
 namespace rf {
@@ -60,9 +61,7 @@ std::vector<EvalResult> evaluate(const std::string& path, int32_t n_ranks) {
   return out;
 }
 
-void expect_same(const std::string& rel, int32_t n_ranks) {
-  RF_REQUIRE_TESTDATA(rel);
-  const std::string path = test::testdata_path(rel);
+void expect_same_file(const std::string& path, const std::string& rel, int32_t n_ranks) {
   const auto one = evaluate(path, 1), split = evaluate(path, n_ranks);
   ASSERT_EQ(one.size(), split.size());
   double worst = 0;
@@ -80,6 +79,11 @@ void expect_same(const std::string& rel, int32_t n_ranks) {
   std::printf("%s at %d ranks: largest logit difference %.2g of the largest logit\n", rel.c_str(), n_ranks, worst);
 }
 
+void expect_same(const std::string& rel, int32_t n_ranks) {
+  RF_REQUIRE_TESTDATA(rel);
+  expect_same_file(test::testdata_path(rel), rel, n_ranks);
+}
+
 class TwoRanks : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TwoRanks, MatchOneRank) { expect_same(GetParam(), 2); }
@@ -94,6 +98,12 @@ INSTANTIATE_TEST_SUITE_P(Models, TwoRanks,
                          [](const auto& info) { return test::testdata_param_name(info.param); });
 
 TEST(TensorParallel, FourRanksMatchOneRank) { expect_same("stories260K.gguf", 4); }  // 8 heads, 4 KV heads
+
+// FP8 weights: a rank's columns of attn_output and ffn_down keep each row's scale.
+TEST(TensorParallel, Fp8WeightsTwoRanksMatchOneRank) {
+  test::TempModel fp8("tiny", "fp8");
+  expect_same_file(fp8.path(), "synthetic tiny fp8", 2);
+}
 
 // More ranks than KV heads: each rank holds the KV head its query heads read.
 TEST(TensorParallel, FourRanksReplicateTwoKVHeads) {

@@ -2,13 +2,15 @@
 // decoder per format (WeightFormat<T>::load32), element loads of the plain
 // formats (load1), and the sub-block readers of the hot k-quants
 // (q4k_sub_block, q6k_sub_block), which the decoders here and the GEMV dot
-// products (gemv_dot.cuh) share. Used by dequant.cu, gemv.cu and the
+// products (gemv_dot.cuh) share. FP8 weights (F8_E4M3_ROW) decode through
+// e4m3.cuh. Used by dequant.cu, gemv.cu and the
 // embedding lookup; gemm_mma.cu reads Q4_K/Q6_K in its own register layout.
 // A row of k elements has k/32 "sub-blocks": for the 32-element formats a
 // sub-block is one block; a 256-element k-quant super-block holds 8. Values
 // follow core/quant_blocks.h: element = scale[group] * q + bias[group].
 #pragma once
 
+#include "backend/cuda/e4m3.cuh"
 #include "backend/cuda/gpu.h"
 #include "core/dtype.h"
 #include "core/quant_blocks.h"
@@ -315,8 +317,37 @@ template <> struct WeightFormat<DType::Q6_K> {
   }
 };
 
+// FP8 weights (core/dtype.h): the row's f32 scale in its 16-byte header,
+// then e4m3 codes; sub-block `sub` is codes [32 sub, 32 sub + 32).
+__device__ __forceinline__ float f8_row_scale(const uint8_t* row) { return *reinterpret_cast<const float*>(row); }
+__device__ __forceinline__ const uint4* f8_row_codes(const uint8_t* row) {
+  return reinterpret_cast<const uint4*>(row + 16);
+}
+template <> struct WeightFormat<DType::F8_E4M3_ROW> {
+  static constexpr int kBlockElems = 32, kBlockBytes = 32;
+  __device__ static void load32(const uint8_t* row, int sub, float (&v)[32]) {
+    const float s = f8_row_scale(row) * kFp8HalfScale;
+    const uint4* p = f8_row_codes(row) + 2 * sub;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const uint4 u = p[i];
+      const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 lo = half2_bits_to_float2(e4m3x2_to_half2_bits(w[j]));
+        const float2 hi = half2_bits_to_float2(e4m3x2_to_half2_bits(w[j] >> 16));
+        v[16 * i + 4 * j] = lo.x * s;
+        v[16 * i + 4 * j + 1] = lo.y * s;
+        v[16 * i + 4 * j + 2] = hi.x * s;
+        v[16 * i + 4 * j + 3] = hi.y * s;
+      }
+    }
+  }
+};
+
 // X(T) for every weight format the kernels read (the launchers' switch cases).
 #define RF_FOR_EACH_WEIGHT_FORMAT(X) \
-  X(F32) X(F16) X(BF16) X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0) X(Q2_K) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K)
+  X(F32) X(F16) X(BF16) X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0) X(Q2_K) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K) \
+  X(F8_E4M3_ROW)
 
 }  // namespace rf::gpu

@@ -371,8 +371,8 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
     // Single-column launches (batch-1 decode) use kernels with one
     // accumulator per row: fewer registers, more warps in flight.
     // (Only for the common formats, to keep instantiations few.)
-    constexpr bool kSingle =
-        T == DType::F16 || T == DType::F32 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
+    constexpr bool kSingle = T == DType::F16 || T == DType::F32 || T == DType::Q8_0 || T == DType::Q4_K ||
+                             T == DType::Q6_K || T == DType::F8_E4M3_ROW;
     if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, 1, ctx);
     else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, 1, ctx);
     RF_GPU_CHECK_LAUNCH();
@@ -386,8 +386,8 @@ void launch_gemv_experts(const GemvArgs& a, DType out_type, bool paired, int max
     if (a.n == 1 && a.x_one_row && launch_gemv_kq_stream(T, a, out_type, paired, max_tiles, ctx)) return;
   }
   const int blocks = (a.row_end[0] + kGemvRows - 1) / kGemvRows;
-  constexpr bool kSingle =
-      T == DType::F16 || T == DType::F32 || T == DType::Q8_0 || T == DType::Q4_K || T == DType::Q6_K;
+  constexpr bool kSingle = T == DType::F16 || T == DType::F32 || T == DType::Q8_0 || T == DType::Q4_K ||
+                           T == DType::Q6_K || T == DType::F8_E4M3_ROW;
   if (kSingle && a.n == 1) launch_gemv_cols<T, kSingle ? 1 : kMaxCols>(a, out_type, paired, blocks, max_tiles, ctx);
   else launch_gemv_cols<T, kMaxCols>(a, out_type, paired, blocks, max_tiles, ctx);
 }

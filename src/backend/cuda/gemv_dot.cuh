@@ -1,7 +1,8 @@
 // GEMV dot products, per weight format: one weight row against up to C
 // activation rows (f16), for a thread's share of the row (row_dot), and the
 // packed-half sub-block products of the hot k-quants (q4k_dot32, q6k_dot32)
-// that the k-quant GEMV kernel calls. Decoding goes through dequant.cuh.
+// that the k-quant GEMV kernel calls, and FP8 weight rows 16 codes at a time
+// (f8_dot16). Decoding goes through dequant.cuh.
 #pragma once
 
 #include "backend/cuda/dequant.cuh"
@@ -149,6 +150,29 @@ __device__ __forceinline__ float q6k_dot32(const uint8_t* row, int sb, const uin
   return total;
 }
 
+// FP8 weights: 16 e4m3 codes (elements [16 v, 16 v + 16) of a row) against
+// the same span of each activation row, added to part (values / kFp8HalfScale).
+template <int C>
+__device__ __forceinline__ void f8_dot16(const uint4& codes, const __half* x, int k, int v, int n, float (&part)[C]) {
+  const uint32_t w[4] = {codes.x, codes.y, codes.z, codes.w};
+  float f[2][8];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float2 lo = half2_bits_to_float2(e4m3x2_to_half2_bits(w[j]));
+    const float2 hi = half2_bits_to_float2(e4m3x2_to_half2_bits(w[j] >> 16));
+    f[j / 2][4 * (j % 2)] = lo.x;
+    f[j / 2][4 * (j % 2) + 1] = lo.y;
+    f[j / 2][4 * (j % 2) + 2] = hi.x;
+    f[j / 2][4 * (j % 2) + 3] = hi.y;
+  }
+#pragma unroll
+  for (int c = 0; c < C; ++c)
+    if (c < n) {
+      const __half* xs = x + size_t(c) * k + size_t(v) * 16;
+      part[c] += dot_span<8>(f[0], xs) + dot_span<8>(f[1], xs + 8);
+    }
+}
+
 // Dot products of one weight row (all columns `n` of x) for this thread's
 // share of the row (elements id, id + stride, ...), added to acc.
 template <DType T, int C>
@@ -190,6 +214,24 @@ __device__ __forceinline__ void row_dot(const uint8_t* row, size_t row_bytes, in
           if (c < n) acc[c] = fmaf(wv, __half2float(x[size_t(c) * k + i]), acc[c]);
       }
     }
+  } else if constexpr (T == DType::F8_E4M3_ROW) {
+    // 16 codes per 16-byte load, two loads in flight per lane (as the plain
+    // formats); the row's scale once at the end.
+    const uint4* rv = f8_row_codes(row);
+    const int nv = k / 16;
+    float part[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) part[c] = 0.0f;
+    int v = id;
+    for (; v + stride < nv; v += 2 * stride) {
+      const uint4 u0 = rv[v], u1 = rv[v + stride];
+      f8_dot16<C>(u0, x, k, v, n, part);
+      f8_dot16<C>(u1, x, k, v + stride, n, part);
+    }
+    for (; v < nv; v += stride) f8_dot16<C>(rv[v], x, k, v, n, part);
+    const float s = f8_row_scale(row) * kFp8HalfScale;
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[c] = fmaf(part[c], s, acc[c]);
   } else {
     for (int sb = id; sb < k / 32; sb += stride) {
       float v[32];

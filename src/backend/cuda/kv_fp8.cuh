@@ -1,24 +1,15 @@
-// Reading the 8-bit (e4m3) KV cache in kernels: e4m3 pairs turned into f16
-// pairs, and the element type a kernel is instantiated for. Encoding (the
-// KV store) uses core/fp8.h, which the CPU shares.
-//
-// NVIDIA (sm_89+): CUDA's conversion (one cvt.rn.f16x2.e4m3x2 per pair),
-// exact. Portable builds (HIP): the e4m3 byte s.eeee.mmm shifted into an
-// f16's sign, exponent and top mantissa bits (s.0eeee.mmm0000000) is the
-// same value times 2^-8 for every finite code, subnormals included (f16's
-// exponent bias is 8 more than e4m3's and its subnormals reach 2^-24).
-// Either way kernels multiply by the row scale times kFp8HalfScale once,
-// after the dot product or into the probability.
+// Reading the 8-bit (e4m3) KV cache in kernels: staged K/V elements as f16
+// pairs or floats, and the element type a kernel is instantiated for (the
+// conversion itself: e4m3.cuh). Encoding (the KV store) uses core/fp8.h,
+// which the CPU shares. Kernels multiply by the row scale times
+// kFp8HalfScale once, after the dot product or into the probability.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
-#include "backend/cuda/gpu.h"
+#include "backend/cuda/e4m3.cuh"
 #include "core/fp8.h"
-#if !defined(RF_PORTABLE)
-#include <cuda_fp8.h>
-#endif
 
 namespace rf::gpu {
 
@@ -29,24 +20,6 @@ struct Fp8 {
 template <typename KV>
 inline constexpr bool kIsFp8 = std::is_same_v<KV, Fp8>;
 
-#if !defined(RF_PORTABLE)
-inline constexpr float kFp8HalfScale = 1.0f;  // the f16 pair holds the values
-
-// Two e4m3 codes (low byte first) as f16x2 bits.
-__device__ __forceinline__ uint32_t e4m3x2_to_half2_bits(uint32_t two) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(two & 0xffffu), __NV_E4M3);
-  return uint32_t(h.x) | (uint32_t(h.y) << 16);
-}
-#else
-inline constexpr float kFp8HalfScale = 256.0f;  // f16 of a shifted e4m3 code = value / 256
-
-// Two e4m3 codes (low byte first) as f16x2 bits of value / 256.
-__device__ __forceinline__ uint32_t e4m3x2_to_half2_bits(uint32_t two) {
-  const uint32_t x = __byte_perm(two, 0u, 0x1404u);  // bytes [0, c0, 0, c1]: each code in a half's high byte
-  return (x & 0x80008000u) | ((x & 0x7f007f00u) >> 1);
-}
-#endif
-
 // Elements p[0], p[1] of a staged K/V row as f16x2 bits (Fp8: value /
 // kFp8HalfScale).
 template <typename KV>
@@ -55,13 +28,6 @@ __device__ __forceinline__ uint32_t kv_pair_bits(const KV* p) {
     return e4m3x2_to_half2_bits(*reinterpret_cast<const uint16_t*>(p));
   else
     return *reinterpret_cast<const uint32_t*>(p);
-}
-
-__device__ __forceinline__ float2 half2_bits_to_float2(uint32_t h) {
-  __half2 v;
-  static_assert(sizeof(v) == 4, "half2");
-  memcpy(&v, &h, 4);
-  return __half22float2(v);
 }
 
 // Elements p[0..8) as floats (Fp8: value / kFp8HalfScale); p 16-byte (__half) or
