@@ -82,8 +82,8 @@ TEST_P(CudaEngineBatch, GreedyAloneEqualsAmong32) {
   };
   std::unique_ptr<TempModel> temp;
   std::string path;
-  if (name == "synthetic-tiny-f16") {
-    temp = std::make_unique<TempModel>("tiny", "f16");
+  if (name.rfind("synthetic-tiny-", 0) == 0) {  // synthetic-tiny-TYPE: the tiny preset quantized to TYPE
+    temp = std::make_unique<TempModel>("tiny", name.substr(15));
     path = temp->path();
   } else {
     RF_REQUIRE_TESTDATA(name);
@@ -196,7 +196,7 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaEngineBatch,
                                            "arch/tiny-qwen2.gguf", "arch/tiny-qwen3.gguf", "arch/tiny-gemma2.gguf",
                                            "arch/tiny-gemma3.gguf", "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf",
                                            "arch/tiny-mixtral.gguf", "arch/tiny-qwen3moe.gguf",
-                                           "synthetic-tiny-f16:fp8", "arch/tiny-gemma2.gguf:fp8"),
+                                           "synthetic-tiny-f16:fp8", "arch/tiny-gemma2.gguf:fp8", "synthetic-tiny-fp8"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)

@@ -97,7 +97,8 @@ TEST_P(CudaFused, MatchCpuReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, CudaFused, ::testing::Values(DType::F16, DType::Q4_K, DType::Q6_K, DType::Q8_0),
+INSTANTIATE_TEST_SUITE_P(Types, CudaFused,
+                         ::testing::Values(DType::F16, DType::Q4_K, DType::Q6_K, DType::Q8_0, DType::F8_E4M3_ROW),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // q/k/v of mixed formats (q4_k_m keeps some V projections in Q6_K): the

@@ -1,6 +1,7 @@
 // Whole models on the CUDA backend against the CPU backend: stories260K,
 // every model family's tiny file (arch/, MoE models on prompts whose routing is
-// clear of near-ties) and the qtest models (logits within 1e-2 relative L2, same argmax), greedy
+// clear of near-ties), the qtest models and the tiny synthetic model in FP8
+// weights (logits within 1e-2 relative L2, same argmax), greedy
 // tokens equal the golden file and decode graphs give the same logits as
 // eager steps. (The no-allocation test lives in tests/gpu_serial: it reads
 // the device's free memory, so it runs alone.)
@@ -15,6 +16,7 @@
 #include "gpu/gpu_test_util.h"
 #include "gpu/routing_margin.h"
 #include "model/runner.h"
+#include "model/temp_model.h"
 
 namespace rf {
 namespace {
@@ -52,7 +54,11 @@ using test::RoutingMarginCpu;
 TEST_P(CudaModelVsCpu, LogitsMatchCpu) {
   RF_REQUIRE_GPU();
   const std::string rel = GetParam();
-  RF_REQUIRE_TESTDATA(rel);
+  // "synthetic-tiny-TYPE": the tiny preset written in TYPE; else a test data file.
+  std::unique_ptr<test::TempModel> temp;
+  if (rel.rfind("synthetic-tiny-", 0) == 0) temp = std::make_unique<test::TempModel>("tiny", rel.substr(15));
+  else RF_REQUIRE_TESTDATA(rel);
+  const std::string path = temp ? temp->path() : test::testdata_path(rel);
   constexpr int kSteps = 6;
   // A 40-token prompt (prefill), then decode steps (graph path on the GPU),
   // the CPU's greedy tokens fed to both. MoE models: the first random
@@ -62,7 +68,7 @@ TEST_P(CudaModelVsCpu, LogitsMatchCpu) {
   std::vector<int32_t> prompt;
   for (int attempt = 0;; ++attempt) {
     ASSERT_LT(attempt, 20) << rel << ": no prompt with routing margins >= " << kMinRoutingMargin;
-    test::ModelRunner probe(test::testdata_path(rel), cpu);
+    test::ModelRunner probe(path, cpu);
     prompt.clear();
     for (int i = 0; i < 40; ++i) prompt.push_back(int32_t(rng() % uint32_t(probe.vocab())));
     cpu.min_margin = INFINITY;
@@ -72,7 +78,7 @@ TEST_P(CudaModelVsCpu, LogitsMatchCpu) {
     if (cpu.min_margin >= kMinRoutingMargin) break;
   }
   auto gpu = test::make_gpu();
-  test::ModelRunner g(test::testdata_path(rel), *gpu), c(test::testdata_path(rel), cpu);
+  test::ModelRunner g(path, *gpu), c(path, cpu);
   test::ModelRunner::Seq sg, sc;
   sg.tokens = sc.tokens = prompt;
   for (int step = 0; step < kSteps; ++step) {
@@ -101,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaModelVsCpu,
                                            "quant/qtest-q4_k_m.gguf", "arch/tiny-qwen2.gguf",
                                            "arch/tiny-qwen3.gguf", "arch/tiny-gemma2.gguf", "arch/tiny-gemma3.gguf",
                                            "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf", "arch/tiny-mixtral.gguf",
-                                           "arch/tiny-qwen3moe.gguf"),
+                                           "arch/tiny-qwen3moe.gguf", "synthetic-tiny-fp8"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)

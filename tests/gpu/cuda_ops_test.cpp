@@ -4,6 +4,7 @@
 // (single pass and split-K) and sampling.
 #include <gtest/gtest.h>
 
+#include "core/fp8.h"
 #include "core/quant.h"
 #include "gpu/gpu_test_util.h"
 
@@ -68,8 +69,67 @@ TEST_P(CudaMatmul, MatchesCpu) {
 INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
                                            DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                                           DType::Q6_K),
+                                           DType::Q6_K, DType::F8_E4M3_ROW),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// FP8 weights on FP8 tensor cores (CudaOptions::fp8_gemm_min_rows, cuBLASLt
+// with a scale per weight row and per activation row): the path must run on
+// this device (Hopper has e4m3 GEMMs), and it matches the CPU given the
+// activations the GPU multiplies (each row quantized to e4m3 with its own
+// scale, core/fp8.h), in every chunking of the rows; against the f16
+// activations themselves the difference is e4m3's rounding of them.
+TEST(CudaOps, Fp8TensorCoreMatmul) {
+  RF_REQUIRE_GPU();
+  std::mt19937 rng(23);
+  CudaOptions o;
+  o.dequant_scratch_bytes = size_t(1) << 20;  // rows in chunks of at most ~480 at k = 2048
+  o.fp8_gemm_min_rows = 9;
+  auto gpu = std::make_unique<CudaBackend>(o);
+  gpu->reserve(BackendLimits{1024, 4, 4, 4, 100, 2112 * 2048, 1, 1});
+  CpuBackend cpu(2);
+  constexpr DType type = DType::F8_E4M3_ROW;
+  for (auto [n, k, m] : std::vector<std::array<int, 3>>{{9, 256, 64}, {64, 2048, 2112}, {100, 1024, 72},
+                                                        {1000, 2048, 320}}) {
+    for (DType out_type : {DType::F16, DType::F32}) {
+      auto wf = test::randn(size_t(m) * k, rng, 0.3f);
+      const size_t rb = row_bytes(type, uint64_t(k));
+      std::vector<uint8_t> wq(rb * size_t(m));
+      for (int r = 0; r < m; ++r) quantize_row(type, wf.data() + size_t(r) * k, wq.data() + size_t(r) * rb, size_t(k));
+      auto x = test::round_f16(test::randn(size_t(n) * k, rng));
+      std::vector<float> xe(x.size());  // each row through e4m3 with its scale
+      for (int t = 0; t < n; ++t) {
+        float amax = 0.0f;
+        for (int i = 0; i < k; ++i) amax = std::max(amax, std::fabs(x[size_t(t) * k + i]));
+        const float s = e4m3_row_scale(amax);
+        for (int i = 0; i < k; ++i)
+          xe[size_t(t) * k + i] = e4m3_to_float(e4m3_from_float(x[size_t(t) * k + i] / s)) * s;
+      }
+      std::vector<float> ref(size_t(n) * m), ref_f16(size_t(n) * m);
+      Tensor cw = make_tensor(wq.data(), type, k, m);
+      Tensor cx = make_tensor(xe.data(), DType::F32, k, n), co = make_tensor(ref.data(), DType::F32, m, n);
+      cpu.matmul(cx, cw, co);
+      Tensor cx16 = make_tensor(x.data(), DType::F32, k, n), co16 = make_tensor(ref_f16.data(), DType::F32, m, n);
+      cpu.matmul(cx16, cw, co16);
+
+      Tensor gw = gpu->load_weight(cw, "w");
+      ASSERT_TRUE(gpu->matmul_runs_fp8(gw, n, out_type)) << "no FP8 GEMM for n=" << n << " k=" << k << " m=" << m;
+      void* gx = test::upload(*gpu, test::to_f16(x));
+      void* go = gpu->alloc(size_t(n) * m * 4, "out");
+      Tensor tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA), to = make_tensor(go, out_type, m, n, DeviceKind::CUDA);
+      gpu->matmul(tx, gw, to);
+      std::vector<float> got = out_type == DType::F32
+                                   ? test::download<float>(*gpu, go, size_t(n) * m)
+                                   : test::from_f16(test::download<uint16_t>(*gpu, go, size_t(n) * m));
+      EXPECT_LT(rel_l2(got, ref), out_type == DType::F32 ? 2e-3 : 3e-3)
+          << "n=" << n << " k=" << k << " m=" << m << " out " << dtype_name(out_type);
+      // e4m3 activations: a relative step of 1/16 to 1/8 per value.
+      EXPECT_LT(rel_l2(got, ref_f16), 0.05) << "n=" << n << " k=" << k << " m=" << m;
+      gpu->free(gw.data);
+      gpu->free(gx);
+      gpu->free(go);
+    }
+  }
+}
 
 // Batch-1 Q4_K and Q6_K GEMVs read their activations as 8-bit quants (one
 // scale per 32; gemv_stream.cu). Against the CPU with the same quantized activations

@@ -1,5 +1,5 @@
 // Blas on the project's tiled GEMM kernel (HIP builds: Debian's HIP has no
-// hipBLAS).
+// hipBLAS); no FP8 GEMM.
 #include "backend/cuda/blas.h"
 #include "backend/cuda/kernels.h"
 
@@ -11,6 +11,12 @@ Blas::~Blas() = default;
 
 void Blas::gemm_f16(const void* x, const void* w, void* out, DType out_type, int n, int m, int k, int ldo) {
   gemm_f16_tiled(x, w, out, out_type, n, m, k, ldo, ctx_);
+}
+
+bool Blas::gemm_fp8_supported(DType, int, int, int, size_t, int) { return false; }
+
+void Blas::gemm_fp8(const void*, const float*, const void*, size_t, const float*, void*, DType, int, int, int, int) {
+  fail("FP8 GEMM: not in this build's BLAS");
 }
 
 }  // namespace rf::gpu

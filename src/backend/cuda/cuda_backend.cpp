@@ -372,6 +372,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
     impl_->blas->gemm_f16(x.data, w.data, out.data, out.type, n, m, k, m);
     return;
   }
+  if (w.type == DType::F8_E4M3_ROW && matmul_fp8(x, w, out)) return;
   // Dequantize chunks of weight rows into scratch, then GEMM each chunk into
   // the matching output columns.
   const int chunk = int(std::max<size_t>(1, impl_->dequant_bytes / (size_t(k) * 2)));
@@ -382,6 +383,54 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
     impl_->blas->gemm_f16(x.data, impl_->dequant, static_cast<uint8_t*>(out.data) + size_t(r0) * out_elem, out.type,
                           n, rows, k, m);
   }
+}
+
+namespace {
+size_t align256(size_t b) { return (b + 255) / 256 * 256; }
+}  // namespace
+
+int CudaBackend::fp8_matmul_chunk(const Tensor& w, int n, DType out_type) {
+  const int k = int(w.cols()), m = int(w.rows());
+  if (!reserved_ || w.type != DType::F8_E4M3_ROW || options_.fp8_gemm_min_rows <= 0 ||
+      n < options_.fp8_gemm_min_rows || n <= 8)
+    return 0;
+  // The dequantization scratch holds the weights' row scales, then per
+  // chunk of activation rows their scales and e4m3 codes.
+  const size_t sw_bytes = align256(size_t(m) * 4);
+  if (sw_bytes + 512 >= impl_->dequant_bytes) return 0;
+  const int chunk = int(std::min<size_t>(size_t(n), (impl_->dequant_bytes - sw_bytes - 512) / (size_t(k) + 4)));
+  if (chunk < 1) return 0;
+  const int last = n % chunk;
+  if (!impl_->blas->gemm_fp8_supported(out_type, chunk, m, k, w.row_bytes(), m) ||
+      (last && !impl_->blas->gemm_fp8_supported(out_type, last, m, k, w.row_bytes(), m)))
+    return 0;
+  return chunk;
+}
+
+bool CudaBackend::matmul_runs_fp8(const Tensor& w, int n, DType out_type) {
+  bind();
+  return fp8_matmul_chunk(w, n, out_type) > 0;
+}
+
+bool CudaBackend::matmul_fp8(const Tensor& x, const Tensor& w, Tensor& out) {
+  const int n = int(x.rows()), k = int(w.cols()), m = int(w.rows());
+  const int chunk = fp8_matmul_chunk(w, n, out.type);
+  if (chunk == 0) return false;
+  const auto align = align256;
+  const size_t sw_bytes = align(size_t(m) * 4);
+  auto* base = static_cast<uint8_t*>(impl_->dequant);
+  float* sw = reinterpret_cast<float*>(base);
+  float* sx = reinterpret_cast<float*>(base + sw_bytes);
+  uint8_t* xq = base + sw_bytes + align(size_t(chunk) * 4);
+  gpu::gather_f8_row_scales(w.data, w.row_bytes(), m, sw, ctx());
+  const size_t out_elem = out.type == DType::F32 ? 4 : 2;
+  for (int r0 = 0; r0 < n; r0 += chunk) {
+    const int rows = std::min(chunk, n - r0);
+    gpu::quantize_act_e4m3(static_cast<const uint8_t*>(x.data) + size_t(r0) * k * 2, rows, k, xq, sx, ctx());
+    impl_->blas->gemm_fp8(xq, sx, static_cast<const uint8_t*>(w.data) + info(w.type).row_header, w.row_bytes(), sw,
+                          static_cast<uint8_t*>(out.data) + size_t(r0) * m * out_elem, out.type, rows, m, k, m);
+  }
+  return true;
 }
 
 void CudaBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,

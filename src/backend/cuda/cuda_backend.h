@@ -103,6 +103,11 @@ class CudaBackend final : public Backend {
   // activations to 8 bits (the batch-1 Q4_K / Q6_K GEMV; tests build their
   // reference from the same activations).
   bool gemv_quantizes_activations(DType w_type, int n, int k) const;
+  // Whether a matmul of n activation rows on FP8 weights w into `out_type`
+  // runs on FP8 tensor cores (activations quantized to e4m3, a scale per
+  // row: CudaOptions::fp8_gemm_min_rows); tests build their reference from
+  // the same activations.
+  bool matmul_runs_fp8(const Tensor& w, int n, DType out_type);
   gpu::LaunchCtx ctx() const;  // the stream and options_, for the launchers
   gpu::OpProfiler* profiler() const;  // null unless CudaOptions::profile
   size_t allocated_bytes() const override { return allocated_; }
@@ -118,6 +123,10 @@ class CudaBackend final : public Backend {
   void reserve_moe(const BackendLimits& limits);
   void release_moe();
   int attention_splits(const StepMeta& m) const;
+  // FP8 tensor-core matmul (matmul_runs_fp8): activation rows per chunk in
+  // the dequantization scratch, 0 where this shape does not run so.
+  int fp8_matmul_chunk(const Tensor& w, int n, DType out_type);
+  bool matmul_fp8(const Tensor& x, const Tensor& w, Tensor& out);
   int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
   void release_reserved();
   int n_sms_ = 1;

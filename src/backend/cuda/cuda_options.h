@@ -49,11 +49,14 @@
 //                                                         (kq_stream_split)
 //   ROCMFORGE_ATTN_BLOCKS=N  decode-attention block target, N > 0
 //                                                    (attention_target_blocks)
+//   ROCMFORGE_FP8_GEMM_ROWS=N FP8 weights: batches of >= N rows run e4m3 x
+//                            e4m3 on tensor cores (cuBLASLt), 0: never
+//                                                    (fp8_gemm_min_rows)
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
 //                            at exit; graphs are off    (profile: any value
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
-// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_GEMV_TMA_ROWS, ROCMFORGE_KQ_STREAM_ROWS,
+// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_FP8_GEMM_ROWS, ROCMFORGE_GEMV_TMA_ROWS, ROCMFORGE_KQ_STREAM_ROWS,
 // ROCMFORGE_KQ_STREAM_Q6K_ROWS, ROCMFORGE_KQ_STREAM_SPLIT,
 // ROCMFORGE_GEMV_FOUR_MIN_BLOCKS and ROCMFORGE_PROFILE override the caller's
 // value.
@@ -132,6 +135,12 @@ struct CudaOptions {
   // ... Q4_K weight loads through L1 (Q6_K's always). Measured on the H200
   // (llama3-8b q4_k_m tg128 b1): 360.5 past L1, 365.4 through it.
   bool kq_stream_l1 = true;
+  // FP8 weights (F8_E4M3_ROW): batches of at least this many rows quantize
+  // their activations to e4m3 (a scale per row) and multiply on FP8 tensor
+  // cores (cuBLASLt, outer-vector scales); smaller ones, and every one at 0
+  // or where cuBLASLt has no such GEMM, dequantize to f16 + BLAS. 0 until
+  // measured on the device (written before a device session).
+  int fp8_gemm_min_rows = 0;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
 

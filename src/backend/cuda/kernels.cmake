@@ -13,6 +13,7 @@ set(RF_GPU_KERNELS
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemm_mma.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemm_tiled.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/dequant.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/matmul_fp8.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/norm.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/elementwise.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/rope_kv.cu

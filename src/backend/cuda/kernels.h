@@ -74,6 +74,13 @@ void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t
 void dequant_rows_f16(DType w_type, const void* w, size_t w_row_bytes, int row0, int rows, int k, void* dst,
                       const LaunchCtx& ctx);
 
+// ---- matmul_fp8.cu
+// xq[r, :] = e4m3 codes of x[r, :] / scale[r] (x f16 [n, k]), scale[r] =
+// max|x[r, :]| / 448 (core/fp8.h).
+void quantize_act_e4m3(const void* x, int n, int k, void* xq, float* scale, const LaunchCtx& ctx);
+// out[r] = the scale in the header of FP8 weight row r (F8_E4M3_ROW).
+void gather_f8_row_scales(const void* w, size_t row_bytes, int m, float* out, const LaunchCtx& ctx);
+
 // ---- gemm_tiled.cu
 // Tiled f16 GEMM (f32 accumulation), out[n, m] = x[n, k] . w[m, k]^T, with
 // out row stride ldo; the BLAS fallback where no vendor BLAS exists.
