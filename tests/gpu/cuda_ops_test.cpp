@@ -18,6 +18,24 @@ struct MatmulCase {
   int n, k, m;
 };
 
+// gpu.matmul of the f16 activations x (n rows, f16-exact values) and the
+// host weight cw (loaded for the call), out of `out_type`, read back as floats.
+std::vector<float> gpu_matmul(CudaBackend& gpu, const Tensor& cw, const std::vector<float>& x, int n,
+                              DType out_type) {
+  const int k = int(cw.cols()), m = int(cw.rows());
+  Tensor gw = gpu.load_weight(cw, "w");
+  void* gx = test::upload(gpu, test::to_f16(x));
+  void* go = gpu.alloc(size_t(n) * m * 4, "out");
+  Tensor tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA), to = make_tensor(go, out_type, m, n, DeviceKind::CUDA);
+  gpu.matmul(tx, gw, to);
+  std::vector<float> got = out_type == DType::F32 ? test::download<float>(gpu, go, size_t(n) * m)
+                                                  : test::from_f16(test::download<uint16_t>(gpu, go, size_t(n) * m));
+  gpu.free(gw.data);
+  gpu.free(gx);
+  gpu.free(go);
+  return got;
+}
+
 class CudaMatmul : public ::testing::TestWithParam<DType> {};
 
 TEST_P(CudaMatmul, MatchesCpu) {
@@ -38,30 +56,16 @@ TEST_P(CudaMatmul, MatchesCpu) {
                                                   {1, 768, 37},    {1, 2048, 130},   {1, 1024, 21}};
   for (auto [n, k, m] : shapes) {
     for (DType out_type : {DType::F16, DType::F32}) {
-      auto wf = test::randn(size_t(m) * k, rng, 0.3f);
-      const size_t rb = row_bytes(type, uint64_t(k));
-      std::vector<uint8_t> wq(rb * size_t(m));
-      for (int r = 0; r < m; ++r) quantize_row(type, wf.data() + size_t(r) * k, wq.data() + size_t(r) * rb, size_t(k));
+      auto wq = test::random_weight(type, m, k, rng, 0.3f);
       auto x = test::round_f16(test::randn(size_t(n) * k, rng));
       auto xr = test::gemv_activations(*gpu, type, n, k, x);
       std::vector<float> ref(size_t(n) * m);
       Tensor cx = make_tensor(xr.data(), DType::F32, k, n), cw = make_tensor(wq.data(), type, k, m),
              co = make_tensor(ref.data(), DType::F32, m, n);
       cpu.matmul(cx, cw, co);
-
-      Tensor gw = gpu->load_weight(cw, "w");
-      void* gx = test::upload(*gpu, test::to_f16(x));
-      void* go = gpu->alloc(size_t(n) * m * 4, "out");
-      Tensor tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA), to = make_tensor(go, out_type, m, n, DeviceKind::CUDA);
-      gpu->matmul(tx, gw, to);
-      std::vector<float> got = out_type == DType::F32
-                                   ? test::download<float>(*gpu, go, size_t(n) * m)
-                                   : test::from_f16(test::download<uint16_t>(*gpu, go, size_t(n) * m));
+      const std::vector<float> got = gpu_matmul(*gpu, cw, x, n, out_type);
       EXPECT_LT(rel_l2(got, ref), out_type == DType::F32 ? 2e-3 : 3e-3)
           << dtype_name(type) << " n=" << n << " k=" << k << " m=" << m << " out " << dtype_name(out_type);
-      gpu->free(gw.data);
-      gpu->free(gx);
-      gpu->free(go);
     }
   }
 }
@@ -91,10 +95,7 @@ TEST(CudaOps, Fp8TensorCoreMatmul) {
   for (auto [n, k, m] : std::vector<std::array<int, 3>>{{9, 256, 64}, {64, 2048, 2112}, {100, 1024, 72},
                                                         {1000, 2048, 320}}) {
     for (DType out_type : {DType::F16, DType::F32}) {
-      auto wf = test::randn(size_t(m) * k, rng, 0.3f);
-      const size_t rb = row_bytes(type, uint64_t(k));
-      std::vector<uint8_t> wq(rb * size_t(m));
-      for (int r = 0; r < m; ++r) quantize_row(type, wf.data() + size_t(r) * k, wq.data() + size_t(r) * rb, size_t(k));
+      auto wq = test::random_weight(type, m, k, rng, 0.3f);
       auto x = test::round_f16(test::randn(size_t(n) * k, rng));
       std::vector<float> xe(x.size());  // each row through e4m3 with its scale
       for (int t = 0; t < n; ++t) {
@@ -111,22 +112,16 @@ TEST(CudaOps, Fp8TensorCoreMatmul) {
       Tensor cx16 = make_tensor(x.data(), DType::F32, k, n), co16 = make_tensor(ref_f16.data(), DType::F32, m, n);
       cpu.matmul(cx16, cw, co16);
 
-      Tensor gw = gpu->load_weight(cw, "w");
-      ASSERT_TRUE(gpu->matmul_runs_fp8(gw, n, out_type)) << "no FP8 GEMM for n=" << n << " k=" << k << " m=" << m;
-      void* gx = test::upload(*gpu, test::to_f16(x));
-      void* go = gpu->alloc(size_t(n) * m * 4, "out");
-      Tensor tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA), to = make_tensor(go, out_type, m, n, DeviceKind::CUDA);
-      gpu->matmul(tx, gw, to);
-      std::vector<float> got = out_type == DType::F32
-                                   ? test::download<float>(*gpu, go, size_t(n) * m)
-                                   : test::from_f16(test::download<uint16_t>(*gpu, go, size_t(n) * m));
+      {
+        Tensor gw = gpu->load_weight(cw, "w");
+        ASSERT_TRUE(gpu->matmul_runs_fp8(gw, n, out_type)) << "no FP8 GEMM for n=" << n << " k=" << k << " m=" << m;
+        gpu->free(gw.data);
+      }
+      const std::vector<float> got = gpu_matmul(*gpu, cw, x, n, out_type);
       EXPECT_LT(rel_l2(got, ref), out_type == DType::F32 ? 2e-3 : 3e-3)
           << "n=" << n << " k=" << k << " m=" << m << " out " << dtype_name(out_type);
       // e4m3 activations: a relative step of 1/16 to 1/8 per value.
       EXPECT_LT(rel_l2(got, ref_f16), 0.05) << "n=" << n << " k=" << k << " m=" << m;
-      gpu->free(gw.data);
-      gpu->free(gx);
-      gpu->free(go);
     }
   }
 }

@@ -14,7 +14,9 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "core/fp16.h"
+#include "core/quant.h"
 #include "testdata.h"
+#include "random_values.h"
 
 #define RF_REQUIRE_GPU()                                                                     \
   do {                                                                                       \
@@ -41,18 +43,20 @@ inline std::vector<float> gemv_activations(const CudaBackend& gpu, DType w_type,
   return x;
 }
 
+// rows x cols values from N(0, scale^2) stored as `type`, row after row.
+inline std::vector<uint8_t> random_weight(DType type, int rows, int cols, std::mt19937& rng, float scale) {
+  const auto f = randn(size_t(rows) * size_t(cols), rng, scale);
+  const size_t rb = row_bytes(type, uint64_t(cols));
+  std::vector<uint8_t> w(rb * size_t(rows));
+  for (int r = 0; r < rows; ++r) quantize_row(type, f.data() + size_t(r) * cols, w.data() + size_t(r) * rb, size_t(cols));
+  return w;
+}
+
 // Small explicit budgets so GPU tests can run in parallel.
 inline std::unique_ptr<CudaBackend> make_gpu() {
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
   return std::make_unique<CudaBackend>(o);
-}
-
-inline std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.0f) {
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
 }
 
 // Rounds to f16 and back (what the GPU's activations hold).

@@ -19,25 +19,20 @@
 #include "model/runner.h"
 #include "model/shard.h"
 #include "model/temp_model.h"
+#include "random_values.h"
 
 namespace rf {
 namespace {
 
 constexpr DType kF8 = DType::F8_E4M3_ROW;
 
-std::vector<float> random_row(size_t n, std::mt19937& rng, float sd) {
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> x(n);
-  for (float& v : x) v = d(rng);
-  return x;
-}
 
 TEST(Fp8Weights, ColumnSplitKeepsEachRowsScale) {
   std::mt19937 rng(7);
   const int64_t cols = 128, rows = 3;
   std::vector<uint8_t> q(row_bytes(kF8, cols) * rows);
   for (int64_t r = 0; r < rows; ++r) {
-    auto x = random_row(size_t(cols), rng, 0.1f * float(r + 1));
+    auto x = test::randn(size_t(cols), rng, 0.1f * float(r + 1));
     quantize_row(kF8, x.data(), q.data() + size_t(r) * row_bytes(kF8, cols), size_t(cols));
   }
   const Tensor host = make_tensor(q.data(), kF8, cols, rows);

@@ -5,16 +5,9 @@
 #include <vector>
 
 #include "backend/batch.h"
+#include "random_values.h"
 
 namespace rf::test {
-
-// n values from N(0, scale^2).
-inline std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.0f) {
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 // One sequence of a test batch: context length (its new tokens included),
 // new tokens (the last n_new of the context) and its block table.

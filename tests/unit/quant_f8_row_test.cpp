@@ -18,6 +18,7 @@
 #include "core/fp8.h"
 #include "core/quant.h"
 #include "gguf/reader.h"
+#include "random_values.h"
 #include "gguf/writer.h"
 
 namespace rf {
@@ -31,12 +32,6 @@ float scale_of(const std::vector<uint8_t>& row) {
   return s;
 }
 
-std::vector<float> random_row(size_t n, std::mt19937& rng, float sd) {
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> x(n);
-  for (float& v : x) v = d(rng);
-  return x;
-}
 
 TEST(QuantF8Row, SizesAndHeader) {
   EXPECT_EQ(row_bytes(kF8, 64), 80u);
@@ -51,7 +46,7 @@ TEST(QuantF8Row, CodesAreTheNearestE4M3OfValueOverScale) {
   std::mt19937 rng(3);
   for (const float sd : {1e-3f, 0.02f, 1.0f, 300.0f}) {
     const size_t n = 256;
-    auto x = random_row(n, rng, sd);
+    auto x = test::randn(n, rng, sd);
     std::vector<uint8_t> q(row_bytes(kF8, n));
     quantize_row(kF8, x.data(), q.data(), n);
     float amax = 0;
@@ -79,8 +74,8 @@ TEST(QuantF8Row, CodesAreTheNearestE4M3OfValueOverScale) {
 TEST(QuantF8Row, DequantizeAndDotMatchDoubleReference) {
   std::mt19937 rng(5);
   for (const size_t n : {32u, 96u, 4096u, 14336u}) {
-    auto w = random_row(n, rng, 0.05f);
-    auto x = random_row(n, rng, 1.0f);
+    auto w = test::randn(n, rng, 0.05f);
+    auto x = test::randn(n, rng, 1.0f);
     std::vector<uint8_t> q(row_bytes(kF8, n));
     quantize_row(kF8, w.data(), q.data(), n);
     std::vector<float> deq(n), deq_scalar(n);
@@ -136,7 +131,7 @@ TEST(QuantF8Row, GgufRoundTrip) {
   const size_t rb = row_bytes(kF8, cols);
   std::vector<uint8_t> q(rb * rows);
   for (uint64_t r = 0; r < rows; ++r) {
-    auto x = random_row(cols, rng, 0.3f);
+    auto x = test::randn(cols, rng, 0.3f);
     quantize_row(kF8, x.data(), q.data() + r * rb, cols);
   }
   const auto path = (std::filesystem::temp_directory_path() / "rf_quant_f8_row_test.gguf").string();
