@@ -3,7 +3,8 @@
 # `rocmforge run --device cuda`, and benchmarks on synthetic llama3-8b models
 # (stage bench-families: every family's preset, issue 12's table; stages tp,
 # tp-serve and tp-speed: tensor parallelism on two GPUs, issue 17; stage
-# portable: the portable kernel variants beside the normal build, issue 18).
+# portable: the portable kernel variants beside the normal build, issue 18;
+# stage fp8: FP8 weights, issue 16).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -64,6 +65,31 @@ if [ "$stage" = all ] || [ "$stage" = bench ]; then
     echo "== bench llama3-8b $t"
     "$BIN/rocmforge" bench -m "$f" -p 512 -n 128 -r "${RF_REPS:-3}" --parallel "${RF_PARALLEL:-1,64}" 2>"$OUT/bench-$t.err" | tee "$OUT/bench-$t.md"
     tail -3 "$OUT/bench-$t.err"
+  done
+fi
+
+if [ "$stage" = fp8 ]; then
+  # FP8 weights (issue 16): their GPU tests, then llama3-8b-shaped dummy
+  # weights in f16 and FP8 (dequantize + BLAS for batches, and FP8 tensor
+  # cores from 9 rows), and the KL divergence of FP8 against f16.
+  echo "== FP8 GPU tests"
+  "$BIN/test_gpu" --gtest_filter='*f8_e4m3_row*:*fp8*:*Fp8*' > "$OUT/test_gpu_fp8.log" 2>&1; echo "test_gpu fp8 rc=$?"
+  grep -E "^\[  FAILED|PASSED|Failure|tests ran" "$OUT/test_gpu_fp8.log" | head -30
+  for run in "f16 0" "fp8 0" "fp8 9"; do
+    set -- $run
+    echo "== bench llama3-8b:$1 (ROCMFORGE_FP8_GEMM_ROWS=$2)"
+    ROCMFORGE_FP8_GEMM_ROWS=$2 "$BIN/rocmforge" bench --load-format dummy -m "llama3-8b:$1" -p 512 -n 128 \
+      -r "${RF_REPS:-2}" --parallel "${RF_PARALLEL:-1,64}" 2>"$OUT/bench-fp8-$1-$2.err" | tee "$OUT/bench-fp8-$1-$2.md"
+    tail -2 "$OUT/bench-fp8-$1-$2.err"
+  done
+  text="$MODELS/ppl.txt"
+  for i in $(seq 1 40); do cat "$ROCMFORGE_TESTDATA/stories.txt"; done > "$text"
+  "$BIN/rocmforge" perplexity --load-format dummy -m llama3-8b:f16 -f "$text" -c 512 --chunks 8 \
+    --kl-divergence-base "$MODELS/kld-f16.bin" 2>&1 | tail -1
+  for rows in 0 9; do
+    echo "== KL divergence of llama3-8b:fp8 against :f16 (ROCMFORGE_FP8_GEMM_ROWS=$rows)"
+    ROCMFORGE_FP8_GEMM_ROWS=$rows "$BIN/rocmforge" perplexity --load-format dummy -m llama3-8b:fp8 -f "$text" -c 512 \
+      --chunks 8 --kl-divergence-base "$MODELS/kld-f16.bin" --kl-divergence 2>&1 | tail -3
   done
 fi
 

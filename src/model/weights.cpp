@@ -57,10 +57,12 @@ struct Loader {
   // A header without data (--load-format dummy): a weight of `cols` x `rows`
   // made on the backend, random values (uniform, standard deviation
   // 1/sqrt(cols), as synthetic models have) quantized to the tensor's type
-  // on the host for a few rows and repeated over the rest.
+  // on the host for a few rows and repeated over the rest. How many rows
+  // repeat depends on the shape alone, so every type holds the same values
+  // (what comparisons between types, such as KL divergences, need).
   Tensor dummy(const gguf::TensorInfo& t, int64_t cols, int64_t n_rows, const std::string& name) {
     const size_t rb = row_bytes(t.type, uint64_t(cols)), bytes = rb * size_t(n_rows);
-    const int64_t pattern_rows = std::clamp<int64_t>(int64_t((size_t(4) << 20) / rb), 1, n_rows);
+    const int64_t pattern_rows = std::clamp<int64_t>(int64_t((size_t(2) << 20) / size_t(cols)), 1, n_rows);
     const int64_t chunk_rows = std::max<int64_t>(1, int64_t((size_t(64) << 20) / rb)) / pattern_rows * pattern_rows;
     std::vector<uint8_t> chunk(rb * size_t(std::min(chunk_rows, n_rows)));
     std::vector<float> row(static_cast<size_t>(cols));
