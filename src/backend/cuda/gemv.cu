@@ -6,8 +6,8 @@
 //  - gemv_kq_kernel: Q4_K / Q6_K, packed-half dot products, activations
 //    loaded once per sub-block for all the block's rows, optionally with the
 //    rows bulk-copied into shared memory (TMA, sm_90);
-//  - gemv_tma_kernel: f16 weights, one activation row, rows bulk-copied into
-//    shared memory (sm_90).
+//  - gemv_tma_kernel: f16 or FP8 weights, one activation row, rows
+//    bulk-copied into shared memory (sm_90).
 // Q4_K and Q6_K with one activation row go to the streaming kernel of
 // gemv_stream.cu where it applies.
 // Up to three weight matrices of one format and width go through one launch
@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
   }
 }
 
-// f16 GEMV for one activation row on sm_90: one thread of each block starts
+// f16 (and FP8) GEMV for one activation row on sm_90: one thread of each block starts
 // bulk copies (TMA) of the block's weight rows into shared memory before the
 // kernel waits for its inputs, so a whole block's weights are in flight at
 // once (and during the previous kernel's tail); the warps then read them
@@ -206,8 +206,11 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
 [[maybe_unused]] constexpr size_t kTmaMaxBlockBytes = size_t(64) << 10;  // unused with RF_PORTABLE
 
 #if !defined(RF_PORTABLE)
-template <typename OutT, bool kPaired, int kRows>
+// T: F16, or F8_E4M3_ROW (FP8 weights: a row's 16-byte header holds its
+// scale, applied once to the row's sum).
+template <DType T, typename OutT, bool kPaired, int kRows>
 __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
+  static_assert(T == DType::F16 || T == DType::F8_E4M3_ROW, "bulk-copying GEMV: f16 or FP8 rows");
   constexpr int R = kRows * (kPaired ? 2 : 1);  // rows in shared memory: gate rows, then up rows
   extern __shared__ __align__(128) uint8_t wsm[];
   __shared__ __align__(8) uint64_t bar;
@@ -234,19 +237,34 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
   tma_rows_wait(&bar);
   const int i = warp / kWarpsPerRow, part = warp % kWarpsPerRow;
   const int id = part * 32 + lane, stride = kWarpsPerRow * 32;
-  const int nv = int(rb / 16);
   float acc = 0.0f, acc_up = 0.0f;
   if (i < rows) {
-    const uint4* wv = reinterpret_cast<const uint4*>(wsm + size_t(i) * rb);
-    const uint4* uv = reinterpret_cast<const uint4*>(wsm + size_t(kRows + i) * rb);
-    for (int v = id; v < nv; v += stride) {
-      float f[8];
-      half8_to_float(wv[v], f);
-      acc += dot_span<8>(f, a.x + size_t(v) * 8);
-      if constexpr (kPaired) {
-        half8_to_float(uv[v], f);
-        acc_up += dot_span<8>(f, a.x + size_t(v) * 8);
+    const uint8_t* wrow = wsm + size_t(i) * rb;
+    const uint8_t* urow = wsm + size_t(kRows + i) * rb;
+    if constexpr (T == DType::F16) {
+      const int nv = int(rb / 16);
+      const uint4* wv = reinterpret_cast<const uint4*>(wrow);
+      const uint4* uv = reinterpret_cast<const uint4*>(urow);
+      for (int v = id; v < nv; v += stride) {
+        float f[8];
+        half8_to_float(wv[v], f);
+        acc += dot_span<8>(f, a.x + size_t(v) * 8);
+        if constexpr (kPaired) {
+          half8_to_float(uv[v], f);
+          acc_up += dot_span<8>(f, a.x + size_t(v) * 8);
+        }
       }
+    } else {
+      const int nv = a.k / 16;
+      const uint4* wv = f8_row_codes(wrow);
+      const uint4* uv = f8_row_codes(urow);
+      float part[1] = {0.0f}, part_up[1] = {0.0f};
+      for (int v = id; v < nv; v += stride) {
+        f8_dot16<1>(wv[v], a.x, a.k, v, 1, part);
+        if constexpr (kPaired) f8_dot16<1>(uv[v], a.x, a.k, v, 1, part_up);
+      }
+      acc = part[0] * (f8_row_scale(wrow) * kFp8HalfScale);
+      if constexpr (kPaired) acc_up = part_up[0] * (f8_row_scale(urow) * kFp8HalfScale);
     }
   }
   acc = warp_sum(acc);
@@ -268,14 +286,16 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
   }
 }
 
-template <typename OutT, bool kPaired>
+template <DType T, typename OutT, bool kPaired>
 void launch_gemv_tma(const GemvArgs& a, int rows_per_block, const LaunchCtx& ctx) {
   const int m = a.row_end[a.n_segs - 1];
   const int blocks = (m + rows_per_block - 1) / rows_per_block;
   // All rows copied (the last block repeats its last row).
   const size_t smem = size_t(rows_per_block) * (kPaired ? 2 : 1) * a.row_bytes;
-  if (rows_per_block == kGemvRows) launch(gemv_tma_kernel<OutT, kPaired, kGemvRows>, blocks, kGemvThreads, smem, ctx, a);
-  else launch(gemv_tma_kernel<OutT, kPaired, 2>, blocks, kGemvThreads, smem, ctx, a);
+  if (rows_per_block == kGemvRows)
+    launch(gemv_tma_kernel<T, OutT, kPaired, kGemvRows>, blocks, kGemvThreads, smem, ctx, a);
+  else
+    launch(gemv_tma_kernel<T, OutT, kPaired, 2>, blocks, kGemvThreads, smem, ctx, a);
 }
 #endif
 
@@ -338,7 +358,7 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
       a.out[i] = static_cast<uint8_t*>(out0[i]) + size_t(c0) * rows * elem;
     }
 #if !defined(RF_PORTABLE)
-    if constexpr (T == DType::F16) {
+    if constexpr (T == DType::F16 || T == DType::F8_E4M3_ROW) {
       const size_t block_bytes = size_t(kGemvRows) * (paired ? 2 : 1) * a.row_bytes;
       // 4 rows per block only for rows of >= 8 KB and grids of >= 2048
       // 4-row blocks (CudaOptions::gemv_four_row_min_blocks); else 2 (more
@@ -355,11 +375,11 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
       if (ctx.options.gemv_tma_rows == kGemvRows && block_bytes <= kTmaMaxBlockBytes) rows_per_block = kGemvRows;
       if (a.n == 1 && a.tma && rows_per_block > 0) {
         if (out_type == DType::F32) {
-          if (paired) launch_gemv_tma<float, true>(a, rows_per_block, ctx);
-          else launch_gemv_tma<float, false>(a, rows_per_block, ctx);
+          if (paired) launch_gemv_tma<T, float, true>(a, rows_per_block, ctx);
+          else launch_gemv_tma<T, float, false>(a, rows_per_block, ctx);
         } else {
-          if (paired) launch_gemv_tma<__half, true>(a, rows_per_block, ctx);
-          else launch_gemv_tma<__half, false>(a, rows_per_block, ctx);
+          if (paired) launch_gemv_tma<T, __half, true>(a, rows_per_block, ctx);
+          else launch_gemv_tma<T, __half, false>(a, rows_per_block, ctx);
         }
         continue;
       }
@@ -399,8 +419,10 @@ void opt_in_bulk_copies() {
   const auto set = [](auto* kernel, size_t bytes) {
     RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   };
-  set(gemv_tma_kernel<OutT, kPaired, kGemvRows>, kTmaMaxBlockBytes);
-  set(gemv_tma_kernel<OutT, kPaired, 2>, kTmaMaxBlockBytes);
+  for (auto* kernel : {gemv_tma_kernel<DType::F16, OutT, kPaired, kGemvRows>, gemv_tma_kernel<DType::F16, OutT, kPaired, 2>,
+                       gemv_tma_kernel<DType::F8_E4M3_ROW, OutT, kPaired, kGemvRows>,
+                       gemv_tma_kernel<DType::F8_E4M3_ROW, OutT, kPaired, 2>})
+    set(kernel, kTmaMaxBlockBytes);
   set(gemv_kq_kernel<DType::Q4_K, OutT, kPaired, 1, 1>, kKqTmaMaxBytes);
   set(gemv_kq_kernel<DType::Q4_K, OutT, kPaired, kMaxCols, 1>, kKqTmaMaxBytes);
   set(gemv_kq_kernel<DType::Q6_K, OutT, kPaired, 1, 1>, kKqTmaMaxBytes);
