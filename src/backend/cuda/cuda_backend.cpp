@@ -346,7 +346,12 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
   RF_CHECK(reserved_, "cuda: reserve() must precede matmul");
   const bool mma = n > 8 && n <= options_.mma_max_rows_quant && gpu::mma_matmul_supported(w.type, k);
   OpTimer timer(profiler(),
-                profiler() ? str("matmul ", n <= 8 ? "gemv" : mma ? "mma" : (w.type == DType::F16 ? "blas" : "dequant+blas"),
+                profiler() ? str("matmul ",
+                                 n <= 8                                 ? "gemv"
+                                 : mma                                  ? "mma"
+                                 : w.type == DType::F16                 ? "blas"
+                                 : fp8_matmul_chunk(w, n, out.type) > 0 ? "fp8 tensor cores"
+                                                                        : "dequant+blas",
                                  " ", dtype_name(w.type), " n", n <= 8 ? str(n) : (n <= 64 ? str("<=64") : str(">64")),
                                  " m", m, " k", k)
                            : std::string());
@@ -416,12 +421,11 @@ bool CudaBackend::matmul_fp8(const Tensor& x, const Tensor& w, Tensor& out) {
   const int n = int(x.rows()), k = int(w.cols()), m = int(w.rows());
   const int chunk = fp8_matmul_chunk(w, n, out.type);
   if (chunk == 0) return false;
-  const auto align = align256;
-  const size_t sw_bytes = align(size_t(m) * 4);
+  const size_t sw_bytes = align256(size_t(m) * 4);
   auto* base = static_cast<uint8_t*>(impl_->dequant);
   float* sw = reinterpret_cast<float*>(base);
   float* sx = reinterpret_cast<float*>(base + sw_bytes);
-  uint8_t* xq = base + sw_bytes + align(size_t(chunk) * 4);
+  uint8_t* xq = base + sw_bytes + align256(size_t(chunk) * 4);
   gpu::gather_f8_row_scales(w.data, w.row_bytes(), m, sw, ctx());
   const size_t out_elem = out.type == DType::F32 ? 4 : 2;
   for (int r0 = 0; r0 < n; r0 += chunk) {
