@@ -175,8 +175,9 @@ bool quantize_kquant(DType t, const float* src, void* dst, size_t n);  // quant_
 // row_bytes(F8_E4M3_ROW, n) bytes. A row holding a NaN gets a NaN scale (it
 // reads back all NaN); infinities saturate to +-448 s.
 void quantize_f8_row(const float* src, void* dst, size_t n);
-void dequantize_f8_row(const void* src, float* dst, size_t n);
-float dot_f8_row(const void* w, const float* x, size_t n);
+// simd: AVX2 where compiled in (RF_QUANT_AVX2); the values are the same.
+void dequantize_f8_row(const void* src, float* dst, size_t n, bool simd);
+float dot_f8_row(const void* w, const float* x, size_t n, bool simd);
 
 }  // namespace qimpl
 }  // namespace rf

@@ -90,7 +90,7 @@ void dequantize(DType t, const void* src, float* dst, size_t n) {
     case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
     case DType::F16: return dequantize_f16<kSimd>(static_cast<const uint16_t*>(src), dst, n);
     case DType::BF16: return dequantize_bf16<kSimd>(static_cast<const uint16_t*>(src), dst, n);
-    case DType::F8_E4M3_ROW: return qimpl::dequantize_f8_row(src, dst, n);
+    case DType::F8_E4M3_ROW: return qimpl::dequantize_f8_row(src, dst, n, kSimd);
     default: break;
   }
   const qimpl::Layout l = qimpl::layout(t);

@@ -113,7 +113,7 @@ float dot(DType t, const void* w, const float* x, size_t n) {
   }
 #endif
   switch (t) {
-    case DType::F8_E4M3_ROW: return qimpl::dot_f8_row(w, x, n);
+    case DType::F8_E4M3_ROW: return qimpl::dot_f8_row(w, x, n, kSimd);
     case DType::F32: case DType::F16: case DType::BF16: {
       float s = 0.0f;
       float buf[256];

@@ -99,6 +99,28 @@ TEST(QuantF8Row, DequantizeAndDotMatchDoubleReference) {
   }
 }
 
+// Every finite code decodes to its e4m3 value (both paths, subnormals
+// included), and the dot product reads each one.
+TEST(QuantF8Row, EveryCodeDecodes) {
+  const size_t n = 256;
+  std::vector<uint8_t> row(row_bytes(kF8, n), 0);
+  const float one = 1.0f;
+  std::memcpy(row.data(), &one, 4);
+  for (size_t c = 0; c < n; ++c) row[16 + c] = (c & 0x7f) == 0x7f ? 0 : uint8_t(c);
+  std::vector<float> a(n), b(n), x(n, 0.0f);
+  dequantize_row(kF8, row.data(), a.data(), n);
+  dequantize_row_scalar(kF8, row.data(), b.data(), n);
+  for (size_t c = 0; c < n; ++c) {
+    const float want = e4m3_to_float(row[16 + c]);
+    EXPECT_EQ(a[c], want) << "code " << c;
+    EXPECT_EQ(b[c], want) << "code " << c;
+    x[c] = 1.0f;
+    EXPECT_EQ(dot_row(kF8, row.data(), x.data(), n), want) << "code " << c;
+    EXPECT_EQ(dot_row_scalar(kF8, row.data(), x.data(), n), want) << "code " << c;
+    x[c] = 0.0f;
+  }
+}
+
 TEST(QuantF8Row, EdgeRows) {
   const size_t n = 64;
   std::vector<uint8_t> q(row_bytes(kF8, n));
