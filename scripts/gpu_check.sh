@@ -4,7 +4,8 @@
 # (stage bench-families: every family's preset, issue 12's table; stages tp,
 # tp-serve and tp-speed: tensor parallelism on two GPUs, issue 17; stage
 # portable: the portable kernel variants beside the normal build, issue 18;
-# stage fp8: FP8 weights, issue 16).
+# stage fp8: FP8 weights, stage prefill-mma: tensor-core prefill attention,
+# issue 16).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -90,6 +91,25 @@ if [ "$stage" = fp8 ]; then
     echo "== KL divergence of llama3-8b:fp8 against :f16 (ROCMFORGE_FP8_GEMM_ROWS=$rows)"
     ROCMFORGE_FP8_GEMM_ROWS=$rows "$BIN/rocmforge" perplexity --load-format dummy -m llama3-8b:fp8 -f "$text" -c 512 \
       --chunks 8 --kl-divergence-base "$MODELS/kld-f16.bin" --kl-divergence 2>&1 | tail -3
+  done
+fi
+
+if [ "$stage" = prefill-mma ]; then
+  # Prefill attention on tensor cores (issue 16): the attention tests (both
+  # kernels), then prefill speed with ROCMFORGE_PREFILL_MMA=0 and 1 alternated.
+  echo "== attention tests"
+  "$BIN/test_gpu" --gtest_filter='CudaAttention*:CudaKvFp8*:CudaModel*:CudaEngineBatch*' > "$OUT/test_gpu_attn.log" 2>&1
+  echo "test_gpu attention rc=$?"
+  grep -E "^\[  FAILED|PASSED|Failure|tests ran" "$OUT/test_gpu_attn.log" | head -30
+  for round in 1 2; do
+    for mma in 0 1; do
+      for shape in "512 1,64" "4096 1"; do
+        set -- $shape
+        echo "== round $round, ROCMFORGE_PREFILL_MMA=$mma, prompt $1, parallel $2"
+        ROCMFORGE_PREFILL_MMA=$mma "$BIN/rocmforge" bench --load-format dummy -m "${RF_PRESET:-llama3-8b}:f16" -p "$1" \
+          -n 16 -r 1 --parallel "$2" 2>/dev/null | grep -E "^\| [0-9]+ \| pp"
+      done
+    done
   done
 fi
 

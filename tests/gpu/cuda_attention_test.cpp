@@ -1,8 +1,8 @@
 // CUDA RoPE + KV store, paged attention (mixed prefill/decode batches,
 // single pass and split-K, head sizes 8/64/96/128/256, groups up to 16,
 // sliding windows — also with the blocks before each window released and
-// every unseen key NaN — and logit soft-capping) and sampling against the
-// CPU backend.
+// every unseen key NaN — and logit soft-capping; prefill on the CUDA-core
+// and the tensor-core kernels) and sampling against the CPU backend.
 #include <gtest/gtest.h>
 
 #include "gpu/attention_shapes.h"
@@ -15,13 +15,15 @@ using test::rel_l2;
 
 using test::AttnShape;
 
-class CudaAttention : public ::testing::TestWithParam<AttnShape> {};
-
-TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
-  RF_REQUIRE_GPU();
-  const AttnShape sh = GetParam();
+// prefill_mma: prefill chunks on the tensor-core kernel (prefill_mma_tile.h)
+// where it takes the head size, else on the CUDA-core one.
+void check_attention(const AttnShape& sh, bool prefill_mma) {
+  SCOPED_TRACE(prefill_mma ? "tensor-core prefill" : "CUDA-core prefill");
   std::mt19937 rng(11 + sh.hd);
-  auto gpu = test::make_gpu();
+  CudaOptions o;
+  o.dequant_scratch_bytes = size_t(32) << 20;
+  o.prefill_mma = prefill_mma;
+  auto gpu = std::make_unique<CudaBackend>(o);
   CpuBackend cpu(2);
   const int bs = 16, num_blocks = 200, max_blocks = 160;
   const int kv_dim = sh.n_kv * sh.hd, q_dim = sh.n_heads * sh.hd;
@@ -112,6 +114,14 @@ TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
     gpu->free(gq);
     gpu->free(go);
   }
+}
+
+class CudaAttention : public ::testing::TestWithParam<AttnShape> {};
+
+TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
+  RF_REQUIRE_GPU();
+  check_attention(GetParam(), false);
+  check_attention(GetParam(), true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,

@@ -1,15 +1,19 @@
 // EmulatedBlock: a GPU thread block emulated on the CPU for the tests of
 // code written against a lane interface (wave.h's collectives, mfma_tile.h's
 // matrix-core tile): one thread per lane, in warps of `hw` lanes, run in
-// lockstep — shuffles and the matrix instruction exchange values through a
-// barrier. It checks the code's logic, not a compiler's code for it.
+// lockstep — shuffles and the matrix instructions (AMD's MFMA, NVIDIA's
+// mma.m16n8k16) exchange values through a barrier. It checks the code's
+// logic, not a compiler's code for it.
 #pragma once
 
 #include <array>
 #include <barrier>
+#include <cstdint>
 #include <functional>
 #include <thread>
 #include <vector>
+
+#include "core/fp16.h"
 
 namespace rf::gpu {
 
@@ -17,7 +21,15 @@ namespace rf::gpu {
 class EmulatedBlock {
  public:
   EmulatedBlock(int threads, int hw)
-      : threads_(threads), hw_(hw), bar_(threads), f_(threads), i_(threads), a_(threads), b_(threads) {}
+      : threads_(threads),
+        hw_(hw),
+        bar_(threads),
+        f_(threads),
+        i_(threads),
+        a_(threads),
+        b_(threads),
+        a16_(threads),
+        b16_(threads) {}
 
   // The lane exchange wave.h expects, for thread `tid`.
   struct Lanes {
@@ -49,6 +61,34 @@ class EmulatedBlock {
       b->bar_.arrive_and_wait();
     }
 
+    // c += A . B over this lane's 32-lane warp, as PTX's
+    // mma.m16n8k16.row.col.f32.f16.f16.f32 distributes it (prefill_mma_tile.h
+    // lists the fragments): A 16 x 16 and B 16 x 8 of f16 pairs, C 16 x 8.
+    void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+      b->a16_[size_t(tid)] = {a[0], a[1], a[2], a[3]};
+      b->b16_[size_t(tid)] = {b0, b1};
+      b->bar_.arrive_and_wait();
+      const int base = warp() * b->hw_, l = lane();
+      auto half = [](uint32_t pair, int hi) { return f16_to_f32(uint16_t(hi ? pair >> 16 : pair & 0xffffu)); };
+      auto a_at = [&](int row, int col) {
+        const int src = base + (row % 8) * 4 + (col % 8) / 2;
+        return half(b->a16_[size_t(src)][size_t((row >= 8) + 2 * (col >= 8))], col % 2);
+      };
+      auto b_at = [&](int k, int n) {
+        const int src = base + n * 4 + (k % 8) / 2;
+        return half(b->b16_[size_t(src)][size_t(k >= 8)], k % 2);
+      };
+      for (int e = 0; e < 4; ++e) {
+        const int row = l / 4 + 8 * (e / 2), col = 2 * (l % 4) + e % 2;
+        float sum = c[e];
+        for (int kk = 0; kk < 16; ++kk) sum += a_at(row, kk) * b_at(kk, col);
+        c[e] = sum;
+      }
+      b->bar_.arrive_and_wait();
+    }
+    // Two floats as f16x2 bits, round to nearest even (lo in the low half).
+    uint32_t pack2(float lo, float hi) const { return uint32_t(f32_to_f16(lo)) | (uint32_t(f32_to_f16(hi)) << 16); }
+
    private:
     template <typename T>
     T exchange(std::vector<T>& slots, T v, int mask) {
@@ -78,6 +118,8 @@ class EmulatedBlock {
   std::vector<float> f_;
   std::vector<int> i_;
   std::vector<std::array<float, 4>> a_, b_;  // mma16's operands, per thread
+  std::vector<std::array<uint32_t, 4>> a16_;  // mma16816's operands, per thread
+  std::vector<std::array<uint32_t, 2>> b16_;
 };
 
 }  // namespace rf::gpu

@@ -7,9 +7,13 @@
 // through one online-softmax update. kExt: with a sliding window (key tiles
 // before the tile's first visible key skipped, keys before it never loaded)
 // and logit soft-capping. An e4m3 cache (KV = Fp8) is staged as f16 (its
-// rows times their scales), so the rest is the same kernel.
+// rows times their scales), so the rest is the same kernel. On CUDA,
+// attention_prefill_mma_kernel runs the same tiles on tensor cores
+// (prefill_mma_tile.h: its block's code, tested on emulated warps).
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/kv_fp8.cuh"
+#include "backend/cuda/prefill_mma_tile.h"
+#include "backend/cuda/ptx.cuh"
 
 namespace rf::gpu {
 namespace {
@@ -144,9 +148,121 @@ void launch_prefill_kv(const AttnArgs& a, const int32_t* tiles, int n_tiles, int
     launch(attention_prefill_kernel<64, false, KV>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
 }
 
+#if !defined(RF_PORTABLE)
+// prefill_mma_tile.h's lane interface on the hardware: shuffles, barriers,
+// mma.m16n8k16 and f16 packing.
+struct MmaLanes : HwLanes {
+  __device__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) const {
+    mma_16816(c, a[0], a[1], a[2], a[3], b0, b1);
+  }
+  __device__ uint32_t pack2(float lo, float hi) const {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    uint32_t u;
+    memcpy(&u, &h, 4);
+    return u;
+  }
+};
+
+// prefill_mma_tile.h's tile data for one block: rows (token, head), head
+// fastest, of `hb` query heads from h0; keys from the paged cache.
+template <int HD, typename KV>
+struct PrefillMmaEnv {
+  const AttnArgs& a;
+  int t0, nq, hb, h0, kvh;
+  const int32_t* table;
+  int k_lo, max_pos, window;
+  float softcap;
+
+  __device__ int rows() const { return nq * hb; }
+  __device__ int pos(int r) const { return a.positions[t0 + r / hb]; }
+  __device__ size_t at(int r) const { return (size_t(t0 + r / hb) * a.n_heads + size_t(h0 + r % hb)) * HD; }
+  __device__ float q(int r, int d) const { return __half2float(a.q[at(r) + size_t(d)]) * a.scale; }
+  __device__ void stage(int p, int c, uint16_t* k8, uint16_t* v8) const {
+    const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
+    const size_t row = size_t(slot) * size_t(a.n_kv * HD) + size_t(kvh) * HD;
+    if constexpr (kIsFp8<KV>) {
+      const uint8_t* kb = static_cast<const uint8_t*>(a.kc) + row + 8 * c;
+      const uint8_t* vb = static_cast<const uint8_t*>(a.vc) + row + 8 * c;
+      codes8_to_half(*reinterpret_cast<const uint2*>(kb), a.k_scale[slot * a.n_kv + kvh], k8);
+      codes8_to_half(*reinterpret_cast<const uint2*>(vb), a.v_scale[slot * a.n_kv + kvh], v8);
+    } else {
+      *reinterpret_cast<uint4*>(k8) = reinterpret_cast<const uint4*>(static_cast<const __half*>(a.kc) + row)[c];
+      *reinterpret_cast<uint4*>(v8) = reinterpret_cast<const uint4*>(static_cast<const __half*>(a.vc) + row)[c];
+    }
+  }
+  __device__ void store(int r, int d, float v0, float v1) const {
+    *reinterpret_cast<__half2*>(a.out + at(r) + size_t(d)) = __floats2half2_rn(v0, v1);
+  }
+  // 8 e4m3 codes times their row's scale as f16 bits.
+  __device__ static void codes8_to_half(const uint2& codes, float scale, uint16_t* dst) {
+    const float mul = scale * kFp8HalfScale;
+    const uint32_t w[2] = {codes.x, codes.y};
+    uint32_t out[4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const float2 f = half2_bits_to_float2(e4m3x2_to_half2_bits(w[i] >> (16 * hi)));
+        const __half2 h = __floats2half2_rn(f.x * mul, f.y * mul);
+        memcpy(&out[2 * i + hi], &h, 4);
+      }
+    *reinterpret_cast<uint4*>(dst) = make_uint4(out[0], out[1], out[2], out[3]);
+  }
+};
+
+template <int HD, typename KV>
+__global__ void __launch_bounds__(32 * prefill_mma::kMaxWarps)
+    attention_prefill_mma_kernel(AttnArgs a, const int32_t* __restrict__ tiles, int heads_per_block) {
+  __shared__ __align__(16) uint16_t ks[prefill_mma::kStageHalves<HD>];
+  __shared__ __align__(16) uint16_t vs[prefill_mma::kStageHalves<HD>];
+  pdl_wait();
+  pdl_trigger();
+  const int t0 = tiles[2 * blockIdx.x], nq = tiles[2 * blockIdx.x + 1];
+  const int kvh = blockIdx.y, group = a.n_heads / a.n_kv;
+  PrefillMmaEnv<HD, KV> e{a, t0, nq, heads_per_block, kvh * group + int(blockIdx.z) * heads_per_block, kvh,
+                          a.block_tables + size_t(a.token_seq[t0]) * a.max_blocks_per_seq, 0,
+                          a.positions[t0 + nq - 1], a.window, a.softcap};
+  // The first key any row sees: the first query's window start. Keys before
+  // it are never loaded (a sliding-window group may have released them).
+  if (a.window > 0) e.k_lo = max(0, a.positions[t0] - a.window + 1);
+  MmaLanes x;
+  prefill_mma::attend<HD>(e, ks, vs, x);
+}
+
+template <typename KV>
+void launch_prefill_mma_kv(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block,
+                           const LaunchCtx& ctx) {
+  const dim3 grid(unsigned(n_tiles), unsigned(a.n_kv), unsigned(a.n_heads / a.n_kv / heads_per_block));
+  const dim3 block(unsigned(32 * heads_per_block));
+  if (a.hd == 128) launch(attention_prefill_mma_kernel<128, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
+  else launch(attention_prefill_mma_kernel<64, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
+}
+#endif
+
 }  // namespace
 
 bool attention_prefill_supported(int head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
+
+bool attention_prefill_mma_supported(int head_dim) {
+#if defined(RF_PORTABLE)
+  return false;
+#else
+  return head_dim == 64 || head_dim == 128;
+#endif
+}
+
+void launch_attention_prefill_mma(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool fp8,
+                                  const LaunchCtx& ctx) {
+#if defined(RF_PORTABLE)
+  fail("prefill attention on tensor cores: not in portable builds");
+#else
+  RF_CHECK(attention_prefill_mma_supported(a.hd) && heads_per_block >= 1 &&
+               heads_per_block <= prefill_mma::kMaxWarps && (a.n_heads / a.n_kv) % heads_per_block == 0,
+           "prefill attention on tensor cores: head size ", a.hd, ", ", heads_per_block, " heads per block");
+  if (fp8) launch_prefill_mma_kv<Fp8>(a, tiles, n_tiles, heads_per_block, ctx);
+  else launch_prefill_mma_kv<__half>(a, tiles, n_tiles, heads_per_block, ctx);
+#endif
+}
 
 void launch_attention_prefill(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool ext,
                               bool fp8, const LaunchCtx& ctx) {

@@ -52,11 +52,14 @@
 //   ROCMFORGE_FP8_GEMM_ROWS=N FP8 weights: batches of >= N rows run e4m3 x
 //                            e4m3 on tensor cores (cuBLASLt), 0: never
 //                                                    (fp8_gemm_min_rows)
+//   ROCMFORGE_PREFILL_MMA=1  prefill attention (head sizes 64, 128) on
+//                            tensor cores; 0: on CUDA cores (prefill_mma)
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
 //                            at exit; graphs are off    (profile: any value
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
-// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_FP8_GEMM_ROWS, ROCMFORGE_GEMV_TMA_ROWS, ROCMFORGE_KQ_STREAM_ROWS,
+// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_FP8_GEMM_ROWS, ROCMFORGE_PREFILL_MMA, ROCMFORGE_GEMV_TMA_ROWS,
+// ROCMFORGE_KQ_STREAM_ROWS,
 // ROCMFORGE_KQ_STREAM_Q6K_ROWS, ROCMFORGE_KQ_STREAM_SPLIT,
 // ROCMFORGE_GEMV_FOUR_MIN_BLOCKS and ROCMFORGE_PROFILE override the caller's
 // value.
@@ -141,6 +144,11 @@ struct CudaOptions {
   // or where cuBLASLt has no such GEMM, dequantize to f16 + BLAS. 0 until
   // measured on the device (written before a device session).
   int fp8_gemm_min_rows = 0;
+  // Prefill attention of head sizes 64 and 128 on tensor cores (mma.m16n8k16,
+  // prefill_mma_tile.h) instead of the CUDA-core kernel. Off until measured
+  // on the device (written before a device session; its logic is tested on
+  // emulated warps on the CPU).
+  bool prefill_mma = false;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
 

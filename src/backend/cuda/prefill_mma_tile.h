@@ -1,0 +1,183 @@
+// Prefill attention on NVIDIA tensor cores: one block's tile of query rows
+// (tokens x query heads of one KV head) against the paged keys, causal, with
+// an optional sliding window and logit soft-cap, in the way of
+// FlashAttention-2: K/V tiles of kKeys keys staged in shared memory as f16,
+// S = Q K^T and O += P V by mma.m16n8k16 (f16 in, f32 accumulation), an
+// online softmax per row in registers. Each warp owns 16 rows.
+//
+// Written once against two interfaces, so that the CPU test
+// (tests/op/cpu_prefill_mma_emulation_test.cpp) runs this same code on
+// emulated 32-lane warps whose mma follows PTX's documented fragment layout
+// (attention_prefill.cu instantiates it on the device):
+//  - Lanes: lane(), warp(), n_warps(), sync_block(), shfl_xor(float, mask),
+//    mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t
+//    b1) — c += A . B with A 16 x 16 and B 16 x 8 in mma.m16n8k16's .row /
+//    .col f16 fragments — and pack2(lo, hi): two floats as f16x2 bits
+//    (round to nearest even, lo in the low half);
+//  - Env, the tile's data: rows() (<= 16 warps), pos(r) (the query position
+//    of row r, -1 for padding), q(r, d) (its query, scaled), stage(p, c, k8,
+//    v8) (dims [8 c, 8 c + 8) of key p's K and V rows as f16 bits), store(r,
+//    d, v0, v1) (output dims d, d + 1 of row r), and the fields k_lo (the
+//    first key any row sees), max_pos (the last), window (> 0: a row at pos
+//    sees keys pos - window < j <= pos) and softcap (> 0: scores become
+//    softcap tanh(s / softcap)).
+// Fragment layouts (PTX ISA, mma.m16n8k16 with .f16 inputs), g = lane / 4,
+// t = lane % 4: A a0 = (row g, cols 2t, 2t+1), a1 = (row g+8, same), a2 =
+// (row g, cols 2t+8, 2t+9), a3 = (row g+8, same); B b0 = (rows 2t, 2t+1,
+// col g), b1 = (rows 2t+8, 2t+9, col g); C c0, c1 = (row g, cols 2t, 2t+1),
+// c2, c3 = (row g+8, same). The S tile's C fragments are the A fragments
+// of P for P V without any exchange.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/wave.h"
+
+namespace rf::gpu::prefill_mma {
+
+constexpr int kKeys = 64;        // keys per staged K/V tile
+constexpr int kWarpRows = 16;    // query rows per warp
+constexpr int kMaxWarps = 8;
+
+template <int HD>
+constexpr int kRowHalves = HD + 8;  // a staged key row (16 bytes of pad: conflict-free B loads)
+
+template <int HD>
+constexpr int kStageHalves = kKeys * kRowHalves<HD>;  // one of the K and V tiles
+
+RF_WAVE_FN float exp_(float v) {
+#if defined(__CUDACC__) || defined(__HIPCC__)
+  return __expf(v);
+#else
+  return std::exp(v);
+#endif
+}
+
+RF_WAVE_FN float tanh_(float v) {
+#if defined(__CUDACC__) || defined(__HIPCC__)
+  return tanhf(v);
+#else
+  return std::tanh(v);
+#endif
+}
+
+RF_WAVE_FN uint32_t pair(const uint16_t* lo, const uint16_t* hi) { return uint32_t(*lo) | (uint32_t(*hi) << 16); }
+
+// ks, vs: shared memory of kStageHalves<HD> halves each. Every thread of
+// the block (32 * n_warps threads, rows() <= 16 n_warps) calls it.
+template <int HD, typename Env, typename Lanes>
+RF_WAVE_FN void attend(Env& e, uint16_t* ks, uint16_t* vs, Lanes& x) {
+  static_assert(HD % 16 == 0, "head size: a multiple of 16");
+  constexpr int kRow = kRowHalves<HD>, kSteps = HD / 16, kDimBlocks = HD / 8, kChunks = HD / 8;
+  const int lane = x.lane(), w = x.warp(), g = lane / 4, t = lane % 4;
+  const int threads = x.n_warps() * 32, tid = w * 32 + lane;
+  const int n_rows = e.rows();
+  const int rows[2] = {w * kWarpRows + g, w * kWarpRows + g + 8};
+  int pos[2];
+RF_WAVE_UNROLL
+  for (int i = 0; i < 2; ++i) pos[i] = rows[i] < n_rows ? e.pos(rows[i]) : -1;
+
+  // This warp's queries as A fragments, HD / 16 steps of 16 dims.
+  uint32_t qa[kSteps][4];
+  auto qv = [&](int i, int d) { return pos[i] >= 0 ? e.q(rows[i], d) : 0.0f; };
+RF_WAVE_UNROLL
+  for (int s = 0; s < kSteps; ++s) {
+    const int d = 16 * s + 2 * t;
+    qa[s][0] = x.pack2(qv(0, d), qv(0, d + 1));
+    qa[s][1] = x.pack2(qv(1, d), qv(1, d + 1));
+    qa[s][2] = x.pack2(qv(0, d + 8), qv(0, d + 9));
+    qa[s][3] = x.pack2(qv(1, d + 8), qv(1, d + 9));
+  }
+  float o[kDimBlocks][4];
+RF_WAVE_UNROLL
+  for (int b = 0; b < kDimBlocks; ++b) o[b][0] = o[b][1] = o[b][2] = o[b][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+  for (int k0 = e.k_lo / kKeys * kKeys; k0 <= e.max_pos; k0 += kKeys) {
+    x.sync_block();  // the previous tile is read
+    for (int i = tid; i < kKeys * kChunks; i += threads) {
+      const int j = i / kChunks, c = i % kChunks, p = k0 + j;
+      uint16_t* kd = ks + j * kRow + 8 * c;
+      uint16_t* vd = vs + j * kRow + 8 * c;
+      if (p >= e.k_lo && p <= e.max_pos) {
+        e.stage(p, c, kd, vd);
+      } else {
+RF_WAVE_UNROLL
+        for (int h = 0; h < 8; ++h) kd[h] = vd[h] = 0;
+      }
+    }
+    x.sync_block();
+
+    // S = Q K^T for the tile's 8 blocks of 8 keys.
+    float s[kKeys / 8][4];
+RF_WAVE_UNROLL
+    for (int nb = 0; nb < kKeys / 8; ++nb) {
+      s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.0f;
+      const uint16_t* kr = ks + (nb * 8 + g) * kRow + 2 * t;
+RF_WAVE_UNROLL
+      for (int st = 0; st < kSteps; ++st)
+        x.mma16816(s[nb], qa[st], pair(kr + 16 * st, kr + 16 * st + 1), pair(kr + 16 * st + 8, kr + 16 * st + 9));
+    }
+    // Visibility, soft-cap, and the tile's maximum of each of the thread's two rows.
+    float tile_max[2] = {-INFINITY, -INFINITY};
+RF_WAVE_UNROLL
+    for (int nb = 0; nb < kKeys / 8; ++nb)
+RF_WAVE_UNROLL
+      for (int c = 0; c < 4; ++c) {
+        const int i = c / 2, key = k0 + nb * 8 + 2 * t + c % 2;
+        const bool visible = pos[i] >= 0 && key <= pos[i] && (e.window <= 0 || key > pos[i] - e.window);
+        float v = s[nb][c];
+        if (e.softcap > 0.0f) v = e.softcap * tanh_(v / e.softcap);
+        s[nb][c] = visible ? v : -INFINITY;
+        tile_max[i] = fmaxf(tile_max[i], s[nb][c]);
+      }
+    float corr[2];
+RF_WAVE_UNROLL
+    for (int i = 0; i < 2; ++i) {
+      tile_max[i] = fmaxf(tile_max[i], x.shfl_xor(tile_max[i], 1));
+      tile_max[i] = fmaxf(tile_max[i], x.shfl_xor(tile_max[i], 2));  // the 4 lanes of the row
+      const float m_new = fmaxf(m[i], tile_max[i]);
+      corr[i] = m_new == -INFINITY ? 1.0f : exp_(m[i] - m_new);
+      m[i] = m_new;
+      l[i] *= corr[i];
+    }
+RF_WAVE_UNROLL
+    for (int nb = 0; nb < kKeys / 8; ++nb)
+RF_WAVE_UNROLL
+      for (int c = 0; c < 4; ++c) {
+        const int i = c / 2;
+        const float p = s[nb][c] == -INFINITY ? 0.0f : exp_(s[nb][c] - m[i]);
+        s[nb][c] = p;
+        l[i] += p;
+      }
+RF_WAVE_UNROLL
+    for (int b = 0; b < kDimBlocks; ++b) {
+      o[b][0] *= corr[0];
+      o[b][1] *= corr[0];
+      o[b][2] *= corr[1];
+      o[b][3] *= corr[1];
+    }
+    // O += P V, 16 keys per step.
+RF_WAVE_UNROLL
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+      const uint32_t pa[4] = {x.pack2(s[2 * kk][0], s[2 * kk][1]), x.pack2(s[2 * kk][2], s[2 * kk][3]),
+                              x.pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), x.pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      const uint16_t* vr = vs + (kk * 16 + 2 * t) * kRow + g;
+RF_WAVE_UNROLL
+      for (int b = 0; b < kDimBlocks; ++b)
+        x.mma16816(o[b], pa, pair(vr + 8 * b, vr + kRow + 8 * b), pair(vr + 8 * kRow + 8 * b, vr + 9 * kRow + 8 * b));
+    }
+  }
+  // Each row's sum over its 4 lanes; rows that saw no key (padding) output 0.
+RF_WAVE_UNROLL
+  for (int i = 0; i < 2; ++i) {
+    l[i] += x.shfl_xor(l[i], 1);
+    l[i] += x.shfl_xor(l[i], 2);
+    if (pos[i] < 0) continue;
+    const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+RF_WAVE_UNROLL
+    for (int b = 0; b < kDimBlocks; ++b) e.store(rows[i], 8 * b + 2 * t, o[b][2 * i] * inv, o[b][2 * i + 1] * inv);
+  }
+}
+
+}  // namespace rf::gpu::prefill_mma
