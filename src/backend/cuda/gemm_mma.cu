@@ -16,13 +16,14 @@
 // both operands' loads contiguous (a dot product does not depend on the
 // order of its terms).
 //
-// Formats: Q4_K, Q6_K (k % 256 == 0), and f16 in expert mode. NVIDIA only (mma.sync, cp.async);
+// Formats: Q4_K, Q6_K, FP8 rows (k % 256 == 0), and f16 in expert mode. NVIDIA only (mma.sync, cp.async);
 // other formats and HIP use dequantization to f16 + BLAS. (F16 weights read
 // this way measured slower than cuBLAS on the H200: 3,800 vs 4,768 tok/s
 // for 64-sequence decode, so f16 stays with cuBLAS.)
 #include <algorithm>
 
 #include "backend/cuda/dequant.cuh"
+#include "backend/cuda/e4m3.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/ptx.cuh"
 
@@ -164,6 +165,31 @@ template <> struct MmaFormat<DType::F16> {
   __device__ static Frag frag(const Raw& r, int j, int) { return r.v[j]; }
 };
 
+// FP8 rows (F8_E4M3_ROW): a lane's eight codes of each 32-wide slice are one
+// 8-byte load, converted to f16 pairs exactly; the row's scale multiplies
+// the sums as they are stored.
+template <> struct MmaFormat<DType::F8_E4M3_ROW> {
+  struct Raw {
+    uint2 q[kChunk / 32];
+  };
+  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
+    const uint2* p = reinterpret_cast<const uint2*>(row + 16) + size_t(chunk) * (kChunk / 8);
+#pragma unroll
+    for (int j = 0; j < kChunk / 32; ++j) r.q[j] = __ldg(p + 4 * j + t);
+  }
+  __device__ static Frag frag(const Raw& r, int j, int) {
+    Frag f;
+    f.x = e4m3x2_to_half2_bits(r.q[j].x);
+    f.y = e4m3x2_to_half2_bits(r.q[j].x >> 16);
+    f.z = e4m3x2_to_half2_bits(r.q[j].y);
+    f.w = e4m3x2_to_half2_bits(r.q[j].y >> 16);
+    return f;
+  }
+  __device__ static float row_scale(const uint8_t* row) {
+    return __ldg(reinterpret_cast<const float*>(row)) * kFp8HalfScale;
+  }
+};
+
 // ---- the kernel ---------------------------------------------------------------------
 
 struct MmaArgs {
@@ -232,6 +258,12 @@ __global__ void __launch_bounds__(kMmaThreads, 1) mma_matmul_kernel(MmaArgs a) {
   float acc[8][4];
 #pragma unroll
   for (int i = 0; i < 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+  // Row-scaled formats: the two rows' scales, applied as the sums are stored.
+  float scale_g = 1.0f, scale_g8 = 1.0f;
+  if constexpr (T == DType::F8_E4M3_ROW) {
+    scale_g = F::row_scale(wg);
+    scale_g8 = F::row_scale(wg8);
+  }
 
   stage_x(x, n, a.k, c_begin, xs_all);
   for (int c = c_begin; c < c_end; ++c) {
@@ -267,10 +299,11 @@ __global__ void __launch_bounds__(kMmaThreads, 1) mma_matmul_kernel(MmaArgs a) {
       const int col = 8 * nt + 2 * t + (i & 1), row = i < 2 ? row_g : row_g8;
       if (col >= n || row >= a.m) continue;
       const size_t o = size_t(col) * a.m + row;
+      const float v = acc[nt][i] * (i < 2 ? scale_g : scale_g8);
       if (split)
-        a.partials[size_t(blockIdx.y) * a.n * a.m + o] = acc[nt][i];
+        a.partials[size_t(blockIdx.y) * a.n * a.m + o] = v;
       else
-        static_cast<OutT*>(out)[o] = from_float<OutT>(acc[nt][i]);
+        static_cast<OutT*>(out)[o] = from_float<OutT>(v);
     }
   }
 }
@@ -319,10 +352,12 @@ void mma_device_setup() {
   opt_in_smem<DType::Q4_K, __half>();
   opt_in_smem<DType::Q6_K, float>();
   opt_in_smem<DType::Q6_K, __half>();
+  opt_in_smem<DType::F8_E4M3_ROW, float>();
+  opt_in_smem<DType::F8_E4M3_ROW, __half>();
 }
 
 bool mma_matmul_supported(DType w_type, int k) {
-  return (w_type == DType::Q4_K || w_type == DType::Q6_K) && k % kChunk == 0;
+  return (w_type == DType::Q4_K || w_type == DType::Q6_K || w_type == DType::F8_E4M3_ROW) && k % kChunk == 0;
 }
 
 bool mma_experts_supported(DType w_type, int k) {
@@ -358,6 +393,7 @@ void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, con
   switch (w_type) {
     case DType::Q4_K: return dispatch_out<DType::Q4_K>(a, splits, out_type, ctx);
     case DType::Q6_K: return dispatch_out<DType::Q6_K>(a, splits, out_type, ctx);
+    case DType::F8_E4M3_ROW: return dispatch_out<DType::F8_E4M3_ROW>(a, splits, out_type, ctx);
     default: fail("mma matmul: unsupported weight type ", dtype_name(w_type));
   }
 }
@@ -382,11 +418,18 @@ void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t
   a.expert_bytes = expert_bytes;
   const dim3 grid(unsigned((m + kMmaRows - 1) / kMmaRows), unsigned(max_tiles));
   const auto go = [&](auto* kernel) { launch(kernel, grid, dim3(kMmaThreads), kSmem, ctx, a); };
-  if (w_type == DType::F16) out_type == DType::F32 ? go(mma_matmul_kernel<DType::F16, float>)
-                                                   : go(mma_matmul_kernel<DType::F16, __half>);
-  else if (w_type == DType::Q4_K) out_type == DType::F32 ? go(mma_matmul_kernel<DType::Q4_K, float>)
-                                                         : go(mma_matmul_kernel<DType::Q4_K, __half>);
-  else out_type == DType::F32 ? go(mma_matmul_kernel<DType::Q6_K, float>) : go(mma_matmul_kernel<DType::Q6_K, __half>);
+  const bool f32 = out_type == DType::F32;
+  switch (w_type) {
+    case DType::F16: return f32 ? go(mma_matmul_kernel<DType::F16, float>) : go(mma_matmul_kernel<DType::F16, __half>);
+    case DType::Q4_K:
+      return f32 ? go(mma_matmul_kernel<DType::Q4_K, float>) : go(mma_matmul_kernel<DType::Q4_K, __half>);
+    case DType::Q6_K:
+      return f32 ? go(mma_matmul_kernel<DType::Q6_K, float>) : go(mma_matmul_kernel<DType::Q6_K, __half>);
+    case DType::F8_E4M3_ROW:
+      return f32 ? go(mma_matmul_kernel<DType::F8_E4M3_ROW, float>)
+                 : go(mma_matmul_kernel<DType::F8_E4M3_ROW, __half>);
+    default: fail("mma matmul: unsupported expert weight type ", dtype_name(w_type));
+  }
 }
 
 #else  // RF_PORTABLE (HIP, cuda-portable): no mma.sync; large batches go through dequantization + BLAS.
