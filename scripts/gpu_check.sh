@@ -71,8 +71,8 @@ fi
 
 if [ "$stage" = fp8 ]; then
   # FP8 weights (issue 16): their GPU tests, then llama3-8b-shaped dummy
-  # weights in f16 and FP8 (dequantize + BLAS for batches, and FP8 tensor
-  # cores from 9 rows), and the KL divergence of FP8 against f16.
+  # weights in f16 and FP8 (batches past 256 rows, prefill, by dequantize +
+  # BLAS and by FP8 tensor cores), and the KL divergence of FP8 against f16.
   echo "== FP8 GPU tests"
   "$BIN/test_gpu" --gtest_filter='*f8_e4m3_row*:*fp8*:*Fp8*' > "$OUT/test_gpu_fp8.log" 2>&1; echo "test_gpu fp8 rc=$?"
   grep -E "^\[  FAILED|PASSED|Failure|tests ran" "$OUT/test_gpu_fp8.log" | head -30

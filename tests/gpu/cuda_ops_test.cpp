@@ -88,6 +88,7 @@ TEST(CudaOps, Fp8TensorCoreMatmul) {
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(1) << 20;  // rows in chunks of at most ~480 at k = 2048
   o.fp8_gemm_min_rows = 9;
+  o.mma_max_rows_quant = 0;  // batches of 9..256 rows would take the tensor-core matmul on f16 activations
   auto gpu = std::make_unique<CudaBackend>(o);
   gpu->reserve(BackendLimits{1024, 4, 4, 4, 100, 2112 * 2048, 1, 1});
   CpuBackend cpu(2);

@@ -396,8 +396,10 @@ size_t align256(size_t b) { return (b + 255) / 256 * 256; }
 
 int CudaBackend::fp8_matmul_chunk(const Tensor& w, int n, DType out_type) {
   const int k = int(w.cols()), m = int(w.rows());
+  // Batches the GEMV or the tensor-core matmul of the stored format take stay there.
   if (!reserved_ || w.type != DType::F8_E4M3_ROW || options_.fp8_gemm_min_rows <= 0 ||
-      n < options_.fp8_gemm_min_rows || n <= 8)
+      n < options_.fp8_gemm_min_rows || n <= 8 ||
+      (n <= options_.mma_max_rows_quant && gpu::mma_matmul_supported(w.type, k)))
     return 0;
   // The dequantization scratch holds the weights' row scales, then per
   // chunk of activation rows their scales and e4m3 codes.

@@ -49,8 +49,9 @@
 //                                                         (kq_stream_split)
 //   ROCMFORGE_ATTN_BLOCKS=N  decode-attention block target, N > 0
 //                                                    (attention_target_blocks)
-//   ROCMFORGE_FP8_GEMM_ROWS=N FP8 weights: batches of >= N rows run e4m3 x
-//                            e4m3 on tensor cores (cuBLASLt), 0: never
+//   ROCMFORGE_FP8_GEMM_ROWS=N FP8 weights: batches of >= N rows (past the
+//                            tensor-core matmul's) run e4m3 x e4m3 on
+//                            tensor cores (cuBLASLt), 0: never
 //                                                    (fp8_gemm_min_rows)
 //   ROCMFORGE_PREFILL_MMA=1  prefill attention (head sizes 64, 128) on
 //                            tensor cores; 0: on CUDA cores (prefill_mma)
@@ -138,11 +139,12 @@ struct CudaOptions {
   // ... Q4_K weight loads through L1 (Q6_K's always). Measured on the H200
   // (llama3-8b q4_k_m tg128 b1): 360.5 past L1, 365.4 through it.
   bool kq_stream_l1 = true;
-  // FP8 weights (F8_E4M3_ROW): batches of at least this many rows quantize
-  // their activations to e4m3 (a scale per row) and multiply on FP8 tensor
-  // cores (cuBLASLt, outer-vector scales); smaller ones, and every one at 0
-  // or where cuBLASLt has no such GEMM, dequantize to f16 + BLAS. 0 until
-  // measured on the device (written before a device session).
+  // FP8 weights (F8_E4M3_ROW): batches of at least this many rows, past
+  // those the tensor-core matmul takes (mma_max_rows_quant), quantize their
+  // activations to e4m3 (a scale per row) and multiply on FP8 tensor cores
+  // (cuBLASLt, outer-vector scales); at 0, or where cuBLASLt has no such
+  // GEMM, they dequantize to f16 + BLAS. 0 until measured on the device
+  // (written before a device session).
   int fp8_gemm_min_rows = 0;
   // Prefill attention of head sizes 64 and 128 on tensor cores (mma.m16n8k16,
   // prefill_mma_tile.h) instead of the CUDA-core kernel. Off until measured
