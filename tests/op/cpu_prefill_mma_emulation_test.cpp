@@ -1,7 +1,7 @@
 // The tensor-core prefill attention tile of prefill_mma_tile.h (what
 // attention_prefill.cu runs on NVIDIA GPUs) on emulated 32-lane warps whose
 // mma.m16n8k16 follows PTX's documented fragment layout, against attention
-// in double precision over the same f16 values: head sizes 64 and 128, one
+// in double precision over the same f16 values: head sizes 64, 128 and 256, one
 // to eight query heads per block, query tiles of 1 to 16 tokens at any
 // position (several key tiles, a partial last one), padding rows, a sliding
 // window and soft-capping. This checks the tile's indexing, masking and
@@ -75,11 +75,15 @@ void check(const Case& c) {
   e.k_lo = c.window > 0 ? std::max(0, c.first_pos - c.window + 1) : 0;
 
   const int warps = (e.rows() + prefill_mma::kWarpRows - 1) / prefill_mma::kWarpRows;
-  std::vector<uint16_t> ks(size_t(prefill_mma::kKeys) * size_t(c.hd + 8)), vs(ks.size());
+  const int stage = c.hd == 64    ? prefill_mma::kStageHalves<64>
+                    : c.hd == 128 ? prefill_mma::kStageHalves<128>
+                                  : prefill_mma::kStageHalves<256>;
+  std::vector<uint16_t> ks(static_cast<size_t>(stage)), vs(ks.size());
   EmulatedBlock block(32 * warps, 32);
   block.run([&](EmulatedBlock::Lanes& lanes) {
     if (c.hd == 64) prefill_mma::attend<64>(e, ks.data(), vs.data(), lanes);
-    else prefill_mma::attend<128>(e, ks.data(), vs.data(), lanes);
+    else if (c.hd == 128) prefill_mma::attend<128>(e, ks.data(), vs.data(), lanes);
+    else prefill_mma::attend<256>(e, ks.data(), vs.data(), lanes);
   });
 
   double worst = 0;
@@ -127,6 +131,9 @@ TEST(PrefillMmaEmulation, EightHeadsPartialTile) { check({64, 8, 11, 70}); }
 TEST(PrefillMmaEmulation, PaddingRows) { check({64, 4, 16, 30, 0, 0.0f, 5}); }
 TEST(PrefillMmaEmulation, SlidingWindowAndSoftCap) { check({128, 2, 16, 140, 40, 30.0f}); }
 TEST(PrefillMmaEmulation, WindowShorterThanTheTile) { check({64, 4, 16, 100, 7}); }
+// Head size 256 (Gemma): key tiles of 32.
+TEST(PrefillMmaEmulation, HeadSize256WindowAndSoftCap) { check({256, 2, 16, 90, 50, 50.0f}); }
+TEST(PrefillMmaEmulation, HeadSize256PaddingRows) { check({256, 4, 13, 20, 0, 0.0f, 3}); }
 
 }  // namespace
 }  // namespace rf::gpu

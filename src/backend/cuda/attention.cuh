@@ -5,7 +5,7 @@
 //  - attention.cu: the entry point and the generic fallback kernel (any
 //    head size <= 256, any group);
 //  - attention_prefill.cu: query tiles of prefill chunks (head_dim 64/128/256
-//    on CUDA cores; 64/128 on tensor cores: prefill_mma_tile.h);
+//    on CUDA cores, or on tensor cores: prefill_mma_tile.h);
 //  - attention_decode.cu (+ attention_decode.cuh): the decode kernel and the
 //    split-K combine kernel.
 // Every kernel is a programmatic dependent launch (gpu.h: pdl_wait before
@@ -52,8 +52,8 @@ __device__ __forceinline__ float softcap_score(float s, float cap) { return cap 
 bool attention_prefill_supported(int head_dim);
 void launch_attention_prefill(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool ext,
                               bool fp8, const LaunchCtx& ctx);
-// The tensor-core prefill kernel (prefill_mma_tile.h; CUDA, head_dim 64 or
-// 128): the same grid, heads_per_block <= 8 (one warp each).
+// The tensor-core prefill kernel (prefill_mma_tile.h; CUDA, head_dim 64,
+// 128 or 256): the same grid, heads_per_block <= 8 (one warp each).
 bool attention_prefill_mma_supported(int head_dim);
 void launch_attention_prefill_mma(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool fp8,
                                   const LaunchCtx& ctx);

@@ -1,7 +1,7 @@
 // Prefill attention on NVIDIA tensor cores: one block's tile of query rows
 // (tokens x query heads of one KV head) against the paged keys, causal, with
 // an optional sliding window and logit soft-cap, in the way of
-// FlashAttention-2: K/V tiles of kKeys keys staged in shared memory as f16,
+// FlashAttention-2: K/V tiles of kKeys<HD> keys staged in shared memory as f16,
 // S = Q K^T and O += P V by mma.m16n8k16 (f16 in, f32 accumulation), an
 // online softmax per row in registers. Each warp owns 16 rows.
 //
@@ -35,15 +35,19 @@
 
 namespace rf::gpu::prefill_mma {
 
-constexpr int kKeys = 64;        // keys per staged K/V tile
 constexpr int kWarpRows = 16;    // query rows per warp
 constexpr int kMaxWarps = 8;
+
+// Keys per staged K/V tile: 64, or 32 at head size 256 (its accumulators
+// take the registers).
+template <int HD>
+constexpr int kKeys = HD > 128 ? 32 : 64;
 
 template <int HD>
 constexpr int kRowHalves = HD + 8;  // a staged key row (16 bytes of pad: conflict-free B loads)
 
 template <int HD>
-constexpr int kStageHalves = kKeys * kRowHalves<HD>;  // one of the K and V tiles
+constexpr int kStageHalves = kKeys<HD> * kRowHalves<HD>;  // one of the K and V tiles
 
 RF_WAVE_FN float exp_(float v) {
 #if defined(__CUDACC__) || defined(__HIPCC__)
@@ -68,7 +72,7 @@ RF_WAVE_FN uint32_t pair(const uint16_t* lo, const uint16_t* hi) { return uint32
 template <int HD, typename Env, typename Lanes>
 RF_WAVE_FN void attend(Env& e, uint16_t* ks, uint16_t* vs, Lanes& x) {
   static_assert(HD % 16 == 0, "head size: a multiple of 16");
-  constexpr int kRow = kRowHalves<HD>, kSteps = HD / 16, kDimBlocks = HD / 8, kChunks = HD / 8;
+  constexpr int kRow = kRowHalves<HD>, kSteps = HD / 16, kDimBlocks = HD / 8, kChunks = HD / 8, kK = kKeys<HD>;
   const int lane = x.lane(), w = x.warp(), g = lane / 4, t = lane % 4;
   const int threads = x.n_warps() * 32, tid = w * 32 + lane;
   const int n_rows = e.rows();
@@ -93,9 +97,9 @@ RF_WAVE_UNROLL
   for (int b = 0; b < kDimBlocks; ++b) o[b][0] = o[b][1] = o[b][2] = o[b][3] = 0.0f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
-  for (int k0 = e.k_lo / kKeys * kKeys; k0 <= e.max_pos; k0 += kKeys) {
+  for (int k0 = e.k_lo / kK * kK; k0 <= e.max_pos; k0 += kK) {
     x.sync_block();  // the previous tile is read
-    for (int i = tid; i < kKeys * kChunks; i += threads) {
+    for (int i = tid; i < kK * kChunks; i += threads) {
       const int j = i / kChunks, c = i % kChunks, p = k0 + j;
       uint16_t* kd = ks + j * kRow + 8 * c;
       uint16_t* vd = vs + j * kRow + 8 * c;
@@ -108,10 +112,10 @@ RF_WAVE_UNROLL
     }
     x.sync_block();
 
-    // S = Q K^T for the tile's 8 blocks of 8 keys.
-    float s[kKeys / 8][4];
+    // S = Q K^T for the tile's blocks of 8 keys.
+    float s[kK / 8][4];
 RF_WAVE_UNROLL
-    for (int nb = 0; nb < kKeys / 8; ++nb) {
+    for (int nb = 0; nb < kK / 8; ++nb) {
       s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.0f;
       const uint16_t* kr = ks + (nb * 8 + g) * kRow + 2 * t;
 RF_WAVE_UNROLL
@@ -121,7 +125,7 @@ RF_WAVE_UNROLL
     // Visibility, soft-cap, and the tile's maximum of each of the thread's two rows.
     float tile_max[2] = {-INFINITY, -INFINITY};
 RF_WAVE_UNROLL
-    for (int nb = 0; nb < kKeys / 8; ++nb)
+    for (int nb = 0; nb < kK / 8; ++nb)
 RF_WAVE_UNROLL
       for (int c = 0; c < 4; ++c) {
         const int i = c / 2, key = k0 + nb * 8 + 2 * t + c % 2;
@@ -142,7 +146,7 @@ RF_WAVE_UNROLL
       l[i] *= corr[i];
     }
 RF_WAVE_UNROLL
-    for (int nb = 0; nb < kKeys / 8; ++nb)
+    for (int nb = 0; nb < kK / 8; ++nb)
 RF_WAVE_UNROLL
       for (int c = 0; c < 4; ++c) {
         const int i = c / 2;
@@ -159,7 +163,7 @@ RF_WAVE_UNROLL
     }
     // O += P V, 16 keys per step.
 RF_WAVE_UNROLL
-    for (int kk = 0; kk < kKeys / 16; ++kk) {
+    for (int kk = 0; kk < kK / 16; ++kk) {
       const uint32_t pa[4] = {x.pack2(s[2 * kk][0], s[2 * kk][1]), x.pack2(s[2 * kk][2], s[2 * kk][3]),
                               x.pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), x.pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
       const uint16_t* vr = vs + (kk * 16 + 2 * t) * kRow + g;
