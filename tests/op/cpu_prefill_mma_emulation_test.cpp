@@ -1,7 +1,7 @@
 // The tensor-core prefill attention tile of prefill_mma_tile.h (what
 // attention_prefill.cu runs on NVIDIA GPUs) on emulated 32-lane warps whose
 // mma.m16n8k16 follows PTX's documented fragment layout, against attention
-// in double precision over the same f16 values: head sizes 64, 128 and 256, one
+// in double precision over the same f16 values: head sizes 64, 96, 128 and 256, one
 // to eight query heads per block, query tiles of 1 to 16 tokens at any
 // position (several key tiles, a partial last one), padding rows, a sliding
 // window and soft-capping. This checks the tile's indexing, masking and
@@ -76,12 +76,14 @@ void check(const Case& c) {
 
   const int warps = (e.rows() + prefill_mma::kWarpRows - 1) / prefill_mma::kWarpRows;
   const int stage = c.hd == 64    ? prefill_mma::kStageHalves<64>
+                    : c.hd == 96  ? prefill_mma::kStageHalves<96>
                     : c.hd == 128 ? prefill_mma::kStageHalves<128>
                                   : prefill_mma::kStageHalves<256>;
   std::vector<uint16_t> ks(static_cast<size_t>(stage)), vs(ks.size());
   EmulatedBlock block(32 * warps, 32);
   block.run([&](EmulatedBlock::Lanes& lanes) {
     if (c.hd == 64) prefill_mma::attend<64>(e, ks.data(), vs.data(), lanes);
+    else if (c.hd == 96) prefill_mma::attend<96>(e, ks.data(), vs.data(), lanes);
     else if (c.hd == 128) prefill_mma::attend<128>(e, ks.data(), vs.data(), lanes);
     else prefill_mma::attend<256>(e, ks.data(), vs.data(), lanes);
   });
@@ -131,6 +133,8 @@ TEST(PrefillMmaEmulation, EightHeadsPartialTile) { check({64, 8, 11, 70}); }
 TEST(PrefillMmaEmulation, PaddingRows) { check({64, 4, 16, 30, 0, 0.0f, 5}); }
 TEST(PrefillMmaEmulation, SlidingWindowAndSoftCap) { check({128, 2, 16, 140, 40, 30.0f}); }
 TEST(PrefillMmaEmulation, WindowShorterThanTheTile) { check({64, 4, 16, 100, 7}); }
+// Head size 96 (Phi-3, MHA: one head per KV head).
+TEST(PrefillMmaEmulation, HeadSize96OneHeadPerKVHead) { check({96, 1, 16, 75}); }
 // Head size 256 (Gemma): key tiles of 32.
 TEST(PrefillMmaEmulation, HeadSize256WindowAndSoftCap) { check({256, 2, 16, 90, 50, 50.0f}); }
 TEST(PrefillMmaEmulation, HeadSize256PaddingRows) { check({256, 4, 13, 20, 0, 0.0f, 3}); }

@@ -53,7 +53,7 @@ bool attention_prefill_supported(int head_dim);
 void launch_attention_prefill(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool ext,
                               bool fp8, const LaunchCtx& ctx);
 // The tensor-core prefill kernel (prefill_mma_tile.h; CUDA, head_dim 64,
-// 128 or 256): the same grid, heads_per_block <= 8 (one warp each).
+// 96, 128 or 256): the same grid, heads_per_block <= 8 (one warp each).
 bool attention_prefill_mma_supported(int head_dim);
 void launch_attention_prefill_mma(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool fp8,
                                   const LaunchCtx& ctx);

@@ -234,9 +234,12 @@ void launch_prefill_mma_kv(const AttnArgs& a, const int32_t* tiles, int n_tiles,
                            const LaunchCtx& ctx) {
   const dim3 grid(unsigned(n_tiles), unsigned(a.n_kv), unsigned(a.n_heads / a.n_kv / heads_per_block));
   const dim3 block(unsigned(32 * heads_per_block));
-  if (a.hd == 256) launch(attention_prefill_mma_kernel<256, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
-  else if (a.hd == 128) launch(attention_prefill_mma_kernel<128, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
-  else launch(attention_prefill_mma_kernel<64, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
+  switch (a.hd) {
+    case 256: return launch(attention_prefill_mma_kernel<256, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
+    case 128: return launch(attention_prefill_mma_kernel<128, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
+    case 96: return launch(attention_prefill_mma_kernel<96, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
+    default: return launch(attention_prefill_mma_kernel<64, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
+  }
 }
 #endif
 
@@ -248,7 +251,7 @@ bool attention_prefill_mma_supported(int head_dim) {
 #if defined(RF_PORTABLE)
   return false;
 #else
-  return head_dim == 64 || head_dim == 128 || head_dim == 256;
+  return head_dim == 64 || head_dim == 96 || head_dim == 128 || head_dim == 256;
 #endif
 }
 

@@ -53,7 +53,7 @@
 //                            tensor-core matmul's) run e4m3 x e4m3 on
 //                            tensor cores (cuBLASLt), 0: never
 //                                                    (fp8_gemm_min_rows)
-//   ROCMFORGE_PREFILL_MMA=1  prefill attention (head sizes 64, 128, 256) on
+//   ROCMFORGE_PREFILL_MMA=1  prefill attention (head sizes 64, 96, 128, 256) on
 //                            tensor cores; 0: on CUDA cores (prefill_mma)
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
 //                            at exit; graphs are off    (profile: any value
@@ -146,7 +146,7 @@ struct CudaOptions {
   // GEMM, they dequantize to f16 + BLAS. 0 until measured on the device
   // (written before a device session).
   int fp8_gemm_min_rows = 0;
-  // Prefill attention of head sizes 64, 128 and 256 on tensor cores (mma.m16n8k16,
+  // Prefill attention of head sizes 64, 96, 128 and 256 on tensor cores (mma.m16n8k16,
   // prefill_mma_tile.h) instead of the CUDA-core kernel. Off until measured
   // on the device (written before a device session; its logic is tested on
   // emulated warps on the CPU).
