@@ -183,8 +183,8 @@ struct PrefillMmaEnv {
     if constexpr (kIsFp8<KV>) {
       const uint8_t* kb = static_cast<const uint8_t*>(a.kc) + row + 8 * c;
       const uint8_t* vb = static_cast<const uint8_t*>(a.vc) + row + 8 * c;
-      codes8_to_half(*reinterpret_cast<const uint2*>(kb), a.k_scale[slot * a.n_kv + kvh], k8);
-      codes8_to_half(*reinterpret_cast<const uint2*>(vb), a.v_scale[slot * a.n_kv + kvh], v8);
+      e4m3x8_to_half(*reinterpret_cast<const uint2*>(kb), a.k_scale[slot * a.n_kv + kvh], k8);
+      e4m3x8_to_half(*reinterpret_cast<const uint2*>(vb), a.v_scale[slot * a.n_kv + kvh], v8);
     } else {
       *reinterpret_cast<uint4*>(k8) = reinterpret_cast<const uint4*>(static_cast<const __half*>(a.kc) + row)[c];
       *reinterpret_cast<uint4*>(v8) = reinterpret_cast<const uint4*>(static_cast<const __half*>(a.vc) + row)[c];
@@ -192,21 +192,6 @@ struct PrefillMmaEnv {
   }
   __device__ void store(int r, int d, float v0, float v1) const {
     *reinterpret_cast<__half2*>(a.out + at(r) + size_t(d)) = __floats2half2_rn(v0, v1);
-  }
-  // 8 e4m3 codes times their row's scale as f16 bits.
-  __device__ static void codes8_to_half(const uint2& codes, float scale, uint16_t* dst) {
-    const float mul = scale * kFp8HalfScale;
-    const uint32_t w[2] = {codes.x, codes.y};
-    uint32_t out[4];
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-      for (int hi = 0; hi < 2; ++hi) {
-        const float2 f = half2_bits_to_float2(e4m3x2_to_half2_bits(w[i] >> (16 * hi)));
-        const __half2 h = __floats2half2_rn(f.x * mul, f.y * mul);
-        memcpy(&out[2 * i + hi], &h, 4);
-      }
-    *reinterpret_cast<uint4*>(dst) = make_uint4(out[0], out[1], out[2], out[3]);
   }
 };
 

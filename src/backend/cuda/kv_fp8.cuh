@@ -58,21 +58,26 @@ __device__ __forceinline__ void kv_unpack8(const KV* p, float* f) {
   }
 }
 
-// 16 e4m3 codes of one row (scale: the row's) to f16 at dst (16-byte aligned).
-__device__ __forceinline__ void e4m3x16_to_half(const uint4& codes, float scale, __half* dst) {
+// 8 e4m3 codes of one row (scale: the row's) to f16 at dst (16-byte aligned).
+__device__ __forceinline__ void e4m3x8_to_half(const uint2& codes, float scale, void* dst) {
   const float mul = scale * kFp8HalfScale;
-  const uint32_t w[4] = {codes.x, codes.y, codes.z, codes.w};
-  uint32_t out[8];
+  const uint32_t w[2] = {codes.x, codes.y};
+  uint32_t out[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 2; ++i)
 #pragma unroll
     for (int hi = 0; hi < 2; ++hi) {
       const float2 f = half2_bits_to_float2(e4m3x2_to_half2_bits(w[i] >> (16 * hi)));
       const __half2 h = __floats2half2_rn(f.x * mul, f.y * mul);
       memcpy(&out[2 * i + hi], &h, 4);
     }
-  reinterpret_cast<uint4*>(dst)[0] = make_uint4(out[0], out[1], out[2], out[3]);
-  reinterpret_cast<uint4*>(dst)[1] = make_uint4(out[4], out[5], out[6], out[7]);
+  *reinterpret_cast<uint4*>(dst) = make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+// 16 e4m3 codes of one row (scale: the row's) to f16 at dst (16-byte aligned).
+__device__ __forceinline__ void e4m3x16_to_half(const uint4& codes, float scale, __half* dst) {
+  e4m3x8_to_half(make_uint2(codes.x, codes.y), scale, dst);
+  e4m3x8_to_half(make_uint2(codes.z, codes.w), scale, dst + 8);
 }
 
 }  // namespace rf::gpu
