@@ -75,17 +75,17 @@ void check(const Case& c) {
   e.k_lo = c.window > 0 ? std::max(0, c.first_pos - c.window + 1) : 0;
 
   const int warps = (e.rows() + prefill_mma::kWarpRows - 1) / prefill_mma::kWarpRows;
-  const int stage = c.hd == 64    ? prefill_mma::kStageHalves<64>
-                    : c.hd == 96  ? prefill_mma::kStageHalves<96>
-                    : c.hd == 128 ? prefill_mma::kStageHalves<128>
-                                  : prefill_mma::kStageHalves<256>;
-  std::vector<uint16_t> ks(static_cast<size_t>(stage)), vs(ks.size());
+  const int bytes = c.hd == 64    ? prefill_mma::kSmemBytes<64>
+                    : c.hd == 96  ? prefill_mma::kSmemBytes<96>
+                    : c.hd == 128 ? prefill_mma::kSmemBytes<128>
+                                  : prefill_mma::kSmemBytes<256>;
+  std::vector<uint16_t> smem(static_cast<size_t>(bytes) / 2);
   EmulatedBlock block(32 * warps, 32);
   block.run([&](EmulatedBlock::Lanes& lanes) {
-    if (c.hd == 64) prefill_mma::attend<64>(e, ks.data(), vs.data(), lanes);
-    else if (c.hd == 96) prefill_mma::attend<96>(e, ks.data(), vs.data(), lanes);
-    else if (c.hd == 128) prefill_mma::attend<128>(e, ks.data(), vs.data(), lanes);
-    else prefill_mma::attend<256>(e, ks.data(), vs.data(), lanes);
+    if (c.hd == 64) prefill_mma::attend<64>(e, smem.data(), lanes);
+    else if (c.hd == 96) prefill_mma::attend<96>(e, smem.data(), lanes);
+    else if (c.hd == 128) prefill_mma::attend<128>(e, smem.data(), lanes);
+    else prefill_mma::attend<256>(e, smem.data(), lanes);
   });
 
   double worst = 0;

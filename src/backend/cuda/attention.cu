@@ -178,6 +178,7 @@ void attention_device_setup() {
     RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize,
                                      int(generic_smem_bytes(kMaxHeadDim, kMaxWarps))));
   attention_decode_device_setup();
+  attention_prefill_device_setup();
 }
 
 void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tokens, const AttentionParams& p,

@@ -55,6 +55,7 @@ void launch_attention_prefill(const AttnArgs& a, const int32_t* tiles, int n_til
 // The tensor-core prefill kernel (prefill_mma_tile.h; CUDA, head_dim 64,
 // 96, 128 or 256): the same grid, heads_per_block <= 8 (one warp each).
 bool attention_prefill_mma_supported(int head_dim);
+void attention_prefill_device_setup();  // its shared-memory opt-ins (attention_device_setup)
 void launch_attention_prefill_mma(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool fp8,
                                   const LaunchCtx& ctx);
 

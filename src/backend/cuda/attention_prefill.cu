@@ -161,6 +161,11 @@ struct MmaLanes : HwLanes {
     memcpy(&u, &h, 4);
     return u;
   }
+  __device__ void copy_commit() const { gpu::copy_commit(); }
+  __device__ void copy_wait(int n) const {
+    if (n > 0) gpu::copy_wait<1>();
+    else gpu::copy_wait<0>();
+  }
 };
 
 // prefill_mma_tile.h's tile data for one block: rows (token, head), head
@@ -185,9 +190,9 @@ struct PrefillMmaEnv {
       const uint8_t* vb = static_cast<const uint8_t*>(a.vc) + row + 8 * c;
       e4m3x8_to_half(*reinterpret_cast<const uint2*>(kb), a.k_scale[slot * a.n_kv + kvh], k8);
       e4m3x8_to_half(*reinterpret_cast<const uint2*>(vb), a.v_scale[slot * a.n_kv + kvh], v8);
-    } else {
-      *reinterpret_cast<uint4*>(k8) = reinterpret_cast<const uint4*>(static_cast<const __half*>(a.kc) + row)[c];
-      *reinterpret_cast<uint4*>(v8) = reinterpret_cast<const uint4*>(static_cast<const __half*>(a.vc) + row)[c];
+    } else {  // in flight until the tile's copy_wait
+      copy16_async(k8, static_cast<const __half*>(a.kc) + row + 8 * c);
+      copy16_async(v8, static_cast<const __half*>(a.vc) + row + 8 * c);
     }
   }
   __device__ void store(int r, int d, float v0, float v1) const {
@@ -198,8 +203,7 @@ struct PrefillMmaEnv {
 template <int HD, typename KV>
 __global__ void __launch_bounds__(32 * prefill_mma::kMaxWarps)
     attention_prefill_mma_kernel(AttnArgs a, const int32_t* __restrict__ tiles, int heads_per_block) {
-  __shared__ __align__(16) uint16_t ks[prefill_mma::kStageHalves<HD>];
-  __shared__ __align__(16) uint16_t vs[prefill_mma::kStageHalves<HD>];
+  extern __shared__ __align__(16) uint16_t prefill_smem[];  // prefill_mma::kSmemBytes<HD>
   pdl_wait();
   pdl_trigger();
   const int t0 = tiles[2 * blockIdx.x], nq = tiles[2 * blockIdx.x + 1];
@@ -211,7 +215,7 @@ __global__ void __launch_bounds__(32 * prefill_mma::kMaxWarps)
   // it are never loaded (a sliding-window group may have released them).
   if (a.window > 0) e.k_lo = max(0, a.positions[t0] - a.window + 1);
   MmaLanes x;
-  prefill_mma::attend<HD>(e, ks, vs, x);
+  prefill_mma::attend<HD>(e, prefill_smem, x);
 }
 
 template <typename KV>
@@ -219,18 +223,34 @@ void launch_prefill_mma_kv(const AttnArgs& a, const int32_t* tiles, int n_tiles,
                            const LaunchCtx& ctx) {
   const dim3 grid(unsigned(n_tiles), unsigned(a.n_kv), unsigned(a.n_heads / a.n_kv / heads_per_block));
   const dim3 block(unsigned(32 * heads_per_block));
+  const auto go = [&](auto* kernel, int smem) { launch(kernel, grid, block, size_t(smem), ctx, a, tiles, heads_per_block); };
   switch (a.hd) {
-    case 256: return launch(attention_prefill_mma_kernel<256, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
-    case 128: return launch(attention_prefill_mma_kernel<128, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
-    case 96: return launch(attention_prefill_mma_kernel<96, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
-    default: return launch(attention_prefill_mma_kernel<64, KV>, grid, block, 0, ctx, a, tiles, heads_per_block);
+    case 256: return go(attention_prefill_mma_kernel<256, KV>, prefill_mma::kSmemBytes<256>);
+    case 128: return go(attention_prefill_mma_kernel<128, KV>, prefill_mma::kSmemBytes<128>);
+    case 96: return go(attention_prefill_mma_kernel<96, KV>, prefill_mma::kSmemBytes<96>);
+    default: return go(attention_prefill_mma_kernel<64, KV>, prefill_mma::kSmemBytes<64>);
   }
+}
+
+template <int HD>
+void opt_in_prefill_mma() {
+  for (auto* kernel : {attention_prefill_mma_kernel<HD, __half>, attention_prefill_mma_kernel<HD, Fp8>})
+    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, prefill_mma::kSmemBytes<HD>));
 }
 #endif
 
 }  // namespace
 
 bool attention_prefill_supported(int head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
+
+void attention_prefill_device_setup() {
+#if !defined(RF_PORTABLE)
+  opt_in_prefill_mma<64>();
+  opt_in_prefill_mma<96>();
+  opt_in_prefill_mma<128>();
+  opt_in_prefill_mma<256>();
+#endif
+}
 
 bool attention_prefill_mma_supported(int head_dim) {
 #if defined(RF_PORTABLE)

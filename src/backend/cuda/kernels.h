@@ -18,7 +18,7 @@ namespace rf::gpu {
 // these once per device, before any launch.
 void gemv_device_setup();       // gemv.cu
 void mma_device_setup();        // gemm_mma.cu
-void attention_device_setup();  // attention.cu, attention_decode.cu
+void attention_device_setup();  // attention.cu, attention_decode.cu, attention_prefill.cu
 
 // ---- gemv.cu
 // Whether a GEMV of this weight format and shape reads its activations as

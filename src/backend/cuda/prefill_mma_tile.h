@@ -2,8 +2,9 @@
 // (tokens x query heads of one KV head) against the paged keys, causal, with
 // an optional sliding window and logit soft-cap, in the way of
 // FlashAttention-2: K/V tiles of kKeys<HD> keys staged in shared memory as f16,
-// S = Q K^T and O += P V by mma.m16n8k16 (f16 in, f32 accumulation), an
-// online softmax per row in registers. Each warp owns 16 rows.
+// the next tile's copies in flight while one is used (two stages), S = Q K^T
+// and O += P V by mma.m16n8k16 (f16 in, f32 accumulation), an online
+// softmax per row in registers. Each warp owns 16 rows.
 //
 // Written once against two interfaces, so that the CPU test
 // (tests/op/cpu_prefill_mma_emulation_test.cpp) runs this same code on
@@ -12,11 +13,14 @@
 //  - Lanes: lane(), warp(), n_warps(), sync_block(), shfl_xor(float, mask),
 //    mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t
 //    b1) — c += A . B with A 16 x 16 and B 16 x 8 in mma.m16n8k16's .row /
-//    .col f16 fragments — and pack2(lo, hi): two floats as f16x2 bits
-//    (round to nearest even, lo in the low half);
+//    .col f16 fragments — pack2(lo, hi): two floats as f16x2 bits (round to
+//    nearest even, lo in the low half), and copy_commit() / copy_wait(n)
+//    for staging copies that may be asynchronous (cp.async groups: wait
+//    until at most n of this thread's groups are in flight, n 0 or 1);
 //  - Env, the tile's data: rows() (<= 16 warps), pos(r) (the query position
 //    of row r, -1 for padding), q(r, d) (its query, scaled), stage(p, c, k8,
-//    v8) (dims [8 c, 8 c + 8) of key p's K and V rows as f16 bits), store(r,
+//    v8) (dims [8 c, 8 c + 8) of key p's K and V rows as f16 bits, possibly
+//    asynchronously: they land by the next copy_wait), store(r,
 //    d, v0, v1) (output dims d, d + 1 of row r), and the fields k_lo (the
 //    first key any row sees), max_pos (the last), window (> 0: a row at pos
 //    sees keys pos - window < j <= pos) and softcap (> 0: scores become
@@ -49,6 +53,10 @@ constexpr int kRowHalves = HD + 8;  // a staged key row (16 bytes of pad: confli
 template <int HD>
 constexpr int kStageHalves = kKeys<HD> * kRowHalves<HD>;  // one of the K and V tiles
 
+// Shared memory of a block: two stages (double buffering) of K and V tiles.
+template <int HD>
+constexpr int kSmemBytes = 2 * 2 * kStageHalves<HD> * 2;
+
 RF_WAVE_FN float exp_(float v) {
 #if defined(__CUDACC__) || defined(__HIPCC__)
   return __expf(v);
@@ -67,10 +75,10 @@ RF_WAVE_FN float tanh_(float v) {
 
 RF_WAVE_FN uint32_t pair(const uint16_t* lo, const uint16_t* hi) { return uint32_t(*lo) | (uint32_t(*hi) << 16); }
 
-// ks, vs: shared memory of kStageHalves<HD> halves each. Every thread of
-// the block (32 * n_warps threads, rows() <= 16 n_warps) calls it.
+// smem: kSmemBytes<HD> bytes (16-byte aligned). Every thread of the block
+// (32 * n_warps threads, rows() <= 16 n_warps) calls it.
 template <int HD, typename Env, typename Lanes>
-RF_WAVE_FN void attend(Env& e, uint16_t* ks, uint16_t* vs, Lanes& x) {
+RF_WAVE_FN void attend(Env& e, uint16_t* smem, Lanes& x) {
   static_assert(HD % 16 == 0, "head size: a multiple of 16");
   constexpr int kRow = kRowHalves<HD>, kSteps = HD / 16, kDimBlocks = HD / 8, kChunks = HD / 8, kK = kKeys<HD>;
   const int lane = x.lane(), w = x.warp(), g = lane / 4, t = lane % 4;
@@ -94,11 +102,14 @@ RF_WAVE_UNROLL
   }
   float o[kDimBlocks][4];
 RF_WAVE_UNROLL
-  for (int b = 0; b < kDimBlocks; ++b) o[b][0] = o[b][1] = o[b][2] = o[b][3] = 0.0f;
+  for (int d = 0; d < kDimBlocks; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
-  for (int k0 = e.k_lo / kK * kK; k0 <= e.max_pos; k0 += kK) {
-    x.sync_block();  // the previous tile is read
+  // Stage b of the K and V tiles: K at smem + 2 b kStageHalves, V after it.
+  auto stage_k = [&](int b) { return smem + 2 * b * kStageHalves<HD>; };
+  auto issue = [&](int k0, int b) {  // this thread's copies of the tile at k0 into stage b
+    uint16_t* ks = stage_k(b);
+    uint16_t* vs = ks + kStageHalves<HD>;
     for (int i = tid; i < kK * kChunks; i += threads) {
       const int j = i / kChunks, c = i % kChunks, p = k0 + j;
       uint16_t* kd = ks + j * kRow + 8 * c;
@@ -110,7 +121,24 @@ RF_WAVE_UNROLL
         for (int h = 0; h < 8; ++h) kd[h] = vd[h] = 0;
       }
     }
-    x.sync_block();
+    x.copy_commit();
+  };
+  const int k_first = e.k_lo / kK * kK;
+  if (k_first <= e.max_pos) issue(k_first, 0);
+  int b = 0;
+  for (int k0 = k_first; k0 <= e.max_pos; k0 += kK, b ^= 1) {
+    // The next tile's copies go out before this one is used (its stage was
+    // released by the barrier ending the previous iteration).
+    const bool more = k0 + kK <= e.max_pos;
+    if (more) {
+      issue(k0 + kK, b ^ 1);
+      x.copy_wait(1);
+    } else {
+      x.copy_wait(0);
+    }
+    x.sync_block();  // every thread's copies of this tile have landed
+    const uint16_t* ks = stage_k(b);
+    const uint16_t* vs = ks + kStageHalves<HD>;
 
     // S = Q K^T for the tile's blocks of 8 keys.
     float s[kK / 8][4];
@@ -155,11 +183,11 @@ RF_WAVE_UNROLL
         l[i] += p;
       }
 RF_WAVE_UNROLL
-    for (int b = 0; b < kDimBlocks; ++b) {
-      o[b][0] *= corr[0];
-      o[b][1] *= corr[0];
-      o[b][2] *= corr[1];
-      o[b][3] *= corr[1];
+    for (int d = 0; d < kDimBlocks; ++d) {
+      o[d][0] *= corr[0];
+      o[d][1] *= corr[0];
+      o[d][2] *= corr[1];
+      o[d][3] *= corr[1];
     }
     // O += P V, 16 keys per step.
 RF_WAVE_UNROLL
@@ -168,9 +196,10 @@ RF_WAVE_UNROLL
                               x.pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), x.pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
       const uint16_t* vr = vs + (kk * 16 + 2 * t) * kRow + g;
 RF_WAVE_UNROLL
-      for (int b = 0; b < kDimBlocks; ++b)
-        x.mma16816(o[b], pa, pair(vr + 8 * b, vr + kRow + 8 * b), pair(vr + 8 * kRow + 8 * b, vr + 9 * kRow + 8 * b));
+      for (int d = 0; d < kDimBlocks; ++d)
+        x.mma16816(o[d], pa, pair(vr + 8 * d, vr + kRow + 8 * d), pair(vr + 8 * kRow + 8 * d, vr + 9 * kRow + 8 * d));
     }
+    x.sync_block();  // this stage is read: the next iteration may refill it
   }
   // Each row's sum over its 4 lanes; rows that saw no key (padding) output 0.
 RF_WAVE_UNROLL
@@ -180,7 +209,7 @@ RF_WAVE_UNROLL
     if (pos[i] < 0) continue;
     const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
 RF_WAVE_UNROLL
-    for (int b = 0; b < kDimBlocks; ++b) e.store(rows[i], 8 * b + 2 * t, o[b][2 * i] * inv, o[b][2 * i + 1] * inv);
+    for (int d = 0; d < kDimBlocks; ++d) e.store(rows[i], 8 * d + 2 * t, o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
   }
 }
 
