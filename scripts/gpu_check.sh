@@ -101,6 +101,13 @@ if [ "$stage" = prefill-mma ]; then
   "$BIN/test_gpu" --gtest_filter='CudaAttention*:CudaKvFp8*:CudaModel*:CudaEngineBatch*' > "$OUT/test_gpu_attn.log" 2>&1
   echo "test_gpu attention rc=$?"
   grep -E "^\[  FAILED|PASSED|Failure|tests ran" "$OUT/test_gpu_attn.log" | head -30
+  echo "== compute-sanitizer racecheck and memcheck, tensor-core prefill"
+  for tool in racecheck memcheck; do
+    ROCMFORGE_PREFILL_MMA=1 timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_gpu" \
+      --gtest_filter='CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8:CudaAttention.MatchesCpuOnMixedBatch/hd256_h16_kv8_win100_cap' \
+      > "$OUT/sanitizer-prefill-$tool.log" 2>&1
+    echo "$tool rc=$?"; grep -E "ERROR SUMMARY|hazard" "$OUT/sanitizer-prefill-$tool.log" | tail -2
+  done
   for round in 1 2; do
     for mma in 0 1; do
       for shape in "512 1,64" "4096 1"; do
