@@ -104,7 +104,7 @@ if [ "$stage" = prefill-mma ]; then
   echo "== compute-sanitizer racecheck and memcheck, tensor-core prefill"
   for tool in racecheck memcheck; do
     ROCMFORGE_PREFILL_MMA=1 timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_gpu" \
-      --gtest_filter='CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8:CudaAttention.MatchesCpuOnMixedBatch/hd256_h16_kv8_win100_cap' \
+      --gtest_filter='*CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8:*CudaAttention.MatchesCpuOnMixedBatch/hd256_h16_kv8_win100_cap' \
       > "$OUT/sanitizer-prefill-$tool.log" 2>&1
     echo "$tool rc=$?"; grep -E "ERROR SUMMARY|hazard" "$OUT/sanitizer-prefill-$tool.log" | tail -2
   done
