@@ -83,6 +83,11 @@ if [ "$stage" = fp8 ]; then
       -r "${RF_REPS:-2}" --parallel "${RF_PARALLEL:-1,64}" 2>"$OUT/bench-fp8-$1-$2.err" | tee "$OUT/bench-fp8-$1-$2.md"
     tail -2 "$OUT/bench-fp8-$1-$2.err"
   done
+  # FP8 rows are half as wide in bytes as f16 ones: the bulk-copying GEMV's
+  # rows-per-block rule (by bytes) gives them 2 per block; 4 beside it.
+  echo "== bench llama3-8b:fp8 batch 1, ROCMFORGE_GEMV_TMA_ROWS=4"
+  ROCMFORGE_GEMV_TMA_ROWS=4 "$BIN/rocmforge" bench --load-format dummy -m llama3-8b:fp8 -p 64 -n 128 \
+    -r "${RF_REPS:-2}" --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg"
   text="$MODELS/ppl.txt"
   for i in $(seq 1 40); do cat "$ROCMFORGE_TESTDATA/stories.txt"; done > "$text"
   "$BIN/rocmforge" perplexity --load-format dummy -m llama3-8b:f16 -f "$text" -c 512 --chunks 8 \
