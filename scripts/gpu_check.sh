@@ -99,6 +99,19 @@ if [ "$stage" = fp8 ]; then
   done
 fi
 
+if [ "$stage" = dequant-chunk ]; then
+  # Prefill of a k-quant model dequantizes each matrix to f16 in chunks and
+  # multiplies them with cuBLAS: chunk sizes (MB; 0: the whole 256 MB
+  # scratch) against pp512 of llama3-8b q4_k_m, alternated.
+  for round in 1 2; do
+    for mb in 0 16 32 48; do
+      echo "== round $round, ROCMFORGE_DEQUANT_CHUNK_MB=$mb"
+      ROCMFORGE_DEQUANT_CHUNK_MB=$mb "$BIN/rocmforge" bench --load-format dummy -m llama3-8b:q4_k_m -p 512 -n 16 \
+        -r 1 --parallel "${RF_PARALLEL:-1,64}" 2>/dev/null | grep -E "^\| [0-9]+ \| pp"
+    done
+  done
+fi
+
 if [ "$stage" = prefill-mma ]; then
   # Prefill attention on tensor cores (issue 16): the attention tests (both
   # kernels), then prefill speed with ROCMFORGE_PREFILL_MMA=0 and 1 alternated.

@@ -380,7 +380,10 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
   if (w.type == DType::F8_E4M3_ROW && matmul_fp8(x, w, out)) return;
   // Dequantize chunks of weight rows into scratch, then GEMM each chunk into
   // the matching output columns.
-  const int chunk = int(std::max<size_t>(1, impl_->dequant_bytes / (size_t(k) * 2)));
+  const size_t chunk_bytes = options_.dequant_chunk_bytes > 0
+                                 ? std::min(options_.dequant_chunk_bytes, impl_->dequant_bytes)
+                                 : impl_->dequant_bytes;
+  const int chunk = int(std::max<size_t>(1, chunk_bytes / (size_t(k) * 2)));
   const size_t out_elem = out.type == DType::F32 ? 4 : 2;
   for (int r0 = 0; r0 < m; r0 += chunk) {
     const int rows = std::min(chunk, m - r0);

@@ -55,11 +55,14 @@
 //                                                    (fp8_gemm_min_rows)
 //   ROCMFORGE_PREFILL_MMA=1  prefill attention (head sizes 64, 96, 128, 256) on
 //                            tensor cores; 0: on CUDA cores (prefill_mma)
+//   ROCMFORGE_DEQUANT_CHUNK_MB=N dequantize + BLAS in chunks of N MB of f16
+//                            rows (0: the whole scratch) (dequant_chunk_bytes)
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
 //                            at exit; graphs are off    (profile: any value
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
-// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_FP8_GEMM_ROWS, ROCMFORGE_PREFILL_MMA, ROCMFORGE_GEMV_TMA_ROWS,
+// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_DEQUANT_CHUNK_MB, ROCMFORGE_FP8_GEMM_ROWS, ROCMFORGE_PREFILL_MMA,
+// ROCMFORGE_GEMV_TMA_ROWS,
 // ROCMFORGE_KQ_STREAM_ROWS,
 // ROCMFORGE_KQ_STREAM_Q6K_ROWS, ROCMFORGE_KQ_STREAM_SPLIT,
 // ROCMFORGE_GEMV_FOUR_MIN_BLOCKS and ROCMFORGE_PROFILE override the caller's
@@ -75,6 +78,11 @@ namespace rf {
 struct CudaOptions {
   int device = 0;
   size_t dequant_scratch_bytes = size_t(256) << 20;  // cap for quantized large-batch matmuls
+  // Dequantize + BLAS works through the weights this many bytes of f16 rows
+  // at a time (0: as many as the scratch holds). Chunks that stay in L2
+  // (tens of MB) are written and read back without HBM traffic, but give
+  // the GEMM fewer tiles; to be measured (prefill of k-quant models).
+  size_t dequant_chunk_bytes = 0;
   int max_attention_splits = 32;
   // Decode attention: tokens x KV heads x key slices to aim for; 0: two per
   // SM. Measured on the H200: one slice for 64 sequences x 8 KV heads beat
