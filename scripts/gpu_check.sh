@@ -99,6 +99,20 @@ if [ "$stage" = fp8 ]; then
   done
 fi
 
+if [ "$stage" = f16-gemm-algos ]; then
+  # Batched decode on f16 weights: cuBLAS's default GEMM algorithm (-1)
+  # against cuBLASLt's heuristic ones, 64 sequences, alternated.
+  "$BIN/test_gpu" --gtest_filter='CudaOps.F16GemmAlgorithmsMatchCpu' 2>&1 | grep -E "OK|FAILED|Failure" | head -5
+  for round in 1 2; do
+    for algo in -1 0 1 2 3 4 5 6 7; do
+      printf "round %s algo %2s: " "$round" "$algo"
+      ROCMFORGE_F16_GEMM_ALGO=$algo "$BIN/rocmforge" bench --load-format dummy -m "${RF_PRESET:-llama3-8b}:f16" -p 512 \
+        -n 128 -r 1 --parallel "${RF_PARALLEL:-64}" 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | tr -d '\n'
+      echo
+    done
+  done
+fi
+
 if [ "$stage" = dequant-chunk ]; then
   # Prefill of a k-quant model dequantizes each matrix to f16 in chunks and
   # multiplies them with cuBLAS: chunk sizes (MB; 0: the whole 256 MB

@@ -76,6 +76,33 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
                                            DType::Q6_K, DType::F8_E4M3_ROW),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
+// f16 GEMMs through cuBLASLt's heuristic algorithms (CudaOptions::
+// f16_gemm_algo, an experiment on batched decode): each one the shapes of
+// batched decode take matches the CPU.
+TEST(CudaOps, F16GemmAlgorithmsMatchCpu) {
+  RF_REQUIRE_GPU();
+  std::mt19937 rng(29);
+  CpuBackend cpu(2);
+  for (const int algo : {0, 1, 3, 7}) {
+    CudaOptions o;
+    o.dequant_scratch_bytes = size_t(32) << 20;
+    o.f16_gemm_algo = algo;
+    auto gpu = std::make_unique<CudaBackend>(o);
+    gpu->reserve(BackendLimits{128, 4, 4, 4, 100, 4096 * 1024, 1, 1});
+    for (auto [n, k, m] : std::vector<std::array<int, 3>>{{17, 512, 64}, {64, 4096, 1024}, {100, 1024, 4096}}) {
+      auto wq = test::random_weight(DType::F16, m, k, rng, 0.3f);
+      auto x = test::round_f16(test::randn(size_t(n) * k, rng));
+      std::vector<float> ref(size_t(n) * m);
+      Tensor cx = make_tensor(x.data(), DType::F32, k, n), cw = make_tensor(wq.data(), DType::F16, k, m),
+             co = make_tensor(ref.data(), DType::F32, m, n);
+      cpu.matmul(cx, cw, co);
+      for (DType out_type : {DType::F16, DType::F32})
+        EXPECT_LT(rel_l2(gpu_matmul(*gpu, cw, x, n, out_type), ref), out_type == DType::F32 ? 2e-3 : 3e-3)
+            << "algorithm " << algo << " n=" << n << " k=" << k << " m=" << m << " out " << dtype_name(out_type);
+    }
+  }
+}
+
 // FP8 weights on FP8 tensor cores (CudaOptions::fp8_gemm_min_rows, cuBLASLt
 // with a scale per weight row and per activation row): the path must run on
 // this device (Hopper has e4m3 GEMMs), and it matches the CPU given the

@@ -12,6 +12,9 @@
 
 namespace rf::gpu {
 
+struct LtKey;
+struct LtPlan;
+
 class Blas {
  public:
   Blas(const LaunchCtx& ctx, void* workspace, size_t workspace_bytes);
@@ -20,6 +23,9 @@ class Blas {
   Blas& operator=(const Blas&) = delete;
 
   // out[n, m] (row stride ldo, f16 or f32) = x[n, k] . w[m, k]^T, f16 inputs.
+  // CUDA: cuBLAS's default algorithm; with CudaOptions::f16_gemm_algo = i
+  // (an experiment), batches of <= 256 rows take cuBLASLt's i-th heuristic
+  // algorithm for the shape instead.
   void gemm_f16(const void* x, const void* w, void* out, DType out_type, int n, int m, int k, int ldo);
 
   // FP8: out[n, m] (row stride ldo, f16 or f32) = (x_scale[t] * w_scale[r]
@@ -35,13 +41,14 @@ class Blas {
   static size_t workspace_bytes();
 
  private:
-  struct Fp8Plans;
+  struct LtPlans;  // cuBLASLt descriptors and algorithms per GEMM shape (CUDA)
+  LtPlan& lt_plan(const LtKey& key);  // found on first use, then kept
   LaunchCtx ctx_;
   void* handle_ = nullptr;
   void* lt_handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
-  Fp8Plans* fp8_ = nullptr;
+  LtPlans* lt_ = nullptr;
 };
 
 }  // namespace rf::gpu

@@ -1,8 +1,10 @@
-// Blas on cuBLAS; the FP8 GEMM on cuBLASLt (e4m3 operands, a scale per
-// output row and per token applied by the library: outer-vector scaling).
+// Blas on cuBLAS; on cuBLASLt the FP8 GEMM (e4m3 operands, a scale per
+// output row and per token applied by the library: outer-vector scaling)
+// and the f16 algorithm experiment (CudaOptions::f16_gemm_algo).
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -20,18 +22,28 @@ void check(cublasStatus_t st, const char* what, int line) {
 
 size_t Blas::workspace_bytes() { return size_t(32) << 20; }
 
-// One FP8 GEMM shape's descriptors and algorithm (ok: cuBLASLt has one).
-struct Fp8Plan {
+// One GEMM shape's cuBLASLt descriptors and algorithm (ok: cuBLASLt has one).
+struct LtPlan {
   bool ok = false;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
 };
 
-struct Blas::Fp8Plans {
-  // (out type, n, m, k, w_ld, ldo)
-  std::map<std::tuple<int, int, int, int, size_t, int>, Fp8Plan> plans;
-  ~Fp8Plans() {
+// What a plan is for: the operands' type, the output's, the shape, the
+// weights' row stride, the output's, and which heuristic algorithm.
+struct LtKey {
+  cudaDataType_t in, out;
+  int n, m, k;
+  size_t w_ld;
+  int ldo, algo;
+  auto tie() const { return std::tie(in, out, n, m, k, w_ld, ldo, algo); }
+  bool operator<(const LtKey& o) const { return tie() < o.tie(); }
+};
+
+struct Blas::LtPlans {
+  std::map<LtKey, LtPlan> plans;
+  ~LtPlans() {
     for (auto& [key, p] : plans) {
       if (p.desc) cublasLtMatmulDescDestroy(p.desc);
       for (cublasLtMatrixLayout_t l : {p.a, p.b, p.d})
@@ -40,8 +52,47 @@ struct Blas::Fp8Plans {
   }
 };
 
+namespace {
+
+// Builds the plan of `key` (column-major, as cuBLAS sees the row-major
+// operands: D (m x n, ld ldo) = op(A) op(B), A the weights (k x m, ld w_ld,
+// transposed), B the activations (k x n, ld k): the "TN" form FP8 needs).
+// FP8 operands get a scale vector each (outer-vector scaling).
+void build_plan(cublasLtHandle_t lt, const LtKey& key, size_t workspace_bytes, LtPlan& p) {
+  const cublasOperation_t trans = CUBLAS_OP_T, none = CUBLAS_OP_N;
+  const bool fp8 = key.in == CUDA_R_8F_E4M3;
+  const cublasLtMatmulMatrixScale_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+  const auto ok = [](cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS; };
+  if (!ok(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) ||
+      !ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans)) ||
+      !ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none)) ||
+      (fp8 && !ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &outer, sizeof outer))) ||
+      (fp8 && !ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &outer, sizeof outer))) ||
+      !ok(cublasLtMatrixLayoutCreate(&p.a, key.in, uint64_t(key.k), uint64_t(key.m), int64_t(key.w_ld))) ||
+      !ok(cublasLtMatrixLayoutCreate(&p.b, key.in, uint64_t(key.k), uint64_t(key.n), int64_t(key.k))) ||
+      !ok(cublasLtMatrixLayoutCreate(&p.d, key.out, uint64_t(key.m), uint64_t(key.n), int64_t(key.ldo))))
+    return;
+  cublasLtMatmulPreference_t pref;
+  if (!ok(cublasLtMatmulPreferenceCreate(&pref))) return;
+  const uint64_t ws = workspace_bytes;
+  constexpr int kMaxAlgos = 8;
+  cublasLtMatmulHeuristicResult_t results[kMaxAlgos] = {};
+  int found = 0;
+  const bool asked = ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                             sizeof ws)) &&
+                     ok(cublasLtMatmulAlgoGetHeuristic(lt, p.desc, p.a, p.b, p.d, p.d, pref, kMaxAlgos, results,
+                                                       &found));
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (!asked || found <= 0) return;
+  const cublasLtMatmulHeuristicResult_t& r = results[std::min(key.algo, found - 1)];
+  p.ok = r.state == CUBLAS_STATUS_SUCCESS;
+  p.algo = r.algo;
+}
+
+}  // namespace
+
 Blas::Blas(const LaunchCtx& ctx, void* workspace, size_t ws)
-    : ctx_(ctx), workspace_(workspace), workspace_bytes_(ws), fp8_(new Fp8Plans) {
+    : ctx_(ctx), workspace_(workspace), workspace_bytes_(ws), lt_(new LtPlans) {
   cublasHandle_t h;
   RF_CUBLAS_CHECK(cublasCreate(&h));
   handle_ = h;
@@ -53,60 +104,35 @@ Blas::Blas(const LaunchCtx& ctx, void* workspace, size_t ws)
 }
 
 Blas::~Blas() {
-  delete fp8_;
+  delete lt_;
   if (lt_handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(lt_handle_));
   if (handle_) cublasDestroy(static_cast<cublasHandle_t>(handle_));
 }
 
-bool Blas::gemm_fp8_supported(DType out_type, int n, int m, int k, size_t w_ld, int ldo) {
-  const auto key = std::make_tuple(int(out_type), n, m, k, w_ld, ldo);
-  auto it = fp8_->plans.find(key);
-  if (it != fp8_->plans.end()) return it->second.ok;
-  // Prefill chunks come in every length: keep the plans bounded.
-  if (fp8_->plans.size() >= 4096) {
-    delete fp8_;
-    fp8_ = new Fp8Plans;
+// Prefill chunks come in every length: the cache is emptied when it reaches
+// 4096 plans.
+LtPlan& Blas::lt_plan(const LtKey& key) {
+  auto it = lt_->plans.find(key);
+  if (it != lt_->plans.end()) return it->second;
+  if (lt_->plans.size() >= 4096) {
+    delete lt_;
+    lt_ = new LtPlans;
   }
-  Fp8Plan& p = fp8_->plans[key];
-  // Column-major, as cuBLAS sees the row-major operands: D (m x n, ld ldo)
-  // = op(A) op(B), A the weights' codes (k x m, ld w_ld, transposed), B the
-  // activations' codes (k x n, ld k); FP8 wants exactly this "TN" form.
-  const cudaDataType_t dt = out_type == DType::F32 ? CUDA_R_32F : CUDA_R_16F;
-  const cublasOperation_t trans = CUBLAS_OP_T, none = CUBLAS_OP_N;
-  const cublasLtMatmulMatrixScale_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-  if (cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
-      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans) != CUBLAS_STATUS_SUCCESS ||
-      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none) != CUBLAS_STATUS_SUCCESS ||
-      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &outer, sizeof outer) !=
-          CUBLAS_STATUS_SUCCESS ||
-      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &outer, sizeof outer) !=
-          CUBLAS_STATUS_SUCCESS ||
-      cublasLtMatrixLayoutCreate(&p.a, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(m), int64_t(w_ld)) !=
-          CUBLAS_STATUS_SUCCESS ||
-      cublasLtMatrixLayoutCreate(&p.b, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(n), int64_t(k)) != CUBLAS_STATUS_SUCCESS ||
-      cublasLtMatrixLayoutCreate(&p.d, dt, uint64_t(m), uint64_t(n), int64_t(ldo)) != CUBLAS_STATUS_SUCCESS)
-    return false;
-  cublasLtMatmulPreference_t pref;
-  if (cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return false;
-  const uint64_t ws = workspace_bytes_;
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  const bool asked =
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) ==
-          CUBLAS_STATUS_SUCCESS &&
-      cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(lt_handle_), p.desc, p.a, p.b, p.d, p.d, pref, 1,
-                                     &result, &found) == CUBLAS_STATUS_SUCCESS;
-  cublasLtMatmulPreferenceDestroy(pref);
-  p.ok = asked && found > 0 && result.state == CUBLAS_STATUS_SUCCESS;
-  p.algo = result.algo;
-  return p.ok;
+  LtPlan& p = lt_->plans[key];
+  build_plan(static_cast<cublasLtHandle_t>(lt_handle_), key, workspace_bytes_, p);
+  return p;
+}
+
+bool Blas::gemm_fp8_supported(DType out_type, int n, int m, int k, size_t w_ld, int ldo) {
+  const LtKey key{CUDA_R_8F_E4M3, out_type == DType::F32 ? CUDA_R_32F : CUDA_R_16F, n, m, k, w_ld, ldo, 0};
+  return lt_plan(key).ok;
 }
 
 void Blas::gemm_fp8(const void* xq, const float* x_scale, const void* wq, size_t w_ld, const float* w_scale, void* out,
                     DType out_type, int n, int m, int k, int ldo) {
-  RF_CHECK(gemm_fp8_supported(out_type, n, m, k, w_ld, ldo), "FP8 GEMM: cuBLASLt has none for n ", n, " m ", m,
-           " k ", k);
-  Fp8Plan& p = fp8_->plans[std::make_tuple(int(out_type), n, m, k, w_ld, ldo)];
+  const LtKey key{CUDA_R_8F_E4M3, out_type == DType::F32 ? CUDA_R_32F : CUDA_R_16F, n, m, k, w_ld, ldo, 0};
+  LtPlan& p = lt_plan(key);
+  RF_CHECK(p.ok, "FP8 GEMM: cuBLASLt has none for n ", n, " m ", m, " k ", k);
   RF_CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale, sizeof w_scale));
   RF_CUBLAS_CHECK(
@@ -121,6 +147,15 @@ void Blas::gemm_f16(const void* x, const void* w, void* out, DType out_type, int
   // column-major k x m, transposed) times X^T (k x n, column-major).
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t ct = out_type == DType::F32 ? CUDA_R_32F : CUDA_R_16F;
+  if (ctx_.options.f16_gemm_algo >= 0 && n <= 256) {
+    const LtKey key{CUDA_R_16F, ct, n, m, k, size_t(k), ldo, ctx_.options.f16_gemm_algo};
+    LtPlan& p = lt_plan(key);
+    if (p.ok) {
+      RF_CUBLAS_CHECK(cublasLtMatmul(static_cast<cublasLtHandle_t>(lt_handle_), p.desc, &alpha, w, p.a, x, p.b,
+                                     &beta, out, p.d, out, p.d, &p.algo, workspace_, workspace_bytes_, ctx_.stream));
+      return;
+    }
+  }
   RF_CUBLAS_CHECK(cublasGemmEx(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, w,
                                CUDA_R_16F, k, x, CUDA_R_16F, k, &beta, out, ct, ldo, CUBLAS_COMPUTE_32F,
                                CUBLAS_GEMM_DEFAULT));

@@ -57,11 +57,14 @@
 //                            tensor cores; 0: on CUDA cores (prefill_mma)
 //   ROCMFORGE_DEQUANT_CHUNK_MB=N dequantize + BLAS in chunks of N MB of f16
 //                            rows (0: the whole scratch) (dequant_chunk_bytes)
+//   ROCMFORGE_F16_GEMM_ALGO=i f16 GEMMs of <= 256 rows take cuBLASLt's
+//                            i-th heuristic algorithm (f16_gemm_algo)
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
 //                            at exit; graphs are off    (profile: any value
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
-// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_DEQUANT_CHUNK_MB, ROCMFORGE_FP8_GEMM_ROWS, ROCMFORGE_PREFILL_MMA,
+// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_DEQUANT_CHUNK_MB, ROCMFORGE_F16_GEMM_ALGO, ROCMFORGE_FP8_GEMM_ROWS,
+// ROCMFORGE_PREFILL_MMA,
 // ROCMFORGE_GEMV_TMA_ROWS,
 // ROCMFORGE_KQ_STREAM_ROWS,
 // ROCMFORGE_KQ_STREAM_Q6K_ROWS, ROCMFORGE_KQ_STREAM_SPLIT,
@@ -83,6 +86,11 @@ struct CudaOptions {
   // (tens of MB) are written and read back without HBM traffic, but give
   // the GEMM fewer tiles; to be measured (prefill of k-quant models).
   size_t dequant_chunk_bytes = 0;
+  // f16 GEMMs of <= 256 rows (batched decode on f16 weights): -1, cuBLAS's
+  // default algorithm; i >= 0, cuBLASLt's i-th heuristic algorithm for the
+  // shape (an experiment: cuBLAS's choice at 64 rows splits k/v over k at
+  // 0.7 TB/s, docs/PERFORMANCE.md).
+  int f16_gemm_algo = -1;
   int max_attention_splits = 32;
   // Decode attention: tokens x KV heads x key slices to aim for; 0: two per
   // SM. Measured on the H200: one slice for 64 sequences x 8 KV heads beat
