@@ -103,7 +103,7 @@ if [ "$stage" = f16-gemm-algos ]; then
   # Batched decode on f16 weights: cuBLAS's default GEMM algorithm (-1)
   # against cuBLASLt's heuristic ones, 64 sequences, alternated.
   "$BIN/test_gpu" --gtest_filter='CudaOps.F16GemmAlgorithmsMatchCpu' 2>&1 | grep -E "OK|FAILED|Failure" | head -5
-  for round in 1 2; do
+  for round in $(seq 1 "${RF_ROUNDS:-1}"); do
     for algo in -1 0 1 2 3 4 5 6 7; do
       printf "round %s algo %2s: " "$round" "$algo"
       ROCMFORGE_F16_GEMM_ALGO=$algo "$BIN/rocmforge" bench --load-format dummy -m "${RF_PRESET:-llama3-8b}:f16" -p 512 \
@@ -117,7 +117,7 @@ if [ "$stage" = dequant-chunk ]; then
   # Prefill of a k-quant model dequantizes each matrix to f16 in chunks and
   # multiplies them with cuBLAS: chunk sizes (MB; 0: the whole 256 MB
   # scratch) against pp512 of llama3-8b q4_k_m, alternated.
-  for round in 1 2; do
+  for round in $(seq 1 "${RF_ROUNDS:-2}"); do
     for mb in 0 16 32 48; do
       echo "== round $round, ROCMFORGE_DEQUANT_CHUNK_MB=$mb"
       ROCMFORGE_DEQUANT_CHUNK_MB=$mb "$BIN/rocmforge" bench --load-format dummy -m llama3-8b:q4_k_m -p 512 -n 16 \
