@@ -34,24 +34,8 @@ void check_attention(const AttnShape& sh, bool prefill_mma) {
                  sh.n_kv, sh.hd};
   BackendLimits lim{512, 16, max_blocks, 16, 100, 1, sh.n_heads, sh.hd};
   gpu->reserve(lim);
-  // Batches: a prefill chunk + decodes (single pass), then decodes with long
-  // contexts (split-K), then prefill chunks late in their sequences (with a
-  // window, their first key tiles start inside released blocks).
-  std::vector<std::vector<std::pair<int, int>>> cases = {
-      {{40, 40}, {300, 1}, {17, 3}, {1, 1}},             // (context, new tokens)
-      {{2000, 1}, {1500, 1}, {33, 1}, {2500, 1}},
-      {{600, 64}, {90, 20}, {300, 1}, {1, 1}},
-  };
-  for (const auto& seqs : cases) {
-    Batch b;
-    b.reset(bs, max_blocks);
-    int next_block = 0;
-    for (auto [ctx, n_new] : seqs) {
-      std::vector<int32_t> blocks;
-      for (int i = 0; i < (ctx + bs - 1) / bs; ++i) blocks.push_back((next_block++ * 37) % num_blocks);
-      std::vector<int32_t> toks(size_t(n_new), 0);
-      b.add_sequence(toks, ctx - n_new, blocks, true);
-    }
+  for (const auto& seqs : test::attention_batch_cases()) {
+    const Batch b = test::attention_batch(seqs, bs, max_blocks, num_blocks);
     const int n = b.n_tokens();
     auto q = test::round_f16(test::randn(size_t(n) * q_dim, rng));
     std::vector<float> ref(size_t(n) * q_dim);

@@ -79,22 +79,8 @@ TEST_P(CudaKvFp8Attention, MatchesCpuOverTheSameCache) {
   KVLayer dcache{kd.data(), vd.data(), DType::F32, num_blocks, bs, sh.n_kv, sh.hd};
   BackendLimits lim{512, 16, max_blocks, 16, 100, 1, sh.n_heads, sh.hd};
   gpu->reserve(lim);
-  // A prefill chunk + decodes (single pass), decodes with long contexts
-  // (split-K), prefill chunks late in their sequences.
-  const std::vector<std::vector<std::pair<int, int>>> cases = {
-      {{40, 40}, {300, 1}, {17, 3}, {1, 1}},  // (context, new tokens)
-      {{2000, 1}, {1500, 1}, {33, 1}, {2500, 1}},
-      {{600, 64}, {90, 20}, {300, 1}, {1, 1}},
-  };
-  for (const auto& seqs : cases) {
-    Batch b;
-    b.reset(bs, max_blocks);
-    int next_block = 0;
-    for (auto [ctx, n_new] : seqs) {
-      std::vector<int32_t> blocks;
-      for (int i = 0; i < (ctx + bs - 1) / bs; ++i) blocks.push_back((next_block++ * 37) % num_blocks);
-      b.add_sequence(std::vector<int32_t>(size_t(n_new), 0), ctx - n_new, blocks, true);
-    }
+  for (const auto& seqs : test::attention_batch_cases()) {
+    const Batch b = test::attention_batch(seqs, bs, max_blocks, num_blocks);
     const int n = b.n_tokens();
     auto q = test::round_f16(test::randn(size_t(n) * q_dim, rng));
     AttentionParams ap{sh.n_heads, sh.n_kv, sh.hd, 1.0f / std::sqrt(float(sh.hd))};
