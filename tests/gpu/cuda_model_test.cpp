@@ -1,7 +1,8 @@
 // Whole models on the CUDA backend against the CPU backend: stories260K,
 // every model family's tiny file (arch/, MoE models on prompts whose routing is
 // clear of near-ties), the qtest models and the tiny synthetic model in FP8
-// weights (logits within 1e-2 relative L2, same argmax), greedy
+// weights (logits within 1e-2 relative L2, same argmax; FP8 weights times
+// the e4m3 activations of batched steps within kE4m3ActivationsL2), greedy
 // tokens equal the golden file and decode graphs give the same logits as
 // eager steps. (The no-allocation test lives in tests/gpu_serial: it reads
 // the device's free memory, so it runs alone.)
@@ -51,10 +52,22 @@ class CudaModelVsCpu : public ::testing::TestWithParam<std::string> {};
 using test::kMinRoutingMargin;
 using test::RoutingMarginCpu;
 
+// FP8 weights with e4m3 activations in batches past 8 rows (the default,
+// CudaOptions::fp8_gemm_min_rows), which the CPU reference does not
+// emulate: each activation rounded to 3 mantissa bits (a relative error of
+// up to 1/16) in the 40-token prefill, its KV entries kept for the decode
+// steps. Measured on the H200: rel. L2 0.076 at the prefill's logits,
+// 0.047-0.070 over the decode steps (f16 activations: below 1e-2).
+constexpr double kE4m3ActivationsL2 = 0.1;
+
 TEST_P(CudaModelVsCpu, LogitsMatchCpu) {
   RF_REQUIRE_GPU();
-  const std::string rel = GetParam();
-  // "synthetic-tiny-TYPE": the tiny preset written in TYPE; else a test data file.
+  // "synthetic-tiny-TYPE": the tiny preset written in TYPE; else a test data
+  // file. FP8 weights multiply f16 activations (as the CPU does) unless the
+  // name ends in ":e4m3-activations".
+  const std::string param = GetParam();
+  const bool e4m3_activations = param.ends_with(":e4m3-activations");
+  const std::string rel = e4m3_activations ? param.substr(0, param.size() - 17) : param;
   std::unique_ptr<test::TempModel> temp;
   if (rel.rfind("synthetic-tiny-", 0) == 0) temp = std::make_unique<test::TempModel>("tiny", rel.substr(15));
   else RF_REQUIRE_TESTDATA(rel);
@@ -77,20 +90,24 @@ TEST_P(CudaModelVsCpu, LogitsMatchCpu) {
     for (int step = 0; step < kSteps; ++step) s.tokens.push_back(test::ModelRunner::argmax(probe.step({&s})[0]));
     if (cpu.min_margin >= kMinRoutingMargin) break;
   }
-  auto gpu = test::make_gpu();
+  auto gpu = test::make_gpu(e4m3_activations);
   test::ModelRunner g(path, *gpu), c(path, cpu);
   test::ModelRunner::Seq sg, sc;
   sg.tokens = sc.tokens = prompt;
+  const double tolerance = e4m3_activations ? kE4m3ActivationsL2 : 1e-2;
   for (int step = 0; step < kSteps; ++step) {
     const auto lg = g.step({&sg})[0];
     const auto lc = c.step({&sc})[0];
-    EXPECT_LT(test::rel_l2(lg, lc), 1e-2) << rel << " step " << step;
-    // The same best token, unless the CPU's best two are closer than f16
-    // rounding can resolve (Gemma 2's logits are soft-capped to +-0.4).
+    const double err = test::rel_l2(lg, lc);
+    EXPECT_LT(err, tolerance) << param << " step " << step;
+    if (e4m3_activations) std::printf("  step %d: rel. L2 %.4f against the CPU\n", step, err);
+    // The same best token, unless the CPU's best two are closer than the
+    // GPU's rounding can resolve (f16: Gemma 2's logits are soft-capped to
+    // +-0.4; e4m3 activations: the tolerance's share of the largest logit).
     std::vector<float> sorted = lc;
     std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
     const float max_abs = std::max(std::abs(sorted[0]), std::abs(*std::min_element(lc.begin(), lc.end())));
-    if (sorted[0] - sorted[1] > 2e-3f * max_abs) {
+    if (sorted[0] - sorted[1] > float(e4m3_activations ? tolerance : 2e-3) * max_abs) {
       EXPECT_EQ(test::ModelRunner::argmax(lg), test::ModelRunner::argmax(lc)) << rel << " step " << step;
     }
     const int32_t next = test::ModelRunner::argmax(lc);
@@ -107,7 +124,8 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaModelVsCpu,
                                            "quant/qtest-q4_k_m.gguf", "arch/tiny-qwen2.gguf",
                                            "arch/tiny-qwen3.gguf", "arch/tiny-gemma2.gguf", "arch/tiny-gemma3.gguf",
                                            "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf", "arch/tiny-mixtral.gguf",
-                                           "arch/tiny-qwen3moe.gguf", "synthetic-tiny-fp8"),
+                                           "arch/tiny-qwen3moe.gguf", "synthetic-tiny-fp8",
+                                           "synthetic-tiny-fp8:e4m3-activations"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)

@@ -58,10 +58,10 @@ TEST_P(CudaMatmul, MatchesCpu) {
     for (DType out_type : {DType::F16, DType::F32}) {
       auto wq = test::random_weight(type, m, k, rng, 0.3f);
       auto x = test::round_f16(test::randn(size_t(n) * k, rng));
-      auto xr = test::gemv_activations(*gpu, type, n, k, x);
+      Tensor cw = make_tensor(wq.data(), type, k, m);
+      auto xr = test::matmul_activations(*gpu, cw, n, out_type, x);
       std::vector<float> ref(size_t(n) * m);
-      Tensor cx = make_tensor(xr.data(), DType::F32, k, n), cw = make_tensor(wq.data(), type, k, m),
-             co = make_tensor(ref.data(), DType::F32, m, n);
+      Tensor cx = make_tensor(xr.data(), DType::F32, k, n), co = make_tensor(ref.data(), DType::F32, m, n);
       cpu.matmul(cx, cw, co);
       const std::vector<float> got = gpu_matmul(*gpu, cw, x, n, out_type);
       EXPECT_LT(rel_l2(got, ref), out_type == DType::F32 ? 2e-3 : 3e-3)
@@ -76,33 +76,6 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
                                            DType::Q6_K, DType::F8_E4M3_ROW),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
-// f16 GEMMs through cuBLASLt's heuristic algorithms (CudaOptions::
-// f16_gemm_algo, an experiment on batched decode): each one the shapes of
-// batched decode take matches the CPU.
-TEST(CudaOps, F16GemmAlgorithmsMatchCpu) {
-  RF_REQUIRE_GPU();
-  std::mt19937 rng(29);
-  CpuBackend cpu(2);
-  for (const int algo : {0, 1, 3, 7}) {
-    CudaOptions o;
-    o.dequant_scratch_bytes = size_t(32) << 20;
-    o.f16_gemm_algo = algo;
-    auto gpu = std::make_unique<CudaBackend>(o);
-    gpu->reserve(BackendLimits{128, 4, 4, 4, 100, 4096 * 1024, 1, 1});
-    for (auto [n, k, m] : std::vector<std::array<int, 3>>{{17, 512, 64}, {64, 4096, 1024}, {100, 1024, 4096}}) {
-      auto wq = test::random_weight(DType::F16, m, k, rng, 0.3f);
-      auto x = test::round_f16(test::randn(size_t(n) * k, rng));
-      std::vector<float> ref(size_t(n) * m);
-      Tensor cx = make_tensor(x.data(), DType::F32, k, n), cw = make_tensor(wq.data(), DType::F16, k, m),
-             co = make_tensor(ref.data(), DType::F32, m, n);
-      cpu.matmul(cx, cw, co);
-      for (DType out_type : {DType::F16, DType::F32})
-        EXPECT_LT(rel_l2(gpu_matmul(*gpu, cw, x, n, out_type), ref), out_type == DType::F32 ? 2e-3 : 3e-3)
-            << "algorithm " << algo << " n=" << n << " k=" << k << " m=" << m << " out " << dtype_name(out_type);
-    }
-  }
-}
-
 // FP8 weights on FP8 tensor cores (CudaOptions::fp8_gemm_min_rows, cuBLASLt
 // with a scale per weight row and per activation row): the path must run on
 // this device (Hopper has e4m3 GEMMs), and it matches the CPU given the
@@ -114,8 +87,7 @@ TEST(CudaOps, Fp8TensorCoreMatmul) {
   std::mt19937 rng(23);
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(1) << 20;  // rows in chunks of at most ~480 at k = 2048
-  o.fp8_gemm_min_rows = 9;
-  o.mma_max_rows_quant = 0;  // batches of 9..256 rows would take the tensor-core matmul on f16 activations
+  o.fp8_gemm_min_rows = 9;  // from 9 rows on, before the f16 tensor-core matmul of 9..256 rows
   auto gpu = std::make_unique<CudaBackend>(o);
   gpu->reserve(BackendLimits{1024, 4, 4, 4, 100, 2112 * 2048, 1, 1});
   CpuBackend cpu(2);
@@ -125,14 +97,7 @@ TEST(CudaOps, Fp8TensorCoreMatmul) {
     for (DType out_type : {DType::F16, DType::F32}) {
       auto wq = test::random_weight(type, m, k, rng, 0.3f);
       auto x = test::round_f16(test::randn(size_t(n) * k, rng));
-      std::vector<float> xe(x.size());  // each row through e4m3 with its scale
-      for (int t = 0; t < n; ++t) {
-        float amax = 0.0f;
-        for (int i = 0; i < k; ++i) amax = std::max(amax, std::fabs(x[size_t(t) * k + i]));
-        const float s = e4m3_row_scale(amax);
-        for (int i = 0; i < k; ++i)
-          xe[size_t(t) * k + i] = e4m3_to_float(e4m3_from_float(x[size_t(t) * k + i] / s)) * s;
-      }
+      std::vector<float> xe = test::e4m3_rows(x, k);
       std::vector<float> ref(size_t(n) * m), ref_f16(size_t(n) * m);
       Tensor cw = make_tensor(wq.data(), type, k, m);
       Tensor cx = make_tensor(xe.data(), DType::F32, k, n), co = make_tensor(ref.data(), DType::F32, m, n);

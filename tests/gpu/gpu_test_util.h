@@ -14,6 +14,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "core/fp16.h"
+#include "core/fp8.h"
 #include "core/quant.h"
 #include "testdata.h"
 #include "random_values.h"
@@ -43,6 +44,30 @@ inline std::vector<float> gemv_activations(const CudaBackend& gpu, DType w_type,
   return x;
 }
 
+// Each row of x (rows of k) through e4m3 with its own scale (core/fp8.h),
+// as the FP8 tensor-core matmul quantizes activations.
+inline std::vector<float> e4m3_rows(std::vector<float> x, int k) {
+  for (size_t t = 0; t < x.size() / size_t(k); ++t) {
+    float* row = x.data() + size_t(t) * k;
+    float amax = 0.0f;
+    for (int i = 0; i < k; ++i) amax = std::max(amax, std::fabs(row[i]));
+    const float s = e4m3_row_scale(amax);
+    for (int i = 0; i < k; ++i) row[i] = e4m3_to_float(e4m3_from_float(row[i] / s)) * s;
+  }
+  return x;
+}
+
+// The activations x (n rows) as the GPU's matmul of the weight w (host
+// tensor) reads them into `out_type`: on FP8 tensor cores
+// (CudaBackend::matmul_runs_fp8) through e4m3 row by row, else as
+// gemv_activations.
+inline std::vector<float> matmul_activations(CudaBackend& gpu, const Tensor& w, int n, DType out_type,
+                                             std::vector<float> x) {
+  const int k = int(w.cols());
+  if (!gpu.matmul_runs_fp8(w, n, out_type)) return gemv_activations(gpu, w.type, n, k, std::move(x));
+  return e4m3_rows(std::move(x), k);
+}
+
 // rows x cols values from N(0, scale^2) stored as `type`, row after row.
 inline std::vector<uint8_t> random_weight(DType type, int rows, int cols, std::mt19937& rng, float scale) {
   const auto f = randn(size_t(rows) * size_t(cols), rng, scale);
@@ -52,10 +77,14 @@ inline std::vector<uint8_t> random_weight(DType type, int rows, int cols, std::m
   return w;
 }
 
-// Small explicit budgets so GPU tests can run in parallel.
-inline std::unique_ptr<CudaBackend> make_gpu() {
+// Small explicit budgets so GPU tests can run in parallel. FP8 weights
+// multiply e4m3 activations in batches past 8 rows unless
+// `fp8_activations` is false (then every batch keeps f16 activations, as
+// the CPU reference and batch-invariance checks need).
+inline std::unique_ptr<CudaBackend> make_gpu(bool fp8_activations = true) {
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
+  if (!fp8_activations) o.fp8_gemm_min_rows = 0;
   return std::make_unique<CudaBackend>(o);
 }
 

@@ -23,9 +23,8 @@ class Blas {
   Blas& operator=(const Blas&) = delete;
 
   // out[n, m] (row stride ldo, f16 or f32) = x[n, k] . w[m, k]^T, f16 inputs.
-  // CUDA: cuBLAS's default algorithm; with CudaOptions::f16_gemm_algo = i
-  // (an experiment), batches of <= 256 rows take cuBLASLt's i-th heuristic
-  // algorithm for the shape instead.
+  // CUDA: cuBLAS's default algorithm (cuBLASLt's first eight heuristic
+  // ones measured no faster on 64-sequence decode, docs/PERFORMANCE.md).
   void gemm_f16(const void* x, const void* w, void* out, DType out_type, int n, int m, int k, int ldo);
 
   // FP8: out[n, m] (row stride ldo, f16 or f32) = (x_scale[t] * w_scale[r]

@@ -1,6 +1,5 @@
 // Blas on cuBLAS; on cuBLASLt the FP8 GEMM (e4m3 operands, a scale per
-// output row and per token applied by the library: outer-vector scaling)
-// and the f16 algorithm experiment (CudaOptions::f16_gemm_algo).
+// output row and per token applied by the library: outer-vector scaling).
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
@@ -31,13 +30,13 @@ struct LtPlan {
 };
 
 // What a plan is for: the operands' type, the output's, the shape, the
-// weights' row stride, the output's, and which heuristic algorithm.
+// weights' row stride and the output's.
 struct LtKey {
   cudaDataType_t in, out;
   int n, m, k;
   size_t w_ld;
-  int ldo, algo;
-  auto tie() const { return std::tie(in, out, n, m, k, w_ld, ldo, algo); }
+  int ldo;
+  auto tie() const { return std::tie(in, out, n, m, k, w_ld, ldo); }
   bool operator<(const LtKey& o) const { return tie() < o.tie(); }
 };
 
@@ -57,8 +56,11 @@ namespace {
 // Builds the plan of `key` (column-major, as cuBLAS sees the row-major
 // operands: D (m x n, ld ldo) = op(A) op(B), A the weights (k x m, ld w_ld,
 // transposed), B the activations (k x n, ld k): the "TN" form FP8 needs).
-// FP8 operands get a scale vector each (outer-vector scaling).
-void build_plan(cublasLtHandle_t lt, const LtKey& key, size_t workspace_bytes, LtPlan& p) {
+// FP8 operands get a scale vector each (outer-vector scaling); cuBLASLt
+// offers no algorithm for it unless the scale pointers are set when asked
+// (cuBLASLt 13.1 on an H200), so `placeholder` (any device address) stands
+// in for them until each call sets its own.
+void build_plan(cublasLtHandle_t lt, const LtKey& key, void* placeholder, size_t workspace_bytes, LtPlan& p) {
   const cublasOperation_t trans = CUBLAS_OP_T, none = CUBLAS_OP_N;
   const bool fp8 = key.in == CUDA_R_8F_E4M3;
   const cublasLtMatmulMatrixScale_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
@@ -68,6 +70,10 @@ void build_plan(cublasLtHandle_t lt, const LtKey& key, size_t workspace_bytes, L
       !ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none)) ||
       (fp8 && !ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &outer, sizeof outer))) ||
       (fp8 && !ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &outer, sizeof outer))) ||
+      (fp8 && !ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &placeholder,
+                                                 sizeof placeholder))) ||
+      (fp8 && !ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &placeholder,
+                                                 sizeof placeholder))) ||
       !ok(cublasLtMatrixLayoutCreate(&p.a, key.in, uint64_t(key.k), uint64_t(key.m), int64_t(key.w_ld))) ||
       !ok(cublasLtMatrixLayoutCreate(&p.b, key.in, uint64_t(key.k), uint64_t(key.n), int64_t(key.k))) ||
       !ok(cublasLtMatrixLayoutCreate(&p.d, key.out, uint64_t(key.m), uint64_t(key.n), int64_t(key.ldo))))
@@ -75,18 +81,16 @@ void build_plan(cublasLtHandle_t lt, const LtKey& key, size_t workspace_bytes, L
   cublasLtMatmulPreference_t pref;
   if (!ok(cublasLtMatmulPreferenceCreate(&pref))) return;
   const uint64_t ws = workspace_bytes;
-  constexpr int kMaxAlgos = 8;
-  cublasLtMatmulHeuristicResult_t results[kMaxAlgos] = {};
+  cublasLtMatmulHeuristicResult_t best = {};
   int found = 0;
   const bool asked = ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                                              sizeof ws)) &&
-                     ok(cublasLtMatmulAlgoGetHeuristic(lt, p.desc, p.a, p.b, p.d, p.d, pref, kMaxAlgos, results,
+                     ok(cublasLtMatmulAlgoGetHeuristic(lt, p.desc, p.a, p.b, p.d, p.d, pref, 1, &best,
                                                        &found));
   cublasLtMatmulPreferenceDestroy(pref);
   if (!asked || found <= 0) return;
-  const cublasLtMatmulHeuristicResult_t& r = results[std::min(key.algo, found - 1)];
-  p.ok = r.state == CUBLAS_STATUS_SUCCESS;
-  p.algo = r.algo;
+  p.ok = best.state == CUBLAS_STATUS_SUCCESS;
+  p.algo = best.algo;
 }
 
 }  // namespace
@@ -119,18 +123,18 @@ LtPlan& Blas::lt_plan(const LtKey& key) {
     lt_ = new LtPlans;
   }
   LtPlan& p = lt_->plans[key];
-  build_plan(static_cast<cublasLtHandle_t>(lt_handle_), key, workspace_bytes_, p);
+  build_plan(static_cast<cublasLtHandle_t>(lt_handle_), key, workspace_, workspace_bytes_, p);
   return p;
 }
 
 bool Blas::gemm_fp8_supported(DType out_type, int n, int m, int k, size_t w_ld, int ldo) {
-  const LtKey key{CUDA_R_8F_E4M3, out_type == DType::F32 ? CUDA_R_32F : CUDA_R_16F, n, m, k, w_ld, ldo, 0};
+  const LtKey key{CUDA_R_8F_E4M3, out_type == DType::F32 ? CUDA_R_32F : CUDA_R_16F, n, m, k, w_ld, ldo};
   return lt_plan(key).ok;
 }
 
 void Blas::gemm_fp8(const void* xq, const float* x_scale, const void* wq, size_t w_ld, const float* w_scale, void* out,
                     DType out_type, int n, int m, int k, int ldo) {
-  const LtKey key{CUDA_R_8F_E4M3, out_type == DType::F32 ? CUDA_R_32F : CUDA_R_16F, n, m, k, w_ld, ldo, 0};
+  const LtKey key{CUDA_R_8F_E4M3, out_type == DType::F32 ? CUDA_R_32F : CUDA_R_16F, n, m, k, w_ld, ldo};
   LtPlan& p = lt_plan(key);
   RF_CHECK(p.ok, "FP8 GEMM: cuBLASLt has none for n ", n, " m ", m, " k ", k);
   RF_CUBLAS_CHECK(
@@ -147,15 +151,6 @@ void Blas::gemm_f16(const void* x, const void* w, void* out, DType out_type, int
   // column-major k x m, transposed) times X^T (k x n, column-major).
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t ct = out_type == DType::F32 ? CUDA_R_32F : CUDA_R_16F;
-  if (ctx_.options.f16_gemm_algo >= 0 && n <= 256) {
-    const LtKey key{CUDA_R_16F, ct, n, m, k, size_t(k), ldo, ctx_.options.f16_gemm_algo};
-    LtPlan& p = lt_plan(key);
-    if (p.ok) {
-      RF_CUBLAS_CHECK(cublasLtMatmul(static_cast<cublasLtHandle_t>(lt_handle_), p.desc, &alpha, w, p.a, x, p.b,
-                                     &beta, out, p.d, out, p.d, &p.algo, workspace_, workspace_bytes_, ctx_.stream));
-      return;
-    }
-  }
   RF_CUBLAS_CHECK(cublasGemmEx(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, w,
                                CUDA_R_16F, k, x, CUDA_R_16F, k, &beta, out, ct, ldo, CUBLAS_COMPUTE_32F,
                                CUBLAS_GEMM_DEFAULT));

@@ -344,19 +344,25 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
   RF_CHECK(x.type == DType::F16 && x.cols() == k, "cuda matmul: x must be f16 [n, ", k, "], is ", x.shape_string());
   RF_CHECK(out.cols() == m && out.rows() >= n, "cuda matmul: out is ", out.shape_string());
   RF_CHECK(reserved_, "cuda: reserve() must precede matmul");
-  const bool mma = n > 8 && n <= options_.mma_max_rows_quant && gpu::mma_matmul_supported(w.type, k);
+  const int fp8_chunk = fp8_matmul_chunk(w, n, out.type);
+  const bool mma =
+      fp8_chunk == 0 && n > 8 && n <= options_.mma_max_rows_quant && gpu::mma_matmul_supported(w.type, k);
   OpTimer timer(profiler(),
                 profiler() ? str("matmul ",
-                                 n <= 8                                 ? "gemv"
-                                 : mma                                  ? "mma"
-                                 : w.type == DType::F16                 ? "blas"
-                                 : fp8_matmul_chunk(w, n, out.type) > 0 ? "fp8 tensor cores"
-                                                                        : "dequant+blas",
+                                 n <= 8                 ? "gemv"
+                                 : fp8_chunk > 0        ? "fp8 tensor cores"
+                                 : mma                  ? "mma"
+                                 : w.type == DType::F16 ? "blas"
+                                                        : "dequant+blas",
                                  " ", dtype_name(w.type), " n", n <= 8 ? str(n) : (n <= 64 ? str("<=64") : str(">64")),
                                  " m", m, " k", k)
                            : std::string());
   if (n <= 8) {
     gpu::gemv(w.type, w.data, w.row_bytes(), m, k, x.data, n, out.data, out.type, ctx());
+    return;
+  }
+  if (fp8_chunk > 0) {
+    matmul_fp8(x, w, out, fp8_chunk);
     return;
   }
   if (mma) {
@@ -377,13 +383,9 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
     impl_->blas->gemm_f16(x.data, w.data, out.data, out.type, n, m, k, m);
     return;
   }
-  if (w.type == DType::F8_E4M3_ROW && matmul_fp8(x, w, out)) return;
   // Dequantize chunks of weight rows into scratch, then GEMM each chunk into
   // the matching output columns.
-  const size_t chunk_bytes = options_.dequant_chunk_bytes > 0
-                                 ? std::min(options_.dequant_chunk_bytes, impl_->dequant_bytes)
-                                 : impl_->dequant_bytes;
-  const int chunk = int(std::max<size_t>(1, chunk_bytes / (size_t(k) * 2)));
+  const int chunk = int(std::max<size_t>(1, impl_->dequant_bytes / (size_t(k) * 2)));
   const size_t out_elem = out.type == DType::F32 ? 4 : 2;
   for (int r0 = 0; r0 < m; r0 += chunk) {
     const int rows = std::min(chunk, m - r0);
@@ -399,10 +401,10 @@ size_t align256(size_t b) { return (b + 255) / 256 * 256; }
 
 int CudaBackend::fp8_matmul_chunk(const Tensor& w, int n, DType out_type) {
   const int k = int(w.cols()), m = int(w.rows());
-  // Batches the GEMV or the tensor-core matmul of the stored format take stay there.
+  // Batches the GEMV takes stay there; from fp8_gemm_min_rows rows on, FP8
+  // tensor cores take precedence over the f16 tensor-core matmul.
   if (!reserved_ || w.type != DType::F8_E4M3_ROW || options_.fp8_gemm_min_rows <= 0 ||
-      n < options_.fp8_gemm_min_rows || n <= 8 ||
-      (n <= options_.mma_max_rows_quant && gpu::mma_matmul_supported(w.type, k)))
+      n < options_.fp8_gemm_min_rows || n <= 8)
     return 0;
   // The dequantization scratch holds the weights' row scales, then per
   // chunk of activation rows their scales and e4m3 codes.
@@ -422,10 +424,8 @@ bool CudaBackend::matmul_runs_fp8(const Tensor& w, int n, DType out_type) {
   return fp8_matmul_chunk(w, n, out_type) > 0;
 }
 
-bool CudaBackend::matmul_fp8(const Tensor& x, const Tensor& w, Tensor& out) {
+void CudaBackend::matmul_fp8(const Tensor& x, const Tensor& w, Tensor& out, int chunk) {
   const int n = int(x.rows()), k = int(w.cols()), m = int(w.rows());
-  const int chunk = fp8_matmul_chunk(w, n, out.type);
-  if (chunk == 0) return false;
   const size_t sw_bytes = align256(size_t(m) * 4);
   auto* base = static_cast<uint8_t*>(impl_->dequant);
   float* sw = reinterpret_cast<float*>(base);
@@ -439,7 +439,6 @@ bool CudaBackend::matmul_fp8(const Tensor& x, const Tensor& w, Tensor& out) {
     impl_->blas->gemm_fp8(xq, sx, static_cast<const uint8_t*>(w.data) + info(w.type).row_header, w.row_bytes(), sw,
                           static_cast<uint8_t*>(out.data) + size_t(r0) * m * out_elem, out.type, rows, m, k, m);
   }
-  return true;
 }
 
 void CudaBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,

@@ -126,7 +126,7 @@ class CudaBackend final : public Backend {
   // FP8 tensor-core matmul (matmul_runs_fp8): activation rows per chunk in
   // the dequantization scratch, 0 where this shape does not run so.
   int fp8_matmul_chunk(const Tensor& w, int n, DType out_type);
-  bool matmul_fp8(const Tensor& x, const Tensor& w, Tensor& out);
+  void matmul_fp8(const Tensor& x, const Tensor& w, Tensor& out, int chunk);
   int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
   void release_reserved();
   int n_sms_ = 1;

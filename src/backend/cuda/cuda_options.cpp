@@ -46,10 +46,6 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   if (const char* p = std::getenv("ROCMFORGE_MOE_MMA_ROWS"); p && *p && std::atoi(p) >= 0)
     o.moe_mma_rows = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_PREFILL_MMA"); p && *p) o.prefill_mma = std::string(p) != "0";
-  if (const char* p = std::getenv("ROCMFORGE_F16_GEMM_ALGO"); p && *p && std::atoi(p) >= -1)
-    o.f16_gemm_algo = std::atoi(p);
-  if (const char* p = std::getenv("ROCMFORGE_DEQUANT_CHUNK_MB"); p && *p && std::atoi(p) >= 0)
-    o.dequant_chunk_bytes = size_t(std::atoi(p)) << 20;
   if (const char* p = std::getenv("ROCMFORGE_FP8_GEMM_ROWS"); p && *p && std::atoi(p) >= 0)
     o.fp8_gemm_min_rows = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_ATTN_BLOCKS"); p && std::atoi(p) > 0)
