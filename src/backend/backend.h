@@ -258,6 +258,11 @@ class Backend {
   // biases[i] has data.
   virtual void matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
                             std::span<const Tensor> biases);
+  // Whether the loader should place a layer's q, k and v weights (when they
+  // share a format) in one allocation, q's rows, then k's, then v's, as a
+  // fused attn_qkv file tensor is: a backend that copies weights into its
+  // own memory multiplies a batch by such adjacent weights in one matmul.
+  virtual bool packs_qkv() const { return false; }
   // out = act(x . w_gate^T) * (x . w_up^T): SwiGLU or GeGLU (act as
   // swiglu() and geglu() compute it); gate and up are scratch the default
   // uses ([n, n_ff] each).

@@ -61,6 +61,13 @@ struct Loader {
   // repeat depends on the shape alone, so every type holds the same values
   // (what comparisons between types, such as KL divergences, need).
   Tensor dummy(const gguf::TensorInfo& t, int64_t cols, int64_t n_rows, const std::string& name) {
+    void* p = backend.alloc(row_bytes(t.type, uint64_t(cols)) * size_t(n_rows), name);
+    fill_dummy(t, cols, n_rows, name, static_cast<uint8_t*>(p));
+    return make_tensor(p, t.type, cols, n_rows, backend.device());
+  }
+
+  // dummy()'s values written to backend memory at `dst`.
+  void fill_dummy(const gguf::TensorInfo& t, int64_t cols, int64_t n_rows, const std::string& name, uint8_t* dst) {
     const size_t rb = row_bytes(t.type, uint64_t(cols)), bytes = rb * size_t(n_rows);
     const int64_t pattern_rows = std::clamp<int64_t>(int64_t((size_t(2) << 20) / size_t(cols)), 1, n_rows);
     const int64_t chunk_rows = std::max<int64_t>(1, int64_t((size_t(64) << 20) / rb)) / pattern_rows * pattern_rows;
@@ -73,11 +80,9 @@ struct Loader {
     }
     for (size_t at = size_t(pattern_rows) * rb; at < chunk.size(); at += size_t(pattern_rows) * rb)
       std::memcpy(chunk.data() + at, chunk.data(), std::min(size_t(pattern_rows) * rb, chunk.size() - at));
-    void* p = backend.alloc(bytes, name);
     for (size_t done = 0; done < bytes; done += chunk.size())
-      backend.copy_to_device(static_cast<uint8_t*>(p) + done, chunk.data(), std::min(chunk.size(), bytes - done));
+      backend.copy_to_device(dst + done, chunk.data(), std::min(chunk.size(), bytes - done));
     loaded += bytes;
-    return make_tensor(p, t.type, cols, n_rows, backend.device());
   }
 
   // Rows `ranges` of a weight of `shape` (ne[0] first) seen as a matrix of
@@ -110,6 +115,52 @@ struct Loader {
 
   Tensor matrix(const std::string& name, int64_t cols, int64_t n_rows, const std::vector<IndexRange>& ranges = {}) {
     return rows(name, {uint64_t(cols), uint64_t(n_rows)}, ranges);
+  }
+
+  // A matrix of `cols` x `n_rows` with the rows `ranges` of it to load
+  // (empty: all), for packed().
+  struct Part {
+    std::string name;
+    int64_t n_rows;
+    std::vector<IndexRange> ranges;
+  };
+
+  // The parts' rows one after another in one backend allocation
+  // (Backend::packs_qkv), each part as matrix() would load it; null when
+  // the parts' formats differ (then each loads on its own).
+  Tensor packed(const std::vector<Part>& parts, int64_t cols, const std::string& name) {
+    std::vector<const gguf::TensorInfo*> infos;
+    int64_t total = 0;
+    for (const Part& part : parts) {
+      infos.push_back(&info(part.name, {uint64_t(cols), uint64_t(part.n_rows)}));
+      if (infos.back()->type != infos[0]->type) return Tensor{};
+      int64_t n = part.ranges.empty() ? part.n_rows : 0;
+      for (const IndexRange& r : part.ranges) n += r.count;
+      total += n;
+    }
+    const DType type = infos[0]->type;
+    const size_t rb = row_bytes(type, uint64_t(cols));
+    auto* dst = static_cast<uint8_t*>(backend.alloc(rb * size_t(total), name));
+    size_t at = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const gguf::TensorInfo& t = *infos[i];
+      advance(t.n_bytes);
+      std::vector<IndexRange> ranges = parts[i].ranges;
+      if (ranges.empty()) ranges.push_back(IndexRange{0, parts[i].n_rows});
+      if (f.header_only()) {
+        int64_t n = 0;
+        for (const IndexRange& r : ranges) n += r.count;
+        fill_dummy(t, cols, n, parts[i].name, dst + at);
+        at += rb * size_t(n);
+        continue;
+      }
+      for (const IndexRange& r : ranges) {
+        backend.copy_to_device(dst + at, host_view(t).slice_rows(r.first, r.count).data, rb * size_t(r.count));
+        at += rb * size_t(r.count);
+        loaded += rb * size_t(r.count);
+      }
+    }
+    return make_tensor(dst, type, cols, total, backend.device());
   }
 
   // A new host buffer for a rank's copied part.
@@ -202,6 +253,16 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
         l.bk = f32_cols(b, c.q_dim(), c.kv_dim());
         l.bv = f32_cols(b, c.q_dim() + c.kv_dim(), c.kv_dim());
       }
+    } else if (const Tensor qkv = backend.packs_qkv()
+                                      ? L.packed({{p + "attn_q.weight", q_full, only({heads})},
+                                                  {p + "attn_k.weight", kv_full, only({kv_heads})},
+                                                  {p + "attn_v.weight", kv_full, only({kv_heads})}},
+                                                 c.n_embd, p + "attn_qkv (packed)")
+                                      : Tensor{};
+               qkv.data) {
+      l.wq = qkv.slice_rows(0, c.q_dim());
+      l.wk = qkv.slice_rows(c.q_dim(), c.kv_dim());
+      l.wv = qkv.slice_rows(c.q_dim() + c.kv_dim(), c.kv_dim());
     } else {
       l.wq = L.matrix(p + "attn_q.weight", c.n_embd, q_full, only({heads}));
       l.wk = L.matrix(p + "attn_k.weight", c.n_embd, kv_full, only({kv_heads}));

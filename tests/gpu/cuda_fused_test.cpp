@@ -1,5 +1,6 @@
-// The CUDA backend's fused ops (q/k/v in one GEMV, gate*up with SwiGLU or
-// GeGLU, add + RMSNorm with or without a post norm) against the CPU backend's unfused reference, on fresh random
+// The CUDA backend's fused ops (q/k/v in one GEMV, packed q/k/v weights in
+// one matmul, gate*up with SwiGLU or GeGLU, add + RMSNorm with or without a
+// post norm) against the CPU backend's unfused reference, on fresh random
 // inputs, for plain and quantized weights.
 #include <gtest/gtest.h>
 
@@ -98,6 +99,67 @@ TEST_P(CudaFused, MatchCpuReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaFused,
+                         ::testing::Values(DType::F16, DType::Q4_K, DType::Q6_K, DType::Q8_0, DType::F8_E4M3_ROW),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// q, k and v weights in one allocation (Backend::packs_qkv, as the loader
+// places them for the GPU): batches of 9..256 rows take one matmul and a
+// split into the three outputs with their biases (CudaBackend::
+// packed_matmul), larger ones three matmuls; each output matches the CPU.
+class CudaPackedQkv : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CudaPackedQkv, MatchesCpu) {
+  RF_REQUIRE_GPU();
+  const DType type = GetParam();
+  std::mt19937 rng(41 + int(type));
+  auto gpu = test::make_gpu();
+  // 4 query heads and 1 KV head of 64: a packed width of 384.
+  gpu->reserve(BackendLimits{512, 4, 4, 4, 100, 384 * 512, 4, 64, 1});
+  CpuBackend cpu(2);
+  const int k = 512, rows[3] = {256, 64, 64};
+  const Weight packed = make_weight(type, 384, k, rng);
+  const Tensor gpacked = gpu->load_weight(packed.host, "qkv");
+  std::vector<Tensor> cws, gws;
+  std::vector<std::vector<float>> bias(3);
+  std::vector<Tensor> cbias, gbias;
+  for (int i = 0, first = 0; i < 3; first += rows[i++]) {
+    cws.push_back(packed.host.slice_rows(first, rows[i]));
+    gws.push_back(gpacked.slice_rows(first, rows[i]));
+    bias[size_t(i)] = test::randn(size_t(rows[i]), rng);
+    cbias.push_back(make_tensor(bias[size_t(i)].data(), DType::F32, rows[i]));
+    gbias.push_back(gpu->load_f32(bias[size_t(i)].data(), rows[i], 1, "bias"));
+  }
+  for (const int n : {9, 40, 64, 256, 300}) {
+    auto x = test::round_f16(test::randn(size_t(n) * k, rng));
+    void* gx = test::upload(*gpu, test::to_f16(x));
+    auto xr = test::matmul_activations(*gpu, packed.host, n, DType::F16, x);
+    Tensor cx = make_tensor(xr.data(), DType::F32, k, n), tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA);
+    for (const bool with_bias : {false, true}) {
+      std::vector<std::vector<float>> ref(3);
+      std::vector<Tensor> couts, gouts;
+      for (int i = 0; i < 3; ++i) {
+        ref[size_t(i)].resize(size_t(n) * rows[i]);
+        couts.push_back(make_tensor(ref[size_t(i)].data(), DType::F32, rows[i], n));
+        gouts.push_back(
+            make_tensor(gpu->alloc(size_t(n) * rows[i] * 2, "out"), DType::F16, rows[i], n, DeviceKind::CUDA));
+      }
+      const auto cb = with_bias ? std::span<const Tensor>(cbias) : std::span<const Tensor>();
+      const auto gb = with_bias ? std::span<const Tensor>(gbias) : std::span<const Tensor>();
+      cpu.matmul_multi(cx, cws, couts, cb);
+      gpu->matmul_multi(tx, gws, gouts, gb);
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gouts[size_t(i)].data, ref[size_t(i)].size())),
+                         ref[size_t(i)]),
+                  4e-3)
+            << dtype_name(type) << " n=" << n << " output " << i << (with_bias ? " with bias" : "");
+        gpu->free(gouts[size_t(i)].data);
+      }
+    }
+    gpu->free(gx);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CudaPackedQkv,
                          ::testing::Values(DType::F16, DType::Q4_K, DType::Q6_K, DType::Q8_0, DType::F8_E4M3_ROW),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 

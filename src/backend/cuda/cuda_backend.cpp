@@ -178,7 +178,7 @@ void CudaBackend::release_reserved() {
   clear_graphs();
   release_moe();
   for (void* p : {static_cast<void*>(I.meta_dev), static_cast<void*>(I.rows_dev), static_cast<void*>(I.pen_dev),
-                  static_cast<void*>(I.sample_work), static_cast<void*>(I.out_dev), I.dequant,
+                  static_cast<void*>(I.sample_work), static_cast<void*>(I.out_dev), I.dequant, I.packed_out,
                   static_cast<void*>(I.attn.partial_out), static_cast<void*>(I.attn.partial_ml),
                   static_cast<void*>(I.mask_dev), I.shard_dev})
     free(p);
@@ -193,6 +193,8 @@ void CudaBackend::release_reserved() {
   I.sample_work = nullptr;
   I.out_dev = I.out_host = nullptr;
   I.dequant = nullptr;
+  I.packed_out = nullptr;
+  I.packed_bytes = 0;
   I.attn.partial_out = I.attn.partial_ml = nullptr;
   reserved_ = false;
 }
@@ -238,6 +240,11 @@ void CudaBackend::reserve(const BackendLimits& lim) {
 
   I.dequant_bytes = std::min(options_.dequant_scratch_bytes, size_t(std::max<int64_t>(lim.max_weight_elems, 1)) * 2);
   I.dequant = alloc(I.dequant_bytes, "matmul dequantization scratch");
+  if (options_.packed_qkv) {
+    I.packed_bytes = size_t(std::min(lim.max_tokens, kPackedQkvMaxRows)) *
+                     size_t(std::max(lim.n_heads + 2 * lim.n_kv_heads, 0)) * size_t(std::max(lim.head_dim, 0)) * 2;
+    if (I.packed_bytes) I.packed_out = alloc(I.packed_bytes, "packed q/k/v outputs");
+  }
 
   I.attn.max_splits = options_.max_attention_splits;
   I.attn.max_tokens = std::min(lim.max_tokens, 256);
@@ -629,6 +636,7 @@ void CudaBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std:
       return;
     }
   }
+  if (packed_matmul(x, ws, outs, biases)) return;
   if (!gemv_fusable(x, ws) || ws.size() > 3 || !same_out) return Backend::matmul_multi(x, ws, outs, biases);
   OpTimer timer(profiler(),
                 profiler() ? str("matmul gemv x", ws.size(), " ", dtype_name(ws[0].type), " n", x.rows(), " k", x.cols())
@@ -643,6 +651,35 @@ void CudaBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std:
   }
   gpu::gemv_segments(ws[0].type, segs, int(ws.size()), nullptr, false, ws[0].row_bytes(), int(x.cols()), x.data,
                      int(x.rows()), outs[0].type, ctx());
+}
+
+bool CudaBackend::packed_matmul(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                                std::span<const Tensor> biases) {
+  const int n = int(x.rows());
+  if (n <= 8 || ws.size() < 2 || ws.size() > size_t(gpu::ColumnSegments::kMax) || x.type != DType::F16) return false;
+  gpu::ColumnSegments segs;
+  int width = 0;
+  const auto* next = static_cast<const uint8_t*>(ws[0].data);
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const Tensor* bias = biases.empty() || !biases[i].data ? nullptr : &biases[i];
+    if (ws[i].data != next || ws[i].type != ws[0].type || ws[i].cols() != x.cols() || ws[i].rows() % 8 != 0 ||
+        outs[i].type != DType::F16 || outs[i].cols() != ws[i].rows() ||
+        (bias && (bias->type != DType::F32 || bias->cols() != ws[i].rows())))
+      return false;
+    next += ws[i].bytes();
+    segs.dst[i] = outs[i].data;
+    segs.bias[i] = bias ? bias->ptr<float>() : nullptr;
+    segs.cols[i] = int(ws[i].rows());
+    width += segs.cols[i];
+  }
+  segs.count = int(ws.size());
+  if (size_t(n) * size_t(width) * 2 > impl_->packed_bytes) return false;
+  Tensor together = make_tensor(ws[0].data, ws[0].type, x.cols(), width, DeviceKind::CUDA);
+  Tensor scratch = make_tensor(impl_->packed_out, DType::F16, width, n, DeviceKind::CUDA);
+  matmul(x, together, scratch);
+  OpTimer timer(profiler(), "split packed outputs");
+  gpu::split_columns_f16(impl_->packed_out, n, width, segs, ctx());
+  return true;
 }
 
 void CudaBackend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,

@@ -92,6 +92,7 @@ class CudaBackend final : public Backend {
 
   // Graphs are off while profiling (op_profiler.h).
   bool supports_graphs() const override { return options_.graphs && !options_.profile; }
+  bool packs_qkv() const override { return options_.packed_qkv; }
   void run_graph(uint64_t key, const std::function<void()>& record) override;
   void clear_graphs() override;
   double measure_copy_bandwidth() override;
@@ -127,6 +128,11 @@ class CudaBackend final : public Backend {
   // the dequantization scratch, 0 where this shape does not run so.
   int fp8_matmul_chunk(const Tensor& w, int n, DType out_type);
   void matmul_fp8(const Tensor& x, const Tensor& w, Tensor& out, int chunk);
+  // matmul_multi of weights adjacent in memory (Backend::packs_qkv) and 9
+  // to kPackedQkvMaxRows rows: one matmul into scratch, then one kernel
+  // splitting its columns into outs (+ biases); false where it does not apply.
+  bool packed_matmul(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                     std::span<const Tensor> biases);
   int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
   void release_reserved();
   int n_sms_ = 1;

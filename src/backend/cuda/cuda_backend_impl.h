@@ -15,6 +15,10 @@
 
 namespace rf {
 
+// Largest batch the packed q/k/v matmul takes (CudaBackend::packed_matmul):
+// batched decode; past it the three matmuls are large enough on their own.
+constexpr int kPackedQkvMaxRows = 256;
+
 struct CudaBackend::Impl {
   std::unique_ptr<gpu::OpProfiler> profiler;  // with CudaOptions::profile
   std::unique_ptr<gpu::Blas> blas;
@@ -48,6 +52,10 @@ struct CudaBackend::Impl {
   // Matmul scratch for quantized weights in large batches.
   void* dequant = nullptr;
   size_t dequant_bytes = 0;
+  // Packed q/k/v weights' matmul output before its split (CudaBackend::
+  // packed_matmul): up to kPackedQkvMaxRows rows of q + k + v columns.
+  void* packed_out = nullptr;
+  size_t packed_bytes = 0;
   gpu::AttentionScratch attn;
   std::unordered_map<uint64_t, std::pair<gpuGraph_t, gpuGraphExec_t>> graphs;
 };

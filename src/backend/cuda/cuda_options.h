@@ -55,12 +55,14 @@
 //                                                    (fp8_gemm_min_rows)
 //   ROCMFORGE_PREFILL_MMA=0  prefill attention on CUDA cores instead of
 //                            tensor cores                  (prefill_mma)
+//   ROCMFORGE_PACKED_QKV=0   q, k and v weights loaded apart, three
+//                            matmuls per batch              (packed_qkv)
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
 //                            at exit; graphs are off    (profile: any value
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
 // ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_FP8_GEMM_ROWS,
-// ROCMFORGE_PREFILL_MMA,
+// ROCMFORGE_PREFILL_MMA, ROCMFORGE_PACKED_QKV,
 // ROCMFORGE_GEMV_TMA_ROWS,
 // ROCMFORGE_KQ_STREAM_ROWS,
 // ROCMFORGE_KQ_STREAM_Q6K_ROWS, ROCMFORGE_KQ_STREAM_SPLIT,
@@ -155,6 +157,11 @@ struct CudaOptions {
   // H200 (llama3-8b f16): pp512 22.2k -> 31.8k tok/s, 64 x pp512 28.3k ->
   // 35.9k, pp4096 9.9k -> 26.5k.
   bool prefill_mma = true;
+  // A layer's q, k and v weights of one format loaded into one allocation
+  // (Backend::packs_qkv); batches of 9..kPackedQkvMaxRows rows then take one
+  // matmul into scratch and one kernel splitting it into q, k and v with
+  // their biases, instead of three matmuls.
+  bool packed_qkv = true;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
 

@@ -1,6 +1,6 @@
 // Row and element kernels: embedding lookup (any weight format -> f32),
-// SwiGLU and GeGLU, bias add, scale, soft-capping, residual add, row gather
-// and the f32 -> f16 conversion. One block
+// SwiGLU and GeGLU, bias add, column split (packed q/k/v outputs), scale,
+// soft-capping, residual add, row gather and the f32 -> f16 conversion. One block
 // per row for the row ops, grid-stride loops for the element ops. (The
 // norms are in norm.cu.)
 #include "backend/cuda/dequant.cuh"
@@ -61,6 +61,27 @@ __global__ void add_bias_kernel(__half* __restrict__ x, const float* __restrict_
   pdl_trigger();
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     x[i] = __float2half_rn(__half2float(x[i]) + bias[i % cols]);
+}
+
+// One block per row: row t's columns of `src` (width `width`) in groups of
+// eight halves, each group to the segment holding it, plus its bias.
+__global__ void split_columns_kernel(const __half* __restrict__ src, int width, ColumnSegments segs) {
+  pdl_wait();
+  pdl_trigger();
+  const int t = blockIdx.x;
+  const __half* row = src + size_t(t) * width;
+  for (int c = threadIdx.x * 8; c < width; c += blockDim.x * 8) {
+    int s = 0, first = 0;
+    while (s + 1 < segs.count && c >= first + segs.cols[s]) first += segs.cols[s++];
+    const int col = c - first;
+    uint4 v = *reinterpret_cast<const uint4*>(row + c);
+    if (const float* b = segs.bias[s]) {
+      __half* h = reinterpret_cast<__half*>(&v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) h[i] = __float2half_rn(__half2float(h[i]) + b[col + i]);
+    }
+    *reinterpret_cast<uint4*>(static_cast<__half*>(segs.dst[s]) + size_t(t) * segs.cols[s] + col) = v;
+  }
 }
 
 __global__ void scale_kernel(float* __restrict__ x, float s, int64_t n) {
@@ -145,6 +166,19 @@ void add_bias_f16(void* x, const float* bias, int64_t rows, int cols, const Laun
   const int64_t n = rows * cols;
   if (n == 0) return;
   launch(add_bias_kernel, grid_for(n, 256), 256, 0, ctx, static_cast<__half*>(x), bias, n, cols);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void split_columns_f16(const void* src, int rows, int width, const ColumnSegments& segs, const LaunchCtx& ctx) {
+  int total = 0;
+  for (int s = 0; s < segs.count; ++s) {
+    RF_CHECK(segs.cols[s] % 8 == 0, "split_columns_f16: segment widths must be multiples of 8");
+    total += segs.cols[s];
+  }
+  RF_CHECK(segs.count >= 1 && segs.count <= ColumnSegments::kMax && total == width,
+           "split_columns_f16: segments must cover the row");
+  if (rows == 0) return;
+  launch(split_columns_kernel, rows, 256, 0, ctx, static_cast<const __half*>(src), width, segs);
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -114,6 +114,17 @@ void swiglu(const void* gate, const void* up, void* out, int64_t n, const Launch
 void geglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx);
 // x[r, :] += bias for the rows of x (f16 [rows, cols]); bias f32 [cols].
 void add_bias_f16(void* x, const float* bias, int64_t rows, int cols, const LaunchCtx& ctx);
+// Splits the columns of src (f16 [rows, width]) into segments, in order:
+// dst[s] (f16 [rows, cols[s]]) = src's next cols[s] columns + bias[s] (f32
+// [cols[s]], or null). Widths are multiples of 8 and sum to width.
+struct ColumnSegments {
+  static constexpr int kMax = 3;
+  void* dst[kMax] = {};
+  const float* bias[kMax] = {};
+  int cols[kMax] = {};
+  int count = 0;
+};
+void split_columns_f16(const void* src, int rows, int width, const ColumnSegments& segs, const LaunchCtx& ctx);
 // x *= s (f32, n elements).
 void scale_f32(float* x, float s, int64_t n, const LaunchCtx& ctx);
 // x = cap * tanh(x / cap) (f32, n elements).
