@@ -5,7 +5,7 @@
 # tp-serve and tp-speed: tensor parallelism on two GPUs, issue 17; stage
 # portable: the portable kernel variants beside the normal build, issue 18;
 # stage fp8: FP8 weights, stage prefill-mma: tensor-core prefill attention,
-# issue 16).
+# stage issue16: the issue's table beside a previous build, issue 16).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -96,6 +96,34 @@ if [ "$stage" = fp8 ]; then
     echo "== KL divergence of llama3-8b:fp8 against :f16 (ROCMFORGE_FP8_GEMM_ROWS=$rows)"
     ROCMFORGE_FP8_GEMM_ROWS=$rows "$BIN/rocmforge" perplexity --load-format dummy -m llama3-8b:fp8 -f "$text" -c 512 \
       --chunks 8 --kl-divergence-base "$MODELS/kld-f16.bin" --kl-divergence 2>&1 | tail -3
+  done
+fi
+
+if [ "$stage" = issue16 ]; then
+  # Issue 16's table in one call, this build beside a previous one
+  # (RF_OLD, default .carry/old: its rocmforge, carried by hand): llama3-8b
+  # dummy weights f16 and q4_k_m, bench -p 512 -n 128 --parallel 1,64, then
+  # served through `serve` + loadgen (64 clients, 256 x (512 + 128); one
+  # client, 16 requests).
+  OLD="${RF_OLD:-.carry/old}"
+  for t in f16 q4_k_m; do
+    for b in "$OLD" "$BIN"; do
+      echo "== $b llama3-8b:$t"
+      timeout 100 "$b/rocmforge" bench --load-format dummy -m "llama3-8b:$t" -p 512 -n 128 -r "${RF_REPS:-2}" \
+        --parallel 1,64 2>/dev/null | grep -E "^\| [0-9]+ \| (pp|tg)"
+    done
+  done
+  for b in "$OLD" "$BIN"; do
+    echo "== $b served, llama3-8b:f16"
+    "$b/rocmforge" serve --load-format dummy -m llama3-8b:f16 --port 8080 --max-num-seqs 64 > "$OUT/serve.log" 2>&1 &
+    pid=$!
+    for i in $(seq 1 120); do
+      python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/health')" >/dev/null 2>&1 && break
+      sleep 1
+    done
+    python3 .carry/tools/loadgen.py http://127.0.0.1:8080 256 64 512 128 auto 128000
+    python3 .carry/tools/loadgen.py http://127.0.0.1:8080 16 1 512 128 auto 128000
+    kill -TERM $pid; wait $pid
   done
 fi
 
