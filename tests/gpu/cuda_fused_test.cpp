@@ -6,6 +6,7 @@
 
 #include <array>
 
+#include "core/error.h"
 #include "core/quant.h"
 #include "gpu/gpu_test_util.h"
 
@@ -29,6 +30,44 @@ Weight make_weight(DType type, int rows, int cols, std::mt19937& rng) {
   return w;
 }
 
+// q/k/v-like weights on both backends with an f32 bias each.
+struct Projections {
+  std::vector<Tensor> cws, gws, cbias, gbias;
+  std::vector<std::vector<float>> bias;
+  void add(const Tensor& host, const Tensor& device, CudaBackend& gpu, std::mt19937& rng) {
+    cws.push_back(host);
+    gws.push_back(device);
+    bias.push_back(test::randn(size_t(host.rows()), rng));
+    cbias.push_back(make_tensor(bias.back().data(), DType::F32, host.rows()));
+    gbias.push_back(gpu.load_f32(bias.back().data(), host.rows(), 1, "bias"));
+  }
+};
+
+// matmul_multi of x (cx on the CPU, tx on the GPU) by p's weights, without
+// and with the biases: each GPU output within 4e-3 relative L2 of the CPU's.
+void expect_projections_match(CpuBackend& cpu, CudaBackend& gpu, const Tensor& cx, const Tensor& tx,
+                              const Projections& p, const std::string& what) {
+  const int64_t n = cx.rows();
+  const size_t count = p.cws.size();
+  for (const bool with_bias : {false, true}) {
+    std::vector<std::vector<float>> ref(count);
+    std::vector<Tensor> couts, gouts;
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t rows = p.cws[i].rows();
+      ref[i].resize(size_t(n * rows));
+      couts.push_back(make_tensor(ref[i].data(), DType::F32, rows, n));
+      gouts.push_back(make_tensor(gpu.alloc(size_t(n * rows) * 2, "out"), DType::F16, rows, n, DeviceKind::CUDA));
+    }
+    cpu.matmul_multi(cx, p.cws, couts, with_bias ? std::span<const Tensor>(p.cbias) : std::span<const Tensor>());
+    gpu.matmul_multi(tx, p.gws, gouts, with_bias ? std::span<const Tensor>(p.gbias) : std::span<const Tensor>());
+    for (size_t i = 0; i < count; ++i) {
+      EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(gpu, gouts[i].data, ref[i].size())), ref[i]), 4e-3)
+          << what << " output " << i << (with_bias ? " with bias" : "");
+      gpu.free(gouts[i].data);
+    }
+  }
+}
+
 class CudaFused : public ::testing::TestWithParam<DType> {};
 
 TEST_P(CudaFused, MatchCpuReference) {
@@ -50,36 +89,12 @@ TEST_P(CudaFused, MatchCpuReference) {
     // biases of Qwen2 and GLM-4; the GEMV adds them in its epilogue).
     const int rows[3] = {256, 64, 96};
     std::vector<Weight> ws;
-    std::vector<Tensor> cws, gws;
-    std::vector<std::vector<float>> bias(3);
-    std::vector<Tensor> cbias, gbias;
+    Projections qkv;
     for (int i = 0; i < 3; ++i) {
       ws.push_back(make_weight(type, rows[i], k, rng));
-      cws.push_back(ws[size_t(i)].host);
-      gws.push_back(gpu->load_weight(ws[size_t(i)].host, "w"));
-      bias[size_t(i)] = test::randn(size_t(rows[i]), rng);
-      cbias.push_back(make_tensor(bias[size_t(i)].data(), DType::F32, rows[i]));
-      gbias.push_back(gpu->load_f32(bias[size_t(i)].data(), rows[i], 1, "bias"));
+      qkv.add(ws.back().host, gpu->load_weight(ws.back().host, "w"), *gpu, rng);
     }
-    for (const bool with_bias : {false, true}) {
-      std::vector<std::vector<float>> ref(3);
-      std::vector<Tensor> couts, gouts;
-      for (int i = 0; i < 3; ++i) {
-        ref[size_t(i)].resize(size_t(n) * rows[i]);
-        couts.push_back(make_tensor(ref[size_t(i)].data(), DType::F32, rows[i], n));
-        gouts.push_back(
-            make_tensor(gpu->alloc(size_t(n) * rows[i] * 2, "out"), DType::F16, rows[i], n, DeviceKind::CUDA));
-      }
-      cpu.matmul_multi(cx, cws, couts, with_bias ? std::span<const Tensor>(cbias) : std::span<const Tensor>());
-      gpu->matmul_multi(tx, gws, gouts, with_bias ? std::span<const Tensor>(gbias) : std::span<const Tensor>());
-      for (int i = 0; i < 3; ++i) {
-        EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gouts[size_t(i)].data, ref[size_t(i)].size())),
-                         ref[size_t(i)]),
-                  4e-3)
-            << dtype_name(type) << " k=" << k << " n=" << n << " output " << i << (with_bias ? " with bias" : "");
-        gpu->free(gouts[size_t(i)].data);
-      }
-    }
+    expect_projections_match(cpu, *gpu, cx, tx, qkv, str(dtype_name(type), " k=", k, " n=", n));
     // gate * up with SwiGLU and with GeGLU.
     Weight wg = make_weight(type, 320, k, rng), wu = make_weight(type, 320, k, rng);
     Tensor gwg = gpu->load_weight(wg.host, "g"), gwu = gpu->load_weight(wu.host, "u");
@@ -119,42 +134,15 @@ TEST_P(CudaPackedQkv, MatchesCpu) {
   const int k = 512, rows[3] = {256, 64, 64};
   const Weight packed = make_weight(type, 384, k, rng);
   const Tensor gpacked = gpu->load_weight(packed.host, "qkv");
-  std::vector<Tensor> cws, gws;
-  std::vector<std::vector<float>> bias(3);
-  std::vector<Tensor> cbias, gbias;
-  for (int i = 0, first = 0; i < 3; first += rows[i++]) {
-    cws.push_back(packed.host.slice_rows(first, rows[i]));
-    gws.push_back(gpacked.slice_rows(first, rows[i]));
-    bias[size_t(i)] = test::randn(size_t(rows[i]), rng);
-    cbias.push_back(make_tensor(bias[size_t(i)].data(), DType::F32, rows[i]));
-    gbias.push_back(gpu->load_f32(bias[size_t(i)].data(), rows[i], 1, "bias"));
-  }
+  Projections qkv;
+  for (int i = 0, first = 0; i < 3; first += rows[i++])
+    qkv.add(packed.host.slice_rows(first, rows[i]), gpacked.slice_rows(first, rows[i]), *gpu, rng);
   for (const int n : {9, 40, 64, 256, 300}) {
     auto x = test::round_f16(test::randn(size_t(n) * k, rng));
     void* gx = test::upload(*gpu, test::to_f16(x));
     auto xr = test::matmul_activations(*gpu, packed.host, n, DType::F16, x);
     Tensor cx = make_tensor(xr.data(), DType::F32, k, n), tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA);
-    for (const bool with_bias : {false, true}) {
-      std::vector<std::vector<float>> ref(3);
-      std::vector<Tensor> couts, gouts;
-      for (int i = 0; i < 3; ++i) {
-        ref[size_t(i)].resize(size_t(n) * rows[i]);
-        couts.push_back(make_tensor(ref[size_t(i)].data(), DType::F32, rows[i], n));
-        gouts.push_back(
-            make_tensor(gpu->alloc(size_t(n) * rows[i] * 2, "out"), DType::F16, rows[i], n, DeviceKind::CUDA));
-      }
-      const auto cb = with_bias ? std::span<const Tensor>(cbias) : std::span<const Tensor>();
-      const auto gb = with_bias ? std::span<const Tensor>(gbias) : std::span<const Tensor>();
-      cpu.matmul_multi(cx, cws, couts, cb);
-      gpu->matmul_multi(tx, gws, gouts, gb);
-      for (int i = 0; i < 3; ++i) {
-        EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gouts[size_t(i)].data, ref[size_t(i)].size())),
-                         ref[size_t(i)]),
-                  4e-3)
-            << dtype_name(type) << " n=" << n << " output " << i << (with_bias ? " with bias" : "");
-        gpu->free(gouts[size_t(i)].data);
-      }
-    }
+    expect_projections_match(cpu, *gpu, cx, tx, qkv, str(dtype_name(type), " n=", n));
     gpu->free(gx);
   }
 }

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/loopback_comm.h"
+#include "model/cpu_ranks.h"
 #include "model/evaluator.h"
 #include "model/model.h"
 #include "model/temp_model.h"
@@ -24,18 +24,13 @@ class PackingCpuBackend : public CpuBackend {
   bool packs_qkv() const override { return true; }
 };
 
-struct Ranks {
-  Ranks(int32_t n, bool packing) : group(n) {
-    for (int32_t r = 0; r < n; ++r) {
-      owned.push_back(packing ? std::make_unique<PackingCpuBackend>() : std::make_unique<CpuBackend>(1));
-      backends.push_back(owned.back().get());
-      comms.push_back(&group.rank(r));
-    }
-  }
-  std::vector<std::unique_ptr<CpuBackend>> owned;
-  std::vector<Backend*> backends;
-  std::vector<Communicator*> comms;
-  LoopbackGroup group;
+// n ranks of plain CPU backends, or of ones that pack q/k/v.
+struct Ranks : test::CpuRanks {
+  Ranks(int32_t n, bool packing)
+      : CpuRanks(n, [packing]() -> std::unique_ptr<CpuBackend> {
+          if (packing) return std::make_unique<PackingCpuBackend>();
+          return std::make_unique<CpuBackend>(1);
+        }) {}
 };
 
 // Whether every layer's q, k and v lie one after another in memory.

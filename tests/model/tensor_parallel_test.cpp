@@ -11,8 +11,8 @@
 #include <memory>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/loopback_comm.h"
 #include "core/error.h"
+#include "model/cpu_ranks.h"
 #include "model/evaluator.h"
 #include "model/model.h"
 #include "model/shard.h"
@@ -22,19 +22,7 @@
 namespace rf {
 namespace {
 
-struct Ranks {
-  explicit Ranks(int32_t n) : group(n) {
-    for (int32_t r = 0; r < n; ++r) {
-      owned.push_back(std::make_unique<CpuBackend>(1));
-      backends.push_back(owned.back().get());
-      comms.push_back(&group.rank(r));
-    }
-  }
-  std::vector<std::unique_ptr<CpuBackend>> owned;
-  std::vector<Backend*> backends;
-  std::vector<Communicator*> comms;
-  LoopbackGroup group;
-};
+using Ranks = test::CpuRanks;
 
 std::vector<std::vector<int32_t>> prompts(int32_t vocab) {
   std::vector<std::vector<int32_t>> out;
