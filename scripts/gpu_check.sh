@@ -5,7 +5,8 @@
 # tp-serve and tp-speed: tensor parallelism on two GPUs, issue 17; stage
 # portable: the portable kernel variants beside the normal build, issue 18;
 # stage fp8: FP8 weights, stage prefill-mma: tensor-core prefill attention,
-# stage issue16: the issue's table beside a previous build, issue 16).
+# stage issue16: the issue's table beside a previous build; stage
+# decode-mma: decode attention on the tensor-core tile, issue 16).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -148,6 +149,32 @@ if [ "$stage" = prefill-mma ]; then
         echo "== round $round, ROCMFORGE_PREFILL_MMA=$mma, prompt $1, parallel $2"
         ROCMFORGE_PREFILL_MMA=$mma "$BIN/rocmforge" bench --load-format dummy -m "${RF_PRESET:-llama3-8b}:f16" -p "$1" \
           -n 16 -r 1 --parallel "$2" 2>/dev/null | grep -E "^\| [0-9]+ \| pp"
+      done
+    done
+  done
+fi
+
+if [ "$stage" = decode-mma ]; then
+  # Decode steps on the tensor-core attention tile (ROCMFORGE_DECODE_MMA_SEQS,
+  # issue 16): the attention tests (all three kernel choices, padded decode
+  # steps), compute-sanitizer on them, then 64-sequence decode alternated
+  # with the decode kernel (f16 and q4_k_m), and the engine's batch tests.
+  "$BIN/test_gpu" --gtest_filter='*CudaAttention*:*CudaKvFp8*' > "$OUT/test_gpu_decode_mma.log" 2>&1
+  echo "attention tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_decode_mma.log" | head -10
+  ROCMFORGE_DECODE_MMA_SEQS=1 "$BIN/test_gpu" --gtest_filter='*CudaEngineBatch*:*CudaModel*' \
+    > "$OUT/test_gpu_decode_mma_engine.log" 2>&1
+  echo "engine and model tests (decode on the tile) rc=$?"
+  grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_decode_mma_engine.log" | head -10
+  ROCMFORGE_DECODE_MMA_SEQS=1 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
+    --gtest_filter='*CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8' > "$OUT/sanitizer-decode-mma.log" 2>&1
+  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/sanitizer-decode-mma.log" | tail -1
+  for round in 1 2; do
+    for seqs in 0 16; do
+      for t in f16 q4_k_m; do
+        printf "round %s ROCMFORGE_DECODE_MMA_SEQS=%s %s: " "$round" "$seqs" "$t"
+        ROCMFORGE_DECODE_MMA_SEQS=$seqs "$BIN/rocmforge" bench --load-format dummy -m "${RF_PRESET:-llama3-8b}:$t" \
+          -p 512 -n 128 -r 1 --parallel "${RF_PARALLEL:-1,16,64}" 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | tr -d '\n'
+        echo
       done
     done
   done

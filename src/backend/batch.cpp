@@ -121,4 +121,19 @@ void Batch::validate(int64_t num_blocks, std::span<const int32_t> group_windows)
   }
 }
 
+void Batch::pad_to(int32_t n) {
+  for (int32_t i = n_seqs(); i < n; ++i) {
+    token_ids.push_back(0);
+    positions.push_back(-1);
+    token_seq.push_back(i);
+    seq_starts.push_back(seq_starts.back() + 1);
+    context_lens.push_back(0);
+    for (Group& g : groups) {
+      g.slot_mapping.push_back(-1);
+      g.block_tables.resize(g.block_tables.size() + size_t(max_blocks_per_seq), 0);
+    }
+    logits_rows.push_back(int32_t(token_ids.size()) - 1);
+  }
+}
+
 }  // namespace rf

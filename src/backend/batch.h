@@ -55,6 +55,11 @@ struct Batch {
   // The same for a batch of one KV group.
   int32_t add_sequence(std::span<const int32_t> tokens, int32_t start_pos, std::span<const int32_t> blocks,
                        bool want_logits);
+  // Appends padding sequences of one token each (token 0, position -1, KV
+  // slot -1, zero block tables, a logits row) until there are n_seqs: rows
+  // no kernel stores or attends for, as decode graphs of a bucket size
+  // replay them. A padding token's attention output is zero.
+  void pad_to(int32_t n_seqs);
   // Checks internal consistency (sizes, ranges, slots within the tables,
   // released entries only where group_windows[g] > 0 and wholly before the
   // window of the sequence's first new token); throws rf::Error.

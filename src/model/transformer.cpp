@@ -99,19 +99,7 @@ int32_t Transformer::graph_bucket(int32_t n) {
 
 void Transformer::pad_for_graph(const Batch& b, int32_t bucket) {
   padded_ = b;
-  for (int32_t i = b.n_seqs(); i < bucket; ++i) {
-    // A padding token: no KV write (slot -1), no attention (position -1).
-    padded_.token_ids.push_back(0);
-    padded_.positions.push_back(-1);
-    padded_.token_seq.push_back(i);
-    padded_.seq_starts.push_back(padded_.seq_starts.back() + 1);
-    padded_.context_lens.push_back(0);
-    for (Batch::Group& g : padded_.groups) {
-      g.slot_mapping.push_back(-1);
-      g.block_tables.resize(g.block_tables.size() + size_t(b.max_blocks_per_seq), 0);
-    }
-    padded_.logits_rows.push_back(i);
-  }
+  padded_.pad_to(bucket);
 }
 
 void Transformer::warmup(KVCache& kv) {

@@ -15,14 +15,21 @@ using test::rel_l2;
 
 using test::AttnShape;
 
-// prefill_mma: prefill chunks on the tensor-core kernel (prefill_mma_tile.h)
-// where it takes the head size, else on the CUDA-core one.
-void check_attention(const AttnShape& sh, bool prefill_mma) {
-  SCOPED_TRACE(prefill_mma ? "tensor-core prefill" : "CUDA-core prefill");
+// Which kernels take the batches: prefill chunks on the CUDA-core kernel or
+// on the tensor-core tile (prefill_mma_tile.h) where it takes the head
+// size, and decode-only steps on the decode kernel or on that tile too
+// (CudaOptions::decode_mma_min_seqs).
+enum class AttnKernels { CudaCorePrefill, TensorCorePrefill, TensorCorePrefillAndDecode };
+
+void check_attention(const AttnShape& sh, AttnKernels kernels) {
+  SCOPED_TRACE(kernels == AttnKernels::CudaCorePrefill     ? "CUDA-core prefill"
+               : kernels == AttnKernels::TensorCorePrefill ? "tensor-core prefill"
+                                                           : "tensor-core prefill and decode");
   std::mt19937 rng(11 + sh.hd);
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
-  o.prefill_mma = prefill_mma;
+  o.prefill_mma = kernels != AttnKernels::CudaCorePrefill;
+  o.decode_mma_min_seqs = kernels == AttnKernels::TensorCorePrefillAndDecode ? 1 : 0;
   auto gpu = std::make_unique<CudaBackend>(o);
   CpuBackend cpu(2);
   const int bs = 16, num_blocks = 200, max_blocks = 160;
@@ -98,14 +105,41 @@ void check_attention(const AttnShape& sh, bool prefill_mma) {
     gpu->free(gq);
     gpu->free(go);
   }
+  // A decode step padded as decode graphs pad it (Batch::pad_to): the
+  // sequences' rows as the CPU computes them without the padding, the
+  // padding rows zero.
+  const Batch b = test::attention_batch(test::attention_batch_cases()[1], bs, max_blocks, num_blocks);
+  Batch padded = b;
+  padded.pad_to(b.n_seqs() + 4);
+  const int n = b.n_tokens(), np = padded.n_tokens();
+  auto q = test::round_f16(test::randn(size_t(np) * q_dim, rng));
+  std::vector<float> ref(size_t(n) * q_dim);
+  AttentionParams ap{sh.n_heads, sh.n_kv, sh.hd, 1.0f / std::sqrt(float(sh.hd))};
+  ap.window = sh.window;
+  ap.softcap = sh.softcap;
+  Tensor cq = make_tensor(q.data(), DType::F32, q_dim, n), co = make_tensor(ref.data(), DType::F32, q_dim, n);
+  cpu.attention_ext(cq, ccache, cpu.upload_step(b), ap, co);
+  void* gq = test::upload(*gpu, test::to_f16(q));
+  void* go = gpu->alloc(size_t(np) * q_dim * 2, "attn out");
+  std::vector<uint16_t> stale(size_t(np) * q_dim, f32_to_f16(7.0f));  // what a padding row must not keep
+  gpu->copy_to_device(go, stale.data(), stale.size() * 2);
+  Tensor tq = make_tensor(gq, DType::F16, q_dim, np, DeviceKind::CUDA), to = make_tensor(go, DType::F16, q_dim, np, DeviceKind::CUDA);
+  gpu->attention_ext(tq, gcache, gpu->upload_step(padded), ap, to);
+  const auto got = test::from_f16(test::download<uint16_t>(*gpu, go, size_t(np) * q_dim));
+  EXPECT_LT(rel_l2(std::vector<float>(got.begin(), got.begin() + long(ref.size())), ref), 2e-3)
+      << "hd " << sh.hd << ": a padded decode step";
+  for (size_t i = ref.size(); i < got.size(); ++i) ASSERT_EQ(got[i], 0.0f) << "hd " << sh.hd << ": padding row output";
+  gpu->free(gq);
+  gpu->free(go);
 }
 
 class CudaAttention : public ::testing::TestWithParam<AttnShape> {};
 
 TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
   RF_REQUIRE_GPU();
-  check_attention(GetParam(), false);
-  check_attention(GetParam(), true);
+  check_attention(GetParam(), AttnKernels::CudaCorePrefill);
+  check_attention(GetParam(), AttnKernels::TensorCorePrefill);
+  check_attention(GetParam(), AttnKernels::TensorCorePrefillAndDecode);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,

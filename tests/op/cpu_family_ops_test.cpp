@@ -2,7 +2,8 @@
 // double-precision reference on fresh random inputs: bias add, GeGLU (the
 // tanh approximation of GELU, as ggml evaluates it), scale, soft-capping, per-head RMSNorm (rms_norm
 // over [tokens * heads, head_dim]), partial NeoX RoPE, and paged attention with
-// a sliding window, logit soft-capping and a custom scale over a mixed batch.
+// a sliding window, logit soft-capping and a custom scale over a mixed batch;
+// the batch's checks (validate) and its padding for decode graphs (pad_to).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -248,6 +249,53 @@ INSTANTIATE_TEST_SUITE_P(Variants, CpuAttentionExt,
                                            AttnCase{"window_softcap", 8, 2.0f, 1.0f / std::sqrt(32.0f)},
                                            AttnCase{"window_1", 1, 0.0f, 0.25f}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Batch::pad_to (decode graphs' buckets): padding sequences of one token at
+// position -1, no KV slot, zero block tables and a logits row each; the
+// padded batch is consistent and the CPU's attention gives the sequences'
+// rows unchanged and zero padding rows.
+TEST(BatchPad, PaddingSequencesAttendToNothing) {
+  Batch b;
+  b.reset(4, 3, 2);
+  const std::vector<int32_t> tok = {5}, t0 = {0, 1}, t1 = {2, 3};
+  const std::span<const int32_t> tables[2] = {t0, t1};
+  b.add_sequence(tok, 6, tables, true);
+  Batch p = b;
+  p.pad_to(4);
+  ASSERT_EQ(p.n_seqs(), 4);
+  ASSERT_EQ(p.n_tokens(), 4);
+  ASSERT_EQ(p.n_logits(), 4);
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_EQ(p.positions[size_t(i)], -1);
+    EXPECT_EQ(p.token_seq[size_t(i)], i);
+    EXPECT_EQ(p.seq_starts[size_t(i) + 1], i + 1);
+    EXPECT_EQ(p.context_lens[size_t(i)], 0);
+    EXPECT_EQ(p.logits_rows[size_t(i)], i);
+    for (const Batch::Group& g : p.groups) {
+      EXPECT_EQ(g.slot_mapping[size_t(i)], -1);
+      for (int k = 0; k < 3; ++k) EXPECT_EQ(g.block_tables[size_t(i) * 3 + size_t(k)], 0);
+    }
+  }
+  const int32_t windows[2] = {0, 0};
+  EXPECT_NO_THROW(p.validate(8, windows));
+  p.pad_to(2);  // never shrinks
+  EXPECT_EQ(p.n_seqs(), 4);
+
+  CpuBackend cpu(1);
+  const int hd = 8, heads = 2, slots = 32;
+  std::vector<float> kc(size_t(slots) * hd), vc(kc.size()), q(size_t(4) * heads * hd), out(q.size(), 7.0f);
+  for (size_t i = 0; i < kc.size(); ++i) kc[i] = vc[i] = float(i % 13) / 13.0f;
+  for (size_t i = 0; i < q.size(); ++i) q[i] = float(i % 5) / 5.0f;
+  KVLayer cache{kc.data(), vc.data(), DType::F32, 8, 4, 1, hd};
+  AttentionParams ap{heads, 1, hd, 0.5f};
+  std::vector<float> alone(size_t(heads) * hd);
+  Tensor q1 = make_tensor(q.data(), DType::F32, heads * hd, 1), o1 = make_tensor(alone.data(), DType::F32, heads * hd, 1);
+  cpu.attention(q1, cache, cpu.upload_step(b), ap, o1);
+  Tensor q4 = make_tensor(q.data(), DType::F32, heads * hd, 4), o4 = make_tensor(out.data(), DType::F32, heads * hd, 4);
+  cpu.attention(q4, cache, cpu.upload_step(p), ap, o4);
+  for (size_t i = 0; i < alone.size(); ++i) EXPECT_EQ(out[i], alone[i]);
+  for (size_t i = alone.size(); i < out.size(); ++i) EXPECT_EQ(out[i], 0.0f) << "padding row " << i / alone.size();
+}
 
 // Batch::validate: released (negative) block-table entries only in
 // sliding-window groups and wholly before the window of the sequence's

@@ -3,10 +3,11 @@
 // mma.m16n8k16 follows PTX's documented fragment layout, against attention
 // in double precision over the same f16 values: head sizes 64, 96, 128 and 256, one
 // to eight query heads per block, query tiles of 1 to 16 tokens at any
-// position (several key tiles, a partial last one), padding rows, a sliding
-// window and soft-capping. This checks the tile's indexing, masking and
-// online softmax on any machine; that the hardware follows the layout is
-// PTX's documentation (the decode kernel uses the same instruction).
+// position (several key tiles, a partial last one; a decode step's single
+// tokens), padding rows (zero outputs), a sliding window and soft-capping.
+// This checks the tile's indexing, masking and online softmax on any
+// machine; that the hardware follows the layout is PTX's documentation (the
+// decode kernel uses the same instruction).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -94,7 +95,7 @@ void check(const Case& c) {
       const float* got = &e.out[(size_t(tok) * c.heads + h) * c.hd];
       const int p = e.positions[size_t(tok)];
       if (p < 0) {
-        for (int d = 0; d < c.hd; ++d) ASSERT_EQ(got[d], -1e30f) << "padding row written";
+        for (int d = 0; d < c.hd; ++d) ASSERT_EQ(got[d], 0.0f) << "a padding row's output must be zero";
         continue;
       }
       std::vector<double> w;
@@ -127,6 +128,11 @@ void check(const Case& c) {
 }
 
 TEST(PrefillMmaEmulation, OneTokenOneHead) { check({64, 1, 1, 0}); }
+// Decode steps on the tile (CudaOptions::decode_mma_min_seqs): one token
+// per tile, far into its context; a graph's padding token alone.
+TEST(PrefillMmaEmulation, DecodeTokenGroupOfFour) { check({128, 4, 1, 700}); }
+TEST(PrefillMmaEmulation, DecodeTokenHeadSize96Window) { check({96, 8, 1, 300, 100, 2.0f}); }
+TEST(PrefillMmaEmulation, PaddingTokenAlone) { check({128, 4, 1, 0, 0, 0.0f, 1}); }
 TEST(PrefillMmaEmulation, FullTileGroupOfFour) { check({128, 4, 16, 0}); }
 TEST(PrefillMmaEmulation, LaterChunkSeveralKeyTiles) { check({128, 2, 16, 150}); }
 TEST(PrefillMmaEmulation, EightHeadsPartialTile) { check({64, 8, 11, 70}); }

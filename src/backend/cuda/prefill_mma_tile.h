@@ -201,13 +201,14 @@ RF_WAVE_UNROLL
     }
     x.sync_block();  // this stage is read: the next iteration may refill it
   }
-  // Each row's sum over its 4 lanes; rows that saw no key (padding) output 0.
+  // Each row's sum over its 4 lanes; rows that saw no key (padding tokens
+  // at position -1, as decode graphs pad their batches) output 0.
 RF_WAVE_UNROLL
   for (int i = 0; i < 2; ++i) {
     l[i] += x.shfl_xor(l[i], 1);
     l[i] += x.shfl_xor(l[i], 2);
-    if (pos[i] < 0) continue;
-    const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+    if (rows[i] >= n_rows) continue;
+    const float inv = pos[i] >= 0 && l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
 RF_WAVE_UNROLL
     for (int d = 0; d < kDimBlocks; ++d) e.store(rows[i], 8 * d + 2 * t, o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
   }
