@@ -7,12 +7,8 @@
 # measured range, and the file quantizes back to f16.
 # Usage: fp8_weights.sh ROCMFORGE TESTDATA_DIR
 set -uo pipefail
-bin="$1"; td="$2"
-[ -f "$td/stories260K.gguf" ] || { echo "test data missing: $td"; [ "${ROCMFORGE_REQUIRE_TESTDATA:-0}" = 1 ] && exit 1; exit 0; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-m="$td/stories260K.gguf"
+source "$(dirname "$0")/lib.sh"
+cli_setup "$1" "$2"
 
 "$bin" quantize "$m" "$tmp/f8.gguf" fp8 > "$tmp/q.out" 2>&1 || fail "quantize: $(tail -1 "$tmp/q.out")"
 info=$("$bin" info "$tmp/f8.gguf" 2>&1)
@@ -37,4 +33,4 @@ python3 -c "import sys; k=float('$kld' or 'nan'); sys.exit(0 if 1e-4 < k < 0.03 
 "$bin" quantize "$tmp/f8.gguf" "$tmp/back.gguf" f16 > "$tmp/b.out" 2>&1 || fail "quantize back to f16: $(tail -1 "$tmp/b.out")"
 "$bin" run -m "$tmp/back.gguf" -p "Once upon a time" -n 24 --temp 0 > "$tmp/back.txt" 2>/dev/null
 cmp -s "$tmp/back.txt" "$tmp/run.out" || fail "f16 from fp8 generates other text: $(head -c 200 "$tmp/back.txt")"
-[ $fails -eq 0 ] && echo "fp8 weights: all as expected" || exit 1
+cli_finish "fp8 weights: all as expected"

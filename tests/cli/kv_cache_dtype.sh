@@ -6,12 +6,8 @@
 # the CPU does not have (fp16) is refused before anything loads.
 # Usage: kv_cache_dtype.sh ROCMFORGE TESTDATA_DIR
 set -uo pipefail
-bin="$1"; td="$2"
-[ -f "$td/stories260K.gguf" ] || { echo "test data missing: $td"; [ "${ROCMFORGE_REQUIRE_TESTDATA:-0}" = 1 ] && exit 1; exit 0; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-m="$td/stories260K.gguf"
+source "$(dirname "$0")/lib.sh"
+cli_setup "$1" "$2"
 
 # stories260K: 5 layers, 4 KV heads of 8, context 2048. A token's K or V
 # row of one layer: f16 64 bytes; e4m3 32 + 4 scales of 4 bytes = 48. So
@@ -33,4 +29,4 @@ if "$bin" run -m "$m" -p "x" -n 1 --kv-cache-dtype fp16 > "$tmp/e.out" 2>&1; the
 else
   grep -q -- "--kv-cache-dtype: fp16 not in {auto,fp8,fp8_e4m3}" "$tmp/e.out" || fail "fp16: [$(tail -1 "$tmp/e.out")]"
 fi
-[ $fails -eq 0 ] && echo "--kv-cache-dtype: all as expected" || exit 1
+cli_finish "--kv-cache-dtype: all as expected"

@@ -9,12 +9,8 @@
 # fail with one line naming the problem.
 # Usage: perplexity.sh ROCMFORGE TESTDATA_DIR
 set -uo pipefail
-bin="$1"; td="$2"
-[ -f "$td/stories260K.gguf" ] && [ -f "$td/stories.txt" ] || {
-  echo "test data missing: $td"; [ "${ROCMFORGE_REQUIRE_TESTDATA:-0}" = 1 ] && exit 1; exit 0; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
+cli_setup "$1" "$2" stories.txt
 ppl_of() { sed -n 's/^Final estimate: PPL = \([0-9.]*\) .*/\1/p' "$1"; }
 
 "$bin" perplexity -m "$td/stories260K.gguf" -f "$td/stories.txt" -c 128 --kl-divergence-base "$tmp/base.bin" \
@@ -75,4 +71,4 @@ expect_error "truncated" -m "$td/stories260K.gguf" -f "$td/stories.txt" -c 128 -
   --kl-divergence
 expect_error "--kv-cache-dtype: fp16 not in {auto,fp8,fp8_e4m3}" -m "$td/stories260K.gguf" -f "$td/stories.txt" \
   -c 128 --kv-cache-dtype fp16
-[ $fails -eq 0 ] && echo "perplexity: all as expected (stories260K PPL $p; fp8 KV cache $p8, mean KLD $kld)" || exit 1
+cli_finish "perplexity: all as expected (stories260K PPL $p; fp8 KV cache $p8, mean KLD $kld)"
