@@ -6,7 +6,7 @@
 # portable: the portable kernel variants beside the normal build, issue 18;
 # stage fp8: FP8 weights, stage prefill-mma: tensor-core prefill attention,
 # stage issue16: the issue's table beside a previous build; stage
-# decode-mma: decode attention on the tensor-core tile, issue 16).
+# decode-pv: decode attention's P.V on tensor cores, issue 16).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -154,29 +154,34 @@ if [ "$stage" = prefill-mma ]; then
   done
 fi
 
-if [ "$stage" = decode-mma ]; then
-  # Decode steps on the tensor-core attention tile (ROCMFORGE_DECODE_MMA_SEQS,
-  # issue 16): the attention tests (all three kernel choices, padded decode
-  # steps), compute-sanitizer on them, then 64-sequence decode alternated
-  # with the decode kernel (f16 and q4_k_m), and the engine's batch tests.
-  "$BIN/test_gpu" --gtest_filter='*CudaAttention*:*CudaKvFp8*' > "$OUT/test_gpu_decode_mma.log" 2>&1
-  echo "attention tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_decode_mma.log" | head -10
-  ROCMFORGE_DECODE_MMA_SEQS=1 "$BIN/test_gpu" --gtest_filter='*CudaEngineBatch*:*CudaModel*' \
-    > "$OUT/test_gpu_decode_mma_engine.log" 2>&1
-  echo "engine and model tests (decode on the tile) rc=$?"
-  grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_decode_mma_engine.log" | head -10
-  ROCMFORGE_DECODE_MMA_SEQS=1 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
-    --gtest_filter='*CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8' > "$OUT/sanitizer-decode-mma.log" 2>&1
-  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/sanitizer-decode-mma.log" | tail -1
+if [ "$stage" = decode-pv ]; then
+  # Decode attention's P.V on tensor cores (issue 16): the attention, model
+  # and engine tests, memcheck and racecheck on the decode kernel (head sizes
+  # 128 and 256 with window + soft-cap), then decode beside a previous build
+  # (RF_OLD, default .carry/old) alternated: llama3-8b f16 and q4_k_m, and
+  # phi3-mini (MHA, head size 96) and gemma2-9b (256, soft-cap) f16.
+  OLD="${RF_OLD:-.carry/old}"
+  "$BIN/test_gpu" --gtest_filter='*CudaAttention*:*CudaKvFp8*:*CudaModel*:*CudaEngineBatch*' > "$OUT/test_gpu_decode_pv.log" 2>&1
+  echo "attention, model and engine tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_decode_pv.log" | head -10
+  for tool in memcheck racecheck; do
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_gpu" \
+      --gtest_filter='*CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8:*CudaAttention.MatchesCpuOnMixedBatch/hd256_h16_kv8_win100_cap' \
+      > "$OUT/sanitizer-decode-pv-$tool.log" 2>&1
+    echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitizer-decode-pv-$tool.log" | tail -1
+  done
+  run_bench() {  # binary dir, model, parallel
+    printf "%-12s %-18s " "$1" "$2"
+    timeout 100 "$1/rocmforge" bench --load-format dummy -m "$2" -p 512 -n 128 -r 1 --parallel "$3" 2>/dev/null |
+      grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{printf "%s seqs %s tok/s  ", $2, $4}'
+    echo
+  }
   for round in 1 2; do
-    for seqs in 0 16; do
-      for t in f16 q4_k_m; do
-        printf "round %s ROCMFORGE_DECODE_MMA_SEQS=%s %s: " "$round" "$seqs" "$t"
-        ROCMFORGE_DECODE_MMA_SEQS=$seqs "$BIN/rocmforge" bench --load-format dummy -m "${RF_PRESET:-llama3-8b}:$t" \
-          -p 512 -n 128 -r 1 --parallel "${RF_PARALLEL:-1,16,64}" 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | tr -d '\n'
-        echo
-      done
+    for t in f16 q4_k_m; do
+      for b in "$OLD" "$BIN"; do run_bench "$b" "llama3-8b:$t" 1,16,64; done
     done
+  done
+  for p in phi3-mini gemma2-9b; do
+    for b in "$OLD" "$BIN"; do run_bench "$b" "$p:f16" 1,64; done
   done
 fi
 

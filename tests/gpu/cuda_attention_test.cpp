@@ -15,21 +15,17 @@ using test::rel_l2;
 
 using test::AttnShape;
 
-// Which kernels take the batches: prefill chunks on the CUDA-core kernel or
-// on the tensor-core tile (prefill_mma_tile.h) where it takes the head
-// size, and decode-only steps on the decode kernel or on that tile too
-// (CudaOptions::decode_mma_min_seqs).
-enum class AttnKernels { CudaCorePrefill, TensorCorePrefill, TensorCorePrefillAndDecode };
+// Which kernel takes the prefill chunks: the CUDA-core kernel or the
+// tensor-core tile (prefill_mma_tile.h) where it takes the head size.
+// Decode-only steps always run the decode kernel.
+enum class AttnKernels { CudaCorePrefill, TensorCorePrefill };
 
 void check_attention(const AttnShape& sh, AttnKernels kernels) {
-  SCOPED_TRACE(kernels == AttnKernels::CudaCorePrefill     ? "CUDA-core prefill"
-               : kernels == AttnKernels::TensorCorePrefill ? "tensor-core prefill"
-                                                           : "tensor-core prefill and decode");
+  SCOPED_TRACE(kernels == AttnKernels::CudaCorePrefill ? "CUDA-core prefill" : "tensor-core prefill");
   std::mt19937 rng(11 + sh.hd);
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
   o.prefill_mma = kernels != AttnKernels::CudaCorePrefill;
-  o.decode_mma_min_seqs = kernels == AttnKernels::TensorCorePrefillAndDecode ? 1 : 0;
   auto gpu = std::make_unique<CudaBackend>(o);
   CpuBackend cpu(2);
   const int bs = 16, num_blocks = 200, max_blocks = 160;
@@ -139,7 +135,6 @@ TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
   RF_REQUIRE_GPU();
   check_attention(GetParam(), AttnKernels::CudaCorePrefill);
   check_attention(GetParam(), AttnKernels::TensorCorePrefill);
-  check_attention(GetParam(), AttnKernels::TensorCorePrefillAndDecode);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,

@@ -128,8 +128,8 @@ void check(const Case& c) {
 }
 
 TEST(PrefillMmaEmulation, OneTokenOneHead) { check({64, 1, 1, 0}); }
-// Decode steps on the tile (CudaOptions::decode_mma_min_seqs): one token
-// per tile, far into its context; a graph's padding token alone.
+// One-token chunks far into their context (a prompt's last chunk may be one
+// token); a padding token (position -1) alone.
 TEST(PrefillMmaEmulation, DecodeTokenGroupOfFour) { check({128, 4, 1, 700}); }
 TEST(PrefillMmaEmulation, DecodeTokenHeadSize96Window) { check({96, 8, 1, 300, 100, 2.0f}); }
 TEST(PrefillMmaEmulation, PaddingTokenAlone) { check({128, 4, 1, 0, 0, 0.0f, 1}); }

@@ -236,12 +236,7 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   a.part_out = scratch.partial_out;
   a.part_ml = scratch.partial_ml;
   const bool prefill = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && p.n_heads % p.n_kv_heads == 0;
-  // A decode step (a query tile per token) on the tensor-core tile: no key
-  // splits, no combine (decode_mma_min_seqs).
-  const bool decode_mma = m.max_new_tokens <= 1 && ctx.options.decode_mma_min_seqs > 0 &&
-                          n_tokens >= ctx.options.decode_mma_min_seqs && m.q_tiles && m.n_q_tiles == n_tokens &&
-                          p.n_heads % p.n_kv_heads == 0;
-  if (((prefill && ctx.options.prefill_mma) || decode_mma) && attention_prefill_mma_supported(p.head_dim)) {
+  if (prefill && ctx.options.prefill_mma && attention_prefill_mma_supported(p.head_dim)) {
     int mma_heads = std::min(group_size, 8);  // one warp (16 rows) per head of the block
     while (group_size % mma_heads) --mma_heads;
     launch_attention_prefill_mma(a, m.q_tiles, m.n_q_tiles, mma_heads, fp8, ctx);

@@ -23,8 +23,14 @@
 //  - scores, RF_PORTABLE (HIP): lane (key jl = lane % 8, part = lane / 8) sums q . k in
 //    f32 over the 16-byte chunks part, part + 4, ... of its key for every
 //    head (q scaled, f32 in shared memory), then two shuffles add the parts;
-//  - P.V (both): lane (chunk c = lane % (HD / 8), key subgroup) owns 8
-//    output dims of every head for its keys; acc in f32 registers.
+//  - P.V, CUDA with f16 caches: on tensor cores, O^T (dims x heads) +=
+//    V^T . P^T by mma m16n8k8: the probabilities stay in the registers the
+//    scores left them in, V^T's fragments come by ldmatrix.trans
+//    (decode_tile_mma). At 64 sequences the CUDA-core P.V below bounded the
+//    kernel (256 FMAs a lane per tile), not the KV bandwidth;
+//  - P.V, RF_PORTABLE and e4m3 caches: lane (chunk c = lane % (HD / 8), key
+//    subgroup) owns 8 output dims of every head for its keys; acc in f32
+//    registers.
 // The kernel reads as its steps: load q, then per tile: issue the copies of
 // a later tile, score the group's keys, update the online softmax,
 // accumulate V; at the end merge the four groups and store the output (or
@@ -299,6 +305,69 @@ __device__ __forceinline__ void decode_accumulate_v(float (&acc)[kDecMaxHeads][8
   }
 }
 
+#ifndef RF_PORTABLE
+// P.V on tensor cores (f16 caches; kPvMma): O^T (dims x heads) += V^T (dims x
+// the group's 8 keys) . P^T (keys x heads) by mma m16n8k8. P^T's fragment is
+// the lane's two probabilities where the scores left them (head gid, keys
+// 2 tig + {0, 1}); V^T's come from the staged rows by ldmatrix.trans, two
+// 16-dim tiles per load. o[i]: dims 16 i + gid (c0: head 2 tig, c1: head
+// 2 tig + 1) and 16 i + gid + 8 (c2, c3).
+template <typename KV>
+constexpr bool kPvMma = !kIsFp8<KV>;
+template <int HD>
+constexpr int kPvTiles = DecodeDims<HD>::kWidth / 16;
+
+template <int HD, bool kExt>
+__device__ __forceinline__ void decode_tile_mma(float& m, float& l, const uint4* qf, const __half* kt, const __half* vt,
+                                                float scale, float softcap, int k0, int k_end,
+                                                float (&o)[kPvTiles<HD>][4]) {
+  using L = DecodeLayout<HD, __half>;
+  const DecodeThread th = decode_thread<HD>();
+  const float2 x = decode_score_keys<HD, kExt>(qf, kt, static_cast<const float*>(nullptr), scale, softcap, k0, k_end);
+  const SoftmaxStep st = decode_softmax_update(m, l, x);
+  // The rescale factors of this lane's two accumulator heads (lanes 4 h hold head h's).
+  const float c_lo = __shfl_sync(0xffffffffu, st.corr, 8 * th.tig);
+  const float c_hi = __shfl_sync(0xffffffffu, st.corr, 8 * th.tig + 4);
+  const __half2 p2 = __floats2half2_rn(st.p0, st.p1);
+  const uint32_t p = *reinterpret_cast<const uint32_t*>(&p2);
+  const __half* vr = vt + (th.lane % 8) * L::kRow + (th.lane / 8) * 8;
+#pragma unroll
+  for (int i = 0; i < kPvTiles<HD>; i += 2) {
+    uint32_t v[4];
+    ldmatrix_x4_trans(v, vr + i * 16);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      o[i + j][0] *= c_lo;
+      o[i + j][1] *= c_hi;
+      o[i + j][2] *= c_lo;
+      o[i + j][3] *= c_hi;
+      mma_1688(o[i + j], v[2 * j], v[2 * j + 1], p);
+    }
+  }
+}
+
+// This lane's O^T fragments to merge [group][head][kWidth] (heads < group).
+template <int HD>
+__device__ __forceinline__ void decode_stash_mma(const float (&o)[kPvTiles<HD>][4], int group, float* merge) {
+  using L = DecodeDims<HD>;
+  const DecodeThread th = decode_thread<HD>();
+  const int h0 = 2 * th.tig, h1 = h0 + 1;
+  float* m0 = merge + (size_t(th.grp) * kDecMaxHeads + h0) * L::kWidth + th.gid;
+  float* m1 = m0 + L::kWidth;
+#pragma unroll
+  for (int i = 0; i < kPvTiles<HD>; ++i) {
+    if (h0 < group) {
+      m0[16 * i] = o[i][0];
+      m0[16 * i + 8] = o[i][2];
+    }
+    if (h1 < group) {
+      m1[16 * i] = o[i][1];
+      m1[16 * i + 8] = o[i][3];
+    }
+  }
+}
+#endif
+
 // ---- merging the four groups -------------------------------------------------
 
 // Each group's (m, l) per head to mls [m: group][head], then [l: group][head],
@@ -349,7 +418,8 @@ __device__ __forceinline__ void decode_stash_acc(const float (&acc)[kDecMaxHeads
 
 // The four groups' (m, l, acc) combined per (head, dim): the normalized
 // output, or this split's unnormalized sum and (m, l) for the combine kernel.
-template <int HD>
+// kSubs: key subgroups per group in merge (1 after P.V on tensor cores).
+template <int HD, int kSubs>
 __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const float* mls, const float* merge, int t,
                                                    int head0, int split, int pos, int group) {
   using L = DecodeDims<HD>;
@@ -368,7 +438,7 @@ __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const floa
       lsum = fmaf(f, mls[(kDecGroups + g) * kDecMaxHeads + h], lsum);
       float sv = 0.0f;
 #pragma unroll
-      for (int u = 0; u < L::kSub; ++u) sv += merge[((size_t(g) * L::kSub + u) * kDecMaxHeads + h) * L::kWidth + d];
+      for (int u = 0; u < kSubs; ++u) sv += merge[((size_t(g) * kSubs + u) * kDecMaxHeads + h) * L::kWidth + d];
       v = fmaf(f, sv, v);
     }
     const int hq = head0 + h;
@@ -431,11 +501,18 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
     l[h] = 0.0f;
   }
 #endif
-  float acc[kDecMaxHeads][8];
+  float acc[kDecMaxHeads][8];  // P.V on CUDA cores
 #pragma unroll
   for (int h = 0; h < kDecMaxHeads; ++h)
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[h][e] = 0.0f;
+#ifndef RF_PORTABLE
+  float o[kPvTiles<HD>][4];  // P.V on tensor cores (kPvMma)
+#pragma unroll
+  for (int i = 0; i < kPvTiles<HD>; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[i][e] = 0.0f;
+#endif
 
   DecodeTiles<HD, KV> tiles;
   tiles.cc = th.tid % L::kCopyChunks;
@@ -484,15 +561,21 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
     const KV* kt = sm.ks + size_t(tile_row) * L::kRow;
     const float* ksc = kIsFp8<KV> ? sm.ksc + tile_row : nullptr;
     const float* vsc = kIsFp8<KV> ? sm.vsc + tile_row : nullptr;
+    const KV* vt = kt + size_t(kDecStages) * kDecTile * L::kRow;  // the group's V rows
     float corr[kDecMaxHeads];
     bool rescale = false;
 #ifndef RF_PORTABLE
-    decode_tile_softmax<HD, kExt>(m_h, l_h, qf, kt, ksc, vsc, a.scale, a.softcap, k0, k_end, group, sm.ps, sm.cs, corr,
-                                  rescale);
+    if constexpr (kPvMma<KV>) {
+      decode_tile_mma<HD, kExt>(m_h, l_h, qf, kt, vt, a.scale, a.softcap, k0, k_end, o);
+      continue;
+    } else {
+      decode_tile_softmax<HD, kExt>(m_h, l_h, qf, kt, ksc, vsc, a.scale, a.softcap, k0, k_end, group, sm.ps, sm.cs,
+                                    corr, rescale);
+    }
 #else
     decode_tile_softmax<HD, kExt>(m, l, qs, kt, ksc, vsc, a.softcap, k0, k_end, group, sm.ps, corr, rescale);
 #endif
-    decode_accumulate_v<HD>(acc, corr, rescale, kt + size_t(kDecStages) * kDecTile * L::kRow, sm.ps, group);
+    decode_accumulate_v<HD>(acc, corr, rescale, vt, sm.ps, group);
   }
 
   // Merge the four groups through shared memory (the stage buffers, now free).
@@ -503,9 +586,17 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
 #endif
   copy_wait<0>();
   __syncthreads();
+#ifndef RF_PORTABLE
+  if constexpr (kPvMma<KV>) {
+    decode_stash_mma<HD>(o, group, sm.merge);
+    __syncthreads();
+    decode_merge_store<HD, 1>(a, sm.mls, sm.merge, t, head0, split, pos, group);
+    return;
+  }
+#endif
   decode_stash_acc<HD>(acc, group, sm.merge);
   __syncthreads();
-  decode_merge_store<HD>(a, sm.mls, sm.merge, t, head0, split, pos, group);
+  decode_merge_store<HD, L::kSub>(a, sm.mls, sm.merge, t, head0, split, pos, group);
 }
 
 __host__ __device__ constexpr int combine_weight_floats(int n_splits) { return (n_splits + 7) / 8 * 8 + 8; }

@@ -44,8 +44,6 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   }
   if (!switch_on("ROCMFORGE_MMA")) o.mma_max_rows_quant = 0;
   if (!switch_on("ROCMFORGE_PACKED_QKV")) o.packed_qkv = false;
-  if (const char* p = std::getenv("ROCMFORGE_DECODE_MMA_SEQS"); p && *p && std::atoi(p) >= 0)
-    o.decode_mma_min_seqs = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_MOE_MMA_ROWS"); p && *p && std::atoi(p) >= 0)
     o.moe_mma_rows = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_PREFILL_MMA"); p && *p) o.prefill_mma = std::string(p) != "0";

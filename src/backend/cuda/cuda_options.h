@@ -55,8 +55,6 @@
 //                                                    (fp8_gemm_min_rows)
 //   ROCMFORGE_PREFILL_MMA=0  prefill attention on CUDA cores instead of
 //                            tensor cores                  (prefill_mma)
-//   ROCMFORGE_DECODE_MMA_SEQS=N decode steps of >= N sequences attend on
-//                            the tensor-core tile   (decode_mma_min_seqs)
 //   ROCMFORGE_PACKED_QKV=0   q, k and v weights loaded apart, three
 //                            matmuls per batch              (packed_qkv)
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
@@ -159,12 +157,6 @@ struct CudaOptions {
   // H200 (llama3-8b f16): pp512 22.2k -> 31.8k tok/s, 64 x pp512 28.3k ->
   // 35.9k, pp4096 9.9k -> 26.5k.
   bool prefill_mma = true;
-  // Decode steps of at least this many tokens (one per sequence) run their
-  // attention on the same tensor-core tile, a block per (token, KV head),
-  // without key splits, instead of the decode kernel (whose P.V runs on CUDA
-  // cores: ~1.5 TB/s of KV at 64 sequences on the H200). 0: never. An
-  // experiment, off until measured (written without device time).
-  int decode_mma_min_seqs = 0;
   // A layer's q, k and v weights of one format loaded into one allocation
   // (Backend::packs_qkv); batches of 9..kPackedQkvMaxRows rows then take one
   // matmul into scratch and one kernel splitting it into q, k and v with

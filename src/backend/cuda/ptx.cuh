@@ -1,5 +1,6 @@
-// Inline-PTX building blocks of the NVIDIA fast paths: the m16n8k16
-// tensor-core product, 16- and 4-byte asynchronous copies to shared memory
+// Inline-PTX building blocks of the NVIDIA fast paths: the m16n8k16 and
+// m16n8k8 tensor-core products, transposed 8 x 8 loads from shared memory
+// (ldmatrix), 16- and 4-byte asynchronous copies to shared memory
 // (cp.async, sm_80+; plain copies elsewhere and with RF_PORTABLE: HIP, cuda-portable) and bulk copies
 // of whole weight rows into shared memory (TMA, sm_90; NVIDIA only).
 #pragma once
@@ -17,6 +18,23 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+// c += A (16 x 8, f16: a0 row lane / 4, a1 row lane / 4 + 8, columns
+// 2 * (lane % 4) + {0, 1}) . B (8 x 8, f16: b0 rows 2 * (lane % 4) + {0, 1},
+// column lane / 4), f32 accumulation (PTX mma.m16n8k8).
+__device__ __forceinline__ void mma_1688(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(a1), "r"(b0));
+}
+// Four 8 x 8 f16 matrices from shared memory, transposed: lanes 8 j .. 8 j +
+// 7 give the row addresses (16 bytes each, 16-byte aligned) of matrix j;
+// r[j] of lane i then holds its rows 2 * (i % 4) + {0, 1} at column i / 4.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
 }
 #endif
 
