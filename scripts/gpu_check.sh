@@ -6,7 +6,9 @@
 # portable: the portable kernel variants beside the normal build, issue 18;
 # stage fp8: FP8 weights, stage prefill-mma: tensor-core prefill attention,
 # stage issue16: the issue's table beside a previous build; stage
-# decode-pv: decode attention's P.V on tensor cores, issue 16).
+# decode-pv: decode attention's P.V on tensor cores, issue 16; stage
+# attn-splits: batch-1 decode against the attention's split count; stage
+# moe-profile: per-kernel time of MoE steps, issue 13).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -182,6 +184,52 @@ if [ "$stage" = decode-pv ]; then
   done
   for p in phi3-mini gemma2-9b; do
     for b in "$OLD" "$BIN"; do run_bench "$b" "$p:f16" 1,64; done
+  done
+fi
+
+if [ "$stage" = attn-splits ]; then
+  # Batch-1 decode against the decode attention's block target
+  # (ROCMFORGE_ATTN_BLOCKS; default 2 per SM): at ~600 keys of context the
+  # default cuts llama3-8b's 8 KV heads into ~33 slices of under one key
+  # tile each, all summed by the combine kernel. Alternated, f16.
+  for preset in llama3-8b phi3-mini gemma2-9b; do
+    for round in 1 2; do
+      for blocks in 0 132 64 32; do
+        printf "%-10s round %s ROCMFORGE_ATTN_BLOCKS=%-4s " "$preset" "$round" "$blocks"
+        env $([ "$blocks" != 0 ] && echo ROCMFORGE_ATTN_BLOCKS=$blocks) "$BIN/rocmforge" bench --load-format dummy \
+          -m "$preset:f16" -p 512 -n 128 -r 1 --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
+      done
+    done
+  done
+fi
+
+if [ "$stage" = moe-profile ]; then
+  # Where a mixture-of-experts step's GPU time goes (issue 13): Nsight
+  # Compute's per-kernel time, summed by kernel, over decode steps at batch 1
+  # and 64 and a prefill of 512 tokens, on the 4-layer qwen3-30b-a3b preset
+  # (q4_k_m dummy weights).
+  for P in 1 64; do
+    ncu --clock-control none --metrics gpu__time_duration.sum --csv -s 2000 -c 600 \
+      "$BIN/rocmforge" bench --load-format dummy -m qwen3-30b-a3b-4l:q4_k_m -p 512 -n 64 -r 1 --parallel $P \
+      > "$OUT/ncu-moe-$P.csv" 2>/dev/null
+    python3 - "$OUT/ncu-moe-$P.csv" "qwen3-30b-a3b-4l q4_k_m, parallel $P (launches 2000..2600)" <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows:
+    sys.exit(print("no ncu rows for", sys.argv[2]))
+hdr = rows[0]; rows = rows[1:]
+ki = hdr.index("Kernel Name"); vi = hdr.index("Metric Value"); ui = hdr.index("Metric Unit")
+tot = collections.defaultdict(float); cnt = collections.Counter()
+for r in rows:
+    v = float(r[vi].replace(",", "")); u = r[ui]
+    v = v / 1000 if u == "nsecond" else (v if u == "usecond" else v * 1000)
+    name = r[ki].split("(")[0][:80]
+    tot[name] += v; cnt[name] += 1
+allt = sum(tot.values())
+print(f"== {sys.argv[2]}: {len(rows)} kernels, {allt:.0f} us")
+for n, v in sorted(tot.items(), key=lambda x: -x[1])[:14]:
+    print(f"{v:10.0f} us {cnt[n]:5d}x {v / cnt[n]:8.1f} us each  {n}")
+PY
   done
 fi
 
