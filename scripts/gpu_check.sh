@@ -188,15 +188,16 @@ if [ "$stage" = decode-pv ]; then
 fi
 
 if [ "$stage" = attn-splits ]; then
-  # Batch-1 decode against the decode attention's block target
-  # (ROCMFORGE_ATTN_BLOCKS; default 2 per SM): at ~600 keys of context the
-  # default cuts llama3-8b's 8 KV heads into ~33 slices of under one key
-  # tile each, all summed by the combine kernel. Alternated, f16.
+  # Batch-1 decode against the decode attention's slicing of the context:
+  # by default 2 blocks per SM (ROCMFORGE_ATTN_BLOCKS) and at least 32 keys
+  # a slice (ROCMFORGE_ATTN_MIN_SPLIT): at ~600 keys llama3-8b's 8 KV heads
+  # get ~19 slices of one key tile each, all summed by the combine kernel.
+  # Alternated, f16.
   for preset in llama3-8b phi3-mini gemma2-9b; do
     for round in 1 2; do
-      for blocks in 0 132 64 32; do
-        printf "%-10s round %s ROCMFORGE_ATTN_BLOCKS=%-4s " "$preset" "$round" "$blocks"
-        env $([ "$blocks" != 0 ] && echo ROCMFORGE_ATTN_BLOCKS=$blocks) "$BIN/rocmforge" bench --load-format dummy \
+      for min_split in 32 64 128 256; do
+        printf "%-10s round %s ROCMFORGE_ATTN_MIN_SPLIT=%-4s " "$preset" "$round" "$min_split"
+        ROCMFORGE_ATTN_MIN_SPLIT=$min_split "$BIN/rocmforge" bench --load-format dummy \
           -m "$preset:f16" -p 512 -n 128 -r 1 --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
       done
     done

@@ -20,12 +20,16 @@ using test::AttnShape;
 // Decode-only steps always run the decode kernel.
 enum class AttnKernels { CudaCorePrefill, TensorCorePrefill };
 
-void check_attention(const AttnShape& sh, AttnKernels kernels) {
+// min_split_keys: decode attention's shortest key slice
+// (CudaOptions::attention_min_split_keys; long ones leave slices empty).
+void check_attention(const AttnShape& sh, AttnKernels kernels, int min_split_keys = 32) {
   SCOPED_TRACE(kernels == AttnKernels::CudaCorePrefill ? "CUDA-core prefill" : "tensor-core prefill");
+  SCOPED_TRACE("decode slices of >= " + std::to_string(min_split_keys) + " keys");
   std::mt19937 rng(11 + sh.hd);
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
   o.prefill_mma = kernels != AttnKernels::CudaCorePrefill;
+  o.attention_min_split_keys = min_split_keys;
   auto gpu = std::make_unique<CudaBackend>(o);
   CpuBackend cpu(2);
   const int bs = 16, num_blocks = 200, max_blocks = 160;
@@ -135,6 +139,7 @@ TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
   RF_REQUIRE_GPU();
   check_attention(GetParam(), AttnKernels::CudaCorePrefill);
   check_attention(GetParam(), AttnKernels::TensorCorePrefill);
+  check_attention(GetParam(), AttnKernels::TensorCorePrefill, 256);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,

@@ -72,8 +72,8 @@ class ServerFormat : public ::testing::Test {
 
 TEST_F(ServerFormat, CompletionResponse) {
   const auto f = formatter(Endpoint::Completions);
-  ChoiceResult a{"Once upon", {}, FinishReason::Length, "", 5, 16, 0};
-  ChoiceResult b{"The end.", {}, FinishReason::Stop, "", 4, 3, 2};
+  ChoiceResult a{"Once upon", {}, FinishReason::Length, "", 5, 16, 0, {}};
+  ChoiceResult b{"The end.", {}, FinishReason::Stop, "", 4, 3, 2, {}};
   const json r = json::parse(f.full_response({a, b}));
   EXPECT_EQ(r["id"], "cmpl-1");
   EXPECT_EQ(r["object"], "text_completion");
@@ -94,7 +94,7 @@ TEST_F(ServerFormat, CompletionResponse) {
 
 TEST_F(ServerFormat, ChatResponse) {
   const auto f = formatter(Endpoint::ChatCompletions);
-  const json r = json::parse(f.full_response({ChoiceResult{"Hi \"there\"\n", {}, FinishReason::Stop, "", 7, 3, 0}}));
+  const json r = json::parse(f.full_response({ChoiceResult{"Hi \"there\"\n", {}, FinishReason::Stop, "", 7, 3, 0, {}}}));
   EXPECT_EQ(r["object"], "chat.completion");
   EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
   EXPECT_EQ(r["choices"][0]["message"]["content"], "Hi \"there\"\n");
@@ -106,7 +106,7 @@ TEST_F(ServerFormat, CompletionLogprobs) {
   const auto f = formatter(Endpoint::Completions, true, 2);
   const std::vector<TokenLogprob> lps = {{432, -0.5f, {{432, -0.5f}, {383, -1.5f}, {322, -3.0f}}},
                                          {383, -1.0f, {{432, -0.2f}, {322, -2.0f}}}};
-  const json r = json::parse(f.full_response({ChoiceResult{"x", lps, FinishReason::Length, "", 1, 2, 0}}));
+  const json r = json::parse(f.full_response({ChoiceResult{"x", lps, FinishReason::Length, "", 1, 2, 0, {}}}));
   const json& lp = r["choices"][0]["logprobs"];
   ASSERT_EQ(lp["tokens"].size(), 2u);
   EXPECT_EQ(lp["tokens"][0], tok_->token_to_piece(432, true));
@@ -122,7 +122,7 @@ TEST_F(ServerFormat, CompletionLogprobs) {
 TEST_F(ServerFormat, ChatLogprobs) {
   const auto f = formatter(Endpoint::ChatCompletions, true, 1);
   const std::vector<TokenLogprob> lps = {{432, -0.25f, {{432, -0.25f}, {383, -1.5f}}}};
-  const json r = json::parse(f.full_response({ChoiceResult{"x", lps, FinishReason::Stop, "", 1, 1, 0}}));
+  const json r = json::parse(f.full_response({ChoiceResult{"x", lps, FinishReason::Stop, "", 1, 1, 0, {}}}));
   const json& content = r["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(content.size(), 1u);
   const std::string piece = tok_->token_to_piece(432, true);

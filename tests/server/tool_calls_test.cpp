@@ -36,7 +36,7 @@ TEST(ToolCalls, HermesCallsAndContent) {
 }
 
 TEST(ToolCalls, WhatIsNotACallStaysText) {
-  for (const std::string text : {
+  for (const std::string& text : {
            std::string("<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": </tool_call>"),  // bad JSON
            std::string("<tool_call>{\"name\": \"rm_rf\", \"arguments\": {}}</tool_call>"),              // not offered
            std::string("<tool_call>{\"arguments\": {}}</tool_call>"),                                    // no name
@@ -50,7 +50,7 @@ TEST(ToolCalls, WhatIsNotACallStaysText) {
 }
 
 TEST(ToolCalls, MistralWithAndWithoutTheMarker) {
-  for (const std::string text : {std::string("Sure. [TOOL_CALLS] [{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}]"),
+  for (const std::string& text : {std::string("Sure. [TOOL_CALLS] [{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}]"),
                                  std::string("[{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}]")}) {
     const ParsedReply r = parse_tool_calls(ToolCallFormat::Mistral, text, kTools, "m");
     ASSERT_EQ(r.calls.size(), 1u) << text;

@@ -134,7 +134,9 @@ TEST(GrammarAutomaton, TrieStoresEveryTokenOnce) {
   }
   for (size_t t = 0; t < vocab.size(); ++t) {
     EXPECT_EQ(count[t], vocab[t].empty() ? 0 : 1) << t;
-    if (!vocab[t].empty()) EXPECT_EQ(seen[t], vocab[t]);
+    if (!vocab[t].empty()) {
+      EXPECT_EQ(seen[t], vocab[t]);
+    }
   }
   EXPECT_EQ(trie.n_nodes(), 6u);  // root, a, ab, abc, b, \xFF
 }

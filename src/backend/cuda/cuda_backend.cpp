@@ -288,10 +288,10 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
       ++n_tiles;
     }
   // Decode attention splits the longest context evenly over a fixed number of
-  // slices (at least 32 keys each).
+  // slices (at least attention_min_split_keys each).
   const int32_t max_ctx = b.max_context_len();
   const int32_t slices = decode_slices(b.max_blocks_per_seq * b.block_size, nt);
-  h[I.off_split] = std::max<int32_t>(32, (max_ctx + slices - 1) / slices);
+  h[I.off_split] = std::max<int32_t>(std::max(options_.attention_min_split_keys, 1), (max_ctx + slices - 1) / slices);
   const size_t used = I.off_tables + size_t(ng) * table_ints;
   RF_GPU_CHECK(gpuMemcpyAsync(I.meta_dev, h, used * 4, gpuMemcpyHostToDevice, S(stream_)));
   RF_GPU_CHECK(gpuEventRecord(I.meta_copied, S(stream_)));

@@ -49,6 +49,8 @@
 //                                                         (kq_stream_split)
 //   ROCMFORGE_ATTN_BLOCKS=N  decode-attention block target, N > 0
 //                                                    (attention_target_blocks)
+//   ROCMFORGE_ATTN_MIN_SPLIT=N decode-attention key slices of at least N
+//                            keys, N > 0           (attention_min_split_keys)
 //   ROCMFORGE_FP8_GEMM_ROWS=N FP8 weights: batches of >= N rows (default
 //                            9) run e4m3 x e4m3 on tensor cores
 //                            (cuBLASLt); 0: f16 activations always
@@ -84,6 +86,9 @@ struct CudaOptions {
   // SM. Measured on the H200: one slice for 64 sequences x 8 KV heads beat
   // four by 5% on 64-sequence decode.
   int attention_target_blocks = 0;
+  // ... and each slice at least this many keys of the step's longest
+  // context (the slices past it stay empty and weigh nothing).
+  int attention_min_split_keys = 32;
   bool graphs = true;
   // Batches of 9..N rows on Q4_K / Q6_K weights use the tensor-core matmul
   // reading the stored format (0: dequantize + BLAS instead).
