@@ -193,9 +193,9 @@ if [ "$stage" = attn-splits ]; then
   # a slice (ROCMFORGE_ATTN_MIN_SPLIT): at ~600 keys llama3-8b's 8 KV heads
   # get ~19 slices of one key tile each, all summed by the combine kernel.
   # Alternated, f16.
-  for preset in llama3-8b phi3-mini gemma2-9b; do
+  for preset in ${RF_PRESETS:-llama3-8b phi3-mini}; do
     for round in 1 2; do
-      for min_split in 32 64 128 256; do
+      for min_split in ${RF_MIN_SPLITS:-32 64 128}; do
         printf "%-10s round %s ROCMFORGE_ATTN_MIN_SPLIT=%-4s " "$preset" "$round" "$min_split"
         ROCMFORGE_ATTN_MIN_SPLIT=$min_split "$BIN/rocmforge" bench --load-format dummy \
           -m "$preset:f16" -p 512 -n 128 -r 1 --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
