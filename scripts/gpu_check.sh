@@ -8,7 +8,8 @@
 # stage issue16: the issue's table beside a previous build; stage
 # decode-pv: decode attention's P.V on tensor cores, issue 16; stage
 # attn-splits: batch-1 decode against the attention's split count; stage
-# moe-profile: per-kernel time of MoE steps, issue 13).
+# moe-profile: per-kernel time of MoE steps, issue 13; stage fused-q8:
+# 8-bit activations written by the norm / combine, issue 16).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -184,6 +185,34 @@ if [ "$stage" = decode-pv ]; then
   done
   for p in phi3-mini gemma2-9b; do
     for b in "$OLD" "$BIN"; do run_bench "$b" "$p:f16" 1,64; done
+  done
+fi
+
+if [ "$stage" = fused-q8 ]; then
+  # Batch-1 k-quant GEMVs reading 8-bit activations written by the add +
+  # RMSNorm and the attention combine before them (ROCMFORGE_FUSED_Q8,
+  # issue 16): the test, memcheck on it, batch-1 perplexity of a llama3-8b
+  # q4_k_m with it off and on (the same bits: KL divergence 0), then
+  # batch-1 decode alternated on dense and MoE q4_k_m presets.
+  "$BIN/test_gpu" --gtest_filter='*CudaFusedQ8*:*KQuantGemv*' > "$OUT/test_gpu_fused_q8.log" 2>&1
+  echo "tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_fused_q8.log" | head -10
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" --gtest_filter='*CudaFusedQ8*' \
+    > "$OUT/sanitizer-fused-q8.log" 2>&1
+  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/sanitizer-fused-q8.log" | tail -1
+  text="$MODELS/ppl.txt"
+  for i in $(seq 1 40); do cat "$ROCMFORGE_TESTDATA/stories.txt"; done > "$text"
+  ROCMFORGE_FUSED_Q8=0 "$BIN/rocmforge" perplexity --load-format dummy -m llama3-8b:q4_k_m -f "$text" -c 128 -b 1 \
+    --chunks 2 --kl-divergence-base "$MODELS/q8-base.bin" 2>&1 | tail -1
+  ROCMFORGE_FUSED_Q8=1 "$BIN/rocmforge" perplexity --load-format dummy -m llama3-8b:q4_k_m -f "$text" -c 128 -b 1 \
+    --chunks 2 --kl-divergence-base "$MODELS/q8-base.bin" --kl-divergence 2>&1 | tail -3
+  for round in 1 2; do
+    for preset in ${RF_PRESETS:-llama3-8b qwen3-8b phi3-mini qwen3-30b-a3b}; do
+      for fused in 0 1; do
+        printf "round %s %-14s ROCMFORGE_FUSED_Q8=%s " "$round" "$preset" "$fused"
+        ROCMFORGE_FUSED_Q8=$fused "$BIN/rocmforge" bench --load-format dummy -m "$preset:q4_k_m" -p 64 -n 128 -r 2 \
+          --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
+      done
+    done
   done
 fi
 

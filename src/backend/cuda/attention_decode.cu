@@ -1,6 +1,7 @@
 // Decode attention (one query per sequence, the hot path) over the paged KV
 // cache (f16, or e4m3 with row scales: kv_fp8.cuh), and the kernel that
-// combines split-K slices (flash-decoding).
+// combines split-K slices (flash-decoding; for one token it may also write
+// the row's 8-bit quants for the GEMV after it, CudaOptions::fused_act_q8).
 // Owns attention_decode_kernel (head_dim 64/96/128, and 256 on CUDA; up to 8
 // query heads per block), attention_combine_kernel, their launchers and
 // their one-time shared-memory opt-ins. attention.cu chooses between the
@@ -610,9 +611,14 @@ __host__ __device__ constexpr int combine_weight_floats(int n_splits) { return (
 // The weights are padded with zeros to a multiple of 8 and 8 more
 // (combine_weight_floats): the unrolled sum's loads may be merged into
 // 16-byte reads past the last split (compute-sanitizer saw one at split 8).
+//
+// With xq (one token, a thread per dim, hd a multiple of 32): the output
+// row's 8-bit quants and scales too (act_q8's layout;
+// CudaOptions::fused_act_q8), for the quantized GEMV after it.
 __global__ void attention_combine_kernel(const float* __restrict__ part_out, const float* __restrict__ part_ml,
                                          const int32_t* __restrict__ positions, int n_heads, int hd, int n_splits,
-                                         __half* __restrict__ out) {
+                                         __half* __restrict__ out, int8_t* __restrict__ xq,
+                                         float2* __restrict__ xds) {
   extern __shared__ float weight[];  // [combine_weight_floats(n_splits)]
   pdl_wait();
   pdl_trigger();
@@ -641,7 +647,9 @@ __global__ void attention_combine_kernel(const float* __restrict__ part_out, con
 #pragma unroll 8
     for (int s = 0; s < n_splits; ++s)
       if (weight[s] != 0.0f) v += weight[s] * part_out[(base + s) * hd + d];
-    out[(size_t(t) * n_heads + h) * hd + d] = __float2half_rn(v);
+    const __half hv = __float2half_rn(v);
+    out[(size_t(t) * n_heads + h) * hd + d] = hv;
+    if (xq) quantize32_q8(__half2float(hv), h * hd + d, xq, xds);
   }
 }
 
@@ -724,10 +732,16 @@ void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, bool fp8, c
 
 void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, int n_tokens, int n_heads,
                               int head_dim, int n_splits, void* out, const LaunchCtx& ctx) {
-  launch(attention_combine_kernel, dim3(unsigned(n_tokens), unsigned(n_heads)),
-         dim3(unsigned(std::min(256, std::max(RF_WARP_SIZE, head_dim)))), size_t(combine_weight_floats(n_splits)) * sizeof(float), ctx,
-         scratch.partial_out, scratch.partial_ml,
-         positions, n_heads, head_dim, n_splits, static_cast<__half*>(out));
+  const int threads = std::min(256, std::max(RF_WARP_SIZE, head_dim));
+  // One token whose GEMV reads 8-bit quants: the combine writes them (a
+  // thread per dim, whole 32-lane groups).
+  const bool q8 = n_tokens == 1 && head_dim % 32 == 0 && threads == head_dim &&
+                  act_q8_fusable(ctx, 1, n_heads * head_dim);
+  launch(attention_combine_kernel, dim3(unsigned(n_tokens), unsigned(n_heads)), dim3(unsigned(threads)),
+         size_t(combine_weight_floats(n_splits)) * sizeof(float), ctx, scratch.partial_out, scratch.partial_ml,
+         positions, n_heads, head_dim, n_splits, static_cast<__half*>(out),
+         q8 ? act_q8_quants(ctx.act_q8) : nullptr, q8 ? act_q8_scales(ctx.act_q8) : nullptr);
+  if (q8) act_q8_record(ctx, out, n_heads * head_dim);
 }
 
 }  // namespace rf::gpu

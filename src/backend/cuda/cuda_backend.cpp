@@ -35,7 +35,12 @@ namespace {
 using OpTimer = gpu::OpProfiler::Scope;  // times one op when profiling
 }  // namespace
 
-gpu::LaunchCtx CudaBackend::ctx() const { return {S(stream_), options_, warp_size_, act_q8_}; }
+gpu::LaunchCtx CudaBackend::ctx() const {
+  // Each call numbers the launches it serves: a record of act_q8_state made
+  // under number N is trusted under N and N + 1 (the producing op and the
+  // one after it), never later.
+  return {S(stream_), options_, warp_size_, act_q8_, &impl_->act_q8_state, ++impl_->op_seq};
+}
 
 const char* CudaBackend::vendor() { return RF_GPU_VENDOR; }
 

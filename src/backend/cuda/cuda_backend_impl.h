@@ -21,6 +21,10 @@ constexpr int kPackedQkvMaxRows = 256;
 
 struct CudaBackend::Impl {
   std::unique_ptr<gpu::OpProfiler> profiler;  // with CudaOptions::profile
+  // What act_q8 holds and the number of the op now launching (ctx() counts
+  // them): LaunchCtx::act_q8_state, LaunchCtx::op.
+  gpu::ActQ8State act_q8_state;
+  uint64_t op_seq = 0;
   std::unique_ptr<gpu::Blas> blas;
   void* blas_workspace = nullptr;
   void* staging = nullptr;  // pinned, for weight uploads

@@ -44,6 +44,9 @@
 //                            shared-memory kernel)   (kq_stream_q6k_rows)
 //   ROCMFORGE_KQ_STREAM_L1=0 that GEMV's Q4_K weight loads bypass L1
 //                                                         (kq_stream_l1)
+//   ROCMFORGE_FUSED_Q8=1     that GEMV's 8-bit activations written by the
+//                            RMSNorm / attention combine before it
+//                                                         (fused_act_q8)
 //   ROCMFORGE_KQ_STREAM_SPLIT=N warps per set of rows of that GEMV (1, 2, 4)
 //                            instead of the rule by row length
 //                                                         (kq_stream_split)
@@ -148,6 +151,12 @@ struct CudaOptions {
   // ... Q4_K weight loads through L1 (Q6_K's always). Measured on the H200
   // (llama3-8b q4_k_m tg128 b1): 360.5 past L1, 365.4 through it.
   bool kq_stream_l1 = true;
+  // ... and the row's 8-bit quants are written by the kernel that produces
+  // the row where it can (the residual add + RMSNorm, the attention
+  // combine: one row, f16), so the GEMV right after skips its quantize
+  // launch (LaunchCtx::act_q8_state); a second GEMV of the same row in the
+  // next op reuses them too. Off until measured on the device.
+  bool fused_act_q8 = false;
   // FP8 weights (F8_E4M3_ROW): batches of at least this many rows (and
   // more than the GEMV's 8) quantize their activations to e4m3 (a scale per
   // row) and multiply on FP8 tensor cores (cuBLASLt, outer-vector scales),

@@ -13,7 +13,8 @@
 // current one is computed, and the first ones before the wait for the
 // previous kernel (weights are constant). The activations go in as 8-bit
 // quants with a scale per 32 (quantize_act_q8_kernel, launched just before
-// into LaunchCtx::act_q8), so the nibbles meet them in integer dot products:
+// into LaunchCtx::act_q8, unless the op before wrote them there:
+// CudaOptions::fused_act_q8), so the nibbles meet them in integer dot products:
 // about one instruction per weight, where f16 arithmetic takes over two.
 // (Not bit-equal to f16 activations: within llama.cpp's tolerance for this
 // op, NMSE 5e-4; tests/gpu/cuda_ops_test.cpp checks both.)
@@ -391,6 +392,22 @@ bool gemv_quantizes_activations(const CudaOptions& options, int warp_size, DType
   return stream_rows(options, w_type) > 0 && n == 1 && k % 256 == 0 && k <= kActQ8MaxK && k / 64 >= warp_size;
 }
 
+bool act_q8_fusable(const LaunchCtx& ctx, int rows, int k) {
+  return ctx.options.fused_act_q8 && ctx.act_q8 && ctx.act_q8_state && rows == 1 && k % 32 == 0 && k > 0 &&
+         k <= kActQ8MaxK;
+}
+
+void act_q8_record(const LaunchCtx& ctx, const void* src, int k) {
+  if (!ctx.options.fused_act_q8 || !ctx.act_q8_state) return;
+  *ctx.act_q8_state = ActQ8State{src, k, ctx.op};
+}
+
+bool act_q8_ready(const LaunchCtx& ctx, const void* src, int k) {
+  if (!ctx.options.fused_act_q8 || !ctx.act_q8_state) return false;
+  const ActQ8State& s = *ctx.act_q8_state;
+  return s.src == src && s.k == k && (s.op == ctx.op || s.op + 1 == ctx.op);
+}
+
 bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, bool paired, int grid_y,
                            const LaunchCtx& ctx) {
   // Expert tiles only of one shared token (x_one_row: quantized once).
@@ -404,10 +421,15 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
                  args.expert_bytes % align == 0 && (!paired || reinterpret_cast<uintptr_t>(args.w_up) % align == 0);
   for (int i = 0; i < args.n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(args.w[i]) % align == 0;
   if (!aligned) return false;
-  float2* xds = static_cast<float2*>(ctx.act_q8);
-  int8_t* xq = reinterpret_cast<int8_t*>(static_cast<uint8_t*>(ctx.act_q8) + size_t(kActQ8MaxK) / 32 * 8);
-  const int groups = args.k / 32;
-  launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, args.x, args.k, xq, xds);
+  float2* xds = act_q8_scales(ctx.act_q8);
+  int8_t* xq = act_q8_quants(ctx.act_q8);
+  // The row's quants: written by the op before (fused_act_q8), or now; the
+  // record renewed, so that a GEMV of the same row in the next op reads them too.
+  if (!act_q8_ready(ctx, args.x, args.k)) {
+    const int groups = args.k / 32;
+    launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, args.x, args.k, xq, xds);
+  }
+  act_q8_record(ctx, args.x, args.k);
   GemvArgs a = args;
   a.xq = xq;
   a.xds = xds;

@@ -191,16 +191,40 @@ namespace rf::gpu {
 // streaming Q4_K GEMV quantizes its input row there; ops on one stream run in
 // order, so one buffer serves them all). Launchers pass it down; nothing on
 // a launch path reads the environment or a global.
+//
+// What act_q8 holds (CudaOptions::fused_act_q8): the quants of row `src`
+// (k wide), written during backend op number `op`. The op right after may
+// read them instead of quantizing src again (a GEMV after the RMSNorm or
+// the attention combine that wrote them, or a second GEMV of the same row);
+// any later op may not, since src may have changed meanwhile.
+struct ActQ8State {
+  const void* src = nullptr;
+  int k = 0;
+  uint64_t op = 0;
+};
 struct LaunchCtx {
   gpuStream_t stream;
   const CudaOptions& options;
   int warp_size;             // the device's (gpuDeviceProp::warpSize): host launch math
   void* act_q8 = nullptr;    // kActQ8MaxK activations' worth (act_q8_bytes)
+  ActQ8State* act_q8_state = nullptr;  // the backend's (null: never reused)
+  uint64_t op = 0;                     // this backend op's number (CudaBackend::ctx counts them)
 };
 // The 8-bit activation buffer: per 32 activations a float2 (scale d, d *
 // sum of the quants), then the quants; rows of up to kActQ8MaxK.
 constexpr int kActQ8MaxK = 65536;
 constexpr size_t act_q8_bytes() { return size_t(kActQ8MaxK) / 32 * 8 + size_t(kActQ8MaxK); }
+inline float2* act_q8_scales(void* buf) { return static_cast<float2*>(buf); }
+inline int8_t* act_q8_quants(void* buf) {
+  return reinterpret_cast<int8_t*>(static_cast<uint8_t*>(buf) + size_t(kActQ8MaxK) / 32 * 8);
+}
+// Whether the producer of one row of k activations (an RMSNorm, the
+// attention combine) should also write its quants to act_q8
+// (CudaOptions::fused_act_q8), and the record that it did.
+bool act_q8_fusable(const LaunchCtx& ctx, int rows, int k);
+void act_q8_record(const LaunchCtx& ctx, const void* src, int k);
+// Whether act_q8 holds src's quants from the previous op (or this one).
+bool act_q8_ready(const LaunchCtx& ctx, const void* src, int k);
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 __device__ __forceinline__ void pdl_wait() {
@@ -320,6 +344,25 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
 __device__ __forceinline__ float block_max(float v, float* scratch) {
   HwLanes x;
   return wave::block_max<RF_WARP_SIZE>(v, scratch, -INFINITY, x);
+}
+
+// One activation row's 8-bit quants (act_q8's layout): this lane's value x
+// (as stored: f16-rounded) is element i; the 32 lanes holding elements
+// [32 (i / 32), +32) call it together (lanes 32 j .. 32 j + 31: a warp, or
+// half a 64-wide wavefront). Per 32, d = max |x| / 127, quant = round(x /
+// d), and (d, d * sum of quants): the arithmetic of gemv_stream.cu's
+// quantize kernel, so the quants are the same bits.
+__device__ __forceinline__ void quantize32_q8(float x, int i, int8_t* xq, float2* xds) {
+  float amax = fabsf(x);
+#pragma unroll
+  for (int m = 16; m >= 1; m /= 2) amax = fmaxf(amax, RF_SHFL_XOR(amax, m));
+  const float d = amax / 127.0f, inv = d > 0.0f ? 1.0f / d : 0.0f;
+  const int q = __float2int_rn(x * inv);
+  int sum = q;
+#pragma unroll
+  for (int m = 16; m >= 1; m /= 2) sum += RF_SHFL_XOR(sum, m);
+  xq[i] = int8_t(q);
+  if (i % 32 == 0) xds[i / 32] = make_float2(d, d * float(sum));
 }
 
 }  // namespace rf::gpu

@@ -1,6 +1,10 @@
 // RMSNorm (f32 or f16 in, f16/f32 out) and the residual add (of a row
 // optionally post-normed first) fused with the next RMSNorm: one block per
-// row, reductions with the target's warp size.
+// row, reductions with the target's warp size. The add + RMSNorm of one row
+// may also write the row's 8-bit quants for the GEMV after it
+// (CudaOptions::fused_act_q8).
+#include <type_traits>
+
 #include "backend/cuda/kernels.h"
 
 namespace rf::gpu {
@@ -87,9 +91,14 @@ int norm_threads(int cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 6
 // 1024-thread blocks share an SM.
 constexpr int kNormPerThread = 8;
 
+//
+// With xq (one row, f16 out, cols a multiple of 32, kRegs): the row's 8-bit
+// quants and scales too (act_q8's layout; CudaOptions::fused_act_q8), for
+// the quantized GEMV after it.
 template <typename OutT, bool kRegs, bool kNormY>
 __global__ void add_rms_norm_kernel(float* __restrict__ x, const __half* __restrict__ y, const float* __restrict__ wy,
-                                    const float* __restrict__ w, OutT* __restrict__ out, int cols, float eps) {
+                                    const float* __restrict__ w, OutT* __restrict__ out, int cols, float eps,
+                                    int8_t* __restrict__ xq, float2* __restrict__ xds) {
   __shared__ float scratch[32];
   float* xr = x + size_t(blockIdx.x) * cols;
   const __half* yr = y + size_t(blockIdx.x) * cols;
@@ -137,6 +146,17 @@ __global__ void add_rms_norm_kernel(float* __restrict__ x, const __half* __restr
       const int i = threadIdx.x + j * blockDim.x;
       if (i < cols) o[i] = from_float<OutT>(v[j] * scale * wv[j]);
     }
+    if constexpr (std::is_same_v<OutT, __half>) {
+      if (xq) {
+        // Elements i of one 32-lane group are 32 consecutive ones (blockDim
+        // and cols multiples of 32), all in range or all past it.
+#pragma unroll
+        for (int j = 0; j < kNormPerThread; ++j) {
+          const int i = threadIdx.x + j * blockDim.x;
+          if (i < cols) quantize32_q8(__half2float(__float2half_rn(v[j] * scale * wv[j])), i, xq, xds);
+        }
+      }
+    }
     return;
   }
   pdl_wait();
@@ -148,8 +168,16 @@ template <typename OutT, bool kNormY>
 void launch_add_rms_norm(float* x, const __half* y, const float* wy, const float* w, OutT* o, int rows, int cols,
                          float eps, const LaunchCtx& ctx) {
   const int threads = norm_threads(cols);
-  if (rows <= 64) launch(add_rms_norm_kernel<OutT, true, kNormY>, rows, threads, 0, ctx, x, y, wy, w, o, cols, eps);
-  else launch(add_rms_norm_kernel<OutT, false, kNormY>, rows, threads, 0, ctx, x, y, wy, w, o, cols, eps);
+  // One f16 row whose GEMV reads 8-bit quants: the norm writes them.
+  const bool q8 = std::is_same_v<OutT, __half> && act_q8_fusable(ctx, rows, cols) && threads % 32 == 0 &&
+                  cols <= kNormPerThread * threads;
+  int8_t* xq = q8 ? act_q8_quants(ctx.act_q8) : nullptr;
+  float2* xds = q8 ? act_q8_scales(ctx.act_q8) : nullptr;
+  if (rows <= 64)
+    launch(add_rms_norm_kernel<OutT, true, kNormY>, rows, threads, 0, ctx, x, y, wy, w, o, cols, eps, xq, xds);
+  else
+    launch(add_rms_norm_kernel<OutT, false, kNormY>, rows, threads, 0, ctx, x, y, wy, w, o, cols, eps, xq, xds);
+  if (q8) act_q8_record(ctx, o, cols);
 }
 
 }  // namespace

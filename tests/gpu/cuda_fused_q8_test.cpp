@@ -1,0 +1,125 @@
+// The batch-1 k-quant GEMV's 8-bit activations written by the kernel that
+// produces its input row (CudaOptions::fused_act_q8): the residual add +
+// RMSNorm and the attention combine. Every result must be bit-identical to
+// the separate quantize kernel's (the same arithmetic on the same f16
+// values), GEMVs of the row in the ops right after reuse the quants, and
+// none does once another op came between.
+#include <gtest/gtest.h>
+
+#include "gpu/attention_shapes.h"
+#include "gpu/gpu_test_util.h"
+
+namespace rf {
+namespace {
+
+constexpr int kHidden = 4096;  // 32 heads of 128: wide enough for the streaming GEMV
+
+struct FusedQ8Results {
+  std::vector<float> after_norm, second_gemv, after_other_op, after_combine;
+  // A producer, its row changed behind the backend's back (a copy, no
+  // kernel between), the GEMV, another op, the GEMV again: the first GEMV
+  // reads the producer's quants where they are reused, the second the
+  // changed row.
+  std::vector<float> norm_stale, norm_fresh, combine_stale, combine_fresh;
+};
+
+// One backend (fused_act_q8 on or off) through the same ops on the same data.
+FusedQ8Results run_ops(bool fused) {
+  std::mt19937 rng(23);
+  CudaOptions o;
+  o.dequant_scratch_bytes = size_t(32) << 20;
+  o.fused_act_q8 = fused;
+  CudaBackend gpu(o);
+  const int n_heads = 32, hd = 128, bs = 16, num_blocks = 160, max_blocks = 150;
+  BackendLimits lim{64, 4, max_blocks, 4, 100, int64_t(kHidden) * 256, n_heads, hd, n_heads};
+  gpu.reserve(lim);
+  const int m4 = 192, m6 = 96;
+  auto w4 = test::random_weight(DType::Q4_K, m4, kHidden, rng, 0.3f);
+  auto w6 = test::random_weight(DType::Q6_K, m6, kHidden, rng, 0.3f);
+  Tensor gw4 = gpu.load_weight(make_tensor(w4.data(), DType::Q4_K, kHidden, m4), "w4");
+  Tensor gw6 = gpu.load_weight(make_tensor(w6.data(), DType::Q6_K, kHidden, m6), "w6");
+  EXPECT_TRUE(gpu.gemv_quantizes_activations(DType::Q4_K, 1, kHidden));
+  EXPECT_TRUE(gpu.gemv_quantizes_activations(DType::Q6_K, 1, kHidden));
+
+  const auto res = test::randn(kHidden, rng), y = test::round_f16(test::randn(kHidden, rng));
+  auto nw = test::randn(kHidden, rng, 0.5f);
+  for (float& v : nw) v += 1.0f;
+  Tensor gres = make_tensor(test::upload(gpu, res), DType::F32, kHidden, 1, DeviceKind::CUDA);
+  Tensor gy = make_tensor(test::upload(gpu, test::to_f16(y)), DType::F16, kHidden, 1, DeviceKind::CUDA);
+  Tensor gnw = gpu.load_f32(nw.data(), kHidden, 1, "norm");
+  Tensor xn = make_tensor(gpu.alloc(kHidden * 2, "normed"), DType::F16, kHidden, 1, DeviceKind::CUDA);
+  Tensor o4 = make_tensor(gpu.alloc(m4 * 4, "o4"), DType::F32, m4, 1, DeviceKind::CUDA);
+  Tensor o6 = make_tensor(gpu.alloc(m6 * 4, "o6"), DType::F32, m6, 1, DeviceKind::CUDA);
+  const auto read = [&](const Tensor& t, int m) { return test::download<float>(gpu, t.data, size_t(m)); };
+
+  FusedQ8Results r;
+  // Add + RMSNorm, then two GEMVs of its row (the second in the op after).
+  gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
+  gpu.matmul(xn, gw4, o4);
+  r.after_norm = read(o4, m4);
+  gpu.matmul(xn, gw6, o6);
+  r.second_gemv = read(o6, m6);
+  // Add + RMSNorm, an op that changes the row, then the GEMV: quantized anew.
+  gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
+  const auto bias = test::randn(kHidden, rng);
+  Tensor gbias = gpu.load_f32(bias.data(), kHidden, 1, "bias");
+  gpu.add_bias(xn, gbias);
+  gpu.matmul(xn, gw4, o4);
+  r.after_other_op = read(o4, m4);
+
+  // Decode attention of one token over 1,500 keys (9 slices, combined: see
+  // CudaBackend::decode_slices), then the GEMV of its output row.
+  const int kv_dim = n_heads * hd;
+  const size_t slots = size_t(num_blocks) * bs;
+  void* kc = test::upload(gpu, test::to_f16(test::round_f16(test::randn(slots * kv_dim, rng))));
+  void* vc = test::upload(gpu, test::to_f16(test::round_f16(test::randn(slots * kv_dim, rng))));
+  KVLayer cache{kc, vc, DType::F16, num_blocks, bs, n_heads, hd};
+  const Batch b = test::attention_batch({{1500, 1}}, bs, max_blocks, num_blocks);
+  const StepMeta meta = gpu.upload_step(b);
+  Tensor q = make_tensor(test::upload(gpu, test::to_f16(test::round_f16(test::randn(kv_dim, rng)))), DType::F16,
+                         kv_dim, 1, DeviceKind::CUDA);
+  Tensor att = make_tensor(gpu.alloc(kv_dim * 2, "attention out"), DType::F16, kv_dim, 1, DeviceKind::CUDA);
+  const AttentionParams ap{n_heads, n_heads, hd, 1.0f / std::sqrt(float(hd))};
+  gpu.attention(q, cache, meta, ap, att);
+  gpu.matmul(att, gw4, o4);
+  r.after_combine = read(o4, m4);
+
+  const auto other = test::to_f16(test::round_f16(test::randn(kHidden, rng)));
+  Tensor spare = make_tensor(gpu.alloc(kHidden * 2, "spare"), DType::F16, kHidden, 1, DeviceKind::CUDA);
+  gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
+  gpu.copy_to_device(xn.data, other.data(), kHidden * 2);
+  gpu.matmul(xn, gw4, o4);
+  r.norm_stale = read(o4, m4);
+  gpu.add_bias(spare, gbias);
+  gpu.matmul(xn, gw4, o4);
+  r.norm_fresh = read(o4, m4);
+  gpu.attention(q, cache, meta, ap, att);
+  gpu.copy_to_device(att.data, other.data(), kHidden * 2);
+  gpu.matmul(att, gw4, o4);
+  r.combine_stale = read(o4, m4);
+  gpu.add_bias(spare, gbias);
+  gpu.matmul(att, gw4, o4);
+  r.combine_fresh = read(o4, m4);
+  return r;
+}
+
+TEST(CudaFusedQ8, SameBitsAsTheQuantizeKernel) {
+  RF_REQUIRE_GPU();
+  const FusedQ8Results off = run_ops(false), on = run_ops(true);
+  EXPECT_EQ(on.after_norm, off.after_norm) << "GEMV after add + RMSNorm";
+  EXPECT_EQ(on.second_gemv, off.second_gemv) << "second GEMV of the normed row";
+  EXPECT_EQ(on.after_other_op, off.after_other_op) << "GEMV after an op that changed the row";
+  EXPECT_EQ(on.after_combine, off.after_combine) << "GEMV after the attention combine";
+  EXPECT_EQ(on.norm_fresh, off.norm_fresh);
+  EXPECT_EQ(on.combine_fresh, off.combine_fresh);
+  // Without fusing, every GEMV quantizes the row it reads.
+  EXPECT_EQ(off.norm_stale, off.norm_fresh);
+  EXPECT_EQ(off.combine_stale, off.combine_fresh);
+  // Fused, the GEMV right after each producer read the producer's quants.
+  EXPECT_NE(on.norm_stale, on.norm_fresh) << "the GEMV after the norm quantized its row itself";
+  EXPECT_NE(on.combine_stale, on.combine_fresh) << "the GEMV after the combine quantized its row itself";
+  EXPECT_EQ(on.combine_stale, on.after_combine) << "the combine's quants are those of its output";
+}
+
+}  // namespace
+}  // namespace rf
