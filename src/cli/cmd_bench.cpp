@@ -5,7 +5,8 @@
 //   P sequences each prefill p tokens, then decode n (greedy). Reports
 //   prompt and generation tokens/s (mean and standard deviation over r runs
 //   after one warm-up), the weight bandwidth of decode and its share of the
-//   device's copy bandwidth measured in the same run; with
+//   device's copy bandwidth measured in the same run, and the K/V bandwidth
+//   of decode's attention and the share of weights and K/V together; with
 //   --tensor-parallel-size, per rank, and the all-reduce time per step.
 // - Serving throughput: `-m MODEL --requests N --concurrency C
 //   --input-len I[:J] --output-len O[:P] [--temp T]`: the engine runs on its
@@ -326,7 +327,14 @@ void bench(const BenchOptions& o) {
   const ModelConfig& mc = model->config();
   // Tensor parallel: weight bytes and bandwidth are one rank's (each reads its shard at once).
   const int tp = model->n_ranks();
-  const char* kv_type = dtype_name(kv_element_type(backends.first(), kv_cache_dtype(o.backend)));
+  const DType kv_elem = kv_element_type(backends.first(), kv_cache_dtype(o.backend));
+  const char* kv_type = dtype_name(kv_elem);
+  // The K/V bytes one sequence's measured decode steps read (contexts
+  // n_prompt + 1 .. n_prompt + n_gen - 1), one rank's share.
+  const KVGeometry kv_geo = kv_geometry(mc, kv_elem, 16);
+  double kv_seq_bytes = 0;
+  for (int s = 1; s < o.n_gen; ++s) kv_seq_bytes += double(kv_geo.bytes_read(o.n_prompt + s));
+  kv_seq_bytes /= tp;
   std::fprintf(stderr,
                "model: %s (%.2f GB of weights%s)\ndevice: %s, copy bandwidth %.0f GB/s (read + write); KV cache %s\n",
                mc.summary().c_str(), weight_bytes / 1e9, tp > 1 ? " per rank" : "", backends.name().c_str(),
@@ -350,13 +358,14 @@ void bench(const BenchOptions& o) {
                                                               cfg.max_num_batched_tokens) +
                              1);
     Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
-    std::vector<double> pp, tg, bw;
+    std::vector<double> pp, tg, bw, kv_bw;
     for (int r = 0; r <= o.reps; ++r) {
       const Phase ph = run_once(engine, P, o, 1000 * uint64_t(P) + uint64_t(r));
       if (r == 0) continue;  // warm-up
       pp.push_back(double(P) * o.n_prompt / ph.prompt_s);
       tg.push_back(double(P) * (o.n_gen - 1) / ph.gen_s);
       bw.push_back(model->weights().bytes_read_per_step(P, mc.n_expert_used, mc.n_expert) * (o.n_gen - 1) / ph.gen_s);
+      kv_bw.push_back(double(P) * kv_seq_bytes / ph.gen_s);
       std::fprintf(stderr, "  parallel %d run %d/%d: prompt %.0f tok/s, generation %.1f tok/s\n", P, r, o.reps,
                    pp.back(), tg.back());
     }
@@ -364,7 +373,9 @@ void bench(const BenchOptions& o) {
                        {"prompt_tok_s", mean(pp)}, {"prompt_tok_s_std", stdev(pp)},
                        {"gen_tok_s", mean(tg)}, {"gen_tok_s_std", stdev(tg)},
                        {"gen_weight_gb_s", mean(bw) / 1e9},
-                       {"gen_share_of_copy_bw", copy_bw > 0 ? mean(bw) / copy_bw : 0.0}});
+                       {"gen_share_of_copy_bw", copy_bw > 0 ? mean(bw) / copy_bw : 0.0},
+                       {"gen_kv_gb_s", mean(kv_bw) / 1e9},
+                       {"gen_share_of_copy_bw_with_kv", copy_bw > 0 ? (mean(bw) + mean(kv_bw)) / copy_bw : 0.0}});
   }
   // Tensor parallel: what the all-reduces of a decode step cost, at each batch size.
   nlohmann::json reduce = nlohmann::json::array();
@@ -384,14 +395,17 @@ void bench(const BenchOptions& o) {
     return;
   }
   // Tensor parallel: one GPU's weight bytes and bandwidth (each reads its shard at once).
-  std::printf("| parallel | test | tokens/s | std | weight GB/s%s | share of copy BW%s |\n|---|---|---|---|---|---|\n",
-              tp > 1 ? " per rank" : "", tp > 1 ? " per rank" : "");
+  const char* per_rank = tp > 1 ? " per rank" : "";
+  std::printf("| parallel | test | tokens/s | std | weight GB/s%s | share of copy BW%s | K/V GB/s%s | share with K/V%s "
+              "|\n|---|---|---|---|---|---|---|---|\n",
+              per_rank, per_rank, per_rank, per_rank);
   for (const auto& r : results) {
-    std::printf("| %d | pp%d | %.1f | %.1f | | |\n", r["parallel"].get<int>(), o.n_prompt,
+    std::printf("| %d | pp%d | %.1f | %.1f | | | | |\n", r["parallel"].get<int>(), o.n_prompt,
                 r["prompt_tok_s"].get<double>(), r["prompt_tok_s_std"].get<double>());
-    std::printf("| %d | tg%d | %.1f | %.1f | %.0f | %.0f%% |\n", r["parallel"].get<int>(), o.n_gen,
+    std::printf("| %d | tg%d | %.1f | %.1f | %.0f | %.0f%% | %.0f | %.0f%% |\n", r["parallel"].get<int>(), o.n_gen,
                 r["gen_tok_s"].get<double>(), r["gen_tok_s_std"].get<double>(), r["gen_weight_gb_s"].get<double>(),
-                100 * r["gen_share_of_copy_bw"].get<double>());
+                100 * r["gen_share_of_copy_bw"].get<double>(), r["gen_kv_gb_s"].get<double>(),
+                100 * r["gen_share_of_copy_bw_with_kv"].get<double>());
   }
 }
 

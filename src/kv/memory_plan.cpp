@@ -26,6 +26,15 @@ size_t budget_bytes(const KVGeometry& g, const KVBudget& b) {
 
 }  // namespace
 
+size_t KVGeometry::bytes_read(int32_t context) const {
+  size_t rows = 0;
+  for (int32_t g = 0; g < groups.n_groups(); ++g) {
+    const int32_t w = groups.window(g);
+    rows += groups.layers(g).size() * size_t(std::max(0, w > 0 ? std::min(context, w) : context));
+  }
+  return 2 * rows * row_bytes;
+}
+
 KVMemoryPlan::KVMemoryPlan(const KVGeometry& g, const KVBudget& budget) : geometry_(g) {
   RF_CHECK(g.group_size() > 0 && g.row_bytes > 0, "KV geometry: groups of ", g.group_size(), " layers of ", g.row_bytes,
            "-byte rows");

@@ -27,6 +27,9 @@ struct KVGeometry {
 
   int32_t group_size() const { return groups.group_size(); }
   size_t bytes_per_block() const { return 2 * size_t(group_size()) * size_t(block_size) * row_bytes; }
+  // The K and V bytes one token's attention reads over `context` tokens, in
+  // every layer (a sliding-window layer: the last `window` of them).
+  size_t bytes_read(int32_t context) const;
 };
 
 // Where the blocks come from, first match wins: an explicit block count; an

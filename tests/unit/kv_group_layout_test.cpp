@@ -140,6 +140,21 @@ TEST(KVGroupLayout, LlamaIsOneGroupWithTheSameBytes) {
   EXPECT_EQ(KVMemoryPlan(geo, host).num_blocks(), 4 * 63);
 }
 
+// What one token's attention reads: every layer's K and V rows over the
+// context, a window layer's over its window only (the bench's KV bandwidth).
+TEST(KVGroupLayout, BytesReadPerTokenOfContext) {
+  const size_t row = 100;
+  const KVGeometry llama{KVGroupLayout(std::vector<int32_t>(4, 0)), row, 16};
+  EXPECT_EQ(llama.bytes_read(0), 0u);
+  EXPECT_EQ(llama.bytes_read(5), 2 * 4 * 5 * row);
+  EXPECT_EQ(llama.bytes_read(5000), 2 * 4 * 5000 * row);
+  const KVGeometry gemma{KVGroupLayout({8, 0, 8, 0}), row, 16};
+  EXPECT_EQ(gemma.bytes_read(5), 2 * 4 * 5 * row);
+  EXPECT_EQ(gemma.bytes_read(20), 2 * (8 + 20 + 8 + 20) * row);
+  const KVGeometry mixed{KVGroupLayout({8, 8, 0, 16, 16, 0}), row, 16};
+  EXPECT_EQ(mixed.bytes_read(12), 2 * (8 + 8 + 12 + 12 + 12 + 12) * row);
+}
+
 TEST(KVGroupLayout, WindowGroupsHoldTheWindowAndAChunk) {
   const int32_t bs = 16;
   const KVGroupLayout L(periodic(6, 3, 40));  // 2 window groups (40), 1 full
