@@ -193,7 +193,8 @@ if [ "$stage" = fused-q8 ]; then
   # RMSNorm and the attention combine before them (ROCMFORGE_FUSED_Q8,
   # issue 16): the test, memcheck on it, batch-1 perplexity of a llama3-8b
   # q4_k_m with it off and on (the same bits: KL divergence 0), then
-  # batch-1 decode alternated on dense and MoE q4_k_m presets.
+  # batch-1 decode alternated on dense and MoE q4_k_m presets and f16
+  # (RF_MODELS_Q8). ~6 minutes.
   "$BIN/test_gpu" --gtest_filter='*CudaFusedQ8*:*KQuantGemv*' > "$OUT/test_gpu_fused_q8.log" 2>&1
   echo "tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_fused_q8.log" | head -10
   timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" --gtest_filter='*CudaFusedQ8*' \
@@ -206,10 +207,11 @@ if [ "$stage" = fused-q8 ]; then
   ROCMFORGE_FUSED_Q8=1 "$BIN/rocmforge" perplexity --load-format dummy -m llama3-8b:q4_k_m -f "$text" -c 128 -b 1 \
     --chunks 2 --kl-divergence-base "$MODELS/q8-base.bin" --kl-divergence 2>&1 | tail -3
   for round in 1 2; do
-    for preset in ${RF_PRESETS:-llama3-8b qwen3-8b phi3-mini qwen3-30b-a3b}; do
+    # (f16: the norms write quants no GEMV reads; what that costs.)
+    for model in ${RF_MODELS_Q8:-llama3-8b:q4_k_m qwen3-30b-a3b:q4_k_m llama3-8b:f16}; do
       for fused in 0 1; do
-        printf "round %s %-14s ROCMFORGE_FUSED_Q8=%s " "$round" "$preset" "$fused"
-        ROCMFORGE_FUSED_Q8=$fused "$BIN/rocmforge" bench --load-format dummy -m "$preset:q4_k_m" -p 64 -n 128 -r 2 \
+        printf "round %s %-22s ROCMFORGE_FUSED_Q8=%s " "$round" "$model" "$fused"
+        ROCMFORGE_FUSED_Q8=$fused "$BIN/rocmforge" bench --load-format dummy -m "$model" -p 64 -n 128 -r 1 \
           --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
       done
     done
