@@ -237,32 +237,20 @@ fi
 
 if [ "$stage" = moe-profile ]; then
   # Where a mixture-of-experts step's GPU time goes (issue 13): Nsight
-  # Compute's per-kernel time, summed by kernel, over decode steps at batch 1
-  # and 64 and a prefill of 512 tokens, on the 4-layer qwen3-30b-a3b preset
-  # (q4_k_m dummy weights).
+  # Compute's per-kernel time, summed by kernel, on the 4-layer
+  # qwen3-30b-a3b preset (q4_k_m dummy weights): decode steps at batch 1
+  # and 64 (launches 2000..2600, past the weights' fill and the warm-up's
+  # prefill), then the expert kernels of the first prefill chunks of 64 x
+  # 512 tokens.
+  m=qwen3-30b-a3b-4l:q4_k_m
   for P in 1 64; do
     ncu --clock-control none --metrics gpu__time_duration.sum --csv -s 2000 -c 600 \
-      "$BIN/rocmforge" bench --load-format dummy -m qwen3-30b-a3b-4l:q4_k_m -p 512 -n 64 -r 1 --parallel $P \
-      > "$OUT/ncu-moe-$P.csv" 2>/dev/null
-    python3 - "$OUT/ncu-moe-$P.csv" "qwen3-30b-a3b-4l q4_k_m, parallel $P (launches 2000..2600)" <<'PY'
-import csv, sys, collections
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
-if not rows:
-    sys.exit(print("no ncu rows for", sys.argv[2]))
-hdr = rows[0]; rows = rows[1:]
-ki = hdr.index("Kernel Name"); vi = hdr.index("Metric Value"); ui = hdr.index("Metric Unit")
-tot = collections.defaultdict(float); cnt = collections.Counter()
-for r in rows:
-    v = float(r[vi].replace(",", "")); u = r[ui]
-    v = v / 1000 if u == "nsecond" else (v if u == "usecond" else v * 1000)
-    name = r[ki].split("(")[0][:80]
-    tot[name] += v; cnt[name] += 1
-allt = sum(tot.values())
-print(f"== {sys.argv[2]}: {len(rows)} kernels, {allt:.0f} us")
-for n, v in sorted(tot.items(), key=lambda x: -x[1])[:14]:
-    print(f"{v:10.0f} us {cnt[n]:5d}x {v / cnt[n]:8.1f} us each  {n}")
-PY
+      "$BIN/rocmforge" bench --load-format dummy -m $m -p 512 -n 64 -r 1 --parallel $P > "$OUT/ncu-moe-$P.csv" 2>/dev/null
+    python3 scripts/ncu_summary.py "$OUT/ncu-moe-$P.csv" "$m decode, parallel $P" 14
   done
+  ncu --clock-control none --metrics gpu__time_duration.sum --csv -k regex:"mma_matmul|moe_" -c 60 \
+    "$BIN/rocmforge" bench --load-format dummy -m $m -p 512 -n 8 -r 1 --parallel 64 > "$OUT/ncu-moe-prefill.csv" 2>/dev/null
+  python3 scripts/ncu_summary.py "$OUT/ncu-moe-prefill.csv" "$m prefill 64 x 512, expert kernels" 14
 fi
 
 if [ "$stage" = bench-families ]; then

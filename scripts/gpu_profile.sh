@@ -16,21 +16,6 @@ for t in "${@:-f16 q4_k_m}"; do
     if [ $mode = decode ]; then args=(-p "hi" -n 4); else args=(-p "$prompt512" -n 1); fi
     ncu --clock-control none --metrics gpu__time_duration.sum --csv -c 400 \
       $BIN/rocmforge run -m $f --temp 0 --no-display-prompt "${args[@]}" > $OUT/ncu-$t-$mode.csv 2>$OUT/ncu-$t-$mode.err
-    python3 - "$OUT/ncu-$t-$mode.csv" "$t $mode" <<'PY'
-import csv, sys, collections
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
-hdr = rows[0]; rows = rows[1:]
-ki = hdr.index("Kernel Name"); vi = hdr.index("Metric Value"); ui = hdr.index("Metric Unit")
-tot = collections.defaultdict(float); cnt = collections.Counter()
-for r in rows:
-    v = float(r[vi].replace(",", "")); u = r[ui]
-    v = v / 1000 if u == "nsecond" else (v if u == "usecond" else v * 1000)
-    name = r[ki].split("(")[0][:70]
-    tot[name] += v; cnt[name] += 1
-allt = sum(tot.values())
-print(f"== {sys.argv[2]}: {len(rows)} kernels, {allt:.0f} us total")
-for n, v in sorted(tot.items(), key=lambda x: -x[1])[:12]:
-    print(f"{v:10.0f} us {cnt[n]:5d}x  {n}")
-PY
+    python3 scripts/ncu_summary.py "$OUT/ncu-$t-$mode.csv" "$t $mode"
   done
 done

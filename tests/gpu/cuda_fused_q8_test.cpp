@@ -6,6 +6,8 @@
 // none does once another op came between.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "gpu/attention_shapes.h"
 #include "gpu/gpu_test_util.h"
 
@@ -86,20 +88,20 @@ FusedQ8Results run_ops(bool fused) {
 
   const auto other = test::to_f16(test::round_f16(test::randn(kHidden, rng)));
   Tensor spare = make_tensor(gpu.alloc(kHidden * 2, "spare"), DType::F16, kHidden, 1, DeviceKind::CUDA);
-  gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
-  gpu.copy_to_device(xn.data, other.data(), kHidden * 2);
-  gpu.matmul(xn, gw4, o4);
-  r.norm_stale = read(o4, m4);
-  gpu.add_bias(spare, gbias);
-  gpu.matmul(xn, gw4, o4);
-  r.norm_fresh = read(o4, m4);
-  gpu.attention(q, cache, meta, ap, att);
-  gpu.copy_to_device(att.data, other.data(), kHidden * 2);
-  gpu.matmul(att, gw4, o4);
-  r.combine_stale = read(o4, m4);
-  gpu.add_bias(spare, gbias);
-  gpu.matmul(att, gw4, o4);
-  r.combine_fresh = read(o4, m4);
+  // After `produce` wrote `row`: the row replaced by a copy, the GEMV (stale
+  // where the quants are reused), another op, the GEMV again (fresh).
+  const auto stale_then_fresh = [&](const std::function<void()>& produce, const Tensor& row,
+                                    std::vector<float>& stale, std::vector<float>& fresh) {
+    produce();
+    gpu.copy_to_device(row.data, other.data(), kHidden * 2);
+    gpu.matmul(row, gw4, o4);
+    stale = read(o4, m4);
+    gpu.add_bias(spare, gbias);
+    gpu.matmul(row, gw4, o4);
+    fresh = read(o4, m4);
+  };
+  stale_then_fresh([&] { gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn); }, xn, r.norm_stale, r.norm_fresh);
+  stale_then_fresh([&] { gpu.attention(q, cache, meta, ap, att); }, att, r.combine_stale, r.combine_fresh);
   return r;
 }
 

@@ -1,0 +1,26 @@
+#!/usr/bin/env python3
+"""Sums Nsight Compute's per-kernel GPU time (a --csv run with --metrics
+gpu__time_duration.sum) by kernel name and prints the largest.
+Usage: ncu_summary.py CSV TITLE [TOP]"""
+import collections
+import csv
+import sys
+
+path, title = sys.argv[1], sys.argv[2]
+top = int(sys.argv[3]) if len(sys.argv) > 3 else 12
+rows = [r for r in csv.reader(open(path)) if len(r) > 10]
+if not rows:
+    sys.exit(print(f"== {title}: no kernels in {path}"))
+hdr, rows = rows[0], rows[1:]
+ki, vi, ui = hdr.index("Kernel Name"), hdr.index("Metric Value"), hdr.index("Metric Unit")
+total = collections.defaultdict(float)
+count = collections.Counter()
+for r in rows:
+    v, unit = float(r[vi].replace(",", "")), r[ui]
+    us = v / 1000 if unit == "nsecond" else (v if unit == "usecond" else v * 1000)
+    name = r[ki].split("(")[0][:80]
+    total[name] += us
+    count[name] += 1
+print(f"== {title}: {len(rows)} kernels, {sum(total.values()):.0f} us")
+for name, us in sorted(total.items(), key=lambda x: -x[1])[:top]:
+    print(f"{us:10.0f} us {count[name]:5d}x {us / count[name]:8.1f} us each  {name}")
