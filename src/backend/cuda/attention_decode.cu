@@ -27,8 +27,9 @@
 //  - P.V, CUDA with f16 caches: on tensor cores, O^T (dims x heads) +=
 //    V^T . P^T by mma m16n8k8: the probabilities stay in the registers the
 //    scores left them in, V^T's fragments come by ldmatrix.trans
-//    (decode_tile_mma). At 64 sequences the CUDA-core P.V below bounded the
-//    kernel (256 FMAs a lane per tile), not the KV bandwidth;
+//    (decode_tile_mma): far fewer instructions than the CUDA-core P.V
+//    below (256 FMAs a lane per tile), +1-2% decode measured, though not
+//    what holds 64-sequence decode at ~1.5 TB/s of K/V;
 //  - P.V, RF_PORTABLE and e4m3 caches: lane (chunk c = lane % (HD / 8), key
 //    subgroup) owns 8 output dims of every head for its keys; acc in f32
 //    registers.

@@ -91,8 +91,7 @@ int norm_threads(int cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 6
 // 1024-thread blocks share an SM.
 constexpr int kNormPerThread = 8;
 
-//
-// With xq (one row, f16 out, cols a multiple of 32, kRegs): the row's 8-bit
+// The residual add + RMSNorm kernel (above). With xq (one row, f16 out, cols a multiple of 32, kRegs): the row's 8-bit
 // quants and scales too (act_q8's layout; CudaOptions::fused_act_q8), for
 // the quantized GEMV after it.
 template <typename OutT, bool kRegs, bool kNormY>
