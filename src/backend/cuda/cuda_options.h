@@ -47,6 +47,8 @@
 //   ROCMFORGE_FUSED_Q8=1     that GEMV's 8-bit activations written by the
 //                            RMSNorm / attention combine before it
 //                                                         (fused_act_q8)
+//   ROCMFORGE_KQ_STREAM_PERSISTENT=1 that GEMV on a persistent grid
+//                                                 (kq_stream_persistent)
 //   ROCMFORGE_KQ_STREAM_SPLIT=N warps per set of rows of that GEMV (1, 2, 4)
 //                            instead of the rule by row length
 //                                                         (kq_stream_split)
@@ -157,6 +159,12 @@ struct CudaOptions {
   // launch (LaunchCtx::act_q8_state); a second GEMV of the same row in the
   // next op reuses them too. Off until measured on the device.
   bool fused_act_q8 = false;
+  // ... and that GEMV (two rows per warp, no expert tiles) runs on a
+  // persistent grid, at most as many blocks as fit the device at once, each
+  // walking row sets with the next set's first loads in flight while the
+  // current one is computed (no waves, no block start-up between sets).
+  // Off until measured on the device.
+  bool kq_stream_persistent = false;
   // FP8 weights (F8_E4M3_ROW): batches of at least this many rows (and
   // more than the GEMV's 8) quantize their activations to e4m3 (a scale per
   // row) and multiply on FP8 tensor cores (cuBLASLt, outer-vector scales),

@@ -76,6 +76,8 @@
 #define gpuGraphDestroy hipGraphDestroy
 #define gpuGraphExecDestroy hipGraphExecDestroy
 #define gpuFuncSetAttribute(f, attr, v) hipFuncSetAttribute(reinterpret_cast<const void*>(f), attr, v)
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor(n, f, threads, smem) \
+  hipOccupancyMaxActiveBlocksPerMultiprocessor(n, reinterpret_cast<const void*>(f), threads, smem)
 #define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 #ifdef __AMDGCN_WAVEFRONT_SIZE
 #define RF_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
@@ -136,6 +138,7 @@
 #define gpuGraphDestroy cudaGraphDestroy
 #define gpuGraphExecDestroy cudaGraphExecDestroy
 #define gpuFuncSetAttribute(f, attr, v) cudaFuncSetAttribute(f, attr, v)
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #define RF_WARP_SIZE 32
 #define RF_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
@@ -209,6 +212,7 @@ struct LaunchCtx {
   void* act_q8 = nullptr;    // kActQ8MaxK activations' worth (act_q8_bytes)
   ActQ8State* act_q8_state = nullptr;  // the backend's (null: never reused)
   uint64_t op = 0;                     // this backend op's number (CudaBackend::ctx counts them)
+  int n_sms = 0;                       // the device's multiprocessors (persistent grids)
 };
 // The 8-bit activation buffer: per 32 activations a float2 (scale d, d *
 // sum of the quants), then the quants; rows of up to kActQ8MaxK.
