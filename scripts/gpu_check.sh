@@ -9,8 +9,7 @@
 # decode-pv: decode attention's P.V on tensor cores, issue 16; stage
 # attn-splits: batch-1 decode against the attention's split count; stage
 # moe-profile: per-kernel time of MoE steps, issue 13; stage fused-q8:
-# 8-bit activations written by the norm / combine, issue 16; stage
-# kq-persistent: the streaming k-quant GEMV on a persistent grid).
+# 8-bit activations written by the norm / combine, issue 16).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -214,29 +213,6 @@ if [ "$stage" = fused-q8 ]; then
         printf "round %s %-22s ROCMFORGE_FUSED_Q8=%s " "$round" "$model" "$fused"
         ROCMFORGE_FUSED_Q8=$fused "$BIN/rocmforge" bench --load-format dummy -m "$model" -p 64 -n 128 -r 1 \
           --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
-      done
-    done
-  done
-fi
-
-if [ "$stage" = kq-persistent ]; then
-  # The batch-1 streaming k-quant GEMV on a persistent grid
-  # (ROCMFORGE_KQ_STREAM_PERSISTENT, issue 16): its test, memcheck and
-  # racecheck on it (the four-warp rows share shared memory across sets),
-  # then batch-1 decode alternated (RF_MODELS_KQ). ~4 minutes.
-  "$BIN/test_gpu" --gtest_filter='*KQuantGemv*' > "$OUT/test_gpu_kq_persistent.log" 2>&1
-  echo "tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_kq_persistent.log" | head -10
-  for tool in memcheck racecheck; do
-    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_gpu" \
-      --gtest_filter='*KQuantGemvPersistentGrid*' > "$OUT/sanitizer-kq-persistent-$tool.log" 2>&1
-    echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitizer-kq-persistent-$tool.log" | tail -1
-  done
-  for round in 1 2; do
-    for model in ${RF_MODELS_KQ:-llama3-8b:q4_k_m gemma2-9b:q4_k_m}; do
-      for persistent in 0 1; do
-        printf "round %s %-20s ROCMFORGE_KQ_STREAM_PERSISTENT=%s " "$round" "$model" "$persistent"
-        ROCMFORGE_KQ_STREAM_PERSISTENT=$persistent "$BIN/rocmforge" bench --load-format dummy -m "$model" -p 64 \
-          -n 128 -r 1 --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
       done
     done
   done

@@ -17,7 +17,7 @@ total = collections.defaultdict(float)
 count = collections.Counter()
 for r in rows:
     v, unit = float(r[vi].replace(",", "")), r[ui]
-    us = v / 1000 if unit == "nsecond" else (v if unit == "usecond" else v * 1000)
+    us = v / 1000 if unit in ("ns", "nsecond") else (v if unit in ("us", "usecond") else v * 1000)
     name = r[ki].split("(")[0][:80]
     total[name] += us
     count[name] += 1

@@ -8,6 +8,7 @@
 
 #include <functional>
 
+#include "backend/cuda/gpu.h"
 #include "gpu/attention_shapes.h"
 #include "gpu/gpu_test_util.h"
 
@@ -23,6 +24,9 @@ struct FusedQ8Results {
   // reads the producer's quants where they are reused, the second the
   // changed row.
   std::vector<float> norm_stale, norm_fresh, combine_stale, combine_fresh;
+  // The same with the row replaced through the backend (copy_to_device):
+  // the GEMV must quantize it anew.
+  std::vector<float> norm_copied, combine_copied;
 };
 
 // One backend (fused_act_q8 on or off) through the same ops on the same data.
@@ -88,20 +92,31 @@ FusedQ8Results run_ops(bool fused) {
 
   const auto other = test::to_f16(test::round_f16(test::randn(kHidden, rng)));
   Tensor spare = make_tensor(gpu.alloc(kHidden * 2, "spare"), DType::F16, kHidden, 1, DeviceKind::CUDA);
-  // After `produce` wrote `row`: the row replaced by a copy, the GEMV (stale
-  // where the quants are reused), another op, the GEMV again (fresh).
+  // After `produce` wrote `row`: the row replaced by a raw copy behind the
+  // backend's back (the backend idle: read() synchronized it), the GEMV
+  // (stale where the quants are reused), another op, the GEMV again
+  // (fresh); then produced again and replaced by the backend's own copy.
   const auto stale_then_fresh = [&](const std::function<void()>& produce, const Tensor& row,
-                                    std::vector<float>& stale, std::vector<float>& fresh) {
+                                    std::vector<float>& stale, std::vector<float>& fresh,
+                                    std::vector<float>& copied) {
     produce();
-    gpu.copy_to_device(row.data, other.data(), kHidden * 2);
+    (void)read(o4, m4);
+    ASSERT_EQ(gpuMemcpy(row.data, other.data(), kHidden * 2, gpuMemcpyHostToDevice), gpuSuccess);
+    ASSERT_EQ(gpuDeviceSynchronize(), gpuSuccess);
     gpu.matmul(row, gw4, o4);
     stale = read(o4, m4);
     gpu.add_bias(spare, gbias);
     gpu.matmul(row, gw4, o4);
     fresh = read(o4, m4);
+    produce();
+    gpu.copy_to_device(row.data, other.data(), kHidden * 2);
+    gpu.matmul(row, gw4, o4);
+    copied = read(o4, m4);
   };
-  stale_then_fresh([&] { gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn); }, xn, r.norm_stale, r.norm_fresh);
-  stale_then_fresh([&] { gpu.attention(q, cache, meta, ap, att); }, att, r.combine_stale, r.combine_fresh);
+  stale_then_fresh([&] { gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn); }, xn, r.norm_stale, r.norm_fresh,
+                   r.norm_copied);
+  stale_then_fresh([&] { gpu.attention(q, cache, meta, ap, att); }, att, r.combine_stale, r.combine_fresh,
+                   r.combine_copied);
   return r;
 }
 
@@ -121,6 +136,9 @@ TEST(CudaFusedQ8, SameBitsAsTheQuantizeKernel) {
   EXPECT_NE(on.norm_stale, on.norm_fresh) << "the GEMV after the norm quantized its row itself";
   EXPECT_NE(on.combine_stale, on.combine_fresh) << "the GEMV after the combine quantized its row itself";
   EXPECT_EQ(on.combine_stale, on.after_combine) << "the combine's quants are those of its output";
+  // The backend's own copies drop the record.
+  EXPECT_EQ(on.norm_copied, on.norm_fresh) << "GEMV after copy_to_device over the normed row";
+  EXPECT_EQ(on.combine_copied, on.combine_fresh) << "GEMV after copy_to_device over the combined row";
 }
 
 }  // namespace

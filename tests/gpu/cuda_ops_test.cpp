@@ -202,62 +202,6 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
   }
 }
 
-// The streaming k-quant GEMV on a persistent grid
-// (CudaOptions::kq_stream_persistent): matrices of more row sets than fit
-// the device at once (each block walks several), plain and gate*up, rows
-// of one and of four warps, both formats. Each row is summed in the same
-// order as on the ordinary grid: the same bits, and the CPU's result with
-// the same 8-bit activations.
-TEST(CudaOps, KQuantGemvPersistentGrid) {
-  RF_REQUIRE_GPU();
-  std::mt19937 rng(29);
-  CpuBackend cpu(2);
-  struct Case {
-    int k, m;
-    bool paired;
-  };
-  for (const DType type : {DType::Q4_K, DType::Q6_K})
-  for (const Case c : {Case{4096, 8195, false}, Case{14336, 1201, false}, Case{4096, 4103, true}}) {
-    const std::string what = str(dtype_name(type), " k=", c.k, " m=", c.m, c.paired ? " gate*up" : "");
-    const auto wg = test::random_weight(type, c.m, c.k, rng, 0.3f), wu = test::random_weight(type, c.m, c.k, rng, 0.3f);
-    const auto x = test::round_f16(test::randn(size_t(c.k), rng));
-    std::vector<std::vector<float>> got;
-    for (const bool persistent : {false, true}) {
-      CudaOptions o;
-      o.dequant_scratch_bytes = size_t(32) << 20;
-      o.kq_stream_persistent = persistent;
-      CudaBackend gpu(o);
-      gpu.reserve(BackendLimits{64, 4, 4, 4, 100, int64_t(c.k) * c.m, 1, 1});
-      ASSERT_TRUE(gpu.gemv_quantizes_activations(type, 1, c.k)) << what;
-      Tensor cwg = make_tensor(const_cast<uint8_t*>(wg.data()), type, c.k, c.m);
-      Tensor cwu = make_tensor(const_cast<uint8_t*>(wu.data()), type, c.k, c.m);
-      Tensor gwg = gpu.load_weight(cwg, "g"), gwu = gpu.load_weight(cwu, "u");
-      Tensor tx = make_tensor(test::upload(gpu, test::to_f16(x)), DType::F16, c.k, 1, DeviceKind::CUDA);
-      if (c.paired) {
-        Tensor go = make_tensor(gpu.alloc(size_t(c.m) * 2, "o"), DType::F16, c.m, 1, DeviceKind::CUDA);
-        Tensor gu = make_tensor(gpu.alloc(size_t(c.m) * 2, "u"), DType::F16, c.m, 1, DeviceKind::CUDA);
-        gpu.matmul_gate_up_glu(tx, gwg, gwu, go, gu, go, Activation::SiLU);
-        got.push_back(test::from_f16(test::download<uint16_t>(gpu, go.data, size_t(c.m))));
-      } else {
-        Tensor go = make_tensor(gpu.alloc(size_t(c.m) * 4, "o"), DType::F32, c.m, 1, DeviceKind::CUDA);
-        gpu.matmul(tx, gwg, go);
-        got.push_back(test::download<float>(gpu, go.data, size_t(c.m)));
-      }
-      if (persistent) {
-        // The CPU with the activations the GPU multiplied.
-        const auto xq = test::gemv_activations(gpu, type, 1, c.k, x);
-        std::vector<float> ref(size_t(c.m)), up(size_t(c.m));
-        Tensor cxq = make_tensor(const_cast<float*>(xq.data()), DType::F32, c.k, 1);
-        Tensor co = make_tensor(ref.data(), DType::F32, c.m, 1), cu = make_tensor(up.data(), DType::F32, c.m, 1);
-        if (c.paired) cpu.matmul_gate_up_glu(cxq, cwg, cwu, co, cu, co, Activation::SiLU);
-        else cpu.matmul(cxq, cwg, co);
-        EXPECT_LT(test::rel_l2(got.back(), ref), c.paired ? 5e-3 : 2e-3) << what;
-      }
-    }
-    EXPECT_EQ(got[1], got[0]) << what << ": persistent and ordinary grids differ";
-  }
-}
-
 TEST(CudaOps, MatmulOddWidthF32Weights) {
   RF_REQUIRE_GPU();  // stories260K's ffn_down has k = 172 (not a multiple of 32)
   std::mt19937 rng(7);

@@ -39,7 +39,13 @@ gpu::LaunchCtx CudaBackend::ctx() const {
   // Each call numbers the launches it serves: a record of act_q8_state made
   // under number N is trusted under N and N + 1 (the producing op and the
   // one after it), never later.
-  return {S(stream_), options_, warp_size_, act_q8_, &impl_->act_q8_state, ++impl_->op_seq, n_sms_};
+  return {S(stream_), options_, warp_size_, act_q8_, &impl_->act_q8_state, ++impl_->op_seq};
+}
+
+void CudaBackend::forget_act_q8() {
+  // Memory copied, allocated or freed, or a graph launched, outside any op:
+  // whatever row act_q8's record names may have changed.
+  impl_->act_q8_state.src = nullptr;
 }
 
 const char* CudaBackend::vendor() { return RF_GPU_VENDOR; }
@@ -100,6 +106,7 @@ CudaBackend::~CudaBackend() {
 void* CudaBackend::alloc(size_t bytes, const std::string& what) {
   bind();  // memory and set-up calls bind the device themselves; ops rely on bind_thread()
   RF_CHECK(!capturing_, "cuda: allocation of ", what, " during graph capture");
+  forget_act_q8();
   void* p = nullptr;
   // Whole 256-byte units (what the allocator hands out anyway), so that
   // vector reads past a buffer's last element stay inside it (NCCL's LL
@@ -122,6 +129,7 @@ void CudaBackend::free(void* p) {
   std::lock_guard<std::mutex> lock(alloc_mu_);
   auto it = allocations_.find(p);
   if (it == allocations_.end()) return;
+  forget_act_q8();
   (void)gpuStreamSynchronize(S(stream_));
   RF_GPU_CHECK(gpuFree(p));
   allocated_ -= it->second;
@@ -130,6 +138,7 @@ void CudaBackend::free(void* p) {
 
 void CudaBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
   bind();
+  forget_act_q8();
   // Through the pinned staging buffer, in chunks.
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
@@ -736,6 +745,9 @@ void CudaBackend::add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tenso
 void CudaBackend::run_graph(uint64_t key, const std::function<void()>& record) {
   Impl& I = *impl_;
   auto it = I.graphs.find(key);
+  // A graph's ops trust no record from before it, nor the ops after it one
+  // from inside it.
+  forget_act_q8();
   if (it == I.graphs.end()) {
     gpuGraph_t graph;
     gpuGraphExec_t exec;
@@ -756,6 +768,7 @@ void CudaBackend::run_graph(uint64_t key, const std::function<void()>& record) {
     it = I.graphs.emplace(key, std::make_pair(graph, exec)).first;
   }
   RF_GPU_CHECK(gpuGraphLaunch(it->second.second, S(stream_)));
+  forget_act_q8();
 }
 
 void CudaBackend::clear_graphs() {

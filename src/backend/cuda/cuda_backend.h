@@ -115,6 +115,7 @@ class CudaBackend final : public Backend {
 
  private:
   struct Impl;
+  void forget_act_q8();  // act_q8's record no longer trusted (LaunchCtx::act_q8_state)
   struct MoeScratch;  // cuda_moe.cpp
   class ShardOps;     // cuda_sample_parallel.cpp
   void bind() const;  // makes options_.device current for the calling thread

@@ -44,9 +44,6 @@ struct GemvArgs {
   const int8_t* xq;
   const float2* xds;
   bool weights_l1;  // ... and its Q4_K weight loads go through L1
-  // ... persistent (> 0): the grid's blocks walk this many blocks' rows,
-  // block b taking b, b + gridDim.x, ... (CudaOptions::kq_stream_persistent)
-  int stream_blocks;
 };
 
 // The part of x, of the weights and of out that a block works on: all of

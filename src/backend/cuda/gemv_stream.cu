@@ -18,8 +18,6 @@
 // about one instruction per weight, where f16 arithmetic takes over two.
 // (Not bit-equal to f16 activations: within llama.cpp's tolerance for this
 // op, NMSE 5e-4; tests/gpu/cuda_ops_test.cpp checks both.)
-#include <algorithm>
-
 #include "backend/cuda/gemv_args.cuh"
 #include "backend/cuda/gemv_dot.cuh"
 #include "backend/cuda/glu.cuh"
@@ -262,12 +260,7 @@ __global__ void quantize_act_q8_kernel(const __half* x, int k, int8_t* xq, float
 // p: chunks p W + l, (p + kSplit) W + l, ...) and adding their sums through
 // shared memory: long rows (the 14336-wide down projections) otherwise
 // leave each warp a chain of dependent loads.
-//
-// kPersist (a.stream_blocks > 0, no expert tiles): the block walks the rows
-// of blocks blockIdx.x, blockIdx.x + gridDim.x, ... (the grid fits the
-// device at once); each set's first chunks are loaded into `pre` while the
-// set before is computed.
-template <DType T, typename OutT, bool kPaired, int kRows, int kSplit, bool kPersist>
+template <DType T, typename OutT, bool kPaired, int kRows, int kSplit>
 __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel(GemvArgs a) {
   using F = StreamFormat<T>;
   constexpr int S = kRows * (kPaired ? 2 : 1);  // rows a warp reads: gate (or plain) rows, then up rows
@@ -275,25 +268,20 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
   static_assert(kStreamWarps % kSplit == 0, "gemv_stream_kernel: warps per block split evenly");
   const int lane = threadIdx.x % W, warp = threadIdx.x / W, set = warp / kSplit, part = warp % kSplit;
   const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
+  const int r0 = (int(blockIdx.x) * kSets + set) * kRows;
   // Expert mode (one token): this block row's tile names the expert, known
   // only once the previous kernels are done (gemv_tile waits for them).
   GemvTile tile{};
   if (a.tiles && !gemv_tile(a, m, tile)) return;
-  // The rows of block blk's set for this warp (rows past m repeat the last, not stored).
-  const auto set_rows = [&](int blk, const uint8_t* (&rows)[S]) {
-    const int r0 = (blk * kSets + set) * kRows;
+  const uint8_t* rows[S];
 #pragma unroll
-    for (int i = 0; i < kRows; ++i) {
-      const GemvRow g = gemv_row(a, min(r0 + i, m - 1));
-      rows[i] = g.w + tile.w_off;
-      if constexpr (kPaired) rows[kRows + i] = a.w_up + tile.w_off + size_t(g.local) * a.row_bytes;
-    }
-  };
+  for (int i = 0; i < kRows; ++i) {
+    const GemvRow g = gemv_row(a, min(r0 + i, m - 1));  // rows past m repeat the last (not stored)
+    rows[i] = g.w + tile.w_off;
+    if constexpr (kPaired) rows[kRows + i] = a.w_up + tile.w_off + size_t(g.local) * a.row_bytes;
+  }
   const int chunks = a.k / 64, p = lane % 4, first = part * W + lane;
   constexpr int kStride = kSplit * W;
-  int blk = int(blockIdx.x);
-  const uint8_t* rows[S];
-  set_rows(blk, rows);
   typename F::Chunk cur[S], next[S];
   if (first < chunks) {
 #pragma unroll
@@ -301,89 +289,55 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
   }
   pdl_wait();
   pdl_trigger();
-  for (;;) {
-    const int r0 = (blk * kSets + set) * kRows;
-    // Persistent: the next set's rows and first chunks, in flight meanwhile.
-    const int blk_next = blk + int(gridDim.x);
-    const bool more = kPersist && blk_next < a.stream_blocks;
-    const uint8_t* rows_next[S];
-    typename F::Chunk pre[S];
-    if constexpr (kPersist) {
-      if (more) {
-        set_rows(blk_next, rows_next);
-        if (first < chunks) {
+  float acc[S];
 #pragma unroll
-          for (int s = 0; s < S; ++s) pre[s] = F::load(rows_next[s], first, a.weights_l1);
-        }
-      }
+  for (int s = 0; s < S; ++s) acc[s] = 0.0f;
+  // Chunk c against every row's loaded chunk (its activations loaded once
+  // for all rows).
+  const auto step = [&](int c, const typename F::Chunk(&q)[S]) {
+    const typename F::XChunk x = F::load_x(a, c);
+#pragma unroll
+    for (int s = 0; s < S; ++s) acc[s] += F::dot(q[s], x, p);
+  };
+  // Two chunks per trip, their buffers alternating: the next chunk's loads
+  // are in flight while one is computed.
+  for (int c = first; c < chunks; c += 2 * kStride) {
+    if (c + kStride < chunks) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) next[s] = F::load(rows[s], c + kStride, a.weights_l1);
     }
-    float acc[S];
+    step(c, cur);
+    if (c + kStride >= chunks) break;
+    if (c + 2 * kStride < chunks) {
 #pragma unroll
-    for (int s = 0; s < S; ++s) acc[s] = 0.0f;
-    // Chunk c against every row's loaded chunk (its activations loaded once
-    // for all rows).
-    const auto step = [&](int c, const typename F::Chunk(&q)[S]) {
-      const typename F::XChunk x = F::load_x(a, c);
-#pragma unroll
-      for (int s = 0; s < S; ++s) acc[s] += F::dot(q[s], x, p);
-    };
-    // Two chunks per trip, their buffers alternating: the next chunk's loads
-    // are in flight while one is computed.
-    for (int c = first; c < chunks; c += 2 * kStride) {
-      if (c + kStride < chunks) {
-#pragma unroll
-        for (int s = 0; s < S; ++s) next[s] = F::load(rows[s], c + kStride, a.weights_l1);
-      }
-      step(c, cur);
-      if (c + kStride >= chunks) break;
-      if (c + 2 * kStride < chunks) {
-#pragma unroll
-        for (int s = 0; s < S; ++s) cur[s] = F::load(rows[s], c + 2 * kStride, a.weights_l1);
-      }
-      step(c + kStride, next);
+      for (int s = 0; s < S; ++s) cur[s] = F::load(rows[s], c + 2 * kStride, a.weights_l1);
     }
+    step(c + kStride, next);
+  }
 #pragma unroll
-    for (int s = 0; s < S; ++s) acc[s] = warp_sum(acc[s]);
-    bool stores = true;
-    if constexpr (kSplit > 1) {
-      __shared__ float partial[kStreamWarps][S];
-      if (lane == 0) {
+  for (int s = 0; s < S; ++s) acc[s] = warp_sum(acc[s]);
+  if constexpr (kSplit > 1) {
+    __shared__ float partial[kStreamWarps][S];
+    if (lane == 0) {
 #pragma unroll
-        for (int s = 0; s < S; ++s) partial[warp][s] = acc[s];
-      }
-      __syncthreads();
-      stores = part == 0;
-      if (stores) {
-#pragma unroll
-        for (int s = 0; s < S; ++s) {
-          acc[s] = partial[warp][s];  // the parts in a fixed order
-#pragma unroll
-          for (int q = 1; q < kSplit; ++q) acc[s] += partial[warp + q][s];
-        }
-      }
-      if constexpr (kPersist) __syncthreads();  // partial is rewritten by the next set
+      for (int s = 0; s < S; ++s) partial[warp][s] = acc[s];
     }
-    if (stores) {
+    __syncthreads();
+    if (part != 0) return;
 #pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        if (lane == i && r0 + i < m) {
-          float v = acc[i];
-          if constexpr (kPaired) v = glu_f16_rounded(v, acc[kRows + i], a.gelu);
-          const GemvRow g = gemv_row(a, r0 + i);
-          store_out(static_cast<OutT*>(g.out) + tile.out_off + g.local, with_bias(g, v));
-        }
-      }
+    for (int s = 0; s < S; ++s) {
+      acc[s] = partial[warp][s];  // the parts in a fixed order
+#pragma unroll
+      for (int q = 1; q < kSplit; ++q) acc[s] += partial[warp + q][s];
     }
-    if constexpr (!kPersist) {
-      break;
-    } else {
-      if (!more) break;
-      blk = blk_next;
+  }
 #pragma unroll
-      for (int s = 0; s < S; ++s) {
-        rows[s] = rows_next[s];
-        cur[s] = pre[s];
-      }
+  for (int i = 0; i < kRows; ++i) {
+    if (lane == i && r0 + i < m) {
+      float v = acc[i];
+      if constexpr (kPaired) v = glu_f16_rounded(v, acc[kRows + i], a.gelu);
+      const GemvRow g = gemv_row(a, r0 + i);
+      store_out(static_cast<OutT*>(g.out) + tile.out_off + g.local, with_bias(g, v));
     }
   }
 }
@@ -395,41 +349,14 @@ int stream_split(int chunks, const LaunchCtx& ctx) {
   return chunks <= 2 * ctx.warp_size ? 1 : chunks <= 4 * ctx.warp_size ? 2 : 4;
 }
 
-// The kernel on a persistent grid when the option asks and the rows need
-// more blocks than fit the device at once; false: launch it as usual.
-template <DType T, typename OutT, bool kPaired, int kRows, int kSplit>
-bool launch_stream_persistent(const GemvArgs& a, int n_blocks, int grid_y, const LaunchCtx& ctx) {
-  if constexpr (kRows != 2) {
-    return false;  // (the default rows per warp only: fewer kernels to build)
-  } else {
-    if (!ctx.options.kq_stream_persistent || a.tiles || grid_y != 1 || ctx.n_sms <= 0) return false;
-    const auto kernel = gemv_stream_kernel<T, OutT, kPaired, kRows, kSplit, true>;
-    const int threads = kStreamWarps * ctx.warp_size;
-    int per_sm = 0;
-    RF_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
-    const int grid = std::max(1, per_sm) * ctx.n_sms;
-    if (n_blocks <= grid) return false;
-    GemvArgs p = a;
-    p.stream_blocks = n_blocks;
-    launch(kernel, dim3(unsigned(grid)), unsigned(threads), 0, ctx, p);
-    return true;
-  }
-}
-
-template <DType T, typename OutT, bool kPaired, int kRows, int kSplit>
-void launch_stream_split(const GemvArgs& a, int n_blocks, int grid_y, const LaunchCtx& ctx) {
-  if (launch_stream_persistent<T, OutT, kPaired, kRows, kSplit>(a, n_blocks, grid_y, ctx)) return;
-  launch(gemv_stream_kernel<T, OutT, kPaired, kRows, kSplit, false>, dim3(unsigned(n_blocks), unsigned(grid_y)),
-         unsigned(kStreamWarps * ctx.warp_size), 0, ctx, a);
-}
-
 template <DType T, typename OutT, bool kPaired, int kRows>
 void launch_stream_rows(const GemvArgs& a, int split, int m, int grid_y, const LaunchCtx& ctx) {
   const int rows_per_block = kStreamWarps / split * kRows;
-  const int n_blocks = (m + rows_per_block - 1) / rows_per_block;
-  if (split == 1) launch_stream_split<T, OutT, kPaired, kRows, 1>(a, n_blocks, grid_y, ctx);
-  else if (split == 2) launch_stream_split<T, OutT, kPaired, kRows, 2>(a, n_blocks, grid_y, ctx);
-  else launch_stream_split<T, OutT, kPaired, kRows, 4>(a, n_blocks, grid_y, ctx);
+  const dim3 blocks(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
+  const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
+  if (split == 1) launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 1>, blocks, threads, 0, ctx, a);
+  else if (split == 2) launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 2>, blocks, threads, 0, ctx, a);
+  else launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 4>, blocks, threads, 0, ctx, a);
 }
 
 template <DType T, typename OutT, bool kPaired>
@@ -466,13 +393,16 @@ bool gemv_quantizes_activations(const CudaOptions& options, int warp_size, DType
 }
 
 bool act_q8_fusable(const LaunchCtx& ctx, int rows, int k) {
-  return ctx.options.fused_act_q8 && ctx.act_q8 && ctx.act_q8_state && rows == 1 && k % 32 == 0 && k > 0 &&
-         k <= kActQ8MaxK;
+  return ctx.options.fused_act_q8 && ctx.act_q8 && ctx.act_q8_state && ctx.act_q8_state->gemv_seen && rows == 1 &&
+         k % 32 == 0 && k > 0 && k <= kActQ8MaxK;
 }
 
 void act_q8_record(const LaunchCtx& ctx, const void* src, int k) {
   if (!ctx.options.fused_act_q8 || !ctx.act_q8_state) return;
-  *ctx.act_q8_state = ActQ8State{src, k, ctx.op};
+  ActQ8State& s = *ctx.act_q8_state;
+  s.src = src;
+  s.k = k;
+  s.op = ctx.op;
 }
 
 bool act_q8_ready(const LaunchCtx& ctx, const void* src, int k) {
@@ -503,6 +433,7 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
     launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, args.x, args.k, xq, xds);
   }
   act_q8_record(ctx, args.x, args.k);
+  if (ctx.act_q8_state) ctx.act_q8_state->gemv_seen = true;
   GemvArgs a = args;
   a.xq = xq;
   a.xds = xds;

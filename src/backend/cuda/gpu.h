@@ -41,6 +41,8 @@
 #define gpuMalloc hipMalloc
 #define gpuFree hipFree
 #define gpuMemcpyAsync hipMemcpyAsync
+#define gpuMemcpy hipMemcpy
+#define gpuDeviceSynchronize hipDeviceSynchronize
 #define gpuMemsetAsync hipMemsetAsync
 #define gpuMemcpyHostToDevice hipMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
@@ -76,8 +78,6 @@
 #define gpuGraphDestroy hipGraphDestroy
 #define gpuGraphExecDestroy hipGraphExecDestroy
 #define gpuFuncSetAttribute(f, attr, v) hipFuncSetAttribute(reinterpret_cast<const void*>(f), attr, v)
-#define gpuOccupancyMaxActiveBlocksPerMultiprocessor(n, f, threads, smem) \
-  hipOccupancyMaxActiveBlocksPerMultiprocessor(n, reinterpret_cast<const void*>(f), threads, smem)
 #define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 #ifdef __AMDGCN_WAVEFRONT_SIZE
 #define RF_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
@@ -103,6 +103,8 @@
 #define gpuMalloc cudaMalloc
 #define gpuFree cudaFree
 #define gpuMemcpyAsync cudaMemcpyAsync
+#define gpuMemcpy cudaMemcpy
+#define gpuDeviceSynchronize cudaDeviceSynchronize
 #define gpuMemsetAsync cudaMemsetAsync
 #define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
@@ -138,7 +140,6 @@
 #define gpuGraphDestroy cudaGraphDestroy
 #define gpuGraphExecDestroy cudaGraphExecDestroy
 #define gpuFuncSetAttribute(f, attr, v) cudaFuncSetAttribute(f, attr, v)
-#define gpuOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #define RF_WARP_SIZE 32
 #define RF_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
@@ -199,11 +200,15 @@ namespace rf::gpu {
 // (k wide), written during backend op number `op`. The op right after may
 // read them instead of quantizing src again (a GEMV after the RMSNorm or
 // the attention combine that wrote them, or a second GEMV of the same row);
-// any later op may not, since src may have changed meanwhile.
+// any later op may not, since src may have changed meanwhile; nor may any
+// op after the backend copied or allocated memory or launched a graph
+// (CudaBackend::forget_act_q8 clears src). Producers write quants only once
+// a GEMV read them (gemv_seen: never for models without k-quant weights).
 struct ActQ8State {
   const void* src = nullptr;
   int k = 0;
   uint64_t op = 0;
+  bool gemv_seen = false;
 };
 struct LaunchCtx {
   gpuStream_t stream;
@@ -212,7 +217,6 @@ struct LaunchCtx {
   void* act_q8 = nullptr;    // kActQ8MaxK activations' worth (act_q8_bytes)
   ActQ8State* act_q8_state = nullptr;  // the backend's (null: never reused)
   uint64_t op = 0;                     // this backend op's number (CudaBackend::ctx counts them)
-  int n_sms = 0;                       // the device's multiprocessors (persistent grids)
 };
 // The 8-bit activation buffer: per 32 activations a float2 (scale d, d *
 // sum of the quants), then the quants; rows of up to kActQ8MaxK.

@@ -54,9 +54,16 @@ __device__ __forceinline__ void add_rms_norm_row(float* __restrict__ xr, const _
   for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = from_float<OutT>(xr[i] * scale * w[i]);
 }
 
+// Threads per row block: up to kNormMaxThreads, which every norm kernel
+// declares as its launch bound (a 1024-thread block may use at most 64
+// registers a thread; without the bound the add + RMSNorm with post norm
+// and 8-bit outputs took 68 and failed to launch for rows >= 1024 wide).
+constexpr int kNormMaxThreads = 1024;
+int norm_threads(int cols) { return cols >= 1024 ? kNormMaxThreads : (cols >= 256 ? 256 : 64); }
+
 // Two RMSNorms of rows of the same width in one launch (the per-head norms
 // of q and k): blocks [0, rows_a) take a's rows, the rest b's.
-__global__ void rms_norm_pair_kernel(const __half* __restrict__ a, const float* __restrict__ wa,
+__global__ void __launch_bounds__(kNormMaxThreads) rms_norm_pair_kernel(const __half* __restrict__ a, const float* __restrict__ wa,
                                      __half* __restrict__ a_out, int rows_a, const __half* __restrict__ b,
                                      const float* __restrict__ wb, __half* __restrict__ b_out, int cols, float eps) {
   pdl_wait();
@@ -69,16 +76,13 @@ __global__ void rms_norm_pair_kernel(const __half* __restrict__ a, const float* 
 }
 
 template <typename InT, typename OutT>
-__global__ void rms_norm_kernel(const InT* __restrict__ x, const float* __restrict__ w, OutT* __restrict__ out,
+__global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(const InT* __restrict__ x, const float* __restrict__ w, OutT* __restrict__ out,
                                 int cols, float eps) {
   pdl_wait();
   pdl_trigger();
   __shared__ float scratch[32];
   rms_norm_row(x + size_t(blockIdx.x) * cols, w, out + size_t(blockIdx.x) * cols, cols, eps, scratch);
 }
-
-// Threads per row block.
-int norm_threads(int cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 64); }
 
 // Residual add and the next RMSNorm in one pass over the row; with kNormY
 // the added row is first post-normed (y / rms(y) * wy, rounded to f16 as a
@@ -95,7 +99,7 @@ constexpr int kNormPerThread = 8;
 // quants and scales too (act_q8's layout; CudaOptions::fused_act_q8), for
 // the quantized GEMV after it.
 template <typename OutT, bool kRegs, bool kNormY>
-__global__ void add_rms_norm_kernel(float* __restrict__ x, const __half* __restrict__ y, const float* __restrict__ wy,
+__global__ void __launch_bounds__(kNormMaxThreads) add_rms_norm_kernel(float* __restrict__ x, const __half* __restrict__ y, const float* __restrict__ wy,
                                     const float* __restrict__ w, OutT* __restrict__ out, int cols, float eps,
                                     int8_t* __restrict__ xq, float2* __restrict__ xds) {
   __shared__ float scratch[32];
