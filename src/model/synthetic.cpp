@@ -117,6 +117,15 @@ std::vector<SyntheticPreset> presets() {
       p.n_rot = p.hd() / 2;
     }
   }
+  // The first 4 layers of each family's full-size preset, at its real
+  // widths: per-layer measurements, and the GPU test of every family's
+  // kernels at those widths (CudaFamilyWidths).
+  for (const char* name : {"qwen2.5-7b", "qwen3-8b", "gemma2-9b", "gemma3-12b", "phi3-mini", "glm4-9b"}) {
+    SyntheticPreset p = *std::find_if(v.begin(), v.end(), [&](const SyntheticPreset& q) { return q.name == name; });
+    p.name += "-4l";
+    p.n_layer = 4;
+    v.push_back(p);
+  }
   return v;
 }
 

@@ -21,10 +21,12 @@ namespace rf::test {
 
 class ModelRunner {
  public:
+  // `path`: a GGUF file, or "dummy:PRESET[:TYPE]" for dummy weights in a
+  // synthetic preset's shape (Model::load_dummy).
   ModelRunner(const std::string& path, Backend& backend, int32_t max_tokens = 256, int32_t max_seqs = 8,
               int32_t num_blocks = 256, int32_t block_size = 16, KVCacheDType kv_dtype = KVCacheDType::Auto)
       : backend_(backend),
-        model_(Model::load(path, backend, false)),
+        model_(load_model(path, backend)),
         groups_(kv_group_layout(model_->config())),
         pool_(num_blocks * groups_.n_groups(), block_size) {
     BackendLimits lim;
@@ -41,6 +43,11 @@ class ModelRunner {
   }
 
   const Model& model() const { return *model_; }
+  static std::unique_ptr<Model> load_model(const std::string& path, Backend& backend) {
+    if (path.rfind("dummy:", 0) != 0) return Model::load(path, backend, false);
+    Backend* ranks[] = {&backend};
+    return Model::load_dummy(path.substr(6), ranks, false);
+  }
   // Captures decode graphs up front (GPU backends), as the engine does.
   void warmup() { tf_->warmup(*kv_); }
   int32_t vocab() const { return model_->config().n_vocab; }

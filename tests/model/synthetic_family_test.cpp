@@ -153,6 +153,14 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
     EXPECT_EQ(p->hd(), s.hd) << s.name;
     EXPECT_EQ(p->n_ff, s.ff) << s.name;
     EXPECT_EQ(p->n_vocab, s.vocab) << s.name;
+    // Its first 4 layers: the same preset otherwise.
+    auto four = synthetic_preset(std::string(s.name) + "-4l");
+    ASSERT_TRUE(four) << s.name;
+    EXPECT_EQ(four->n_layer, 4) << s.name;
+    four->n_layer = p->n_layer;
+    four->name = p->name;
+    EXPECT_TRUE(synthetic_header(*four, *quant_plan("q4_k_m")) == synthetic_header(*p, *quant_plan("q4_k_m")))
+        << s.name;
   }
   // Their experts: count, used per token, each one's FFN width.
   const auto mixtral = *synthetic_preset("mixtral-8x7b");
