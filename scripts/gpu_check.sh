@@ -9,7 +9,8 @@
 # decode-pv: decode attention's P.V on tensor cores, issue 16; stage
 # attn-splits: batch-1 decode against the attention's split count; stage
 # moe-profile: per-kernel time of MoE steps, issue 13; stage fused-q8:
-# 8-bit activations written by the norm / combine, issue 16).
+# 8-bit activations written by the norm / combine, issue 16; stage fusions:
+# q/k norms inside RoPE, the MoE router with its routing).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -213,6 +214,33 @@ if [ "$stage" = fused-q8 ]; then
         printf "round %s %-22s ROCMFORGE_FUSED_Q8=%s " "$round" "$model" "$fused"
         ROCMFORGE_FUSED_Q8=$fused "$BIN/rocmforge" bench --load-format dummy -m "$model" -p 64 -n 128 -r 1 \
           --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
+      done
+    done
+  done
+fi
+
+if [ "$stage" = fusions ]; then
+  # Prepared fusions, off by default until measured (issues 12, 13, 16):
+  # the per-head q/k norms inside the RoPE + KV store kernel
+  # (ROCMFORGE_FUSED_QK_ROPE: Qwen3, Gemma 3) and one token's MoE router
+  # GEMV + routing in one launch (ROCMFORGE_FUSED_MOE_ROUTER). Their unit
+  # tests, the model tests with both on (the env overrides every backend's
+  # options), memcheck, then batch-1 decode alternated off / on. ~6 minutes.
+  "$BIN/test_gpu" --gtest_filter='*CudaQkNormRope*:*RouterAndRouteInOneLaunch*' > "$OUT/test_gpu_fusions.log" 2>&1
+  echo "unit tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_fusions.log" | head -10
+  ROCMFORGE_FUSED_QK_ROPE=1 ROCMFORGE_FUSED_MOE_ROUTER=1 "$BIN/test_gpu" \
+    --gtest_filter='*CudaModelVsCpu*qwen3*:*CudaModelVsCpu*gemma3*:*CudaModelVsCpu*mixtral*:*CudaFamilyWidths*qwen3*:*CudaFamilyWidths*gemma3*:*Engine*' \
+    > "$OUT/test_gpu_fusions_on.log" 2>&1
+  echo "model tests with both on rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_fusions_on.log" | head -10
+  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
+    --gtest_filter='*CudaQkNormRope*:*RouterAndRouteInOneLaunch*' > "$OUT/sanitizer-fusions.log" 2>&1
+  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/sanitizer-fusions.log" | tail -1
+  for round in 1 2; do
+    for model in ${RF_MODELS_FUSIONS:-qwen3-8b:q4_k_m qwen3-30b-a3b:q4_k_m gemma3-12b:q4_k_m}; do
+      for on in 0 1; do
+        printf "round %s %-22s fused=%s " "$round" "$model" "$on"
+        ROCMFORGE_FUSED_QK_ROPE=$on ROCMFORGE_FUSED_MOE_ROUTER=$on "$BIN/rocmforge" bench --load-format dummy \
+          -m "$model" -p 64 -n 128 -r 1 --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
       done
     done
   done

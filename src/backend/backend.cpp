@@ -44,6 +44,22 @@ void Backend::rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, co
   rms_norm(b, wb, eps, b_out);
 }
 
+void Backend::qk_norm_rope_store_kv(const Tensor& q_raw, const Tensor& wq, const Tensor& k_raw, const Tensor& wk,
+                                    float eps, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
+                                    const RopeParams& rope, const KVLayer& cache) {
+  // The same memory seen as one row per head.
+  const int64_t hd = cache.head_dim;
+  Tensor qo = q.view2d(hd, q.numel() / hd), ko = k.view2d(hd, k.numel() / hd);
+  rms_norm_pair(q_raw.view2d(hd, q_raw.numel() / hd), wq, qo, k_raw.view2d(hd, k_raw.numel() / hd), wk, ko, eps);
+  rope_store_kv(q, k, v, m, rope, cache);
+}
+
+void Backend::moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits,
+                               Tensor& ids, Tensor& weights) {
+  matmul(x, w_router, logits);
+  moe_route(logits, p, ids, weights);
+}
+
 void Backend::unsupported(const char* op) const {
   fail("backend '", name(), "' does not implement op '", op, "' (needed by this model's architecture)");
 }

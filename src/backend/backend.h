@@ -230,6 +230,10 @@ class Backend {
   // probabilities renormalised to sum 1 when p.norm_weights (Mixtral's
   // softmax over the chosen top-k is the same thing).
   virtual void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights);
+  // The router logits x . w_router^T into `logits` (f32 [n, n_expert]),
+  // then moe_route on them; the default runs matmul and moe_route.
+  virtual void moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits,
+                                Tensor& ids, Tensor& weights);
   // out[t] = sum_j weights[t, j] * down_e . (act(gate_e . x[t]) * (up_e . x[t]))
   // with e = ids[t, j]: only the chosen experts' weights are read. Scratch
   // is the backend's own, sized by reserve() from BackendLimits' expert
@@ -280,6 +284,14 @@ class Backend {
   // wb, rows of the same width (the per-head norms of q and k).
   virtual void rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb,
                              Tensor& b_out, float eps);
+  // The per-head q/k norms, RoPE and the KV store in one (Qwen3's and
+  // Gemma 3's attention input): q = rms_norm(q_raw) * wq and k =
+  // rms_norm(k_raw) * wk per head of cache.head_dim (rounded to q's type as
+  // rms_norm_pair stores them), then rope_store_kv(q, k, v). The default
+  // runs those two ops.
+  virtual void qk_norm_rope_store_kv(const Tensor& q_raw, const Tensor& wq, const Tensor& k_raw, const Tensor& wk,
+                                     float eps, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
+                                     const RopeParams& rope, const KVLayer& cache);
 
   // --- graphs ----------------------------------------------------------------
   // Backends that can record a sequence of ops once and replay it (CUDA

@@ -152,13 +152,10 @@ Tensor Transformer::attention_block(int32_t il, const StepMeta& m, KVCache& kv) 
   Tensor qkv[3] = {qp, kp, v};
   backend_.matmul_multi(xn, qkv_w, qkv, l.bq.data ? std::span<const Tensor>(qkv_b) : std::span<const Tensor>());
   if (c_.qk_norm) {
-    // RMSNorm of each head: the same memory seen as one row per head.
-    const int64_t hd = c_.head_dim;
-    Tensor qo = q.view2d(hd, q.numel() / hd), ko = k.view2d(hd, k.numel() / hd);
-    backend_.rms_norm_pair(qp.view2d(hd, qp.numel() / hd), l.q_norm, qo, kp.view2d(hd, kp.numel() / hd), l.k_norm, ko,
-                           c_.rms_eps);
+    backend_.qk_norm_rope_store_kv(qp, l.q_norm, kp, l.k_norm, c_.rms_eps, q, k, v, m, c_.rope_for(il), cache);
+  } else {
+    backend_.rope_store_kv(q, k, v, m, c_.rope_for(il), cache);
   }
-  backend_.rope_store_kv(q, k, v, m, c_.rope_for(il), cache);
   AttentionParams ap;
   ap.n_heads = c_.n_head;
   ap.n_kv_heads = c_.n_head_kv;
@@ -181,8 +178,7 @@ Tensor Transformer::ffn_block(int32_t il, int32_t n) {
   if (c_.has_experts()) {
     Tensor logits = router_logits_.slice_rows(0, n), ids = expert_ids_.slice_rows(0, n);
     Tensor weights = expert_weights_.slice_rows(0, n);
-    backend_.matmul(xn, l.router, logits);
-    backend_.moe_route(logits, moe_, ids, weights);
+    backend_.moe_router_route(xn, l.router, moe_, logits, ids, weights);
     backend_.moe_ffn(xn, ids, weights, l.experts, moe_, proj);
     return proj;
   }

@@ -1,7 +1,8 @@
 // The CUDA backend's fused ops (q/k/v in one GEMV, packed q/k/v weights in
 // one matmul, gate*up with SwiGLU or GeGLU, add + RMSNorm with or without a
-// post norm) against the CPU backend's unfused reference, on fresh random
-// inputs, for plain and quantized weights.
+// post norm, per-head q/k norms with RoPE and the KV store) against the CPU
+// backend's unfused reference, on fresh random inputs, for plain and
+// quantized weights.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -263,6 +264,103 @@ TEST(CudaFusedOps, AddPostNormRmsNormMatchesCpu) {
     gpu->free(go);
   }
 }
+
+// Qwen3's and Gemma 3's per-head q/k norms inside the RoPE + KV store
+// kernel (CudaOptions::fused_qk_norm_rope) against the CPU's rms_norm_pair
+// then rope_store_kv, and against the GPU's two kernels (the same values
+// but for the order of a head's sum of squares).
+struct QkNormRopeShape {
+  int hd, n_heads, n_kv, n_rot;
+  bool neox;
+};
+
+class CudaQkNormRope : public ::testing::TestWithParam<QkNormRopeShape> {};
+
+TEST_P(CudaQkNormRope, MatchesCpuAndUnfused) {
+  RF_REQUIRE_GPU();
+  const QkNormRopeShape sh = GetParam();
+  const int hd = sh.hd, bs = 16, num_blocks = 8, n = 5;
+  std::mt19937 rng(29 + hd);
+  RopeParams rope;
+  rope.n_rot = sh.n_rot;
+  rope.neox = sh.neox;
+  rope.freq_base = 1e6f;
+  rope.n_ctx_orig = 8192;
+  Batch b;
+  b.reset(bs, num_blocks);
+  b.add_sequence(std::vector<int32_t>(n, 0), 37, std::vector<int32_t>{3, 1, 4, 5, 6, 7, 0, 2}, false);
+  const size_t q_n = size_t(n) * sh.n_heads * hd, k_n = size_t(n) * sh.n_kv * hd, cache_n = size_t(num_blocks) * bs * sh.n_kv * hd;
+  const auto q_raw = test::round_f16(test::randn(q_n, rng, 2.0f)), k_raw = test::round_f16(test::randn(k_n, rng, 2.0f)),
+             v = test::round_f16(test::randn(k_n, rng));
+  auto wq = test::randn(size_t(hd), rng, 0.3f), wk = test::randn(size_t(hd), rng, 0.3f);
+  for (float& w : wq) w += 1.0f;
+  for (float& w : wk) w += 1.0f;
+
+  // The CPU: the default (rms_norm_pair, then rope_store_kv).
+  CpuBackend cpu(2);
+  std::vector<float> cq(q_n), ck(k_n), kc(cache_n, 0.0f), vc(cache_n, 0.0f);
+  {
+    auto cq_raw = q_raw, ck_raw = k_raw, cv = v;
+    Tensor tq_raw = make_tensor(cq_raw.data(), DType::F32, sh.n_heads * hd, n),
+           tk_raw = make_tensor(ck_raw.data(), DType::F32, sh.n_kv * hd, n),
+           tv = make_tensor(cv.data(), DType::F32, sh.n_kv * hd, n), tq = make_tensor(cq.data(), DType::F32, sh.n_heads * hd, n),
+           tk = make_tensor(ck.data(), DType::F32, sh.n_kv * hd, n), twq = make_tensor(wq.data(), DType::F32, hd),
+           twk = make_tensor(wk.data(), DType::F32, hd);
+    KVLayer cache{kc.data(), vc.data(), DType::F32, num_blocks, bs, sh.n_kv, hd};
+    cpu.qk_norm_rope_store_kv(tq_raw, twq, tk_raw, twk, 1e-6f, tq, tk, tv, cpu.upload_step(b), rope, cache);
+  }
+
+  struct Out {
+    std::vector<float> q, k, kc, vc;
+  };
+  const auto run_gpu = [&](bool fused) {
+    CudaOptions o;
+    o.fused_qk_norm_rope = fused;
+    CudaBackend gpu(o);
+    gpu.reserve(BackendLimits{64, 4, num_blocks, 4, 10, 1, sh.n_heads, hd});
+    void* gkc = gpu.alloc(cache_n * 2, "k cache");
+    void* gvc = gpu.alloc(cache_n * 2, "v cache");
+    const std::vector<uint16_t> zeros(cache_n, 0);
+    gpu.copy_to_device(gkc, zeros.data(), cache_n * 2);
+    gpu.copy_to_device(gvc, zeros.data(), cache_n * 2);
+    KVLayer cache{gkc, gvc, DType::F16, num_blocks, bs, sh.n_kv, hd};
+    void* gq = gpu.alloc(q_n * 2, "q");
+    void* gk = gpu.alloc(k_n * 2, "k");
+    Tensor uq_raw = make_tensor(test::upload(gpu, test::to_f16(q_raw)), DType::F16, sh.n_heads * hd, n, DeviceKind::CUDA),
+           uk_raw = make_tensor(test::upload(gpu, test::to_f16(k_raw)), DType::F16, sh.n_kv * hd, n, DeviceKind::CUDA),
+           uv = make_tensor(test::upload(gpu, test::to_f16(v)), DType::F16, sh.n_kv * hd, n, DeviceKind::CUDA),
+           uq = make_tensor(gq, DType::F16, sh.n_heads * hd, n, DeviceKind::CUDA),
+           uk = make_tensor(gk, DType::F16, sh.n_kv * hd, n, DeviceKind::CUDA);
+    Tensor gwq = gpu.load_f32(wq.data(), hd, 1, "wq"), gwk = gpu.load_f32(wk.data(), hd, 1, "wk");
+    gpu.qk_norm_rope_store_kv(uq_raw, gwq, uk_raw, gwk, 1e-6f, uq, uk, uv, gpu.upload_step(b), rope, cache);
+    return Out{test::from_f16(test::download<uint16_t>(gpu, gq, q_n)), test::from_f16(test::download<uint16_t>(gpu, gk, k_n)),
+               test::from_f16(test::download<uint16_t>(gpu, gkc, cache_n)),
+               test::from_f16(test::download<uint16_t>(gpu, gvc, cache_n))};
+  };
+  const Out fused = run_gpu(true), plain = run_gpu(false);
+  const std::string name = "hd " + std::to_string(hd) + " n_rot " + std::to_string(sh.n_rot);
+  EXPECT_LT(rel_l2(fused.q, cq), 2e-3) << name;
+  EXPECT_LT(rel_l2(fused.k, ck), 2e-3) << name;
+  EXPECT_LT(rel_l2(fused.kc, kc), 2e-3) << name;
+  EXPECT_EQ(fused.vc, test::round_f16(vc)) << name;
+  // Against the two GPU kernels: at most an f16 rounding apart where the
+  // sums of squares round differently.
+  EXPECT_LT(rel_l2(fused.q, plain.q), 1e-3) << name;
+  EXPECT_LT(rel_l2(fused.k, plain.k), 1e-3) << name;
+  EXPECT_LT(rel_l2(fused.kc, plain.kc), 1e-3) << name;
+  EXPECT_EQ(fused.vc, plain.vc) << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaQkNormRope,
+                         ::testing::Values(QkNormRopeShape{128, 32, 8, 128, true},   // Qwen3-8B
+                                           QkNormRopeShape{128, 32, 4, 128, true},   // Qwen3-30B-A3B
+                                           QkNormRopeShape{256, 16, 8, 256, true},   // Gemma 3 12B
+                                           QkNormRopeShape{64, 8, 2, 32, false}),    // partial, interleaved
+                         [](const auto& info) {
+                           const QkNormRopeShape& s = info.param;
+                           return "hd" + std::to_string(s.hd) + "_heads" + std::to_string(s.n_heads) + "_kv" +
+                                  std::to_string(s.n_kv) + "_rot" + std::to_string(s.n_rot);
+                         });
 
 }  // namespace
 }  // namespace rf

@@ -1,12 +1,13 @@
 // The CUDA backend's mixture-of-experts ops against naive double-precision
 // references: routing (softmax, top-k with ties to the lower index,
-// renormalisation on and off) and the expert FFN for plain and quantized
+// renormalisation on and off; with the router GEMV in the same launch) and the expert FFN for plain and quantized
 // experts, one token (single-row GEMV tiles), a few (GEMV tiles of up to 8
 // rows), many (tensor-core tiles where the format has them) and more tokens
 // than the reserved chunk (the op loops).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "core/quant.h"
@@ -95,6 +96,93 @@ Experts make_experts(DType type, int rows, int cols, std::mt19937& rng) {
 double act_ref(double g, bool gelu) {
   if (!gelu) return g / (1.0 + std::exp(-g));
   return 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+}
+
+// One token's router GEMV and routing in one launch
+// (CudaOptions::fused_moe_router): the logits against a double-precision
+// product, the routing (and the one-token plan moe_ffn then uses) exactly
+// as moe_route and moe_ffn give them from those logits; several launches in
+// a row (the last block's ticket goes back to 0).
+TEST(CudaMoe, RouterAndRouteInOneLaunch) {
+  RF_REQUIRE_GPU();
+  std::mt19937 rng(41);
+  for (const auto& [E, k, d] : {std::array{128, 8, 2048}, std::array{8, 2, 4096}, std::array{256, 8, 1024},
+                                std::array{60, 4, 512}}) {
+    const int ff = 64;
+    BackendLimits lim;
+    lim.max_tokens = 8;
+    lim.max_seqs = 1;
+    lim.max_blocks_per_seq = 1;
+    lim.max_logits = 1;
+    lim.vocab = 16;
+    lim.max_weight_elems = int64_t(E) * ff * d;
+    lim.n_heads = lim.head_dim = lim.n_kv_heads = 1;
+    lim.n_expert = E;
+    lim.n_expert_used = k;
+    lim.expert_ff = ff;
+    lim.n_embd = d;
+    CudaOptions o;
+    o.fused_moe_router = true;
+    CudaBackend fused(o);
+    auto plain = test::make_gpu();
+    fused.reserve(lim);
+    plain->reserve(lim);
+    const auto router = test::randn(size_t(E) * d, rng, 0.05f);
+    const Experts gate = make_experts(DType::Q8_0, E * ff, d, rng), up = make_experts(DType::Q8_0, E * ff, d, rng);
+    const Experts down = make_experts(DType::Q8_0, E * d, ff, rng);
+    struct Side {
+      CudaBackend& gpu;
+      Tensor router;
+      ExpertWeights w;
+    };
+    const auto load = [&](CudaBackend& gpu) {
+      ExpertWeights w;
+      w.gate = gpu.load_weight(gate.host, "gate");
+      w.up = gpu.load_weight(up.host, "up");
+      w.down = gpu.load_weight(down.host, "down");
+      w.n_expert = E;
+      return Side{gpu, gpu.load_f32(router.data(), d, E, "router"), w};
+    };
+    Side sides[2] = {load(fused), load(*plain)};
+    MoeParams p;
+    p.n_expert = E;
+    p.n_used = k;
+    p.n_ff = ff;
+    for (int round = 0; round < 3; ++round) {
+      const auto x = test::round_f16(test::randn(size_t(d), rng));
+      std::vector<float> out[2];
+      std::vector<float> logits;
+      for (int side = 0; side < 2; ++side) {
+        CudaBackend& gpu = sides[side].gpu;
+        Tensor tx = make_tensor(test::upload(gpu, test::to_f16(x)), DType::F16, d, 1, DeviceKind::CUDA);
+        Tensor tl = make_tensor(gpu.alloc(size_t(E) * 4, "logits"), DType::F32, E, 1, DeviceKind::CUDA);
+        Tensor ti = make_tensor(gpu.alloc(size_t(k) * 4, "ids"), DType::I32, k, 1, DeviceKind::CUDA);
+        Tensor tw = make_tensor(gpu.alloc(size_t(k) * 4, "weights"), DType::F32, k, 1, DeviceKind::CUDA);
+        Tensor to = make_tensor(gpu.alloc(size_t(d) * 2, "out"), DType::F16, d, 1, DeviceKind::CUDA);
+        if (side == 0) {
+          gpu.moe_router_route(tx, sides[side].router, p, tl, ti, tw);
+          logits = test::download<float>(gpu, tl.data, size_t(E));
+        } else {
+          // The plain path from the fused side's logits: the same routing.
+          gpu.copy_to_device(tl.data, logits.data(), size_t(E) * 4);
+          gpu.moe_route(tl, p, ti, tw);
+        }
+        gpu.moe_ffn(tx, ti, tw, sides[side].w, p, to);
+        out[side] = test::from_f16(test::download<uint16_t>(gpu, to.data, size_t(d)));
+        if (side == 0) {
+          std::vector<double> ref(static_cast<size_t>(E), 0.0);
+          for (int e = 0; e < E; ++e)
+            for (int i = 0; i < d; ++i) ref[size_t(e)] += double(router[size_t(e) * d + i]) * x[size_t(i)];
+          EXPECT_LT(rel_l2(logits, std::vector<float>(ref.begin(), ref.end())), 1e-5) << E << " experts";
+          const Routed r = route_reference(logits, 1, E, k, true);
+          EXPECT_EQ(test::download<int32_t>(gpu, ti.data, size_t(k)), r.ids) << E << " experts, round " << round;
+          EXPECT_LT(rel_l2(test::download<float>(gpu, tw.data, size_t(k)), r.weights), 1e-6);
+        }
+        for (void* b : {tx.data, tl.data, ti.data, tw.data, to.data}) gpu.free(b);
+      }
+      EXPECT_EQ(out[0], out[1]) << E << " experts, round " << round << ": the expert FFN after the fused routing";
+    }
+  }
 }
 
 struct MoeCase {

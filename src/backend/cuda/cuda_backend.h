@@ -85,10 +85,15 @@ class CudaBackend final : public Backend {
                           Tensor& out, Activation act) override;
   void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override;
   void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) override;
+  void moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits, Tensor& ids,
+                        Tensor& weights) override;
   void moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w, const MoeParams& p,
                Tensor& out) override;
   void rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb, Tensor& b_out,
                      float eps) override;
+  void qk_norm_rope_store_kv(const Tensor& q_raw, const Tensor& wq, const Tensor& k_raw, const Tensor& wk, float eps,
+                             Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
+                             const KVLayer& cache) override;
 
   // Graphs are off while profiling (op_profiler.h).
   bool supports_graphs() const override { return options_.graphs && !options_.profile; }

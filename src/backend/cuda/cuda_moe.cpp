@@ -39,6 +39,9 @@ void CudaBackend::reserve_moe(const BackendLimits& lim) {
   M.tiles_gemv = static_cast<int32_t*>(alloc(size_t(tiles) * 16, "moe gemv tiles"));
   M.tiles_mma = static_cast<int32_t*>(alloc(size_t(tiles) * 16, "moe mma tiles"));
   M.n_tiles = static_cast<int32_t*>(alloc(2 * 4, "moe tile counts"));
+  M.router_ticket = static_cast<unsigned*>(alloc(4, "moe router ticket"));
+  const unsigned zero = 0;
+  copy_to_device(M.router_ticket, &zero, sizeof(zero));
   M.xs = alloc(P * size_t(lim.n_embd) * 2, "moe gathered activations");
   M.h = alloc(P * size_t(lim.expert_ff) * 2, "moe expert hidden");
   M.u = alloc(P * size_t(lim.expert_ff) * 2, "moe expert up");
@@ -49,7 +52,8 @@ void CudaBackend::release_moe() {
   if (!moe_) return;
   MoeScratch& M = *moe_;
   for (void* p : {static_cast<void*>(M.order), static_cast<void*>(M.pos_of), static_cast<void*>(M.tiles_gemv),
-                  static_cast<void*>(M.tiles_mma), static_cast<void*>(M.n_tiles), M.xs, M.h, M.u,
+                  static_cast<void*>(M.tiles_mma), static_cast<void*>(M.n_tiles),
+                  static_cast<void*>(M.router_ticket), M.xs, M.h, M.u,
                   static_cast<void*>(M.y)})
     free(p);
   moe_.reset();
@@ -71,6 +75,23 @@ void CudaBackend::moe_route(const Tensor& router_logits, const MoeParams& p, Ten
   gpu::moe_route(router_logits.ptr<float>(), n, p.n_expert, p.n_used, p.norm_weights, ids.ptr<int32_t>(),
                  weights.ptr<float>(), with_plan ? &plan : nullptr, ctx());
   if (moe_) moe_->planned_ids = with_plan ? ids.data : nullptr;
+}
+
+void CudaBackend::moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits,
+                                   Tensor& ids, Tensor& weights) {
+  const int n = int(x.rows()), d = int(x.cols());
+  // One token, f32 router weights: one launch (routing with the plan).
+  if (!options_.fused_moe_router || n != 1 || !moe_ || w_router.type != DType::F32 || x.type != DType::F16 ||
+      w_router.cols() != d || w_router.rows() != p.n_expert || !gpu::moe_router_route_fusable(d, p.n_expert, p.n_used))
+    return Backend::moe_router_route(x, w_router, p, logits, ids, weights);
+  RF_CHECK(logits.type == DType::F32 && logits.cols() == p.n_expert && ids.type == DType::I32 &&
+               weights.type == DType::F32 && ids.cols() == p.n_used && weights.cols() == p.n_used,
+           "cuda moe_router_route: bad outputs");
+  gpu::OpProfiler::Scope timer(profiler(), "moe router+route");
+  const gpu::MoePlanOut plan{moe_->order, moe_->pos_of, moe_->tiles_gemv, moe_->tiles_mma, moe_->n_tiles};
+  gpu::moe_router_route(x.data, w_router.ptr<float>(), d, p.n_expert, p.n_used, p.norm_weights, logits.ptr<float>(),
+                        ids.ptr<int32_t>(), weights.ptr<float>(), plan, moe_->router_ticket, ctx());
+  moe_->planned_ids = ids.data;
 }
 
 void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,

@@ -25,6 +25,8 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   o.gemv_row_sets = o.gemv_row_sets && switch_on("ROCMFORGE_GEMV_ROW_SETS");
   o.kq_stream_l1 = o.kq_stream_l1 && switch_on("ROCMFORGE_KQ_STREAM_L1");
   if (const char* p = std::getenv("ROCMFORGE_FUSED_Q8"); p && *p) o.fused_act_q8 = std::string(p) != "0";
+  if (const char* p = std::getenv("ROCMFORGE_FUSED_QK_ROPE"); p && *p) o.fused_qk_norm_rope = std::string(p) != "0";
+  if (const char* p = std::getenv("ROCMFORGE_FUSED_MOE_ROUTER"); p && *p) o.fused_moe_router = std::string(p) != "0";
   o.peer_all_reduce = o.peer_all_reduce && switch_on("ROCMFORGE_PEER_ALL_REDUCE");
   o.peer_fused_norm = o.peer_fused_norm && switch_on("ROCMFORGE_PEER_FUSED_NORM");
   o.peer_early_trigger = o.peer_early_trigger && switch_on("ROCMFORGE_PEER_EARLY_TRIGGER");

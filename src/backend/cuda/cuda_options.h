@@ -46,6 +46,10 @@
 //                                                         (kq_stream_l1)
 //   ROCMFORGE_FUSED_Q8=0     that GEMV quantizes its activations itself,
 //                            not the RMSNorm / attention combine before it
+//   ROCMFORGE_FUSED_QK_ROPE=1 per-head q/k norms inside the RoPE + KV
+//                            store kernel           (fused_qk_norm_rope)
+//   ROCMFORGE_FUSED_MOE_ROUTER=1 one token's router GEMV and routing in
+//                            one launch               (fused_moe_router)
 //                                                         (fused_act_q8)
 //   ROCMFORGE_KQ_STREAM_SPLIT=N warps per set of rows of that GEMV (1, 2, 4)
 //                            instead of the rule by row length
@@ -160,6 +164,13 @@ struct CudaOptions {
   // 358.6 / 358.4 -> 373.7 / 373.6 tok/s, qwen3-30b-a3b q4_k_m 325.4 / 324.0
   // -> 335.5 / 335.0; batch-1 perplexity bit-identical (KL divergence 0).
   bool fused_act_q8 = true;
+  // Per-head q/k RMSNorms fused into the RoPE + KV store kernel (Qwen3,
+  // Gemma 3; f16 cache): one launch instead of two per layer. Off until
+  // measured on the device.
+  bool fused_qk_norm_rope = false;
+  // One token's MoE router GEMV (f32 weights) and its routing in one launch
+  // (the last block to finish routes). Off until measured on the device.
+  bool fused_moe_router = false;
   // FP8 weights (F8_E4M3_ROW): batches of at least this many rows (and
   // more than the GEMV's 8) quantize their activations to e4m3 (a scale per
   // row) and multiply on FP8 tensor cores (cuBLASLt, outer-vector scales),

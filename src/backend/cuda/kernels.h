@@ -140,6 +140,13 @@ void f32_to_f16(const float* x, void* out, int64_t n, const LaunchCtx& ctx);
 // RoPE on q and k (f16, in place) and K/V store into the f16 paged cache.
 void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tokens, int n_heads, const RopeParams& rope,
                    const KVLayer& cache, const LaunchCtx& ctx);
+// The same after per-head RMSNorms of q_raw and k_raw (weights wq, wk) into
+// q and k (Backend::qk_norm_rope_store_kv); f16 cache, heads whose half is
+// a whole number of warps and at most 128 (qk_norm_rope_fusable).
+bool qk_norm_rope_fusable(int head_dim, int warp_size);
+void qk_norm_rope_store_kv(const void* q_raw, const float* wq, const void* k_raw, const float* wk, float eps, void* q,
+                           void* k, const void* v, const StepMeta& m, int n_tokens, int n_heads,
+                           const RopeParams& rope, const KVLayer& cache, const LaunchCtx& ctx);
 
 // ---- attention.cu (attention_prefill.cu, attention_decode.cu)
 // Paged attention; partial buffers hold split-K results.
@@ -165,6 +172,12 @@ struct MoePlanOut {
 };
 void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32_t* ids, float* weights,
                const MoePlanOut* plan, const LaunchCtx& ctx);
+// One token's router logits (x f16 [d] . w f32 [n_expert, d]^T into
+// logits) and their routing as moe_route with the plan, in one launch;
+// `ticket` (one zeroed unsigned, left zeroed) finds the block that routes.
+bool moe_router_route_fusable(int d, int n_expert, int k);
+void moe_router_route(const void* x, const float* w, int d, int n_expert, int k, bool norm, float* logits, int32_t* ids,
+                      float* weights, const MoePlanOut& plan, unsigned* ticket, const LaunchCtx& ctx);
 // Groups the n_pairs = n * k (token, expert) pairs of ids by expert:
 // order[pos] = pair, pos_of[pair] = pos, and tiles (int4 {expert, first
 // pos, rows, 0}) of at most tile_a rows into tiles_a and tile_b rows into

@@ -15,24 +15,23 @@ namespace {
 constexpr int kRoutePerLane = kMoeMaxExperts / RF_WARP_SIZE;  // router logits per lane
 constexpr int kPlanThreads = 1024;
 
-// One warp per token. Experts are chosen by logit (the softmax is monotonic),
-// largest first, ties to the lower index; weights are their softmax
-// probabilities, renormalised over the chosen ones when `norm`.
-// With plan.order set (one token), lane j < k also writes pair j's plan: its
-// own position and a one-row tile of its expert (the experts are distinct).
-__global__ void moe_route_kernel(const float* __restrict__ logits, int n, int n_expert, int k, bool norm,
-                                 int32_t* __restrict__ ids, float* __restrict__ weights, MoePlanOut plan) {
-  pdl_wait();
-  pdl_trigger();
-  const int token = int((blockIdx.x * blockDim.x + threadIdx.x) / RF_WARP_SIZE), lane = threadIdx.x % RF_WARP_SIZE;
-  if (token >= n) return;
-  const float* l = logits + size_t(token) * n_expert;
+// One warp routes one token's row of logits `l`. Experts are chosen by
+// logit (the softmax is monotonic), largest first, ties to the lower index;
+// weights are their softmax probabilities, renormalised over the chosen ones
+// when `norm`. With plan.order set (one token), lane j < k also writes pair
+// j's plan: its own position and a one-row tile of its expert (the experts
+// are distinct). The logits are read through volatile loads: the fused
+// router kernel's last block reads what other blocks wrote.
+__device__ void route_token(const float* l, int token, int n_expert, int k, bool norm, int32_t* __restrict__ ids,
+                            float* __restrict__ weights, const MoePlanOut& plan) {
+  const int lane = threadIdx.x % RF_WARP_SIZE;
+  const volatile float* lv = l;
   float v[kRoutePerLane];
   float mx = -INFINITY;
 #pragma unroll
   for (int i = 0; i < kRoutePerLane; ++i) {
     const int e = lane + RF_WARP_SIZE * i;
-    v[i] = e < n_expert ? l[e] : -INFINITY;
+    v[i] = e < n_expert ? lv[e] : -INFINITY;
     mx = fmaxf(mx, v[i]);
   }
   mx = warp_max(mx);
@@ -86,6 +85,56 @@ __global__ void moe_route_kernel(const float* __restrict__ logits, int n, int n_
     plan.n_tiles[0] = k;
     plan.n_tiles[1] = k;
   }
+}
+
+// One warp per token (route_token).
+__global__ void moe_route_kernel(const float* __restrict__ logits, int n, int n_expert, int k, bool norm,
+                                 int32_t* __restrict__ ids, float* __restrict__ weights, MoePlanOut plan) {
+  pdl_wait();
+  pdl_trigger();
+  const int token = int((blockIdx.x * blockDim.x + threadIdx.x) / RF_WARP_SIZE);
+  if (token >= n) return;
+  route_token(logits + size_t(token) * n_expert, token, n_expert, k, norm, ids, weights, plan);
+}
+
+constexpr int kRouterWarps = 4;
+
+// One token's router logits and its routing in one launch: a warp per
+// expert row (f32 weights, float4 loads, the f16 activations widened), the
+// logits stored; the block that finishes last (a ticket taken after a
+// fence) routes them (route_token) and puts the ticket back to 0 for the
+// next launch or graph replay.
+__global__ void __launch_bounds__(kRouterWarps * 32)
+    moe_router_route_kernel(const __half* __restrict__ x, const float* __restrict__ w, int d, int n_expert, int k,
+                            bool norm, float* __restrict__ logits, int32_t* __restrict__ ids,
+                            float* __restrict__ weights, MoePlanOut plan, unsigned* __restrict__ ticket) {
+  __shared__ bool last;
+  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
+  const int e = int(blockIdx.x) * int(blockDim.x / RF_WARP_SIZE) + warp;
+  pdl_wait();
+  pdl_trigger();
+  if (e < n_expert) {
+    const float4* wr = reinterpret_cast<const float4*>(w + size_t(e) * d);
+    const uint2* xr = reinterpret_cast<const uint2*>(x);
+    float acc = 0.0f;
+    for (int i = lane; i < d / 4; i += RF_WARP_SIZE) {
+      const float4 wv = __ldg(wr + i);
+      const uint2 xv = xr[i];
+      const float2 x01 = __half22float2(*reinterpret_cast<const __half2*>(&xv.x));
+      const float2 x23 = __half22float2(*reinterpret_cast<const __half2*>(&xv.y));
+      acc += wv.x * x01.x + wv.y * x01.y + wv.z * x23.x + wv.w * x23.y;
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) logits[e] = acc;
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  if (warp == 0) route_token(logits, 0, n_expert, k, norm, ids, weights, plan);
+  if (threadIdx.x == 0) *ticket = 0u;
 }
 
 // Exclusive prefix sum over v[0..n) in shared memory, n <= kPlanThreads;
@@ -216,6 +265,19 @@ void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32
   const MoePlanOut p = plan ? *plan : MoePlanOut{};
   launch(moe_route_kernel, dim3(unsigned((n + kWarps - 1) / kWarps)), dim3(ctx.warp_size * kWarps), 0, ctx, logits, n,
          n_expert, k, norm, ids, weights, p);
+}
+
+bool moe_router_route_fusable(int d, int n_expert, int k) {
+  return d % 4 == 0 && n_expert >= 1 && n_expert <= kMoeMaxExperts && k >= 1 && k <= 32 && k <= n_expert;
+}
+
+void moe_router_route(const void* x, const float* w, int d, int n_expert, int k, bool norm, float* logits, int32_t* ids,
+                      float* weights, const MoePlanOut& plan, unsigned* ticket, const LaunchCtx& ctx) {
+  RF_CHECK(moe_router_route_fusable(d, n_expert, k), "cuda moe_router_route: ", n_expert, " experts, ", k,
+           " used, width ", d);
+  const int warps = kRouterWarps * 32 / ctx.warp_size;  // experts per block
+  launch(moe_router_route_kernel, dim3(unsigned((n_expert + warps - 1) / warps)), dim3(kRouterWarps * 32), 0, ctx,
+         static_cast<const __half*>(x), w, d, n_expert, k, norm, logits, ids, weights, plan, ticket);
 }
 
 void moe_plan(const int32_t* ids, int n_pairs, int n_expert, int tile_a, int tile_b, int32_t* order, int32_t* pos_of,

@@ -17,6 +17,7 @@ struct CudaBackend::MoeScratch {
   int32_t* tiles_gemv = nullptr;  // int4 tiles of <= 8 rows
   int32_t* tiles_mma = nullptr;   // int4 tiles of <= 64 rows
   int32_t* n_tiles = nullptr;     // [2]
+  unsigned* router_ticket = nullptr;  // zero between launches (gpu::moe_router_route)
   void* xs = nullptr;             // f16 [max_pairs, n_embd]: activations in expert order
   void* h = nullptr;              // f16 [max_pairs, expert_ff]: act(gate) * up (gate alone on the MMA path)
   void* u = nullptr;              // f16 [max_pairs, expert_ff]: up (MMA path)

@@ -4,7 +4,9 @@
 // token, so every token is spread over many blocks. e4m3 cache: also a
 // thread per pair, rows kept whole in a block, since a stored row needs its
 // largest magnitude for its scale (core/fp8.h). Angles in f32 as llama.cpp
-// computes them.
+// computes them. With per-head q/k RMSNorms before the rotation (Qwen3,
+// Gemma 3; f16 cache): rows of a head kept whole in a block, as for e4m3,
+// for the row's sum of squares.
 // Slot -1 (padding) stores nothing.
 #include "backend/cuda/kernels.h"
 #include "backend/rope_math.h"
@@ -135,7 +137,100 @@ __global__ void __launch_bounds__(kFp8BlockThreads)
   if (i == 0) (kind == 1 ? k_scale : v_scale)[slot * n_kv + head] = scale;
 }
 
+constexpr int kNormRopeThreads = 128;
+
+// Per-head RMSNorms, then RoPE and the f16 KV store: rows of head_dim / 2
+// threads (a whole number of warps), `rows` per block, a thread per pair as
+// in rope_store_kv_kernel, reading q_raw / k_raw and writing q / k. A row's
+// sum of squares: its warps' sums, added in order. The normed values are
+// rounded to f16 before the rotation, as rms_norm_pair stores them.
+__global__ void __launch_bounds__(kNormRopeThreads)
+    qk_norm_rope_store_kv_kernel(const __half* __restrict__ q_raw, const float* __restrict__ wq,
+                                 const __half* __restrict__ k_raw, const float* __restrict__ wk, float eps,
+                                 __half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
+                                 const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
+                                 int n_heads, int n_kv, int hd, int rows, RopeParams rope, YarnCorrDims corr,
+                                 __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots) {
+  __shared__ float warp_ss[kNormRopeThreads / 32];
+  const int t = blockIdx.x, half_hd = hd / 2;
+  const int r = threadIdx.x / half_hd, i = threadIdx.x % half_hd;  // row of the block, pair of the row
+  const int row = blockIdx.y * rows + r;
+  const bool active = r < rows && row < n_heads + 2 * n_kv;
+  const int kind = !active ? 0 : row < n_heads ? 0 : row < n_heads + n_kv ? 1 : 2;  // q, k, v
+  const int head = kind == 0 ? row : kind == 1 ? row - n_heads : row - n_heads - n_kv;
+  int a = 2 * i, b = 2 * i + 1;
+  if (kind < 2) rope_pair(i, rope, a, b);
+  float wa = 0.0f, wb = 0.0f;  // the norm weights (constant: read before the wait)
+  if (active && kind < 2) {
+    const float* w = kind == 0 ? wq : wk;
+    wa = w[a];
+    wb = w[b];
+  }
+  pdl_wait();
+  pdl_trigger();
+  const int kv_dim = n_kv * hd;
+  const size_t off = kind == 0 ? (size_t(t) * n_heads + head) * hd : size_t(t) * kv_dim + size_t(head) * hd;
+  float x0 = 0.0f, x1 = 0.0f;
+  if (active) {
+    const __half* src = (kind == 0 ? q_raw : kind == 1 ? k_raw : v) + off;
+    x0 = __half2float(src[a]);
+    x1 = __half2float(src[b]);
+  }
+  const float ss = warp_sum(x0 * x0 + x1 * x1);
+  const int warp = threadIdx.x / RF_WARP_SIZE, row_warps = half_hd / RF_WARP_SIZE;
+  if (threadIdx.x % RF_WARP_SIZE == 0) warp_ss[warp] = ss;
+  __syncthreads();
+  if (!active) return;
+  const int64_t slot = slots[t];
+  const bool store = slot >= 0 && slot < n_slots;
+  if (kind == 2) {  // v: copied as it is
+    if (store) {
+      vc[slot * kv_dim + size_t(head) * hd + a] = __float2half_rn(x0);
+      vc[slot * kv_dim + size_t(head) * hd + b] = __float2half_rn(x1);
+    }
+    return;
+  }
+  float sum = 0.0f;
+  for (int w = 0; w < row_warps; ++w) sum += warp_ss[r * row_warps + w];
+  const float scale = rsqrtf(sum / float(hd) + eps);
+  x0 = __half2float(__float2half_rn(x0 * scale * wa));
+  x1 = __half2float(__float2half_rn(x1 * scale * wb));
+  if (i < rope.n_rot / 2) rope_rotate(i, positions[t], rope, corr, x0, x1);
+  __half* dst = (kind == 0 ? q : k) + off;
+  dst[a] = __float2half_rn(x0);
+  dst[b] = __float2half_rn(x1);
+  if (kind == 1 && store) {
+    kc[slot * kv_dim + size_t(head) * hd + a] = __float2half_rn(x0);
+    kc[slot * kv_dim + size_t(head) * hd + b] = __float2half_rn(x1);
+  }
+}
+
 }  // namespace
+
+bool qk_norm_rope_fusable(int head_dim, int warp_size) {
+  const int half_hd = head_dim / 2;
+  return head_dim % 2 == 0 && half_hd % warp_size == 0 && half_hd <= kNormRopeThreads;
+}
+
+void qk_norm_rope_store_kv(const void* q_raw, const float* wq, const void* k_raw, const float* wk, float eps, void* q,
+                           void* k, const void* v, const StepMeta& m, int n_tokens, int n_heads,
+                           const RopeParams& rope, const KVLayer& cache, const LaunchCtx& ctx) {
+  if (n_tokens == 0) return;
+  RF_CHECK(cache.type == DType::F16 && qk_norm_rope_fusable(cache.head_dim, ctx.warp_size),
+           "cuda q/k norm + rope: f16 cache and head_dim / 2 a multiple of the warp, at most ", kNormRopeThreads);
+  RF_CHECK(rope.n_rot > 0 && rope.n_rot <= cache.head_dim && rope.n_rot % 2 == 0, "cuda rope: bad n_rot ",
+           rope.n_rot);
+  const YarnCorrDims corr = yarn_corr_dims(rope.n_rot, rope.n_ctx_orig, rope.freq_base, rope.beta_fast, rope.beta_slow);
+  const int half_hd = cache.head_dim / 2, rows_per_block = kNormRopeThreads / half_hd;
+  const int rows = n_heads + 2 * cache.n_kv_heads;
+  const dim3 grid(unsigned(n_tokens), unsigned((rows + rows_per_block - 1) / rows_per_block));
+  launch(qk_norm_rope_store_kv_kernel, grid, dim3(unsigned(rows_per_block * half_hd)), 0, ctx,
+         static_cast<const __half*>(q_raw), wq, static_cast<const __half*>(k_raw), wk, eps, static_cast<__half*>(q),
+         static_cast<__half*>(k), static_cast<const __half*>(v), m.positions, m.slot_mapping, n_heads,
+         cache.n_kv_heads, cache.head_dim, rows_per_block, rope, corr, static_cast<__half*>(cache.k),
+         static_cast<__half*>(cache.v), int64_t(cache.num_blocks) * cache.block_size);
+  RF_GPU_CHECK_LAUNCH();
+}
 
 void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tokens, int n_heads,
                    const RopeParams& rope, const KVLayer& cache, const LaunchCtx& ctx) {
