@@ -2,7 +2,8 @@
 // produces its input row (CudaOptions::fused_act_q8): the residual add +
 // RMSNorm and the attention combine. Every result must be bit-identical to
 // the separate quantize kernel's (the same arithmetic on the same f16
-// values), GEMVs of the row in the ops right after reuse the quants, and
+// values), GEMVs of the row in the ops right after reuse the quants (and
+// a MoE layer's expert gate*up after the router, which carries them), and
 // none does once another op came between.
 #include <gtest/gtest.h>
 
@@ -139,6 +140,94 @@ TEST(CudaFusedQ8, SameBitsAsTheQuantizeKernel) {
   // The backend's own copies drop the record.
   EXPECT_EQ(on.norm_copied, on.norm_fresh) << "GEMV after copy_to_device over the normed row";
   EXPECT_EQ(on.combine_copied, on.combine_fresh) << "GEMV after copy_to_device over the combined row";
+}
+
+// One token's MoE layer: add + RMSNorm (writing the row's quants), the
+// router GEMV + routing in one launch (CudaOptions::fused_moe_router, which
+// carries the record: it neither writes the row nor act_q8), the experts'
+// gate*up (a streaming GEMV of 2048-wide Q4_K rows, reading the norm's
+// quants) and down. Results after a normal pass, after the normed row was
+// replaced behind the backend's back (stale where the gate*up reused the
+// norm's quants), and after another op came between (fresh).
+struct MoeQ8Results {
+  std::vector<float> normal, stale, fresh;
+};
+
+MoeQ8Results run_moe(bool fused) {
+  std::mt19937 rng(31);
+  const int d = 2048, E = 16, k = 4, ff = 256;
+  CudaOptions o;
+  o.dequant_scratch_bytes = size_t(32) << 20;
+  o.fused_act_q8 = fused;
+  o.fused_moe_router = true;
+  CudaBackend gpu(o);
+  BackendLimits lim;
+  lim.max_tokens = 8;
+  lim.max_seqs = 1;
+  lim.max_blocks_per_seq = 1;
+  lim.max_logits = 1;
+  lim.vocab = 16;
+  lim.max_weight_elems = int64_t(E) * ff * d;
+  lim.n_heads = lim.head_dim = lim.n_kv_heads = 1;
+  lim.n_expert = E;
+  lim.n_expert_used = k;
+  lim.expert_ff = ff;
+  lim.n_embd = d;
+  gpu.reserve(lim);
+  const auto gate = test::random_weight(DType::Q4_K, E * ff, d, rng, 0.3f);
+  const auto up = test::random_weight(DType::Q4_K, E * ff, d, rng, 0.3f);
+  const auto down = test::random_weight(DType::Q4_K, E * d, ff, rng, 0.3f);
+  ExpertWeights w;
+  w.gate = gpu.load_weight(make_tensor(const_cast<uint8_t*>(gate.data()), DType::Q4_K, d, E * ff), "gate");
+  w.up = gpu.load_weight(make_tensor(const_cast<uint8_t*>(up.data()), DType::Q4_K, d, E * ff), "up");
+  w.down = gpu.load_weight(make_tensor(const_cast<uint8_t*>(down.data()), DType::Q4_K, ff, E * d), "down");
+  w.n_expert = E;
+  const auto router = test::randn(size_t(E) * d, rng, 0.05f);
+  Tensor wr = gpu.load_f32(router.data(), d, E, "router");
+  MoeParams p;
+  p.n_expert = E;
+  p.n_used = k;
+  p.n_ff = ff;
+  const auto res = test::randn(d, rng), y = test::round_f16(test::randn(d, rng));
+  auto nw = test::randn(d, rng, 0.5f);
+  for (float& v : nw) v += 1.0f;
+  Tensor gres = make_tensor(test::upload(gpu, res), DType::F32, d, 1, DeviceKind::CUDA);
+  Tensor gy = make_tensor(test::upload(gpu, test::to_f16(y)), DType::F16, d, 1, DeviceKind::CUDA);
+  Tensor gnw = gpu.load_f32(nw.data(), d, 1, "norm");
+  const auto act = [&](const char* what, int64_t cols, DType t) {
+    return make_tensor(gpu.alloc(row_bytes(t, uint64_t(cols)), what), t, cols, 1, DeviceKind::CUDA);
+  };
+  Tensor xn = act("normed", d, DType::F16), logits = act("logits", E, DType::F32), ids = act("ids", k, DType::I32),
+         weights = act("weights", k, DType::F32), out = act("out", d, DType::F16), spare = act("spare", d, DType::F16);
+  const auto bias = test::randn(d, rng);
+  Tensor gbias = gpu.load_f32(bias.data(), d, 1, "bias");
+  const auto other = test::to_f16(test::round_f16(test::randn(d, rng)));
+  const auto moe = [&] {
+    gpu.moe_router_route(xn, wr, p, logits, ids, weights);
+    gpu.moe_ffn(xn, ids, weights, w, p, out);
+    return test::from_f16(test::download<uint16_t>(gpu, out.data, size_t(d)));
+  };
+  MoeQ8Results r;
+  gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
+  (void)moe();  // a k-quant GEMV has run: from now on the norm writes quants
+  gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
+  r.normal = moe();
+  gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
+  EXPECT_EQ(gpuMemcpy(xn.data, other.data(), size_t(d) * 2, gpuMemcpyHostToDevice), gpuSuccess);
+  EXPECT_EQ(gpuDeviceSynchronize(), gpuSuccess);
+  r.stale = moe();
+  gpu.add_bias(spare, gbias);
+  r.fresh = moe();
+  return r;
+}
+
+TEST(CudaFusedQ8, MoeGateUpReadsTheNormsQuants) {
+  RF_REQUIRE_GPU();
+  const MoeQ8Results off = run_moe(false), on = run_moe(true);
+  EXPECT_EQ(on.normal, off.normal) << "the MoE layer after add + RMSNorm";
+  EXPECT_EQ(on.fresh, off.fresh);
+  EXPECT_EQ(off.stale, off.fresh) << "without fusing, the gate*up quantizes the row it reads";
+  EXPECT_NE(on.stale, on.fresh) << "the gate*up after the router quantized its row itself";
 }
 
 }  // namespace

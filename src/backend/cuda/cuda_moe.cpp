@@ -89,8 +89,11 @@ void CudaBackend::moe_router_route(const Tensor& x, const Tensor& w_router, cons
            "cuda moe_router_route: bad outputs");
   gpu::OpProfiler::Scope timer(profiler(), "moe router+route");
   const gpu::MoePlanOut plan{moe_->order, moe_->pos_of, moe_->tiles_gemv, moe_->tiles_mma, moe_->n_tiles};
+  const gpu::LaunchCtx c = ctx();
   gpu::moe_router_route(x.data, w_router.ptr<float>(), d, p.n_expert, p.n_used, p.norm_weights, logits.ptr<float>(),
-                        ids.ptr<int32_t>(), weights.ptr<float>(), plan, moe_->router_ticket, ctx());
+                        ids.ptr<int32_t>(), weights.ptr<float>(), plan, moe_->router_ticket, c);
+  // x's 8-bit quants from the norm before stay good for the expert gate*up.
+  gpu::act_q8_carry(c, x.data);
   moe_->planned_ids = ids.data;
 }
 

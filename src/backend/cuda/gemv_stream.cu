@@ -411,6 +411,12 @@ bool act_q8_ready(const LaunchCtx& ctx, const void* src, int k) {
   return s.src == src && s.k == k && (s.op == ctx.op || s.op + 1 == ctx.op);
 }
 
+void act_q8_carry(const LaunchCtx& ctx, const void* unchanged) {
+  if (!ctx.options.fused_act_q8 || !ctx.act_q8_state) return;
+  ActQ8State& s = *ctx.act_q8_state;
+  if (s.src == unchanged && s.op + 1 == ctx.op) s.op = ctx.op;
+}
+
 bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, bool paired, int grid_y,
                            const LaunchCtx& ctx) {
   // Expert tiles only of one shared token (x_one_row: quantized once).

@@ -233,6 +233,9 @@ bool act_q8_fusable(const LaunchCtx& ctx, int rows, int k);
 void act_q8_record(const LaunchCtx& ctx, const void* src, int k);
 // Whether act_q8 holds src's quants from the previous op (or this one).
 bool act_q8_ready(const LaunchCtx& ctx, const void* src, int k);
+// An op that reads `unchanged` and writes neither it nor act_q8 (the MoE
+// router): a record of it made by the op before stays good for the op after.
+void act_q8_carry(const LaunchCtx& ctx, const void* unchanged);
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 __device__ __forceinline__ void pdl_wait() {
