@@ -223,23 +223,32 @@ if [ "$stage" = fusions ]; then
   # Prepared fusions, off by default until measured (issues 12, 13, 16):
   # the per-head q/k norms inside the RoPE + KV store kernel
   # (ROCMFORGE_FUSED_QK_ROPE: Qwen3, Gemma 3) and one token's MoE router
-  # GEMV + routing in one launch (ROCMFORGE_FUSED_MOE_ROUTER). Their unit
-  # tests, the model tests with both on (the env overrides every backend's
-  # options), memcheck, then batch-1 decode alternated off / on. ~6 minutes.
-  "$BIN/test_gpu" --gtest_filter='*CudaQkNormRope*:*RouterAndRouteInOneLaunch*:*CudaFusedQ8*' > "$OUT/test_gpu_fusions.log" 2>&1
+  # GEMV + routing in one launch (ROCMFORGE_FUSED_MOE_ROUTER), and one
+  # token's expert down GEMVs on the streaming kernel
+  # (ROCMFORGE_KQ_STREAM_EXPERT_ROWS). Their unit tests, the model tests
+  # with all on (the env overrides every backend's options), memcheck
+  # (~3 minutes); stage fusions-bench: batch-1 decode alternated off / on
+  # (~6 minutes).
+  "$BIN/test_gpu" --gtest_filter='*CudaQkNormRope*:*RouterAndRouteInOneLaunch*:*CudaFusedQ8*:*CudaMoeFfn*' \
+    > "$OUT/test_gpu_fusions.log" 2>&1
   echo "unit tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_fusions.log" | head -10
-  ROCMFORGE_FUSED_QK_ROPE=1 ROCMFORGE_FUSED_MOE_ROUTER=1 "$BIN/test_gpu" \
+  ROCMFORGE_FUSED_QK_ROPE=1 ROCMFORGE_FUSED_MOE_ROUTER=1 ROCMFORGE_KQ_STREAM_EXPERT_ROWS=1 "$BIN/test_gpu" \
     --gtest_filter='*CudaModelVsCpu*qwen3*:*CudaModelVsCpu*gemma3*:*CudaModelVsCpu*mixtral*:*CudaFamilyWidths*qwen3*:*CudaFamilyWidths*gemma3*:*Engine*' \
     > "$OUT/test_gpu_fusions_on.log" 2>&1
-  echo "model tests with both on rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_fusions_on.log" | head -10
+  echo "model tests with all on rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_fusions_on.log" | head -10
   timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
-    --gtest_filter='*CudaQkNormRope*:*RouterAndRouteInOneLaunch*:*MoeGateUp*' > "$OUT/sanitizer-fusions.log" 2>&1
+    --gtest_filter='*CudaQkNormRope*:*RouterAndRouteInOneLaunch*:*MoeGateUp*:*CudaMoeFfn*stream_rows*' \
+    > "$OUT/sanitizer-fusions.log" 2>&1
   echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/sanitizer-fusions.log" | tail -1
+fi
+
+if [ "$stage" = fusions-bench ]; then
   for round in 1 2; do
-    for model in ${RF_MODELS_FUSIONS:-qwen3-8b:q4_k_m qwen3-30b-a3b:q4_k_m gemma3-12b:q4_k_m}; do
+    for model in ${RF_MODELS_FUSIONS:-qwen3-8b:q4_k_m qwen3-30b-a3b:q4_k_m mixtral-8x7b-4l:q4_k_m}; do
       for on in 0 1; do
         printf "round %s %-22s fused=%s " "$round" "$model" "$on"
-        ROCMFORGE_FUSED_QK_ROPE=$on ROCMFORGE_FUSED_MOE_ROUTER=$on "$BIN/rocmforge" bench --load-format dummy \
+        ROCMFORGE_FUSED_QK_ROPE=$on ROCMFORGE_FUSED_MOE_ROUTER=$on ROCMFORGE_KQ_STREAM_EXPERT_ROWS=$on \
+          "$BIN/rocmforge" bench --load-format dummy \
           -m "$model" -p 64 -n 128 -r 1 --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
       done
     done

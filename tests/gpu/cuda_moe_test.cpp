@@ -190,6 +190,10 @@ struct MoeCase {
   int n_expert, k;
   bool gelu;
   int d = 256;  // model width (gate/up rows' length); 2048: one token's gate*up streams (gemv_stream.cu)
+  int ff = 512;  // each expert's FFN width (the down rows' length)
+  // One token's down GEMV streams too (CudaOptions::kq_stream_expert_rows;
+  // with ff >= 2048, Q4_K / Q6_K), reading the GLU outputs' 8-bit quants.
+  bool stream_rows = false;
 };
 
 class CudaMoeFfn : public ::testing::TestWithParam<MoeCase> {};
@@ -197,9 +201,12 @@ class CudaMoeFfn : public ::testing::TestWithParam<MoeCase> {};
 TEST_P(CudaMoeFfn, MatchesNaiveReference) {
   RF_REQUIRE_GPU();
   const MoeCase c = GetParam();
-  const int d = c.d, ff = 512, E = c.n_expert, k = c.k;
+  const int d = c.d, ff = c.ff, E = c.n_expert, k = c.k;
   std::mt19937 rng(17 + int(c.gate_type) * 7 + E);
-  auto gpu = test::make_gpu();
+  CudaOptions o;
+  o.dequant_scratch_bytes = size_t(32) << 20;
+  o.kq_stream_expert_rows = c.stream_rows;
+  auto gpu = std::make_unique<CudaBackend>(o);
   BackendLimits lim;
   lim.max_tokens = 128;  // moe_ffn works in chunks of at most this many tokens
   lim.max_seqs = 4;
@@ -225,7 +232,8 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
   p.n_used = k;
   p.n_ff = ff;
   p.act = c.gelu ? Activation::GeluTanh : Activation::SiLU;
-  for (const int n : {1, 3, 8, 40, 300}) {
+  // (The wide streaming cases: one token, and a few for the other path.)
+  for (const int n : c.stream_rows ? std::vector<int>{1, 3} : std::vector<int>{1, 3, 8, 40, 300}) {
     const auto x = test::round_f16(test::randn(size_t(n) * d, rng));
     const auto logits = test::randn(size_t(n) * E, rng, 2.0f);
     void* gx = test::upload(*gpu, test::to_f16(x));
@@ -258,6 +266,12 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
           }
           h[size_t(i)] = act_ref(g, c.gelu) * u;
         }
+        if (c.stream_rows && n == 1) {
+          // The down GEMV reads the f16 GLU output's 8-bit quants.
+          std::vector<float> hf(h.begin(), h.end());
+          hf = test::gemv_activations(*gpu, c.down_type, 1, ff, test::round_f16(std::move(hf)));
+          std::copy(hf.begin(), hf.end(), h.begin());
+        }
         for (int o = 0; o < d; ++o) {
           double s = 0;
           const float* wd = down.values.data() + (size_t(e) * d + o) * ff;
@@ -280,6 +294,8 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                            MoeCase{DType::Q4_K, DType::Q4_K, 16, 4, true},
                                            MoeCase{DType::Q4_K, DType::Q6_K, 8, 2, false, 2048},
                                            MoeCase{DType::Q6_K, DType::Q6_K, 16, 4, true, 2048},
+                                           MoeCase{DType::Q4_K, DType::Q6_K, 8, 2, false, 2048, 2048, true},
+                                           MoeCase{DType::Q4_K, DType::Q4_K, 8, 2, true, 1024, 4096, true},
                                            MoeCase{DType::Q6_K, DType::Q6_K, 128, 8, false},
                                            MoeCase{DType::Q8_0, DType::Q8_0, 4, 2, false},
                                            MoeCase{DType::F8_E4M3_ROW, DType::F8_E4M3_ROW, 8, 2, false},
@@ -288,7 +304,9 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                            return std::string(dtype_name(info.param.gate_type)) + "_" +
                                   dtype_name(info.param.down_type) + "_e" + std::to_string(info.param.n_expert) +
                                   (info.param.gelu ? "_gelu" : "") +
-                                  (info.param.d != 256 ? "_d" + std::to_string(info.param.d) : "");
+                                  (info.param.d != 256 ? "_d" + std::to_string(info.param.d) : "") +
+                                  (info.param.ff != 512 ? "_ff" + std::to_string(info.param.ff) : "") +
+                                  (info.param.stream_rows ? "_stream_rows" : "");
                          });
 
 }  // namespace

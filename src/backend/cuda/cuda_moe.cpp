@@ -148,15 +148,15 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
       else gpu::swiglu(M.h, M.u, M.h, int64_t(P) * ff, ctx());
     } else {
       gpu::gemv_experts(w.gate.type, w.gate.data, w.up.data, gelu, gate_expert_bytes, w.gate.row_bytes(), ff, d,
-                        nt == 1 ? x_c : M.xs, nt == 1, M.h, DType::F16, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows,
-                        ctx());
+                        nt == 1 ? x_c : M.xs, nt == 1, nt == 1 ? 1 : P, M.h, DType::F16, M.tiles_gemv, M.n_tiles,
+                        max_gemv, gemv_rows, ctx());
     }
     if (mma_down) {
       gpu::mma_matmul_experts(w.down.type, w.down.data, down_expert_bytes, w.down.row_bytes(), d, ff, M.h, M.y,
                               DType::F32, M.tiles_mma, M.n_tiles + 1, max_mma, ctx());
     } else {
       gpu::gemv_experts(w.down.type, w.down.data, nullptr, false, down_expert_bytes, w.down.row_bytes(), d, ff, M.h,
-                        false, M.y, DType::F32, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows, ctx());
+                        false, P, M.y, DType::F32, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows, ctx());
     }
     gpu::moe_combine(M.y, M.pos_of, w_c, nt, k, d, static_cast<uint8_t*>(out.data) + size_t(t0) * d * 2, ctx());
   }

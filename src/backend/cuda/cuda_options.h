@@ -50,6 +50,8 @@
 //                            store kernel           (fused_qk_norm_rope)
 //   ROCMFORGE_FUSED_MOE_ROUTER=1 one token's router GEMV and routing in
 //                            one launch               (fused_moe_router)
+//   ROCMFORGE_KQ_STREAM_EXPERT_ROWS=1 one token's expert down GEMVs
+//                            stream too          (kq_stream_expert_rows)
 //                                                         (fused_act_q8)
 //   ROCMFORGE_KQ_STREAM_SPLIT=N warps per set of rows of that GEMV (1, 2, 4)
 //                            instead of the rule by row length
@@ -171,6 +173,11 @@ struct CudaOptions {
   // One token's MoE router GEMV (f32 weights) and its routing in one launch
   // (the last block to finish routes). Off until measured on the device.
   bool fused_moe_router = false;
+  // One token's expert GEMVs whose tiles read rows of their own (the down
+  // projections: each expert's GLU output) also take the streaming k-quant
+  // GEMV, all the rows quantized in one launch (wide expert rows: Mixtral's
+  // 14336). Off until measured on the device.
+  bool kq_stream_expert_rows = false;
   // FP8 weights (F8_E4M3_ROW): batches of at least this many rows (and
   // more than the GEMV's 8) quantize their activations to e4m3 (a scale per
   // row) and multiply on FP8 tensor cores (cuBLASLt, outer-vector scales),

@@ -401,9 +401,10 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
 
 // Expert mode: one launch over every tile (a.n: the most rows of a tile).
 template <DType T>
-void launch_gemv_experts(const GemvArgs& a, DType out_type, bool paired, int max_tiles, const LaunchCtx& ctx) {
+void launch_gemv_experts(const GemvArgs& a, DType out_type, bool paired, int max_tiles, int x_rows,
+                         const LaunchCtx& ctx) {
   if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
-    if (a.n == 1 && a.x_one_row && launch_gemv_kq_stream(T, a, out_type, paired, max_tiles, ctx)) return;
+    if (a.n == 1 && launch_gemv_kq_stream(T, a, out_type, paired, max_tiles, ctx, x_rows)) return;
   }
   const int blocks = (a.row_end[0] + kGemvRows - 1) / kGemvRows;
   constexpr bool kSingle = T == DType::F16 || T == DType::F32 || T == DType::Q8_0 || T == DType::Q4_K ||
@@ -457,8 +458,9 @@ void set_bulk_loads(GemvArgs& a, DType w_type, bool aligned, const LaunchCtx& ct
 }  // namespace
 
 void gemv_experts(DType w_type, const void* w, const void* w_up, bool gelu, size_t expert_bytes, size_t row_bytes,
-                  int m, int k, const void* x, bool x_one_row, void* out, DType out_type, const int32_t* tiles,
-                  const int32_t* n_tiles, int max_tiles, int max_tile_rows, const LaunchCtx& ctx) {
+                  int m, int k, const void* x, bool x_one_row, int x_rows, void* out, DType out_type,
+                  const int32_t* tiles, const int32_t* n_tiles, int max_tiles, int max_tile_rows,
+                  const LaunchCtx& ctx) {
   RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "gemv: output must be f32 or f16");
   RF_CHECK(!x_one_row || max_tile_rows == 1, "gemv_experts: one shared activation row means tiles of one row");
   RF_CHECK(max_tile_rows >= 1 && max_tile_rows <= kMaxCols, "gemv_experts: tiles of 1..", kMaxCols, " rows");
@@ -485,7 +487,7 @@ void gemv_experts(DType w_type, const void* w, const void* w_up, bool gelu, size
   a.prefetch = false;  // the expert is known only after the wait
   switch (w_type) {
 #define RF_CASE(T) \
-  case DType::T: launch_gemv_experts<DType::T>(a, out_type, w_up != nullptr, max_tiles, ctx); break;
+  case DType::T: launch_gemv_experts<DType::T>(a, out_type, w_up != nullptr, max_tiles, x_rows, ctx); break;
     RF_FOR_EACH_WEIGHT_FORMAT(RF_CASE)
 #undef RF_CASE
     default: fail("cuda moe: expert weight type ", dtype_name(w_type), " is not supported");

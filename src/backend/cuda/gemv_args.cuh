@@ -51,6 +51,7 @@ struct GemvArgs {
 struct GemvTile {
   size_t w_off;
   const __half* x;
+  size_t x_row;  // x's row index (0: one shared row, or no tiles)
   int n;
   size_t out_off;  // elements
 };
@@ -60,6 +61,7 @@ struct GemvTile {
 __device__ __forceinline__ bool gemv_tile(const GemvArgs& a, int m, GemvTile& t) {
   t.w_off = 0;
   t.x = a.x;
+  t.x_row = 0;
   t.n = a.n;
   t.out_off = 0;
   if (!a.tiles) return true;
@@ -67,7 +69,8 @@ __device__ __forceinline__ bool gemv_tile(const GemvArgs& a, int m, GemvTile& t)
   if (int(blockIdx.y) >= *a.n_tiles) return false;
   const int4 tile = a.tiles[blockIdx.y];
   t.w_off = size_t(tile.x) * a.expert_bytes;
-  t.x = a.x_one_row ? a.x : a.x + size_t(tile.y) * a.k;
+  t.x_row = a.x_one_row ? 0 : size_t(tile.y);
+  t.x = a.x + t.x_row * a.k;
   t.n = tile.z;
   t.out_off = size_t(tile.y) * m;
   return true;
@@ -98,10 +101,12 @@ __device__ __forceinline__ GemvRow gemv_row(const GemvArgs& a, int r) {
 __device__ __forceinline__ float with_bias(const GemvRow& g, float s) { return g.bias ? s + g.bias[g.local] : s; }
 
 // The streaming k-quant kernel (gemv_stream.cu) for one activation row
-// (grid_y: 1, or in expert mode with x_one_row the most tiles), when it is
-// on for this format (gemv_quantizes_activations) and the alignment suits
-// it; false if it did not launch.
+// (grid_y: 1, or in expert mode with x_one_row the most tiles), or in expert
+// mode for tiles of one row each of x's x_rows rows
+// (CudaOptions::kq_stream_expert_rows), when it is on for this format
+// (gemv_quantizes_activations) and the alignment suits it; false if it did
+// not launch.
 bool launch_gemv_kq_stream(DType w_type, const GemvArgs& a, DType out_type, bool paired, int grid_y,
-                           const LaunchCtx& ctx);
+                           const LaunchCtx& ctx, int x_rows = 1);
 
 }  // namespace rf::gpu

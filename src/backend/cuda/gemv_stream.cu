@@ -69,7 +69,8 @@ __device__ __forceinline__ int dot4_i8(int a, int b, int c) {
 // A weight format's streaming parts: Chunk, a lane's bytes of one row for
 // chunk c (64 weights), loaded as raw words (Chunk load(row, c, l1), which
 // must not wait for them; l1: CudaOptions::kq_stream_l1); XChunk, the
-// chunk's activations (load_x, shared by all rows); dot(chunk, x, p): their
+// chunk's activations (load_x from the row's quants and scales, shared by
+// all rows); dot(chunk, x, p): their
 // product, p = c % 4 (the same for all of a lane's chunks).
 template <DType T> struct StreamFormat;
 
@@ -92,10 +93,10 @@ template <> struct StreamFormat<DType::Q4_K> {
     q.q1 = load_weights16(sb + 32 + 32 * (c % 4), l1);
     return q;
   }
-  __device__ static XChunk load_x(const GemvArgs& a, int c) {
-    const uint4* xp = reinterpret_cast<const uint4*>(a.xq) + size_t(c) * 4;
+  __device__ static XChunk load_x(const int8_t* xq, const float2* xds, int c) {
+    const uint4* xp = reinterpret_cast<const uint4*>(xq) + size_t(c) * 4;
     return {{__ldg(xp), __ldg(xp + 1)}, {__ldg(xp + 2), __ldg(xp + 3)},
-            __ldg(reinterpret_cast<const float4*>(a.xds) + c)};
+            __ldg(reinterpret_cast<const float4*>(xds) + c)};
   }
   // The 6-bit scales and mins of the pair come out of the header in two
   // 16-bit lanes (core/quant_blocks.h has the layout); the nibbles go four
@@ -163,15 +164,15 @@ template <> struct StreamFormat<DType::Q6_K> {
     q.sel = odd ? 0x5432u : 0x3210u;
     return q;
   }
-  __device__ static XChunk load_x(const GemvArgs& a, int c) {
+  __device__ static XChunk load_x(const int8_t* xq, const float2* xds, int c) {
     const int sblock = c / 4, n = (c % 4) / 2, l = 16 * (c % 2);
     XChunk x;
-    const float4* ds = reinterpret_cast<const float4*>(a.xds + size_t(sblock) * 8 + 4 * n);
+    const float4* ds = reinterpret_cast<const float4*>(xds + size_t(sblock) * 8 + 4 * n);
     const float4 d01 = __ldg(ds), d23 = __ldg(ds + 1);
     x.d[0] = d01.x, x.d[1] = d01.z, x.d[2] = d23.x, x.d[3] = d23.z;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      x.xq[k] = __ldg(reinterpret_cast<const uint4*>(a.xq + size_t(sblock) * 256 + 128 * n + 32 * k + l));
+      x.xq[k] = __ldg(reinterpret_cast<const uint4*>(xq + size_t(sblock) * 256 + 128 * n + 32 * k + l));
       int sum = dot4_i8(int(x.xq[k].x), 0x01010101, 0);
       sum = dot4_i8(int(x.xq[k].y), 0x01010101, sum);
       sum = dot4_i8(int(x.xq[k].z), 0x01010101, sum);
@@ -260,7 +261,10 @@ __global__ void quantize_act_q8_kernel(const __half* x, int k, int8_t* xq, float
 // p: chunks p W + l, (p + kSplit) W + l, ...) and adding their sums through
 // shared memory: long rows (the 14336-wide down projections) otherwise
 // leave each warp a chain of dependent loads.
-template <DType T, typename OutT, bool kPaired, int kRows, int kSplit>
+//
+// kOwnRows (expert mode, CudaOptions::kq_stream_expert_rows): each tile
+// reads its own row of the quantized activations, not the shared first one.
+template <DType T, typename OutT, bool kPaired, int kRows, int kSplit, bool kOwnRows = false>
 __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel(GemvArgs a) {
   using F = StreamFormat<T>;
   constexpr int S = kRows * (kPaired ? 2 : 1);  // rows a warp reads: gate (or plain) rows, then up rows
@@ -282,6 +286,12 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
   }
   const int chunks = a.k / 64, p = lane % 4, first = part * W + lane;
   constexpr int kStride = kSplit * W;
+  const int8_t* xq = a.xq;
+  const float2* xds = a.xds;
+  if constexpr (kOwnRows) {  // the tile's row of quants
+    xq += tile.x_row * size_t(a.k);
+    xds += tile.x_row * size_t(a.k / 32);
+  }
   typename F::Chunk cur[S], next[S];
   if (first < chunks) {
 #pragma unroll
@@ -295,7 +305,7 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
   // Chunk c against every row's loaded chunk (its activations loaded once
   // for all rows).
   const auto step = [&](int c, const typename F::Chunk(&q)[S]) {
-    const typename F::XChunk x = F::load_x(a, c);
+    const typename F::XChunk x = F::load_x(xq, xds, c);
 #pragma unroll
     for (int s = 0; s < S; ++s) acc[s] += F::dot(q[s], x, p);
   };
@@ -359,6 +369,20 @@ void launch_stream_rows(const GemvArgs& a, int split, int m, int grid_y, const L
   else launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 4>, blocks, threads, 0, ctx, a);
 }
 
+// Expert tiles reading their own activation rows: f32 outputs, not paired,
+// two rows per warp (the down projections' case; few kernels to build).
+template <DType T>
+void launch_stream_own_rows(const GemvArgs& a, int m, int grid_y, const LaunchCtx& ctx) {
+  const int split = stream_split(a.k / 64, ctx);
+  constexpr int kRows = 2;
+  const int rows_per_block = kStreamWarps / split * kRows;
+  const dim3 blocks(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
+  const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
+  if (split == 1) launch(gemv_stream_kernel<T, float, false, kRows, 1, true>, blocks, threads, 0, ctx, a);
+  else if (split == 2) launch(gemv_stream_kernel<T, float, false, kRows, 2, true>, blocks, threads, 0, ctx, a);
+  else launch(gemv_stream_kernel<T, float, false, kRows, 4, true>, blocks, threads, 0, ctx, a);
+}
+
 template <DType T, typename OutT, bool kPaired>
 void launch_stream(const GemvArgs& a, int rows_per_warp, int m, int grid_y, const LaunchCtx& ctx) {
   const int split = stream_split(a.k / 64, ctx);
@@ -418,11 +442,14 @@ void act_q8_carry(const LaunchCtx& ctx, const void* unchanged) {
 }
 
 bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, bool paired, int grid_y,
-                           const LaunchCtx& ctx) {
-  // Expert tiles only of one shared token (x_one_row: quantized once).
-  if (!ctx.act_q8 || (args.tiles && !args.x_one_row) ||
-      !gemv_quantizes_activations(ctx.options, ctx.warp_size, w_type, args.n, args.k))
+                           const LaunchCtx& ctx, int x_rows) {
+  // Expert tiles of one shared token (x_one_row: quantized once), or of one
+  // row each of x's x_rows (kq_stream_expert_rows: quantized together).
+  const bool own_rows = args.tiles && !args.x_one_row;
+  if (own_rows && (!ctx.options.kq_stream_expert_rows || size_t(x_rows) * args.k > kActQ8MaxK ||
+                   out_type != DType::F32 || paired || stream_rows(ctx.options, w_type) != 2))
     return false;
+  if (!ctx.act_q8 || !gemv_quantizes_activations(ctx.options, ctx.warp_size, w_type, args.n, args.k)) return false;
   // Q4_K rows are read in 16-byte pieces, Q6_K ones in 4-byte words from
   // 2-aligned super-blocks.
   const uintptr_t align = w_type == DType::Q4_K ? 16 : 2;
@@ -432,21 +459,36 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
   if (!aligned) return false;
   float2* xds = act_q8_scales(ctx.act_q8);
   int8_t* xq = act_q8_quants(ctx.act_q8);
-  // The row's quants: written by the op before (fused_act_q8), or now; the
-  // record renewed, so that a GEMV of the same row in the next op reads them too.
-  if (!act_q8_ready(ctx, args.x, args.k)) {
-    const int groups = args.k / 32;
-    launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, args.x, args.k, xq, xds);
+  if (own_rows) {
+    // x_rows rows end to end, quantized as one (groups of 32 never cross a
+    // row); act_q8 then holds no single row: no record.
+    const int groups = x_rows * args.k / 32;
+    launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, args.x, x_rows * args.k, xq, xds);
+    if (ctx.act_q8_state) ctx.act_q8_state->src = nullptr;
+  } else {
+    // The row's quants: written by the op before (fused_act_q8), or now; the
+    // record renewed, so that a GEMV of the same row in the next op reads
+    // them too.
+    if (!act_q8_ready(ctx, args.x, args.k)) {
+      const int groups = args.k / 32;
+      launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, args.x, args.k, xq, xds);
+    }
+    act_q8_record(ctx, args.x, args.k);
   }
-  act_q8_record(ctx, args.x, args.k);
   if (ctx.act_q8_state) ctx.act_q8_state->gemv_seen = true;
   GemvArgs a = args;
   a.xq = xq;
   a.xds = xds;
   a.weights_l1 = ctx.options.kq_stream_l1;
   const int m = a.row_end[a.n_segs - 1], rows = stream_rows(ctx.options, w_type);
-  if (w_type == DType::Q4_K) launch_stream_type<DType::Q4_K>(a, out_type, paired, rows, m, grid_y, ctx);
-  else launch_stream_type<DType::Q6_K>(a, out_type, paired, rows, m, grid_y, ctx);
+  if (own_rows) {
+    if (w_type == DType::Q4_K) launch_stream_own_rows<DType::Q4_K>(a, m, grid_y, ctx);
+    else launch_stream_own_rows<DType::Q6_K>(a, m, grid_y, ctx);
+  } else if (w_type == DType::Q4_K) {
+    launch_stream_type<DType::Q4_K>(a, out_type, paired, rows, m, grid_y, ctx);
+  } else {
+    launch_stream_type<DType::Q6_K>(a, out_type, paired, rows, m, grid_y, ctx);
+  }
   return true;
 }
 

@@ -48,10 +48,10 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
 // for expert e's m rows (W_e = w + e * expert_bytes; with w_up, the GLU of
 // gate and up as gemv_segments computes it). With x_one_row (tiles of one
 // row: a single token) every tile reads x's first row instead, so the
-// token's row needs no gather.
+// token's row needs no gather. x_rows: x's rows (the pairs).
 void gemv_experts(DType w_type, const void* w, const void* w_up, bool gelu, size_t expert_bytes, size_t row_bytes,
-                  int m, int k, const void* x, bool x_one_row, void* out, DType out_type, const int32_t* tiles,
-                  const int32_t* n_tiles, int max_tiles, int max_tile_rows, const LaunchCtx& ctx);
+                  int m, int k, const void* x, bool x_one_row, int x_rows, void* out, DType out_type,
+                  const int32_t* tiles, const int32_t* n_tiles, int max_tiles, int max_tile_rows, const LaunchCtx& ctx);
 
 // ---- gemm_mma.cu
 // Tensor-core matmul for 1..64 activation rows straight from Q4_K or Q6_K
