@@ -9,8 +9,9 @@
 # decode-pv: decode attention's P.V on tensor cores, issue 16; stage
 # attn-splits: batch-1 decode against the attention's split count; stage
 # moe-profile: per-kernel time of MoE steps, issue 13; stage fused-q8:
-# 8-bit activations written by the norm / combine, issue 16; stage fusions:
-# q/k norms inside RoPE, the MoE router with its routing).
+# 8-bit activations written by the norm / combine, issue 16; stages
+# fusions and fusions-bench: q/k norms inside RoPE, the MoE router with its
+# routing, one token's expert down GEMVs streaming).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
