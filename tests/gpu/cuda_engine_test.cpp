@@ -200,12 +200,7 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaEngineBatch,
                                            "arch/tiny-gemma3.gguf", "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf",
                                            "arch/tiny-mixtral.gguf", "arch/tiny-qwen3moe.gguf",
                                            "synthetic-tiny-f16:fp8", "arch/tiny-gemma2.gguf:fp8", "synthetic-tiny-fp8"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         [](const auto& info) { return test::param_name(info.param); });
 
 // Logits of sequences 0 and 31 alone vs in a batch of 32: prefill, decode
 // steps, and decode steps beside new prompt chunks of other sequences.

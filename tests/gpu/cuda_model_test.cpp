@@ -24,6 +24,18 @@
 namespace rf {
 namespace {
 
+// The GPU's best token is the CPU's, unless the CPU's best two are closer
+// than the GPU's rounding can resolve: rel_gap of the largest |logit|.
+void expect_same_best(const std::vector<float>& lg, const std::vector<float>& lc, float rel_gap,
+                      const std::string& what) {
+  std::vector<float> sorted = lc;
+  std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+  const float max_abs = std::max(std::abs(sorted[0]), std::abs(*std::min_element(lc.begin(), lc.end())));
+  if (sorted[0] - sorted[1] > rel_gap * max_abs) {
+    EXPECT_EQ(test::ModelRunner::argmax(lg), test::ModelRunner::argmax(lc)) << what;
+  }
+}
+
 std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   std::ifstream in(path);
   std::vector<nlohmann::json> out;
@@ -103,15 +115,9 @@ TEST_P(CudaModelVsCpu, LogitsMatchCpu) {
     const double err = test::rel_l2(lg, lc);
     EXPECT_LT(err, tolerance) << param << " step " << step;
     if (e4m3_activations) std::printf("  step %d: rel. L2 %.4f against the CPU\n", step, err);
-    // The same best token, unless the CPU's best two are closer than the
-    // GPU's rounding can resolve (f16: Gemma 2's logits are soft-capped to
-    // +-0.4; e4m3 activations: the tolerance's share of the largest logit).
-    std::vector<float> sorted = lc;
-    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
-    const float max_abs = std::max(std::abs(sorted[0]), std::abs(*std::min_element(lc.begin(), lc.end())));
-    if (sorted[0] - sorted[1] > float(e4m3_activations ? tolerance : 2e-3) * max_abs) {
-      EXPECT_EQ(test::ModelRunner::argmax(lg), test::ModelRunner::argmax(lc)) << rel << " step " << step;
-    }
+    // (f16: Gemma 2's logits are soft-capped to +-0.4; e4m3 activations:
+    // the tolerance's share of the largest logit.)
+    expect_same_best(lg, lc, float(e4m3_activations ? tolerance : 2e-3), rel + " step " + std::to_string(step));
     const int32_t next = test::ModelRunner::argmax(lc);
     sg.tokens.push_back(next);
     sc.tokens.push_back(next);
@@ -128,12 +134,7 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaModelVsCpu,
                                            "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf", "arch/tiny-mixtral.gguf",
                                            "arch/tiny-qwen3moe.gguf", "synthetic-tiny-fp8",
                                            "synthetic-tiny-fp8:e4m3-activations"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         [](const auto& info) { return test::param_name(info.param); });
 
 // Each family at its real widths (the first 4 layers of its full-size
 // preset, dummy weights): the launch configurations the tiny files never
@@ -170,12 +171,7 @@ TEST_P(CudaFamilyWidths, DecodeMatchesCpu) {
     std::printf("  %s step %d: rel. L2 %.4f against the CPU\n", GetParam(), step, err);
     const bool q8_activations = step > 0 && spec.ends_with(":q4_k_m");
     EXPECT_LT(err, q8_activations ? kQ8ActivationsL2 : 1e-2) << GetParam() << " step " << step;
-    std::vector<float> sorted = lc;
-    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
-    const float max_abs = std::max(std::abs(sorted[0]), std::abs(*std::min_element(lc.begin(), lc.end())));
-    if (sorted[0] - sorted[1] > 2e-3f * max_abs) {
-      EXPECT_EQ(test::ModelRunner::argmax(lg), test::ModelRunner::argmax(lc)) << GetParam() << " step " << step;
-    }
+    expect_same_best(lg, lc, 2e-3f, spec + " step " + std::to_string(step));
     const int32_t next = test::ModelRunner::argmax(lc);
     sg.tokens.push_back(next);
     sc.tokens.push_back(next);
@@ -186,12 +182,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaFamilyWidths,
                          ::testing::Values("llama3-8b-4l:q4_k_m", "qwen2.5-7b-4l:q4_k_m", "qwen3-8b-4l:q4_k_m",
                                            "gemma2-9b-4l:q4_k_m", "gemma2-9b-4l:f16", "gemma3-12b-4l:q4_k_m",
                                            "phi3-mini-4l:q4_k_m", "phi3-mini-4l:f16", "glm4-9b-4l:q4_k_m"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         [](const auto& info) { return test::param_name(info.param); });
 
 }  // namespace
 }  // namespace rf

@@ -109,18 +109,7 @@ TEST(CudaMoe, RouterAndRouteInOneLaunch) {
   for (const auto& [E, k, d] : {std::array{128, 8, 2048}, std::array{8, 2, 4096}, std::array{256, 8, 1024},
                                 std::array{60, 4, 512}}) {
     const int ff = 64;
-    BackendLimits lim;
-    lim.max_tokens = 8;
-    lim.max_seqs = 1;
-    lim.max_blocks_per_seq = 1;
-    lim.max_logits = 1;
-    lim.vocab = 16;
-    lim.max_weight_elems = int64_t(E) * ff * d;
-    lim.n_heads = lim.head_dim = lim.n_kv_heads = 1;
-    lim.n_expert = E;
-    lim.n_expert_used = k;
-    lim.expert_ff = ff;
-    lim.n_embd = d;
+    const BackendLimits lim = test::moe_limits(8, E, k, ff, d);
     CudaOptions o;
     o.fused_moe_router = true;
     CudaBackend fused(o);
@@ -207,18 +196,8 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
   o.dequant_scratch_bytes = size_t(32) << 20;
   o.kq_stream_expert_rows = c.stream_rows;
   auto gpu = std::make_unique<CudaBackend>(o);
-  BackendLimits lim;
-  lim.max_tokens = 128;  // moe_ffn works in chunks of at most this many tokens
-  lim.max_seqs = 4;
-  lim.max_blocks_per_seq = 4;
-  lim.max_logits = 4;
-  lim.vocab = 16;
-  lim.max_weight_elems = int64_t(E) * ff * d;
-  lim.n_heads = lim.head_dim = lim.n_kv_heads = 1;
-  lim.n_expert = E;
-  lim.n_expert_used = k;
-  lim.expert_ff = ff;
-  lim.n_embd = d;
+  // moe_ffn works in chunks of at most max_tokens tokens.
+  const BackendLimits lim = test::moe_limits(128, E, k, ff, d);
   gpu->reserve(lim);
   const Experts gate = make_experts(c.gate_type, E * ff, d, rng), up = make_experts(c.gate_type, E * ff, d, rng);
   const Experts down = make_experts(c.down_type, E * d, ff, rng);

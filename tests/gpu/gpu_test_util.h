@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -130,6 +131,32 @@ std::vector<T> download(Backend& gpu, const void* p, size_t n) {
   std::vector<T> h(n);
   gpu.copy_to_host(h.data(), p, n * sizeof(T));
   return h;
+}
+
+// Limits for one token's mixture-of-experts ops (reserve()'s expert
+// workspace; the attention fields minimal).
+inline BackendLimits moe_limits(int max_tokens, int n_expert, int n_used, int expert_ff, int n_embd) {
+  BackendLimits lim;
+  lim.max_tokens = max_tokens;
+  lim.max_seqs = 4;
+  lim.max_blocks_per_seq = 4;
+  lim.max_logits = 4;
+  lim.vocab = 16;
+  lim.max_weight_elems = int64_t(n_expert) * expert_ff * n_embd;
+  lim.n_heads = lim.head_dim = lim.n_kv_heads = 1;
+  lim.n_expert = n_expert;
+  lim.n_expert_used = n_used;
+  lim.expert_ff = expert_ff;
+  lim.n_embd = n_embd;
+  return lim;
+}
+
+// A gtest parameter name from a string parameter: every character but
+// letters and digits as '_'.
+inline std::string param_name(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
 }
 
 }  // namespace rf::test
