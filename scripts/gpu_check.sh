@@ -229,7 +229,7 @@ if [ "$stage" = fusions ]; then
   # (ROCMFORGE_KQ_STREAM_EXPERT_ROWS). Their unit tests, the model tests
   # with all on (the env overrides every backend's options), memcheck
   # (~3 minutes); stage fusions-bench: batch-1 decode alternated off / on
-  # (~6 minutes).
+  # (~7 minutes).
   "$BIN/test_gpu" --gtest_filter='*CudaQkNormRope*:*RouterAndRouteInOneLaunch*:*CudaFusedQ8*:*CudaMoeFfn*' \
     > "$OUT/test_gpu_fusions.log" 2>&1
   echo "unit tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_fusions.log" | head -10
@@ -245,7 +245,8 @@ fi
 
 if [ "$stage" = fusions-bench ]; then
   for round in 1 2; do
-    for model in ${RF_MODELS_FUSIONS:-qwen3-8b:q4_k_m qwen3-30b-a3b:q4_k_m mixtral-8x7b-4l:q4_k_m}; do
+    # (llama3-8b: none of the three applies, the noise level.)
+    for model in ${RF_MODELS_FUSIONS:-llama3-8b:q4_k_m qwen3-8b:q4_k_m qwen3-30b-a3b:q4_k_m mixtral-8x7b-4l:q4_k_m}; do
       for on in 0 1; do
         printf "round %s %-22s fused=%s " "$round" "$model" "$on"
         ROCMFORGE_FUSED_QK_ROPE=$on ROCMFORGE_FUSED_MOE_ROUTER=$on ROCMFORGE_KQ_STREAM_EXPERT_ROWS=$on \
