@@ -30,6 +30,20 @@ struct FusedQ8Results {
   std::vector<float> norm_copied, combine_copied;
 };
 
+// The residual add + RMSNorm's inputs for one row of d: residual x (f32),
+// the added row y (f16), norm weights around 1.
+struct NormInputs {
+  Tensor res, y, w;
+};
+NormInputs norm_inputs(CudaBackend& gpu, int d, std::mt19937& rng) {
+  const auto res = test::randn(d, rng), y = test::round_f16(test::randn(d, rng));
+  auto nw = test::randn(d, rng, 0.5f);
+  for (float& v : nw) v += 1.0f;
+  return {make_tensor(test::upload(gpu, res), DType::F32, d, 1, DeviceKind::CUDA),
+          make_tensor(test::upload(gpu, test::to_f16(y)), DType::F16, d, 1, DeviceKind::CUDA),
+          gpu.load_f32(nw.data(), d, 1, "norm")};
+}
+
 // One backend (fused_act_q8 on or off) through the same ops on the same data.
 FusedQ8Results run_ops(bool fused) {
   std::mt19937 rng(23);
@@ -48,12 +62,8 @@ FusedQ8Results run_ops(bool fused) {
   EXPECT_TRUE(gpu.gemv_quantizes_activations(DType::Q4_K, 1, kHidden));
   EXPECT_TRUE(gpu.gemv_quantizes_activations(DType::Q6_K, 1, kHidden));
 
-  const auto res = test::randn(kHidden, rng), y = test::round_f16(test::randn(kHidden, rng));
-  auto nw = test::randn(kHidden, rng, 0.5f);
-  for (float& v : nw) v += 1.0f;
-  Tensor gres = make_tensor(test::upload(gpu, res), DType::F32, kHidden, 1, DeviceKind::CUDA);
-  Tensor gy = make_tensor(test::upload(gpu, test::to_f16(y)), DType::F16, kHidden, 1, DeviceKind::CUDA);
-  Tensor gnw = gpu.load_f32(nw.data(), kHidden, 1, "norm");
+  const NormInputs ni = norm_inputs(gpu, kHidden, rng);
+  Tensor gres = ni.res, gy = ni.y, gnw = ni.w;
   Tensor xn = make_tensor(gpu.alloc(kHidden * 2, "normed"), DType::F16, kHidden, 1, DeviceKind::CUDA);
   Tensor o4 = make_tensor(gpu.alloc(m4 * 4, "o4"), DType::F32, m4, 1, DeviceKind::CUDA);
   Tensor o6 = make_tensor(gpu.alloc(m6 * 4, "o6"), DType::F32, m6, 1, DeviceKind::CUDA);
@@ -176,12 +186,8 @@ MoeQ8Results run_moe(bool fused) {
   p.n_expert = E;
   p.n_used = k;
   p.n_ff = ff;
-  const auto res = test::randn(d, rng), y = test::round_f16(test::randn(d, rng));
-  auto nw = test::randn(d, rng, 0.5f);
-  for (float& v : nw) v += 1.0f;
-  Tensor gres = make_tensor(test::upload(gpu, res), DType::F32, d, 1, DeviceKind::CUDA);
-  Tensor gy = make_tensor(test::upload(gpu, test::to_f16(y)), DType::F16, d, 1, DeviceKind::CUDA);
-  Tensor gnw = gpu.load_f32(nw.data(), d, 1, "norm");
+  const NormInputs ni = norm_inputs(gpu, d, rng);
+  Tensor gres = ni.res, gy = ni.y, gnw = ni.w;
   const auto act = [&](const char* what, int64_t cols, DType t) {
     return make_tensor(gpu.alloc(row_bytes(t, uint64_t(cols)), what), t, cols, 1, DeviceKind::CUDA);
   };
