@@ -207,6 +207,7 @@ MoeQ8Results run_moe(bool fused) {
   gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
   r.normal = moe();
   gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
+  gpu.synchronize();  // the norm done before the raw copy (on another stream) lands
   EXPECT_EQ(gpuMemcpy(xn.data, other.data(), size_t(d) * 2, gpuMemcpyHostToDevice), gpuSuccess);
   EXPECT_EQ(gpuDeviceSynchronize(), gpuSuccess);
   r.stale = moe();

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <numeric>
 
 #include "core/quant.h"
@@ -181,7 +182,8 @@ struct MoeCase {
   int d = 256;  // model width (gate/up rows' length); 2048: one token's gate*up streams (gemv_stream.cu)
   int ff = 512;  // each expert's FFN width (the down rows' length)
   // One token's down GEMV streams too (CudaOptions::kq_stream_expert_rows;
-  // with ff >= 2048, Q4_K / Q6_K), reading the GLU outputs' 8-bit quants.
+  // with ff >= 2048, Q4_K / Q6_K), reading the GLU outputs' 8-bit quants
+  // (ff 8192: two warps per row set).
   bool stream_rows = false;
 };
 
@@ -260,8 +262,16 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
       }
       for (int o = 0; o < d; ++o) ref[size_t(t) * d + o] = float(acc[size_t(o)]);
     }
-    // f16 activations and the f16 intermediate (as the dense FFN stores it).
-    EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go, ref.size())), ref), 3e-3)
+    // f16 activations and the f16 intermediate (as the dense FFN stores it):
+    // 3e-3. Where the down GEMV quantizes the intermediate to 8 bits, the
+    // GPU's and the reference's intermediates still differ by f16 rounding
+    // (delta), and rounding to 8 bits turns such a difference into a whole
+    // step (amax / 127) with probability delta / step: an error of rms
+    // sqrt(delta * step), measured 1.6e-3 - 1.9e-3 (3.6e-3 where the
+    // gate*up GEMV itself ran in f16 arithmetic); allowed 5e-3.
+    const double err = rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go, ref.size())), ref);
+    std::printf("  %d tokens: rel. L2 %.6f\n", n, err);
+    EXPECT_LT(err, c.stream_rows && n == 1 ? 5e-3 : 3e-3)
         << n << " tokens, " << dtype_name(c.gate_type) << "/" << dtype_name(c.down_type);
     for (void* b : {gx, gl, gi, gwt, go}) gpu->free(b);
   }
@@ -274,7 +284,7 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                            MoeCase{DType::Q4_K, DType::Q6_K, 8, 2, false, 2048},
                                            MoeCase{DType::Q6_K, DType::Q6_K, 16, 4, true, 2048},
                                            MoeCase{DType::Q4_K, DType::Q6_K, 8, 2, false, 2048, 2048, true},
-                                           MoeCase{DType::Q4_K, DType::Q4_K, 8, 2, true, 1024, 4096, true},
+                                           MoeCase{DType::Q4_K, DType::Q4_K, 2, 2, true, 2048, 8192, true},
                                            MoeCase{DType::Q6_K, DType::Q6_K, 128, 8, false},
                                            MoeCase{DType::Q8_0, DType::Q8_0, 4, 2, false},
                                            MoeCase{DType::F8_E4M3_ROW, DType::F8_E4M3_ROW, 8, 2, false},
