@@ -46,13 +46,13 @@
 //                                                         (kq_stream_l1)
 //   ROCMFORGE_FUSED_Q8=0     that GEMV quantizes its activations itself,
 //                            not the RMSNorm / attention combine before it
-//   ROCMFORGE_FUSED_QK_ROPE=1 per-head q/k norms inside the RoPE + KV
-//                            store kernel           (fused_qk_norm_rope)
-//   ROCMFORGE_FUSED_MOE_ROUTER=1 one token's router GEMV and routing in
-//                            one launch               (fused_moe_router)
-//   ROCMFORGE_KQ_STREAM_EXPERT_ROWS=1 one token's expert down GEMVs
-//                            stream too          (kq_stream_expert_rows)
 //                                                         (fused_act_q8)
+//   ROCMFORGE_FUSED_QK_ROPE=0 per-head q/k norms in their own kernel, not
+//                            inside the RoPE + KV store (fused_qk_norm_rope)
+//   ROCMFORGE_FUSED_MOE_ROUTER=0 one token's router GEMV and routing in
+//                            two launches             (fused_moe_router)
+//   ROCMFORGE_KQ_STREAM_EXPERT_ROWS=0 one token's expert down GEMVs on
+//                            the shared-memory kernel (kq_stream_expert_rows)
 //   ROCMFORGE_KQ_STREAM_SPLIT=N warps per set of rows of that GEMV (1, 2, 4)
 //                            instead of the rule by row length
 //                                                         (kq_stream_split)
@@ -167,17 +167,21 @@ struct CudaOptions {
   // -> 335.5 / 335.0; batch-1 perplexity bit-identical (KL divergence 0).
   bool fused_act_q8 = true;
   // Per-head q/k RMSNorms fused into the RoPE + KV store kernel (Qwen3,
-  // Gemma 3; f16 cache): one launch instead of two per layer. Off until
-  // measured on the device.
-  bool fused_qk_norm_rope = false;
+  // Gemma 3; f16 cache): one launch instead of two per layer.
+  bool fused_qk_norm_rope = true;
   // One token's MoE router GEMV (f32 weights) and its routing in one launch
-  // (the last block to finish routes). Off until measured on the device.
-  bool fused_moe_router = false;
+  // (the last block to finish routes); the expert gate*up then reads the
+  // norm's 8-bit quants.
+  bool fused_moe_router = true;
   // One token's expert GEMVs whose tiles read rows of their own (the down
   // projections: each expert's GLU output) also take the streaming k-quant
   // GEMV, all the rows quantized in one launch (wide expert rows: Mixtral's
-  // 14336). Off until measured on the device.
-  bool kq_stream_expert_rows = false;
+  // 14336). The three measured on the H100 (tg128 b1 q4_k_m, two rounds,
+  // all off -> all on): qwen3-8b 337.7 / 341.2 -> 347.0 / 346.6 tok/s,
+  // qwen3-30b-a3b 333.3 / 330.3 -> 340.4 / 341.9, mixtral-8x7b-4l
+  // 1301.7 / 1301.1 -> 1340.3 / 1358.9 (llama3-8b, none applying: 369.9 /
+  // 371.4 -> 369.9 / 371.9).
+  bool kq_stream_expert_rows = true;
   // FP8 weights (F8_E4M3_ROW): batches of at least this many rows (and
   // more than the GEMV's 8) quantize their activations to e4m3 (a scale per
   // row) and multiply on FP8 tensor cores (cuBLASLt, outer-vector scales),
