@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -57,7 +58,22 @@ struct BenchOptions {
 
 struct Phase {
   double prompt_s = 0, gen_s = 0;
+  // The generation's engine steps and their wall time by phase (seconds).
+  uint64_t gen_steps = 0;
+  std::array<double, EngineMetrics::kStepPhases> gen_step_s{};
 };
+
+struct StepTimes {
+  uint64_t steps = 0;
+  std::array<uint64_t, EngineMetrics::kStepPhases> micros{};
+};
+
+StepTimes step_times(const Engine& engine) {
+  StepTimes t;
+  t.steps = engine.metrics().steps.load();
+  for (size_t i = 0; i < t.micros.size(); ++i) t.micros[i] = engine.metrics().step_micros[i].load();
+  return t;
+}
 
 double mean(const std::vector<double>& v) {
   double s = 0;
@@ -90,13 +106,17 @@ Phase run_once(Engine& engine, int P, const BenchOptions& o, uint64_t seed) {
   std::vector<char> first(size_t(P), 0), done(size_t(P), 0);
   int n_first = 0, n_done = 0;
   Clock::time_point t_prompt{};
+  StepTimes at_prompt;
   while (n_done < P) {
     RF_CHECK(engine.step() || n_done == P, "bench: the engine stalled");
     for (int i = 0; i < P; ++i)
       while (auto ev = handles[size_t(i)]->next(std::chrono::milliseconds(0))) {
         if (!ev->tokens.empty() && !first[size_t(i)]) {
           first[size_t(i)] = 1;
-          if (++n_first == P) t_prompt = Clock::now();
+          if (++n_first == P) {
+            t_prompt = Clock::now();
+            at_prompt = step_times(engine);
+          }
         }
         if (ev->finished) {
           RF_CHECK(ev->finish_reason != FinishReason::Error, "bench: ", ev->error);
@@ -106,7 +126,11 @@ Phase run_once(Engine& engine, int P, const BenchOptions& o, uint64_t seed) {
       }
   }
   const auto t1 = Clock::now();
-  return {std::chrono::duration<double>(t_prompt - t0).count(), std::chrono::duration<double>(t1 - t_prompt).count()};
+  const StepTimes at_end = step_times(engine);
+  Phase ph{std::chrono::duration<double>(t_prompt - t0).count(), std::chrono::duration<double>(t1 - t_prompt).count()};
+  ph.gen_steps = at_end.steps - at_prompt.steps;
+  for (size_t i = 0; i < ph.gen_step_s.size(); ++i) ph.gen_step_s[i] = double(at_end.micros[i] - at_prompt.micros[i]) / 1e6;
+  return ph;
 }
 
 // ---- serving throughput ----------------------------------------------------
@@ -366,8 +390,17 @@ void bench(const BenchOptions& o) {
       tg.push_back(double(P) * (o.n_gen - 1) / ph.gen_s);
       bw.push_back(model->weights().bytes_read_per_step(P, mc.n_expert_used, mc.n_expert) * (o.n_gen - 1) / ph.gen_s);
       kv_bw.push_back(double(P) * kv_seq_bytes / ph.gen_s);
-      std::fprintf(stderr, "  parallel %d run %d/%d: prompt %.0f tok/s, generation %.1f tok/s\n", P, r, o.reps,
+      std::fprintf(stderr, "  parallel %d run %d/%d: prompt %.0f tok/s, generation %.1f tok/s", P, r, o.reps,
                    pp.back(), tg.back());
+      if (ph.gen_steps > 0) {  // where a generation step's wall time went
+        const double n = double(ph.gen_steps);
+        std::fprintf(stderr, "; %.2f ms a step (", 1e3 * ph.gen_s / n);
+        for (int i = 0; i < EngineMetrics::kStepPhases; ++i)
+          std::fprintf(stderr, "%s%s %.2f", i ? ", " : "", EngineMetrics::step_phase_name(EngineMetrics::StepPhase(i)),
+                       1e3 * ph.gen_step_s[size_t(i)] / n);
+        std::fprintf(stderr, ")");
+      }
+      std::fprintf(stderr, "\n");
     }
     results.push_back({{"parallel", P}, {"n_prompt", o.n_prompt}, {"n_gen", o.n_gen}, {"reps", o.reps},
                        {"prompt_tok_s", mean(pp)}, {"prompt_tok_s_std", stdev(pp)},

@@ -223,6 +223,7 @@ void Engine::update_gauges() {
 }
 
 bool Engine::step() {
+  const auto t_start = Clock::now();
   admit_new();
   handle_cancellations();
   const std::vector<ScheduledSeq> sched = scheduler_->schedule();
@@ -262,9 +263,12 @@ bool Engine::step() {
     sampled_.push_back(a);
   }
 
+  const auto t_forward = Clock::now();
+  auto t_sample = t_forward;
   try {
     runner_->forward(batch_);
     grammar_masks();  // on the CPU while a GPU computes the logits
+    t_sample = Clock::now();
     if (!rows_.empty()) runner_->sample(rows_, penalties_, results_);
   } catch (const std::exception& e) {
     log_error("forward pass failed: ", e.what());
@@ -272,10 +276,16 @@ bool Engine::step() {
     update_gauges();
     return true;
   }
+  const auto t_tokens = Clock::now();
   scheduler_->complete(sched);
   metrics_.steps++;
   for (size_t i = 0; i < sampled_.size(); ++i) process_token(*sampled_[i], results_[i]);
   update_gauges();
+  const auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  metrics_.observe_step_phase(EngineMetrics::kSchedule, seconds(t_start, t_forward));
+  metrics_.observe_step_phase(EngineMetrics::kForward, seconds(t_forward, t_sample));
+  metrics_.observe_step_phase(EngineMetrics::kSample, seconds(t_sample, t_tokens));
+  metrics_.observe_step_phase(EngineMetrics::kTokens, seconds(t_tokens, Clock::now()));
   return true;
 }
 

@@ -40,6 +40,15 @@ void EngineMetrics::observe_grammar_step(double seconds) {
   }
 }
 
+void EngineMetrics::observe_step_phase(StepPhase phase, double seconds) {
+  step_micros[size_t(phase)].fetch_add(uint64_t(seconds * 1e6));
+}
+
+const char* EngineMetrics::step_phase_name(StepPhase phase) {
+  static constexpr const char* kNames[kStepPhases] = {"schedule", "forward", "sample", "tokens"};
+  return kNames[phase];
+}
+
 std::string EngineMetrics::prometheus_text() const {
   std::string out;
   char line[256];
@@ -65,6 +74,13 @@ std::string EngineMetrics::prometheus_text() const {
          q > 0 ? double(prefix_cache_hit_tokens.load()) / q : 0.0);
   metric("rocmforge_preemptions_total", "counter", "Sequences preempted for KV space.", double(preemptions.load()));
   metric("rocmforge_engine_steps_total", "counter", "Engine steps run.", double(steps.load()));
+  out += "# HELP rocmforge_engine_step_seconds_total Engine step wall time by phase (sample waits for the device).\n"
+         "# TYPE rocmforge_engine_step_seconds_total counter\n";
+  for (int ph = 0; ph < kStepPhases; ++ph) {
+    std::snprintf(line, sizeof line, "rocmforge_engine_step_seconds_total{phase=\"%s\"} %.6f\n",
+                  step_phase_name(StepPhase(ph)), double(step_micros[size_t(ph)].load()) / 1e6);
+    out += line;
+  }
   metric("rocmforge_queue_depth", "gauge", "Requests waiting to be scheduled.", double(queue_depth.load()));
   metric("rocmforge_running_sequences", "gauge", "Sequences being generated.", double(running.load()));
   metric("rocmforge_kv_blocks_total", "gauge",

@@ -3,6 +3,7 @@
 // Prometheus text format by prometheus_text().
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -36,6 +37,13 @@ struct EngineMetrics {
   std::atomic<uint64_t> prefix_cache_hit_tokens{0};
   std::atomic<uint64_t> preemptions{0};
   std::atomic<uint64_t> steps{0};
+  // Where the steps' wall time went, in microseconds: scheduling and batch
+  // building, queuing the forward pass, sampling (which waits for the
+  // device), and handing out the tokens.
+  enum StepPhase { kSchedule, kForward, kSample, kTokens, kStepPhases };
+  std::array<std::atomic<uint64_t>, kStepPhases> step_micros{};
+  void observe_step_phase(StepPhase phase, double seconds);
+  static const char* step_phase_name(StepPhase phase);
   std::atomic<int64_t> queue_depth{0};
   std::atomic<int64_t> running{0};
   std::atomic<int64_t> kv_blocks_total{0};

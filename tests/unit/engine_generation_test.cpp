@@ -46,6 +46,13 @@ TEST(EngineGeneration, GoldenGreedyTokensAndText) {
       EXPECT_EQ(outs[i].completion_tokens, int32_t(golden[i].greedy_tokens.size()));
     }
     EXPECT_EQ(engine->metrics().generation_tokens.load(), 64u * golden.size());
+    // The steps' wall time by phase: the CPU's forward passes took some.
+    EXPECT_GT(engine->metrics().step_micros[EngineMetrics::kForward].load(), 0u);
+    const std::string text = engine->metrics().prometheus_text();
+    for (const char* phase : {"schedule", "forward", "sample", "tokens"})
+      EXPECT_NE(text.find(std::string("rocmforge_engine_step_seconds_total{phase=\"") + phase + "\"}"),
+                std::string::npos)
+          << phase;
     test::expect_idle(*engine);
   }
 }
