@@ -125,13 +125,13 @@ TEST(CudaOps, Fp8TensorCoreMatmul) {
   }
 }
 
-// Batch-1 Q4_K and Q6_K GEMVs read their activations as 8-bit quants (one
-// scale per 32; gemv_stream.cu). Against the CPU with the same quantized activations
-// they agree as closely as any GEMV (every rows-per-warp and warps-per-row
-// variant, a partial last block, rows of an odd number of super-blocks (so
-// Q6_K's at both 2-byte alignments), gate*up fused with SiLU); against the
-// CPU
-// with the f16 activations themselves the normalized mean squared error
+// Batch-1 Q4_K, Q5_K and Q6_K GEMVs read their activations as 8-bit quants
+// (one scale per 32; gemv_stream.cu). Against the CPU with the same
+// quantized activations they agree as closely as any GEMV (every
+// rows-per-warp and warps-per-row variant (Q5_K: always two rows), a
+// partial last block, rows of an odd number of super-blocks (so Q6_K's at
+// both 2-byte alignments), gate*up fused with SiLU); against the CPU with
+// the f16 activations themselves the normalized mean squared error
 // stays under 5e-4, the tolerance llama.cpp's test-backend-ops gives matrix
 // products (whose CUDA GEMVs quantize activations the same way).
 TEST(CudaOps, KQuantGemvEightBitActivations) {
@@ -145,7 +145,7 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
     for (int r = 0; r < m; ++r) quantize_row(type, wf.data() + size_t(r) * k, wq.data() + r * rb, size_t(k));
     return wq;
   };
-  for (const DType type : {DType::Q4_K, DType::Q6_K})
+  for (const DType type : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
   for (const int rows_per_warp : {1, 2, 4})
   for (const int split : {0, 1, 2, 4}) {
     CudaOptions o;

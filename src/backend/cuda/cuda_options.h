@@ -147,6 +147,7 @@ struct CudaOptions {
   // the k-quant GEMV of gemv.cu (f16 activations). Measured on the H100,
   // llama3-8b q4_k_m tg128 batch 1: 0: 295.2, 1: 330.2, 2: 336.6, 4: 315.5
   // tok/s (with f16 activations the streaming kernel was slower: 240-290).
+  // Q5_K streams (two rows per warp) wherever Q4_K does.
   int kq_stream_rows = 2;
   // ... and this many warps share a set of rows (1, 2 or 4), splitting its
   // width; 0: by the row length (gemv_stream.cu's stream_split).

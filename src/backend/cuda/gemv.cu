@@ -385,7 +385,7 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
       }
     }
 #endif
-    if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
+    if constexpr (T == DType::Q4_K || T == DType::Q5_K || T == DType::Q6_K) {
       if (a.n == 1 && launch_gemv_kq_stream(T, a, out_type, paired, 1, ctx)) continue;
     }
     // Single-column launches (batch-1 decode) use kernels with one
@@ -403,7 +403,7 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
 template <DType T>
 void launch_gemv_experts(const GemvArgs& a, DType out_type, bool paired, int max_tiles, int x_rows,
                          const LaunchCtx& ctx) {
-  if constexpr (T == DType::Q4_K || T == DType::Q6_K) {
+  if constexpr (T == DType::Q4_K || T == DType::Q5_K || T == DType::Q6_K) {
     if (a.n == 1 && launch_gemv_kq_stream(T, a, out_type, paired, max_tiles, ctx, x_rows)) return;
   }
   const int blocks = (a.row_end[0] + kGemvRows - 1) / kGemvRows;

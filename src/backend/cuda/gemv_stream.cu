@@ -1,5 +1,5 @@
-// Streaming k-quant GEMV for one activation row (batch-1 decode; Q4_K and
-// Q6_K): the weights go straight from memory into registers, no shared memory, no
+// Streaming k-quant GEMV for one activation row (batch-1 decode; Q4_K,
+// Q5_K and Q6_K): the weights go straight from memory into registers, no shared memory, no
 // block barrier (but for long rows, below), so each warp computes as soon
 // as its own bytes land and the loads of every warp overlap the others'
 // arithmetic.
@@ -18,6 +18,9 @@
 // about one instruction per weight, where f16 arithmetic takes over two.
 // (Not bit-equal to f16 activations: within llama.cpp's tolerance for this
 // op, NMSE 5e-4; tests/gpu/cuda_ops_test.cpp checks both.)
+#include <cstddef>
+#include <type_traits>
+
 #include "backend/cuda/gemv_args.cuh"
 #include "backend/cuda/gemv_dot.cuh"
 #include "backend/cuda/glu.cuh"
@@ -77,20 +80,35 @@ template <DType T> struct StreamFormat;
 // Q4_K: chunk c = 32 quant bytes of super-block c / 4 (sub-block 2p in the
 // low nibbles, 2p + 1 in the high ones; activations 64c .. 64c + 63) and the
 // super-block's 16-byte header (d, dmin, packed 6-bit scales and mins).
-template <> struct StreamFormat<DType::Q4_K> {
+// Q5_K (kFifthBit): the same, with the super-block's 32 bytes of fifth
+// bits after the header (bit 2p of byte l: element l of sub-block 2p, bit
+// 2p + 1: of sub-block 2p + 1), the quants after them; the four lanes of a
+// super-block load the same fifth-bit words (their loads coalesce).
+template <bool kFifthBit> struct StreamQ45K {
+  using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
+  struct NoFifthBits {};
+  struct FifthBits {
+    uint4 h0, h1;
+  };
   struct Chunk {
     uint4 head, q0, q1;
+    std::conditional_t<kFifthBit, FifthBits, NoFifthBits> fifth;
   };
   struct XChunk {
     uint4 xl[2], xh[2];  // 8-bit quants of the two sub-blocks
     float4 ds;           // (d, d * sum of quants) of each
   };
   __device__ static Chunk load(const uint8_t* row, int c, bool l1) {
-    const uint8_t* sb = row + size_t(c / 4) * sizeof(BlockQ4_K);
+    const uint8_t* sb = row + size_t(c / 4) * sizeof(Block);
+    const uint8_t* qs = sb + offsetof(Block, qs) + 32 * (c % 4);
     Chunk q;
     q.head = load_weights16(sb, l1);
-    q.q0 = load_weights16(sb + 16 + 32 * (c % 4), l1);
-    q.q1 = load_weights16(sb + 32 + 32 * (c % 4), l1);
+    q.q0 = load_weights16(qs, l1);
+    q.q1 = load_weights16(qs + 16, l1);
+    if constexpr (kFifthBit) {
+      q.fifth.h0 = load_weights16(sb + offsetof(Block, qh), l1);
+      q.fifth.h1 = load_weights16(sb + offsetof(Block, qh) + 16, l1);
+    }
     return q;
   }
   __device__ static XChunk load_x(const int8_t* xq, const float2* xds, int c) {
@@ -99,8 +117,8 @@ template <> struct StreamFormat<DType::Q4_K> {
             __ldg(reinterpret_cast<const float4*>(xds) + c)};
   }
   // The 6-bit scales and mins of the pair come out of the header in two
-  // 16-bit lanes (core/quant_blocks.h has the layout); the nibbles go four
-  // at a time into integer dot products.
+  // 16-bit lanes (core/quant_blocks.h has the layout); the nibbles (and
+  // fifth bits) go four at a time into integer dot products.
   __device__ static float dot(const Chunk& q, const XChunk& x, int p) {
     const float2 dm = __half22float2(*reinterpret_cast<const __half2*>(&q.head.x));
     const int shift = (p & 1) * 16;
@@ -113,8 +131,15 @@ template <> struct StreamFormat<DType::Q4_K> {
     int lo = 0, hi = 0;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {  // word i: elements 4i .. 4i + 3 of each sub-block
-      lo = dot4_i8(int(w[i] & 0x0F0F0F0Fu), int(xa[i]), lo);
-      hi = dot4_i8(int((w[i] >> 4) & 0x0F0F0F0Fu), int(xb[i]), hi);
+      uint32_t ql = w[i] & 0x0F0F0F0Fu, qh = (w[i] >> 4) & 0x0F0F0F0Fu;
+      if constexpr (kFifthBit) {
+        const uint32_t h[8] = {q.fifth.h0.x, q.fifth.h0.y, q.fifth.h0.z, q.fifth.h0.w,
+                               q.fifth.h1.x, q.fifth.h1.y, q.fifth.h1.z, q.fifth.h1.w};
+        ql |= ((h[i] >> (2 * p)) & 0x01010101u) << 4;
+        qh |= ((h[i] >> (2 * p + 1)) & 0x01010101u) << 4;
+      }
+      lo = dot4_i8(int(ql), int(xa[i]), lo);
+      hi = dot4_i8(int(qh), int(xb[i]), hi);
     }
     // Element = d * sc * q - dmin * m; activation = scale * quant.
     return dm.x * (small_uint_to_float(sc & 0xFFu) * x.ds.x * float(lo) +
@@ -122,6 +147,8 @@ template <> struct StreamFormat<DType::Q4_K> {
            dm.y * (small_uint_to_float(mn & 0xFFu) * x.ds.y + small_uint_to_float(mn >> 8) * x.ds.w);
   }
 };
+template <> struct StreamFormat<DType::Q4_K> : StreamQ45K<false> {};
+template <> struct StreamFormat<DType::Q5_K> : StreamQ45K<true> {};
 
 // Q6_K (210-byte super-blocks, so only 2-byte aligned: words are loaded
 // from the 4-aligned address below and realigned with a byte permute).
@@ -403,12 +430,31 @@ void launch_stream_type(const GemvArgs& a, DType out_type, bool paired, int rows
   }
 }
 
+// Two rows per warp only (Q5_K).
+template <DType T>
+void launch_stream_rows_2(const GemvArgs& a, DType out_type, bool paired, int m, int grid_y, const LaunchCtx& ctx) {
+  const int split = stream_split(a.k / 64, ctx);
+  if (out_type == DType::F32) {
+    if (paired) launch_stream_rows<T, float, true, 2>(a, split, m, grid_y, ctx);
+    else launch_stream_rows<T, float, false, 2>(a, split, m, grid_y, ctx);
+  } else {
+    if (paired) launch_stream_rows<T, __half, true, 2>(a, split, m, grid_y, ctx);
+    else launch_stream_rows<T, __half, false, 2>(a, split, m, grid_y, ctx);
+  }
+}
+
 }  // namespace
 
 namespace {
 // Rows per warp of the streaming kernel for this format (0: not streamed).
+// (Q5_K: two, where Q4_K streams at all; fewer kernels to build.)
 int stream_rows(const CudaOptions& options, DType w_type) {
-  return w_type == DType::Q4_K ? options.kq_stream_rows : w_type == DType::Q6_K ? options.kq_stream_q6k_rows : 0;
+  switch (w_type) {
+    case DType::Q4_K: return options.kq_stream_rows;
+    case DType::Q5_K: return options.kq_stream_rows > 0 ? 2 : 0;
+    case DType::Q6_K: return options.kq_stream_q6k_rows;
+    default: return 0;
+  }
 }
 }  // namespace
 
@@ -446,13 +492,13 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
   // Expert tiles of one shared token (x_one_row: quantized once), or of one
   // row each of x's x_rows (kq_stream_expert_rows: quantized together).
   const bool own_rows = args.tiles && !args.x_one_row;
-  if (own_rows && (!ctx.options.kq_stream_expert_rows || size_t(x_rows) * args.k > kActQ8MaxK ||
+  if (own_rows && (!ctx.options.kq_stream_expert_rows || w_type == DType::Q5_K || size_t(x_rows) * args.k > kActQ8MaxK ||
                    out_type != DType::F32 || paired || stream_rows(ctx.options, w_type) != 2))
     return false;
   if (!ctx.act_q8 || !gemv_quantizes_activations(ctx.options, ctx.warp_size, w_type, args.n, args.k)) return false;
-  // Q4_K rows are read in 16-byte pieces, Q6_K ones in 4-byte words from
-  // 2-aligned super-blocks.
-  const uintptr_t align = w_type == DType::Q4_K ? 16 : 2;
+  // Q4_K / Q5_K rows are read in 16-byte pieces, Q6_K ones in 4-byte words
+  // from 2-aligned super-blocks.
+  const uintptr_t align = w_type == DType::Q6_K ? 2 : 16;
   bool aligned = reinterpret_cast<uintptr_t>(args.x) % 16 == 0 && args.row_bytes % align == 0 &&
                  args.expert_bytes % align == 0 && (!paired || reinterpret_cast<uintptr_t>(args.w_up) % align == 0);
   for (int i = 0; i < args.n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(args.w[i]) % align == 0;
@@ -486,6 +532,8 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
     else launch_stream_own_rows<DType::Q6_K>(a, m, grid_y, ctx);
   } else if (w_type == DType::Q4_K) {
     launch_stream_type<DType::Q4_K>(a, out_type, paired, rows, m, grid_y, ctx);
+  } else if (w_type == DType::Q5_K) {
+    launch_stream_rows_2<DType::Q5_K>(a, out_type, paired, m, grid_y, ctx);
   } else {
     launch_stream_type<DType::Q6_K>(a, out_type, paired, rows, m, grid_y, ctx);
   }
