@@ -53,6 +53,9 @@
 //                            two launches             (fused_moe_router)
 //   ROCMFORGE_KQ_STREAM_EXPERT_ROWS=0 one token's expert down GEMVs on
 //                            the shared-memory kernel (kq_stream_expert_rows)
+//   ROCMFORGE_FUSED_ATTN_COMBINE=1 decode attention's splits summed by the
+//                            decode kernel's last block, not a kernel of
+//                            their own         (fused_attention_combine)
 //   ROCMFORGE_KQ_STREAM_SPLIT=N warps per set of rows of that GEMV (1, 2, 4)
 //                            instead of the rule by row length
 //                                                         (kq_stream_split)
@@ -183,6 +186,15 @@ struct CudaOptions {
   // 1301.7 / 1301.1 -> 1340.3 / 1358.9 (llama3-8b, none applying: 369.9 /
   // 371.4 -> 369.9 / 371.9).
   bool kq_stream_expert_rows = true;
+  // Decode attention with splits: the last block of each (token, KV head)
+  // to finish sums the splits (and writes one token's 8-bit quants), no
+  // combine kernel after it. Off: its first form (the block summing its
+  // query heads one after another) measured slower on the H100 (tg128 b1,
+  // two rounds, off -> on: llama3-8b q4_k_m 366.8 / 364.0 -> 329.8 /
+  // 333.2, f16 174.4 / 173.8 -> 166.8 / 166.7, qwen3-30b-a3b q4_k_m
+  // 335.7 / 337.1 -> 254.7 / 255.0: the serial heads lengthen the
+  // attention's tail). It now sums a head per warp; not yet measured.
+  bool fused_attention_combine = false;
   // FP8 weights (F8_E4M3_ROW): batches of at least this many rows (and
   // more than the GEMV's 8) quantize their activations to e4m3 (a scale per
   // row) and multiply on FP8 tensor cores (cuBLASLt, outer-vector scales),
