@@ -11,7 +11,8 @@
 # moe-profile: per-kernel time of MoE steps, issue 13; stage fused-q8:
 # 8-bit activations written by the norm / combine, issue 16; stages
 # fusions and fusions-bench: q/k norms inside RoPE, the MoE router with its
-# routing, one token's expert down GEMVs streaming).
+# routing, one token's expert down GEMVs streaming; stage attn-combine:
+# decode attention summing its own splits).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -252,6 +253,29 @@ if [ "$stage" = fusions-bench ]; then
         ROCMFORGE_FUSED_QK_ROPE=$on ROCMFORGE_FUSED_MOE_ROUTER=$on ROCMFORGE_KQ_STREAM_EXPERT_ROWS=$on \
           "$BIN/rocmforge" bench --load-format dummy \
           -m "$model" -p 64 -n 128 -r 1 --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
+      done
+    done
+  done
+fi
+
+if [ "$stage" = attn-combine ]; then
+  # Decode attention summing its own splits (ROCMFORGE_FUSED_ATTN_COMBINE,
+  # off by default: its first form measured slower): its test against the
+  # combine kernel, memcheck and racecheck, then batch-1 decode alternated
+  # off / on (~4 minutes).
+  "$BIN/test_gpu" --gtest_filter='*DecodeCombinedInKernel*:*CudaFusedQ8*' > "$OUT/test_gpu_combine.log" 2>&1
+  echo "tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_combine.log" | head -10
+  for tool in memcheck racecheck; do
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_gpu" \
+      --gtest_filter='*DecodeCombinedInKernel*hd128_h32_kv8:*DecodeCombinedInKernel*hd256*' > "$OUT/$tool-combine.log" 2>&1
+    echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool-combine.log" | tail -1
+  done
+  for round in 1 2; do
+    for model in ${RF_MODELS_COMBINE:-llama3-8b:q4_k_m llama3-8b:f16 qwen3-30b-a3b:q4_k_m}; do
+      for on in 0 1; do
+        printf "round %s %-22s combine in kernel=%s " "$round" "$model" "$on"
+        ROCMFORGE_FUSED_ATTN_COMBINE=$on "$BIN/rocmforge" bench --load-format dummy -m "$model" -p 512 -n 128 -r 1 \
+          --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
       done
     done
   done
