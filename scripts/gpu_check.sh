@@ -45,6 +45,23 @@ print("golden mismatches:", bad)
 PY
 }
 
+# Batch-1 decode (tg128 after a prompt of $1 tokens) of each model in $2,
+# two rounds, with each of the environment settings "$3" ... alternated
+# (each setting: space-separated VAR=VALUE words).
+alternated_b1() {
+  local prompt=$1 models=$2 round model setting
+  shift 2
+  for round in 1 2; do
+    for model in $models; do
+      for setting in "$@"; do
+        printf "round %s %-22s %s " "$round" "$model" "$setting"
+        env $setting "$BIN/rocmforge" bench --load-format dummy -m "$model" -p "$prompt" -n 128 -r 1 --parallel 1 \
+          2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
+      done
+    done
+  done
+}
+
 if [ "$stage" = ctest ]; then
   # ctest -L gpu over the build tree's test lists (carried in .carry/ctest;
   # they hold this checkout's absolute paths).
@@ -209,16 +226,9 @@ if [ "$stage" = fused-q8 ]; then
     --chunks 2 --kl-divergence-base "$MODELS/q8-base.bin" 2>&1 | tail -1
   ROCMFORGE_FUSED_Q8=1 "$BIN/rocmforge" perplexity --load-format dummy -m llama3-8b:q4_k_m -f "$text" -c 128 -b 1 \
     --chunks 2 --kl-divergence-base "$MODELS/q8-base.bin" --kl-divergence 2>&1 | tail -3
-  for round in 1 2; do
-    # (f16: the norms write quants no GEMV reads; what that costs.)
-    for model in ${RF_MODELS_Q8:-llama3-8b:q4_k_m qwen3-30b-a3b:q4_k_m llama3-8b:f16}; do
-      for fused in 0 1; do
-        printf "round %s %-22s ROCMFORGE_FUSED_Q8=%s " "$round" "$model" "$fused"
-        ROCMFORGE_FUSED_Q8=$fused "$BIN/rocmforge" bench --load-format dummy -m "$model" -p 64 -n 128 -r 1 \
-          --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
-      done
-    done
-  done
+  # (f16: the norms write quants no GEMV reads; what that costs.)
+  alternated_b1 64 "${RF_MODELS_Q8:-llama3-8b:q4_k_m qwen3-30b-a3b:q4_k_m llama3-8b:f16}" \
+    ROCMFORGE_FUSED_Q8=0 ROCMFORGE_FUSED_Q8=1
 fi
 
 if [ "$stage" = fusions ]; then
@@ -245,17 +255,10 @@ if [ "$stage" = fusions ]; then
 fi
 
 if [ "$stage" = fusions-bench ]; then
-  for round in 1 2; do
-    # (llama3-8b: none of the three applies, the noise level.)
-    for model in ${RF_MODELS_FUSIONS:-llama3-8b:q4_k_m qwen3-8b:q4_k_m qwen3-30b-a3b:q4_k_m mixtral-8x7b-4l:q4_k_m}; do
-      for on in 0 1; do
-        printf "round %s %-22s fused=%s " "$round" "$model" "$on"
-        ROCMFORGE_FUSED_QK_ROPE=$on ROCMFORGE_FUSED_MOE_ROUTER=$on ROCMFORGE_KQ_STREAM_EXPERT_ROWS=$on \
-          "$BIN/rocmforge" bench --load-format dummy \
-          -m "$model" -p 64 -n 128 -r 1 --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
-      done
-    done
-  done
+  # (llama3-8b: none of the three applies, the noise level.)
+  alternated_b1 64 "${RF_MODELS_FUSIONS:-llama3-8b:q4_k_m qwen3-8b:q4_k_m qwen3-30b-a3b:q4_k_m mixtral-8x7b-4l:q4_k_m}" \
+    "ROCMFORGE_FUSED_QK_ROPE=0 ROCMFORGE_FUSED_MOE_ROUTER=0 ROCMFORGE_KQ_STREAM_EXPERT_ROWS=0" \
+    "ROCMFORGE_FUSED_QK_ROPE=1 ROCMFORGE_FUSED_MOE_ROUTER=1 ROCMFORGE_KQ_STREAM_EXPERT_ROWS=1"
 fi
 
 if [ "$stage" = attn-combine ]; then
@@ -270,15 +273,8 @@ if [ "$stage" = attn-combine ]; then
       --gtest_filter='*DecodeCombinedInKernel*hd128_h32_kv8:*DecodeCombinedInKernel*hd256*' > "$OUT/$tool-combine.log" 2>&1
     echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool-combine.log" | tail -1
   done
-  for round in 1 2; do
-    for model in ${RF_MODELS_COMBINE:-llama3-8b:q4_k_m llama3-8b:f16 qwen3-30b-a3b:q4_k_m}; do
-      for on in 0 1; do
-        printf "round %s %-22s combine in kernel=%s " "$round" "$model" "$on"
-        ROCMFORGE_FUSED_ATTN_COMBINE=$on "$BIN/rocmforge" bench --load-format dummy -m "$model" -p 512 -n 128 -r 1 \
-          --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
-      done
-    done
-  done
+  alternated_b1 512 "${RF_MODELS_COMBINE:-llama3-8b:q4_k_m llama3-8b:f16 qwen3-30b-a3b:q4_k_m}" \
+    ROCMFORGE_FUSED_ATTN_COMBINE=0 ROCMFORGE_FUSED_ATTN_COMBINE=1
 fi
 
 if [ "$stage" = attn-splits ]; then
@@ -287,15 +283,8 @@ if [ "$stage" = attn-splits ]; then
   # a slice (ROCMFORGE_ATTN_MIN_SPLIT): at ~600 keys llama3-8b's 8 KV heads
   # get ~19 slices of one key tile each, all summed by the combine kernel.
   # Alternated, f16.
-  for preset in ${RF_PRESETS:-llama3-8b phi3-mini}; do
-    for round in 1 2; do
-      for min_split in ${RF_MIN_SPLITS:-32 64 128}; do
-        printf "%-10s round %s ROCMFORGE_ATTN_MIN_SPLIT=%-4s " "$preset" "$round" "$min_split"
-        ROCMFORGE_ATTN_MIN_SPLIT=$min_split "$BIN/rocmforge" bench --load-format dummy \
-          -m "$preset:f16" -p 512 -n 128 -r 1 --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
-      done
-    done
-  done
+  alternated_b1 512 "$(for p in ${RF_PRESETS:-llama3-8b phi3-mini}; do echo "$p:f16"; done)" \
+    $(for m in ${RF_MIN_SPLITS:-32 64 128}; do echo "ROCMFORGE_ATTN_MIN_SPLIT=$m"; done)
 fi
 
 if [ "$stage" = moe-profile ]; then
