@@ -12,7 +12,8 @@
 # 8-bit activations written by the norm / combine, issue 16; stages
 # fusions and fusions-bench: q/k norms inside RoPE, the MoE router with its
 # routing, one token's expert down GEMVs streaming; stage attn-combine:
-# decode attention summing its own splits).
+# decode attention summing its own splits; stage short-rows: short expert
+# down rows in lane groups).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -275,6 +276,31 @@ if [ "$stage" = attn-combine ]; then
   done
   alternated_b1 512 "${RF_MODELS_COMBINE:-llama3-8b:q4_k_m llama3-8b:f16 qwen3-30b-a3b:q4_k_m}" \
     ROCMFORGE_FUSED_ATTN_COMBINE=0 ROCMFORGE_FUSED_ATTN_COMBINE=1
+fi
+
+if [ "$stage" = short-rows ]; then
+  # One token's expert down GEMVs on rows shorter than a warp's lanes have
+  # chunks (Qwen3-MoE's 768), the warp in lane groups
+  # (ROCMFORGE_KQ_STREAM_SHORT_ROWS, off by default): its MoE FFN cases, the
+  # MoE model tests with it on, memcheck, then batch-1 decode alternated
+  # (~4 minutes).
+  "$BIN/test_gpu" --gtest_filter='*CudaMoeFfn*' > "$OUT/test_gpu_short.log" 2>&1
+  echo "MoE FFN tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure|_short|rel. L2" "$OUT/test_gpu_short.log" | head -20
+  ROCMFORGE_KQ_STREAM_SHORT_ROWS=1 "$BIN/test_gpu" --gtest_filter='*qwen3moe*:*mixtral*:*Engine*' \
+    > "$OUT/test_gpu_short_on.log" 2>&1
+  echo "MoE model tests with it on rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_short_on.log" | head -10
+  # Batch-1 next-token distributions of qwen3-30b-a3b (768-wide down rows)
+  # on against off: KL divergence (8-bit GLU outputs: small, not 0).
+  text="$MODELS/ppl.txt"
+  for i in $(seq 1 40); do cat "$ROCMFORGE_TESTDATA/stories.txt"; done > "$text"
+  ROCMFORGE_KQ_STREAM_SHORT_ROWS=0 "$BIN/rocmforge" perplexity --load-format dummy -m qwen3-30b-a3b:q4_k_m -f "$text" \
+    -c 128 -b 1 --chunks 2 --kl-divergence-base "$MODELS/short-base.bin" 2>&1 | tail -1
+  ROCMFORGE_KQ_STREAM_SHORT_ROWS=1 "$BIN/rocmforge" perplexity --load-format dummy -m qwen3-30b-a3b:q4_k_m -f "$text" \
+    -c 128 -b 1 --chunks 2 --kl-divergence-base "$MODELS/short-base.bin" --kl-divergence 2>&1 | tail -3
+  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" --gtest_filter='*CudaMoeFfn*short*' \
+    > "$OUT/memcheck-short.log" 2>&1
+  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/memcheck-short.log" | tail -1
+  alternated_b1 64 "${RF_MODELS_SHORT:-qwen3-30b-a3b:q4_k_m}" ROCMFORGE_KQ_STREAM_SHORT_ROWS=0 ROCMFORGE_KQ_STREAM_SHORT_ROWS=1
 fi
 
 if [ "$stage" = attn-splits ]; then

@@ -185,6 +185,9 @@ struct MoeCase {
   // with ff >= 2048, Q4_K / Q6_K), reading the GLU outputs' 8-bit quants
   // (ff 8192: two warps per row set).
   bool stream_rows = false;
+  // ... also rows shorter than a warp's lanes have chunks (lane groups;
+  // CudaOptions::kq_stream_short_expert_rows).
+  bool short_rows = false;
 };
 
 class CudaMoeFfn : public ::testing::TestWithParam<MoeCase> {};
@@ -197,6 +200,7 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
   o.kq_stream_expert_rows = c.stream_rows;
+  o.kq_stream_short_expert_rows = c.short_rows;
   auto gpu = std::make_unique<CudaBackend>(o);
   // moe_ffn works in chunks of at most max_tokens tokens.
   const BackendLimits lim = test::moe_limits(128, E, k, ff, d);
@@ -247,10 +251,10 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
           }
           h[size_t(i)] = act_ref(g, c.gelu) * u;
         }
-        if (c.stream_rows && n == 1) {
+        if (n == 1 && gpu->expert_down_quantizes_activations(c.down_type, ff)) {
           // The down GEMV reads the f16 GLU output's 8-bit quants.
           std::vector<float> hf(h.begin(), h.end());
-          hf = test::gemv_activations(*gpu, c.down_type, 1, ff, test::round_f16(std::move(hf)));
+          hf = test::q8_activations(test::round_f16(std::move(hf)));
           std::copy(hf.begin(), hf.end(), h.begin());
         }
         for (int o = 0; o < d; ++o) {
@@ -271,6 +275,9 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
     // gate*up GEMV itself ran in f16 arithmetic); allowed 5e-3.
     const double err = rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go, ref.size())), ref);
     std::printf("  %d tokens: rel. L2 %.6f\n", n, err);
+    if (c.stream_rows && n == 1) {
+      EXPECT_TRUE(gpu->expert_down_quantizes_activations(c.down_type, ff)) << "the case streams its down rows";
+    }
     EXPECT_LT(err, c.stream_rows && n == 1 ? 5e-3 : 3e-3)
         << n << " tokens, " << dtype_name(c.gate_type) << "/" << dtype_name(c.down_type);
     for (void* b : {gx, gl, gi, gwt, go}) gpu->free(b);
@@ -285,6 +292,9 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                            MoeCase{DType::Q6_K, DType::Q6_K, 16, 4, true, 2048},
                                            MoeCase{DType::Q4_K, DType::Q6_K, 8, 2, false, 2048, 2048, true},
                                            MoeCase{DType::Q4_K, DType::Q4_K, 2, 2, true, 2048, 8192, true},
+                                           // short rows: 12 chunks (Qwen3-MoE's 768), 8 chunks
+                                           MoeCase{DType::Q4_K, DType::Q6_K, 16, 4, false, 2048, 768, true, true},
+                                           MoeCase{DType::Q4_K, DType::Q4_K, 8, 2, false, 2048, 512, true, true},
                                            MoeCase{DType::Q6_K, DType::Q6_K, 128, 8, false},
                                            MoeCase{DType::Q8_0, DType::Q8_0, 4, 2, false},
                                            MoeCase{DType::F8_E4M3_ROW, DType::F8_E4M3_ROW, 8, 2, false},
@@ -295,7 +305,8 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                   (info.param.gelu ? "_gelu" : "") +
                                   (info.param.d != 256 ? "_d" + std::to_string(info.param.d) : "") +
                                   (info.param.ff != 512 ? "_ff" + std::to_string(info.param.ff) : "") +
-                                  (info.param.stream_rows ? "_stream_rows" : "");
+                                  (info.param.stream_rows ? "_stream_rows" : "") +
+                                  (info.param.short_rows ? "_short" : "");
                          });
 
 }  // namespace

@@ -30,12 +30,9 @@
 
 namespace rf::test {
 
-// The activations x (n rows of k) as the GPU's matmul of this weight format
-// reads them: x itself, or, where the backend quantizes them to 8 bits
-// (CudaBackend::gemv_quantizes_activations), x after the same quantization:
-// per 32, d = max |x| / 127 and x = d * round(x / d).
-inline std::vector<float> gemv_activations(const CudaBackend& gpu, DType w_type, int n, int k, std::vector<float> x) {
-  if (!gpu.gemv_quantizes_activations(w_type, n, k)) return x;
+// x after the GPU's 8-bit quantization of activations: per 32, d = max |x|
+// / 127 and x = d * round(x / d).
+inline std::vector<float> q8_activations(std::vector<float> x) {
   for (size_t b = 0; b + 32 <= x.size(); b += 32) {
     float amax = 0.0f;
     for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
@@ -43,6 +40,13 @@ inline std::vector<float> gemv_activations(const CudaBackend& gpu, DType w_type,
     for (size_t i = b; i < b + 32; ++i) x[i] = d * float(std::nearbyint(x[i] * inv));
   }
   return x;
+}
+// The activations x (n rows of k) as the GPU's matmul of this weight format
+// reads them: x itself, or, where the backend quantizes them to 8 bits
+// (CudaBackend::gemv_quantizes_activations), q8_activations(x).
+inline std::vector<float> gemv_activations(const CudaBackend& gpu, DType w_type, int n, int k, std::vector<float> x) {
+  if (!gpu.gemv_quantizes_activations(w_type, n, k)) return x;
+  return q8_activations(std::move(x));
 }
 
 // Each row of x (rows of k) through e4m3 with its own scale (core/fp8.h),

@@ -365,6 +365,10 @@ bool CudaBackend::gemv_quantizes_activations(DType w_type, int n, int k) const {
   return act_q8_ && gpu::gemv_quantizes_activations(options_, warp_size_, w_type, n, k);
 }
 
+bool CudaBackend::expert_down_quantizes_activations(DType w_type, int k) const {
+  return act_q8_ && gpu::gemv_expert_rows_quantize_activations(options_, warp_size_, w_type, k);
+}
+
 void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
   const int n = int(x.rows()), k = int(w.cols()), m = int(w.rows());
   RF_CHECK(x.type == DType::F16 && x.cols() == k, "cuda matmul: x must be f16 [n, ", k, "], is ", x.shape_string());

@@ -29,6 +29,8 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   if (const char* p = std::getenv("ROCMFORGE_FUSED_MOE_ROUTER"); p && *p) o.fused_moe_router = std::string(p) != "0";
   if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_EXPERT_ROWS"); p && *p)
     o.kq_stream_expert_rows = std::string(p) != "0";
+  if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_SHORT_ROWS"); p && *p)
+    o.kq_stream_short_expert_rows = std::string(p) != "0";
   if (const char* p = std::getenv("ROCMFORGE_FUSED_ATTN_COMBINE"); p && *p)
     o.fused_attention_combine = std::string(p) != "0";
   o.peer_all_reduce = o.peer_all_reduce && switch_on("ROCMFORGE_PEER_ALL_REDUCE");

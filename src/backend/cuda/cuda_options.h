@@ -53,6 +53,8 @@
 //                            two launches             (fused_moe_router)
 //   ROCMFORGE_KQ_STREAM_EXPERT_ROWS=0 one token's expert down GEMVs on
 //                            the shared-memory kernel (kq_stream_expert_rows)
+//   ROCMFORGE_KQ_STREAM_SHORT_ROWS=1 ... and short expert rows, the warp in
+//                            lane groups         (kq_stream_short_expert_rows)
 //   ROCMFORGE_FUSED_ATTN_COMBINE=1 decode attention's splits summed by the
 //                            decode kernel's last block, not a kernel of
 //                            their own         (fused_attention_combine)
@@ -186,6 +188,11 @@ struct CudaOptions {
   // 1301.7 / 1301.1 -> 1340.3 / 1358.9 (llama3-8b, none applying: 369.9 /
   // 371.4 -> 369.9 / 371.9).
   bool kq_stream_expert_rows = true;
+  // ... also rows of fewer 64-weight chunks than a warp has lanes (Qwen3-
+  // MoE's 768-wide down rows, which otherwise take gemv.cu's kernel with
+  // f16 activations), the warp's lanes in groups of 8 or 16 per set of
+  // rows. Off until measured on the device.
+  bool kq_stream_short_expert_rows = false;
   // Decode attention with splits: the last block of each (token, KV head)
   // to finish sums the splits (and writes one token's 8-bit quants), no
   // combine kernel after it. Off: its first form (the block summing its

@@ -291,15 +291,23 @@ __global__ void quantize_act_q8_kernel(const __half* x, int k, int8_t* xq, float
 //
 // kOwnRows (expert mode, CudaOptions::kq_stream_expert_rows): each tile
 // reads its own row of the quantized activations, not the shared first one.
-template <DType T, typename OutT, bool kPaired, int kRows, int kSplit, bool kOwnRows = false>
+//
+// kGroup (> 0: rows shorter than a warp's lanes have chunks, e.g. Qwen3-MoE's
+// 768-wide expert down rows; CudaOptions::kq_stream_short_expert_rows): the
+// warp's lanes split into groups of kGroup (a multiple of 4), each taking
+// its own set of rows, so that no lane idles; 0: the whole warp one set.
+template <DType T, typename OutT, bool kPaired, int kRows, int kSplit, bool kOwnRows = false, int kGroup = 0>
 __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel(GemvArgs a) {
   using F = StreamFormat<T>;
   constexpr int S = kRows * (kPaired ? 2 : 1);  // rows a warp reads: gate (or plain) rows, then up rows
   constexpr int W = RF_WARP_SIZE, kSets = kStreamWarps / kSplit;
+  constexpr int G = kGroup > 0 ? kGroup : W, kSlots = W / G;  // lanes per set of rows, sets per warp
   static_assert(kStreamWarps % kSplit == 0, "gemv_stream_kernel: warps per block split evenly");
+  static_assert(G % 4 == 0 && W % G == 0 && (kGroup == 0 || kSplit == 1), "gemv_stream_kernel: lane groups");
   const int lane = threadIdx.x % W, warp = threadIdx.x / W, set = warp / kSplit, part = warp % kSplit;
+  const int glane = lane % G, slot = lane / G;
   const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
-  const int r0 = (int(blockIdx.x) * kSets + set) * kRows;
+  const int r0 = ((int(blockIdx.x) * kSets + set) * kSlots + slot) * kRows;
   // Expert mode (one token): this block row's tile names the expert, known
   // only once the previous kernels are done (gemv_tile waits for them).
   GemvTile tile{};
@@ -311,8 +319,8 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
     rows[i] = g.w + tile.w_off;
     if constexpr (kPaired) rows[kRows + i] = a.w_up + tile.w_off + size_t(g.local) * a.row_bytes;
   }
-  const int chunks = a.k / 64, p = lane % 4, first = part * W + lane;
-  constexpr int kStride = kSplit * W;
+  const int chunks = a.k / 64, p = glane % 4, first = part * G + glane;
+  constexpr int kStride = kSplit * G;
   const int8_t* xq = a.xq;
   const float2* xds = a.xds;
   if constexpr (kOwnRows) {  // the tile's row of quants
@@ -352,7 +360,14 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
     step(c + kStride, next);
   }
 #pragma unroll
-  for (int s = 0; s < S; ++s) acc[s] = warp_sum(acc[s]);
+  for (int s = 0; s < S; ++s) {
+    if constexpr (kGroup > 0) {
+#pragma unroll
+      for (int off = G / 2; off >= 1; off /= 2) acc[s] += RF_SHFL_XOR(acc[s], off);
+    } else {
+      acc[s] = warp_sum(acc[s]);
+    }
+  }
   if constexpr (kSplit > 1) {
     __shared__ float partial[kStreamWarps][S];
     if (lane == 0) {
@@ -370,7 +385,7 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
   }
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
-    if (lane == i && r0 + i < m) {
+    if (glane == i && r0 + i < m) {
       float v = acc[i];
       if constexpr (kPaired) v = glu_f16_rounded(v, acc[kRows + i], a.gelu);
       const GemvRow g = gemv_row(a, r0 + i);
@@ -398,10 +413,22 @@ void launch_stream_rows(const GemvArgs& a, int split, int m, int grid_y, const L
 
 // Expert tiles reading their own activation rows: f32 outputs, not paired,
 // two rows per warp (the down projections' case; few kernels to build).
+// Rows of fewer chunks than a warp has lanes: lane groups of 16 (rows of 9
+// to 16 chunks) or 8 (up to 8).
 template <DType T>
 void launch_stream_own_rows(const GemvArgs& a, int m, int grid_y, const LaunchCtx& ctx) {
-  const int split = stream_split(a.k / 64, ctx);
   constexpr int kRows = 2;
+  const int chunks = a.k / 64;
+  if (chunks < ctx.warp_size) {
+    const int group = chunks <= 8 ? 8 : 16;
+    const int rows_per_block = kStreamWarps * (ctx.warp_size / group) * kRows;
+    const dim3 blocks(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
+    const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
+    if (group == 8) launch(gemv_stream_kernel<T, float, false, kRows, 1, true, 8>, blocks, threads, 0, ctx, a);
+    else launch(gemv_stream_kernel<T, float, false, kRows, 1, true, 16>, blocks, threads, 0, ctx, a);
+    return;
+  }
+  const int split = stream_split(chunks, ctx);
   const int rows_per_block = kStreamWarps / split * kRows;
   const dim3 blocks(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
   const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
@@ -462,6 +489,12 @@ bool gemv_quantizes_activations(const CudaOptions& options, int warp_size, DType
   return stream_rows(options, w_type) > 0 && n == 1 && k % 256 == 0 && k <= kActQ8MaxK && k / 64 >= warp_size;
 }
 
+bool gemv_expert_rows_quantize_activations(const CudaOptions& options, int warp_size, DType w_type, int k) {
+  if (!options.kq_stream_expert_rows || stream_rows(options, w_type) != 2 || w_type == DType::Q5_K) return false;
+  if (gemv_quantizes_activations(options, warp_size, w_type, 1, k)) return true;
+  return options.kq_stream_short_expert_rows && k % 256 == 0 && k >= 256;  // lane groups
+}
+
 bool act_q8_fusable(const LaunchCtx& ctx, int rows, int k) {
   return ctx.options.fused_act_q8 && ctx.act_q8 && ctx.act_q8_state && ctx.act_q8_state->gemv_seen && rows == 1 &&
          k % 32 == 0 && k > 0 && k <= kActQ8MaxK;
@@ -495,7 +528,10 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
   if (own_rows && (!ctx.options.kq_stream_expert_rows || w_type == DType::Q5_K || size_t(x_rows) * args.k > kActQ8MaxK ||
                    out_type != DType::F32 || paired || stream_rows(ctx.options, w_type) != 2))
     return false;
-  if (!ctx.act_q8 || !gemv_quantizes_activations(ctx.options, ctx.warp_size, w_type, args.n, args.k)) return false;
+  if (!ctx.act_q8) return false;
+  if (own_rows ? !gemv_expert_rows_quantize_activations(ctx.options, ctx.warp_size, w_type, args.k)
+               : !gemv_quantizes_activations(ctx.options, ctx.warp_size, w_type, args.n, args.k))
+    return false;
   // Q4_K / Q5_K rows are read in 16-byte pieces, Q6_K ones in 4-byte words
   // from 2-aligned super-blocks.
   const uintptr_t align = w_type == DType::Q6_K ? 2 : 16;

@@ -26,6 +26,10 @@ void attention_device_setup();  // attention.cu, attention_decode.cu, attention_
 // one row, k a multiple of 256 of at least 64 warp widths, up to
 // kActQ8MaxK).
 bool gemv_quantizes_activations(const CudaOptions& options, int warp_size, DType w_type, int n, int k);
+// ... and one token's expert GEMVs whose tiles read rows of their own (the
+// down projections; CudaOptions::kq_stream_expert_rows, and for rows of
+// fewer chunks than a warp's lanes kq_stream_short_expert_rows).
+bool gemv_expert_rows_quantize_activations(const CudaOptions& options, int warp_size, DType w_type, int k);
 // out[n, m] = x[n, k] (f16) . w[m, k]^T for w of any weight format, n <= 8
 // per launch (the launcher loops). out_type F16 or F32.
 void gemv(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
