@@ -149,6 +149,7 @@ RequestHandle Engine::submit(Request req) {
       throw EngineBusy(str("the request queue is full (", config_.max_queue, " waiting for one of ",
                            config_.max_num_seqs, " sequence slots)"));
     ++outstanding_;
+    ++metrics_.queue_depth;
     a = std::make_unique<Active>(tokenizer_, std::move(req), next_id_++);
   }
   a->seq.tokens = a->req.prompt;
@@ -215,8 +216,16 @@ void Engine::handle_cancellations() {
 }
 
 void Engine::update_gauges() {
-  metrics_.queue_depth = int64_t(scheduler_->num_waiting());
-  metrics_.running = int64_t(scheduler_->num_running());
+  const auto running = int64_t(scheduler_->num_running());
+  metrics_.running = running;
+  {
+    // Waiting: every request neither finished nor running — the scheduler's
+    // queue and those submitted but not yet admitted (submit counts them in
+    // at once, under the same lock), so a scrape right after a submit or a
+    // cancellation never reads an idle engine that is not.
+    std::lock_guard<std::mutex> lock(mu_);
+    metrics_.queue_depth = std::max<int64_t>(outstanding_ - running, 0);
+  }
   metrics_.kv_blocks_free = pool_->num_free();
   metrics_.preemptions = scheduler_->num_preemptions();
   metrics_.kv_window_releases = scheduler_->num_window_releases();

@@ -102,11 +102,18 @@ export async function metrics(server) {
   return out;
 }
 
-// Polls /metrics until `pred(metrics)` holds (or the timeout); returns the last metrics.
+// Polls /metrics until `pred(metrics)` holds and returns those metrics;
+// throws, naming the predicate and the last gauges, if it never held
+// within the timeout.
 export async function waitForMetrics(server, pred, timeoutMs = 10000) {
   const deadline = Date.now() + timeoutMs;
   let m = await metrics(server);
-  while (!pred(m) && Date.now() < deadline) {
+  while (!pred(m)) {
+    if (Date.now() >= deadline) {
+      const gauges = ['rocmforge_running_sequences', 'rocmforge_queue_depth', 'rocmforge_kv_blocks_used']
+        .map((k) => `${k}=${m[k]}`).join(' ');
+      throw new Error(`metrics never satisfied ${pred} within ${timeoutMs} ms (${gauges})`);
+    }
     await sleep(50);
     m = await metrics(server);
   }
