@@ -11,9 +11,8 @@
 # moe-profile: per-kernel time of MoE steps, issue 13; stage fused-q8:
 # 8-bit activations written by the norm / combine, issue 16; stages
 # fusions and fusions-bench: q/k norms inside RoPE, the MoE router with its
-# routing, one token's expert down GEMVs streaming; stage attn-combine:
-# decode attention summing its own splits; stage short-rows: short expert
-# down rows in lane groups).
+# routing, one token's expert down GEMVs streaming; stage short-rows:
+# short expert down rows in lane groups).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -262,26 +261,11 @@ if [ "$stage" = fusions-bench ]; then
     "ROCMFORGE_FUSED_QK_ROPE=1 ROCMFORGE_FUSED_MOE_ROUTER=1 ROCMFORGE_KQ_STREAM_EXPERT_ROWS=1"
 fi
 
-if [ "$stage" = attn-combine ]; then
-  # Decode attention summing its own splits (ROCMFORGE_FUSED_ATTN_COMBINE,
-  # off by default: its first form measured slower): its test against the
-  # combine kernel, memcheck and racecheck, then batch-1 decode alternated
-  # off / on (~4 minutes).
-  "$BIN/test_gpu" --gtest_filter='*DecodeCombinedInKernel*:*CudaFusedQ8*' > "$OUT/test_gpu_combine.log" 2>&1
-  echo "tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_combine.log" | head -10
-  for tool in memcheck racecheck; do
-    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_gpu" \
-      --gtest_filter='*DecodeCombinedInKernel*hd128_h32_kv8:*DecodeCombinedInKernel*hd256*' > "$OUT/$tool-combine.log" 2>&1
-    echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool-combine.log" | tail -1
-  done
-  alternated_b1 512 "${RF_MODELS_COMBINE:-llama3-8b:q4_k_m llama3-8b:f16 qwen3-30b-a3b:q4_k_m}" \
-    ROCMFORGE_FUSED_ATTN_COMBINE=0 ROCMFORGE_FUSED_ATTN_COMBINE=1
-fi
 
 if [ "$stage" = short-rows ]; then
   # One token's expert down GEMVs on rows shorter than a warp's lanes have
   # chunks (Qwen3-MoE's 768), the warp in lane groups
-  # (ROCMFORGE_KQ_STREAM_SHORT_ROWS, off by default): its MoE FFN cases, the
+  # (ROCMFORGE_KQ_STREAM_SHORT_ROWS, on by default): its MoE FFN cases, the
   # MoE model tests with it on, memcheck, then batch-1 decode alternated
   # (~4 minutes).
   "$BIN/test_gpu" --gtest_filter='*CudaMoeFfn*' > "$OUT/test_gpu_short.log" 2>&1

@@ -235,9 +235,6 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   a.out = static_cast<__half*>(out);
   a.part_out = scratch.partial_out;
   a.part_ml = scratch.partial_ml;
-  a.combine_tickets = nullptr;
-  a.xq = nullptr;
-  a.xds = nullptr;
   const bool prefill = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && p.n_heads % p.n_kv_heads == 0;
   if (prefill && ctx.options.prefill_mma && attention_prefill_mma_supported(p.head_dim)) {
     int mma_heads = std::min(group_size, 8);  // one warp (16 rows) per head of the block
@@ -250,14 +247,13 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
     return;
   }
   const dim3 grid(unsigned(n_tokens), unsigned(p.n_kv_heads), unsigned(n_splits));
-  bool combined = false;
   if (attention_decode_supported(p.head_dim))  // any token works; it is built for one per sequence
-    combined = launch_attention_decode(grid, a, ext, fp8, scratch.tickets, ctx);
+    launch_attention_decode(grid, a, ext, fp8, ctx);
   else if (fp8)
     launch(attention_kernel<Fp8>, grid, dim3(threads), smem, ctx, a);
   else
     launch(attention_kernel<__half>, grid, dim3(threads), smem, ctx, a);
-  if (n_splits > 1 && !combined)
+  if (n_splits > 1)
     launch_attention_combine(scratch, m.positions, n_tokens, p.n_heads, p.head_dim, n_splits, out, ctx);
 }
 

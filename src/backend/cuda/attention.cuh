@@ -38,12 +38,6 @@ struct AttnArgs {
   __half* out;
   float* part_out;
   float* part_ml;
-  // Decode with splits: set, the last block of each (token, block row) to
-  // finish sums the splits itself (one ticket each, back to 0 after); and
-  // with xq, one token's output row's 8-bit quants too (act_q8's layout).
-  int* combine_tickets;
-  int8_t* xq;
-  float2* xds;
 };
 
 // Query heads one decode block holds (more per KV head: head chunks).
@@ -71,11 +65,10 @@ void attention_decode_device_setup();
 // 128 (and 256 on CUDA), groups of more than 8 query heads per KV head in
 // chunks of 8 (attention_decode_supported). ext: the window / soft-cap /
 // head-chunk variant (always for head_dim 256 or more than 8 heads).
-// fp8: the cache holds e4m3 rows with scales. With splits and `tickets`
-// (AttentionScratch::tickets; CudaOptions::fused_attention_combine) the
-// kernel sums the splits itself: true, no combine to launch.
+// fp8: the cache holds e4m3 rows with scales. With splits, the combine
+// kernel follows.
 bool attention_decode_supported(int head_dim);
-bool launch_attention_decode(dim3 grid, AttnArgs a, bool ext, bool fp8, int* tickets, const LaunchCtx& ctx);
+void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, bool fp8, const LaunchCtx& ctx);
 // Sums the splits' partial results into out (n_splits > 1).
 void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, int n_tokens, int n_heads,
                               int head_dim, int n_splits, void* out, const LaunchCtx& ctx);

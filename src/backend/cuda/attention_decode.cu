@@ -462,24 +462,20 @@ __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const floa
 
 __host__ __device__ constexpr int combine_weight_floats(int n_splits) { return (n_splits + 7) / 8 * 8 + 8; }
 
-// Sums the splits of one (token t, head h): by the block's threads tid < n
-// (kWarp false: every thread of the block calls it, a barrier inside), or
-// by one warp (kWarp: its lanes, tid = lane, n = the warp width). The first
-// warp weighs the splits (each lane its own: max, exp, the softmax sum by
-// shuffles) into `weight` (shared, combine_weight_floats(n_splits)
-// floats); then each thread sums its dims over the splits with those
-// weights, the loads independent of one another. (Each thread walking
-// every split's statistics in turn kept their loads in a chain: 8-13 us a
-// layer at batch 1, ncu on an H100.) The weights are padded with zeros to
-// a multiple of 8 and 8 more: the unrolled sum's loads may be merged into
-// 16-byte reads past the last split (compute-sanitizer saw one at split
-// 8). The partials are read past L1 (other blocks of the same launch may
-// have written them: decode_combine_last).
+// Sums the splits of one (token t, head h), every thread of the block
+// (tid < n) calling it (a barrier inside). The first warp weighs the
+// splits (each lane its own: max, exp, the softmax sum by shuffles) into
+// `weight` (shared, combine_weight_floats(n_splits) floats); then each
+// thread sums its dims over the splits with those weights, the loads
+// independent of one another. (Each thread walking every split's
+// statistics in turn kept their loads in a chain: 8-13 us a layer at batch
+// 1, ncu on an H100.) The weights are padded with zeros to a multiple of 8
+// and 8 more: the unrolled sum's loads may be merged into 16-byte reads
+// past the last split (compute-sanitizer saw one at split 8).
 //
 // With xq (one token, hd a multiple of 32, whole warps on dims): the
 // output row's 8-bit quants and scales too (act_q8's layout;
 // CudaOptions::fused_act_q8), for the quantized GEMV after it.
-template <bool kWarp>
 __device__ __forceinline__ void combine_splits(const float* part_out, const float* part_ml, bool valid_pos,
                                                int n_heads, int hd, int n_splits, int t, int h, __half* out,
                                                int8_t* xq, float2* xds, float* weight, int tid, int n) {
@@ -487,62 +483,29 @@ __device__ __forceinline__ void combine_splits(const float* part_out, const floa
   if (tid < RF_WARP_SIZE) {
     const int lane = tid;
     float mx = -INFINITY;
-    for (int s = lane; s < n_splits; s += RF_WARP_SIZE) mx = fmaxf(mx, load_past_l1(part_ml + (base + s) * 2));
+    for (int s = lane; s < n_splits; s += RF_WARP_SIZE) mx = fmaxf(mx, part_ml[(base + s) * 2]);
     mx = warp_max(mx);
     float denom = 0.0f;
     for (int s = lane; s < n_splits; s += RF_WARP_SIZE) {
-      const float ms = load_past_l1(part_ml + (base + s) * 2);
+      const float ms = part_ml[(base + s) * 2];
       const float e = ms > -INFINITY ? __expf(ms - mx) : 0.0f;
       weight[s] = e;
-      denom += e * load_past_l1(part_ml + (base + s) * 2 + 1);
+      denom += e * part_ml[(base + s) * 2 + 1];
     }
     denom = warp_sum(denom);
     const bool valid = valid_pos && denom > 0.0f;
     for (int s = lane; s < n_splits; s += RF_WARP_SIZE) weight[s] = valid ? weight[s] / denom : 0.0f;
     for (int s = n_splits + lane; s < combine_weight_floats(n_splits); s += RF_WARP_SIZE) weight[s] = 0.0f;
   }
-  if constexpr (kWarp) RF_SYNCWARP();
-  else __syncthreads();
+  __syncthreads();
   for (int d = tid; d < hd; d += n) {
     float v = 0.0f;
 #pragma unroll 8
     for (int s = 0; s < n_splits; ++s)
-      if (weight[s] != 0.0f) v += weight[s] * load_past_l1(part_out + (base + s) * hd + d);
+      if (weight[s] != 0.0f) v += weight[s] * part_out[(base + s) * hd + d];
     const __half hv = __float2half_rn(v);
     out[(size_t(t) * n_heads + h) * hd + d] = hv;
     if (xq) quantize32_q8(__half2float(hv), h * hd + d, xq, xds);
-  }
-}
-
-constexpr int kDecWarps = kDecThreads / RF_WARP_SIZE;
-
-// The end of a split decode block (a.combine_tickets set): the block that
-// finishes last among the splits of its (token, block row) sums them for
-// its query heads, a warp per head (`weight`: kDecWarps rows of
-// combine_weight_floats(n_splits) floats), so no combine kernel follows.
-// Its ticket goes back to 0 for the next launch (graph replays). Every
-// thread of the block calls it.
-template <int HD>
-__device__ __forceinline__ void decode_combine_last(const AttnArgs& a, int t, int head0, int group, float* weight) {
-  if (a.n_splits == 1 || !a.combine_tickets) return;
-  __shared__ int last;
-  __threadfence();  // this block's partials visible device-wide before its ticket
-  __syncthreads();  // (and the stage buffers free for the weights)
-  if (threadIdx.x == 0) {
-    int* ticket = a.combine_tickets + size_t(t) * gridDim.y + blockIdx.y;
-    last = atomicAdd(ticket, 1) == a.n_splits - 1;
-    if (last) atomicExch(ticket, 0);
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();  // the other splits' partials, seen after their tickets
-  const bool valid = a.positions[t] >= 0;
-  const int warp = int(threadIdx.x) / RF_WARP_SIZE, lane = int(threadIdx.x) % RF_WARP_SIZE;
-  float* w = weight + warp * combine_weight_floats(a.n_splits);
-  for (int h = warp; h < group; h += kDecWarps) {
-    combine_splits<true>(a.part_out, a.part_ml, valid, a.n_heads, HD, a.n_splits, t, head0 + h, a.out, a.xq, a.xds,
-                         w, lane, RF_WARP_SIZE);
-    RF_SYNCWARP();  // every lane done with the weights before the warp's next head
   }
 }
 
@@ -681,14 +644,12 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
     decode_stash_mma<HD>(o, group, sm.merge);
     __syncthreads();
     decode_merge_store<HD, 1>(a, sm.mls, sm.merge, t, head0, split, pos, group);
-    decode_combine_last<HD>(a, t, head0, group, reinterpret_cast<float*>(dsmem));
     return;
   }
 #endif
   decode_stash_acc<HD>(acc, group, sm.merge);
   __syncthreads();
   decode_merge_store<HD, L::kSub>(a, sm.mls, sm.merge, t, head0, split, pos, group);
-  decode_combine_last<HD>(a, t, head0, group, reinterpret_cast<float*>(dsmem));
 }
 
 // Combines the splits of one (token, head) (combine_splits): one block of
@@ -701,7 +662,7 @@ __global__ void attention_combine_kernel(const float* __restrict__ part_out, con
   pdl_wait();
   pdl_trigger();
   const int t = blockIdx.x, h = blockIdx.y;
-  combine_splits<false>(part_out, part_ml, positions[t] >= 0, n_heads, hd, n_splits, t, h, out, xq, xds, weight,
+  combine_splits(part_out, part_ml, positions[t] >= 0, n_heads, hd, n_splits, t, h, out, xq, xds, weight,
                         int(threadIdx.x), int(blockDim.x));
 }
 
@@ -739,10 +700,7 @@ void opt_in_decode_all() {
 
 template <int HD, bool kExt, typename KV>
 void launch_decode(dim3 grid, const AttnArgs& a, const LaunchCtx& ctx) {
-  // (The split weights of decode_combine_last go where the stages were.)
   constexpr size_t bytes = DecodeLayout<HD, KV>::kBytes;
-  RF_CHECK(!a.combine_tickets || size_t(kDecWarps) * size_t(combine_weight_floats(a.n_splits)) * sizeof(float) <= bytes,
-           "cuda attention: ", a.n_splits, " splits do not fit the decode kernel's shared memory");
   launch(attention_decode_kernel<HD, kExt, KV>, grid, dim3(kDecThreads), bytes, ctx, a);
 }
 
@@ -779,24 +737,11 @@ bool attention_decode_supported(int head_dim) {
   return head_dim == 64 || head_dim == 96 || head_dim == 128 || (kDecode256 && head_dim == 256);
 }
 
-bool launch_attention_decode(dim3 grid, AttnArgs a, bool ext, bool fp8, int* tickets, const LaunchCtx& ctx) {
-  const bool combined = a.n_splits > 1 && tickets && ctx.options.fused_attention_combine;
-  bool q8 = false;
-  a.combine_tickets = combined ? tickets : nullptr;
-  a.xq = nullptr;
-  a.xds = nullptr;
-  if (combined && grid.x == 1 && a.hd % 32 == 0 && act_q8_fusable(ctx, 1, a.n_heads * a.hd)) {
-    // One token whose GEMV reads 8-bit quants: the combining blocks write them.
-    q8 = true;
-    a.xq = act_q8_quants(ctx.act_q8);
-    a.xds = act_q8_scales(ctx.act_q8);
-  }
+void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, bool fp8, const LaunchCtx& ctx) {
   if (fp8)
     launch_decode_kv<Fp8>(grid, a, ext, ctx);
   else
     launch_decode_kv<__half>(grid, a, ext, ctx);
-  if (q8) act_q8_record(ctx, a.out, a.n_heads * a.hd);
-  return combined;
 }
 
 void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, int n_tokens, int n_heads,

@@ -194,7 +194,6 @@ void CudaBackend::release_reserved() {
   for (void* p : {static_cast<void*>(I.meta_dev), static_cast<void*>(I.rows_dev), static_cast<void*>(I.pen_dev),
                   static_cast<void*>(I.sample_work), static_cast<void*>(I.out_dev), I.dequant, I.packed_out,
                   static_cast<void*>(I.attn.partial_out), static_cast<void*>(I.attn.partial_ml),
-                  static_cast<void*>(I.attn.tickets),
                   static_cast<void*>(I.mask_dev), I.shard_dev})
     free(p);
   for (void* p : {static_cast<void*>(I.meta_host), static_cast<void*>(I.rows_host), static_cast<void*>(I.pen_host),
@@ -211,7 +210,6 @@ void CudaBackend::release_reserved() {
   I.packed_out = nullptr;
   I.packed_bytes = 0;
   I.attn.partial_out = I.attn.partial_ml = nullptr;
-  I.attn.tickets = nullptr;
   reserved_ = false;
 }
 
@@ -267,9 +265,6 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   const size_t per = size_t(I.attn.max_tokens) * size_t(std::max(lim.n_heads, 1)) * size_t(I.attn.max_splits);
   I.attn.partial_out = static_cast<float*>(alloc(per * size_t(std::max(lim.head_dim, 1)) * 4, "attention partials"));
   I.attn.partial_ml = static_cast<float*>(alloc(per * 2 * 4, "attention partial stats"));
-  const size_t tickets = size_t(I.attn.max_tokens) * size_t(std::max(lim.n_heads, 1)) * sizeof(int);
-  I.attn.tickets = static_cast<int*>(alloc(tickets, "attention combine tickets"));
-  RF_GPU_CHECK(gpuMemsetAsync(I.attn.tickets, 0, tickets, S(stream_)));
   reserve_moe(lim);
 }
 

@@ -357,16 +357,6 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   return wave::block_max<RF_WARP_SIZE>(v, scratch, -INFINITY, x);
 }
 
-// A float written by another block of the same launch (after its fence and
-// ticket): read from L2, never from this SM's L1.
-__device__ __forceinline__ float load_past_l1(const float* p) {
-#if defined(RF_HIP)
-  return *static_cast<const volatile float*>(p);
-#else
-  return __ldcg(p);
-#endif
-}
-
 // One activation row's 8-bit quants (act_q8's layout): this lane's value x
 // (as stored: f16-rounded) is element i; the 32 lanes holding elements
 // [32 (i / 32), +32) call it together (lanes 32 j .. 32 j + 31: a warp, or

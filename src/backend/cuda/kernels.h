@@ -157,7 +157,6 @@ void qk_norm_rope_store_kv(const void* q_raw, const float* wq, const void* k_raw
 struct AttentionScratch {
   float* partial_out = nullptr;  // [max_tokens, n_heads, max_splits, head_dim]
   float* partial_ml = nullptr;   // [max_tokens, n_heads, max_splits, 2]
-  int* tickets = nullptr;        // [max_tokens, n_heads], zeros between launches
   int max_splits = 1;
   int max_tokens = 0;
 };
