@@ -12,7 +12,9 @@
 # 8-bit activations written by the norm / combine, issue 16; stages
 # fusions and fusions-bench: q/k norms inside RoPE, the MoE router with its
 # routing, one token's expert down GEMVs streaming; stage short-rows:
-# short expert down rows in lane groups).
+# short expert down rows in lane groups; stage router: the MoE router
+# kernel beside a previous build; stage serve-budget: the serving
+# benchmark against the engine's token budget per step).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -521,4 +523,38 @@ if [ "$stage" = tp-serve ]; then
   echo "== all-reduce at the 70B shape (8192 wide), dummy weights: bench --parallel 1,64 -n 16"
   timeout 110 "$BIN/rocmforge" bench --load-format dummy -m llama3-70b:f16 --tp 2 --device cuda:0,1 -p 128 -n 32 -r 1 \
     --parallel 1,64 --gpu-memory-utilization 0.95 2>&1 | grep -E "all-reduce|tg|pp|error"
+fi
+
+if [ "$stage" = router ]; then
+  # The MoE router + routing kernel (issue 13): its tests and the MoE model
+  # tests, memcheck, then batch-1 decode of this build alternated with a
+  # previous one (RF_OLD, default .carry/old; RF_OLD_ENV: settings that
+  # make the old build match this one's other defaults).
+  OLD="${RF_OLD:-.carry/old}"
+  "$BIN/test_gpu" --gtest_filter='*CudaMoe*:*qwen3moe*:*mixtral*:*CudaFusedQ8*' > "$OUT/test_gpu_router.log" 2>&1
+  echo "MoE tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_router.log" | head -10
+  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
+    --gtest_filter='*RouterAndRouteInOneLaunch*' > "$OUT/memcheck-router.log" 2>&1
+  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/memcheck-router.log" | tail -1
+  for round in 1 2; do
+    for model in ${RF_MODELS_ROUTER:-qwen3-30b-a3b:q4_k_m mixtral-8x7b-4l:q4_k_m}; do
+      for b in "$OLD" "$BIN"; do
+        printf "round %s %-24s %-12s " "$round" "$model" "$b"
+        env ${RF_OLD_ENV:-} "$b/rocmforge" bench --load-format dummy -m "$model" -p 64 -n 128 -r 1 --parallel 1 \
+          2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
+      done
+    done
+  done
+fi
+
+if [ "$stage" = serve-budget ]; then
+  # Issue 16's served workload (64 clients, 256 x (512 + 128), llama3-8b
+  # f16 dummy weights) through bench's serving mode, against the engine's
+  # token budget per step (RF_BUDGETS): smaller budgets spread the prompts
+  # over more steps, each carrying every running sequence's decode token.
+  for budget in ${RF_BUDGETS:-2048 1024 512 384}; do
+    echo "== budget $budget"
+    "$BIN/rocmforge" bench --load-format dummy -m "${RF_SERVE_MODEL:-llama3-8b:f16}" --requests 256 --concurrency 64 \
+      --input-len 512 --output-len 128 --max-batch-tokens "$budget" 2>/dev/null | grep -E "throughput|duration|^\| (time|request)"
+  done
 fi

@@ -97,44 +97,57 @@ __global__ void moe_route_kernel(const float* __restrict__ logits, int n, int n_
   route_token(logits + size_t(token) * n_expert, token, n_expert, k, norm, ids, weights, plan);
 }
 
-constexpr int kRouterWarps = 4;
+constexpr int kRouterThreads = 128;
+constexpr int kRouterPrefetch = 4;  // float4 of weights per thread loaded before the PDL wait
 
-// One token's router logits and its routing in one launch: a warp per
-// expert row (f32 weights, float4 loads, the f16 activations widened), the
-// logits stored; the block that finishes last (a ticket taken after a
-// fence) routes them (route_token) and puts the ticket back to 0 for the
-// next launch or graph replay.
-__global__ void __launch_bounds__(kRouterWarps * 32)
+// One token's router logits and its routing in one launch: a block per
+// expert row (f32 weights, float4 loads, the f16 activations widened), its
+// threads splitting the row. The row's first kRouterPrefetch float4 per
+// thread (all of a 2048-wide row) load before the PDL wait — the weights do
+// not depend on the kernel before — so only the activations' load remains
+// after it. The logits are stored; the block that finishes last (a ticket
+// taken after a fence) routes them (route_token) and puts the ticket back
+// to 0 for the next launch or graph replay.
+__global__ void __launch_bounds__(kRouterThreads)
     moe_router_route_kernel(const __half* __restrict__ x, const float* __restrict__ w, int d, int n_expert, int k,
                             bool norm, float* __restrict__ logits, int32_t* __restrict__ ids,
                             float* __restrict__ weights, MoePlanOut plan, unsigned* __restrict__ ticket) {
+  __shared__ float partial[kRouterThreads / 32];
   __shared__ bool last;
-  const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
-  const int e = int(blockIdx.x) * int(blockDim.x / RF_WARP_SIZE) + warp;
+  const int tid = int(threadIdx.x), e = int(blockIdx.x), n4 = d / 4;
+  const float4* wr = reinterpret_cast<const float4*>(w + size_t(e) * d);
+  float4 wv[kRouterPrefetch];
+#pragma unroll
+  for (int j = 0; j < kRouterPrefetch; ++j) {
+    const int i = tid + j * kRouterThreads;
+    wv[j] = i < n4 ? __ldg(wr + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
   pdl_wait();
   pdl_trigger();
-  if (e < n_expert) {
-    const float4* wr = reinterpret_cast<const float4*>(w + size_t(e) * d);
-    const uint2* xr = reinterpret_cast<const uint2*>(x);
-    float acc = 0.0f;
-    for (int i = lane; i < d / 4; i += RF_WARP_SIZE) {
-      const float4 wv = __ldg(wr + i);
-      const uint2 xv = xr[i];
-      const float2 x01 = __half22float2(*reinterpret_cast<const __half2*>(&xv.x));
-      const float2 x23 = __half22float2(*reinterpret_cast<const __half2*>(&xv.y));
-      acc += wv.x * x01.x + wv.y * x01.y + wv.z * x23.x + wv.w * x23.y;
-    }
-    acc = warp_sum(acc);
-    if (lane == 0) logits[e] = acc;
+  const uint2* xr = reinterpret_cast<const uint2*>(x);
+  const auto dot4 = [&](const float4& wq, int i) {
+    const uint2 xv = xr[i];
+    const float2 x01 = __half22float2(*reinterpret_cast<const __half2*>(&xv.x));
+    const float2 x23 = __half22float2(*reinterpret_cast<const __half2*>(&xv.y));
+    return wq.x * x01.x + wq.y * x01.y + wq.z * x23.x + wq.w * x23.y;
+  };
+  float acc = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kRouterPrefetch; ++j) {
+    const int i = tid + j * kRouterThreads;
+    if (i < n4) acc += dot4(wv[j], i);
   }
+  for (int i = tid + kRouterPrefetch * kRouterThreads; i < n4; i += kRouterThreads) acc += dot4(__ldg(wr + i), i);
+  acc = block_sum(acc, partial);
+  if (tid == 0) logits[e] = acc;
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  if (tid == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
   __syncthreads();
   if (!last) return;
   __threadfence();
-  if (warp == 0) route_token(logits, 0, n_expert, k, norm, ids, weights, plan);
-  if (threadIdx.x == 0) *ticket = 0u;
+  if (tid < RF_WARP_SIZE) route_token(logits, 0, n_expert, k, norm, ids, weights, plan);
+  if (tid == 0) *ticket = 0u;
 }
 
 // Exclusive prefix sum over v[0..n) in shared memory, n <= kPlanThreads;
@@ -275,8 +288,7 @@ void moe_router_route(const void* x, const float* w, int d, int n_expert, int k,
                       float* weights, const MoePlanOut& plan, unsigned* ticket, const LaunchCtx& ctx) {
   RF_CHECK(moe_router_route_fusable(d, n_expert, k), "cuda moe_router_route: ", n_expert, " experts, ", k,
            " used, width ", d);
-  const int warps = kRouterWarps * 32 / ctx.warp_size;  // experts per block
-  launch(moe_router_route_kernel, dim3(unsigned((n_expert + warps - 1) / warps)), dim3(kRouterWarps * 32), 0, ctx,
+  launch(moe_router_route_kernel, dim3(unsigned(n_expert)), dim3(kRouterThreads), 0, ctx,
          static_cast<const __half*>(x), w, d, n_expert, k, norm, logits, ids, weights, plan, ticket);
 }
 
