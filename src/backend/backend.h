@@ -70,6 +70,13 @@ struct StepMeta {
   // (first token, count) of up to 16 consecutive tokens of one sequence.
   const int32_t* q_tiles = nullptr;
   int32_t n_q_tiles = 0;
+  // A step mixing multi-token chunks with single-token sequences (backends
+  // that build them): the multi-token sequences' tiles come first in
+  // q_tiles (n_prompt_tiles of them), and decode_tokens lists the
+  // single-token sequences' tokens, for a decode kernel to take.
+  int32_t n_prompt_tiles = 0;
+  const int32_t* decode_tokens = nullptr;
+  int32_t n_decode_tokens = 0;
   // Keys per split-K slice of decode attention for this step (one value on
   // the device, so a captured graph adapts to the context length).
   const int32_t* attn_split_len = nullptr;

@@ -259,8 +259,15 @@ void report_serving(const BenchOptions& o, Range in, Range out, const Engine& en
   std::printf("duration: %.2f s, %lld input and %lld output tokens, %llu engine steps, %llu preemptions\n", wall,
               (long long)n_in, (long long)n_out, (unsigned long long)m.steps.load(),
               (unsigned long long)m.preemptions.load());
-  std::printf("throughput: %.1f output tokens/s, %.2f requests/s (%.1f tokens/s with input)\n\n",
+  std::printf("throughput: %.1f output tokens/s, %.2f requests/s (%.1f tokens/s with input)\n",
               r["output_tok_s"].get<double>(), r["requests_s"].get<double>(), r["total_tok_s"].get<double>());
+  // Where an engine step's wall time went, averaged over every step.
+  const double steps = std::max(1.0, double(m.steps.load()));
+  std::printf("engine step: %.2f ms (", 1e3 * wall / steps);
+  for (int i = 0; i < EngineMetrics::kStepPhases; ++i)
+    std::printf("%s%s %.2f", i ? ", " : "", EngineMetrics::step_phase_name(EngineMetrics::StepPhase(i)),
+                double(m.step_micros[size_t(i)].load()) / 1e3 / steps);
+  std::printf(")\n\n");
   std::printf("| ms | mean | p50 | p90 | p99 |\n|---|---|---|---|---|\n");
   const std::pair<const char*, const char*> rows[] = {
       {"ttft_s", "time to first token"}, {"tpot_s", "time per output token"}, {"e2e_s", "request latency"}};

@@ -32,6 +32,9 @@ inline const std::vector<std::vector<std::pair<int, int>>>& attention_batch_case
       {{40, 40}, {300, 1}, {17, 3}, {1, 1}},
       {{2000, 1}, {1500, 1}, {33, 1}, {2500, 1}},
       {{600, 64}, {90, 20}, {300, 1}, {1, 1}},
+      // a prompt chunk beside long single-token sequences (their split-K
+      // decode in a mixed step)
+      {{64, 64}, {2000, 1}, {1200, 1}, {700, 1}, {5, 5}},
   };
   return cases;
 }

@@ -195,7 +195,21 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   RF_CHECK(p.head_dim <= kMaxHeadDim, "cuda attention: head_dim ", p.head_dim, " > ", kMaxHeadDim, " is not supported");
   RF_CHECK(p.n_heads % p.n_kv_heads == 0, "cuda attention: heads not divisible by KV heads");
   n_splits = std::max(1, n_splits);
-  RF_CHECK(n_splits == 1 || (n_splits <= scratch.max_splits && n_tokens <= scratch.max_tokens),
+  const bool prefill = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && p.n_heads % p.n_kv_heads == 0;
+  const bool prefill_mma = prefill && ctx.options.prefill_mma && attention_prefill_mma_supported(p.head_dim);
+  // A mixed step's single-token sequences take the decode kernel (with
+  // splits), the prefill kernel only the multi-token chunks' tiles.
+  const bool mixed_decode = (prefill_mma || tiled) && m.decode_tokens && m.n_decode_tokens > 0 &&
+                            attention_decode_supported(p.head_dim);
+  // No prefill kernel for the head size: the decode or the generic kernel
+  // takes every token, a query each.
+  const bool per_token = !prefill_mma && !tiled;
+  // Rows of split partials. A multi-token step's every token splits only
+  // within the scratch, the splits' length from the host (the device's
+  // value is for the single-token sequences).
+  const int decode_rows = mixed_decode ? m.n_decode_tokens : per_token ? n_tokens : 0;
+  if (per_token && prefill && decode_rows > scratch.max_tokens) n_splits = 1;
+  RF_CHECK(n_splits == 1 || (n_splits <= scratch.max_splits && decode_rows <= scratch.max_tokens),
            "cuda attention: split scratch too small");
   const int group = p.n_heads / p.n_kv_heads;
   // One warp (of the device's width) per query head of the group, at least 64 threads.
@@ -231,19 +245,31 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   // provides it, else the context capacity divided evenly.
   const int capacity = m.max_blocks_per_seq * cache.block_size;
   a.split_len = (capacity + n_splits - 1) / n_splits;
-  a.split_len_dev = n_splits > 1 ? m.attn_split_len : nullptr;
+  a.split_len_dev = n_splits > 1 && !(per_token && prefill) ? m.attn_split_len : nullptr;
   a.out = static_cast<__half*>(out);
   a.part_out = scratch.partial_out;
   a.part_ml = scratch.partial_ml;
-  const bool prefill = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && p.n_heads % p.n_kv_heads == 0;
-  if (prefill && ctx.options.prefill_mma && attention_prefill_mma_supported(p.head_dim)) {
-    int mma_heads = std::min(group_size, 8);  // one warp (16 rows) per head of the block
-    while (group_size % mma_heads) --mma_heads;
-    launch_attention_prefill_mma(a, m.q_tiles, m.n_q_tiles, mma_heads, fp8, ctx);
-    return;
-  }
-  if (tiled) {
-    launch_attention_prefill(a, m.q_tiles, m.n_q_tiles, heads_per_block, ext, fp8, ctx);
+  a.tokens = nullptr;
+  if (prefill_mma || tiled) {
+    int n_tiles = m.n_q_tiles;
+    if (mixed_decode) {
+      AttnArgs d = a;
+      d.tokens = m.decode_tokens;
+      launch_attention_decode(dim3(unsigned(m.n_decode_tokens), unsigned(p.n_kv_heads), unsigned(n_splits)), d, ext,
+                              fp8, ctx);
+      if (n_splits > 1)
+        launch_attention_combine(scratch, m.positions, m.decode_tokens, m.n_decode_tokens, p.n_heads, p.head_dim,
+                                 n_splits, out, ctx);
+      n_tiles = m.n_prompt_tiles;
+    }
+    if (n_tiles == 0) return;
+    if (prefill_mma) {
+      int mma_heads = std::min(group_size, 8);  // one warp (16 rows) per head of the block
+      while (group_size % mma_heads) --mma_heads;
+      launch_attention_prefill_mma(a, m.q_tiles, n_tiles, mma_heads, fp8, ctx);
+    } else {
+      launch_attention_prefill(a, m.q_tiles, n_tiles, heads_per_block, ext, fp8, ctx);
+    }
     return;
   }
   const dim3 grid(unsigned(n_tokens), unsigned(p.n_kv_heads), unsigned(n_splits));
@@ -254,7 +280,7 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   else
     launch(attention_kernel<__half>, grid, dim3(threads), smem, ctx, a);
   if (n_splits > 1)
-    launch_attention_combine(scratch, m.positions, n_tokens, p.n_heads, p.head_dim, n_splits, out, ctx);
+    launch_attention_combine(scratch, m.positions, nullptr, n_tokens, p.n_heads, p.head_dim, n_splits, out, ctx);
 }
 
 }  // namespace rf::gpu

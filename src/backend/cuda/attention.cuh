@@ -38,6 +38,10 @@ struct AttnArgs {
   __half* out;
   float* part_out;
   float* part_ml;
+  // Decode: the token of each blockIdx.x (a mixed step's single-token
+  // sequences, StepMeta::decode_tokens); null: blockIdx.x itself. Split
+  // partials are indexed by blockIdx.x.
+  const int32_t* tokens;
 };
 
 // Query heads one decode block holds (more per KV head: head chunks).
@@ -69,8 +73,10 @@ void attention_decode_device_setup();
 // kernel follows.
 bool attention_decode_supported(int head_dim);
 void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, bool fp8, const LaunchCtx& ctx);
-// Sums the splits' partial results into out (n_splits > 1).
-void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, int n_tokens, int n_heads,
-                              int head_dim, int n_splits, void* out, const LaunchCtx& ctx);
+// Sums the splits' partial results into out (n_splits > 1): rows
+// 0..n_rows of the partials, for the tokens `tokens` lists (null: row i is
+// token i).
+void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, const int32_t* tokens,
+                              int n_rows, int n_heads, int head_dim, int n_splits, void* out, const LaunchCtx& ctx);
 
 }  // namespace rf::gpu

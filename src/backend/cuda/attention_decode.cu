@@ -423,7 +423,7 @@ __device__ __forceinline__ void decode_stash_acc(const float (&acc)[kDecMaxHeads
 // kSubs: key subgroups per group in merge (1 after P.V on tensor cores).
 template <int HD, int kSubs>
 __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const float* mls, const float* merge, int t,
-                                                   int head0, int split, int pos, int group) {
+                                                   int row, int head0, int split, int pos, int group) {
   using L = DecodeDims<HD>;
   const DecodeThread th = decode_thread<HD>();
   for (int i = th.tid; i < group * HD; i += kDecThreads) {
@@ -448,7 +448,7 @@ __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const floa
       const float inv = (pos >= 0 && lsum > 0.0f) ? 1.0f / lsum : 0.0f;
       a.out[(size_t(t) * a.n_heads + hq) * HD + d] = __float2half_rn(v * inv);
     } else {
-      const size_t base = (size_t(t) * a.n_heads + hq) * a.n_splits + split;
+      const size_t base = (size_t(row) * a.n_heads + hq) * a.n_splits + split;
       a.part_out[base * HD + d] = v;
       if (d == 0) {
         a.part_ml[base * 2] = mx;
@@ -462,7 +462,8 @@ __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const floa
 
 __host__ __device__ constexpr int combine_weight_floats(int n_splits) { return (n_splits + 7) / 8 * 8 + 8; }
 
-// Sums the splits of one (token t, head h), every thread of the block
+// Sums the splits of one (partial row `row`, head h) into token t's output,
+// every thread of the block
 // (tid < n) calling it (a barrier inside). The first warp weighs the
 // splits (each lane its own: max, exp, the softmax sum by shuffles) into
 // `weight` (shared, combine_weight_floats(n_splits) floats); then each
@@ -477,9 +478,9 @@ __host__ __device__ constexpr int combine_weight_floats(int n_splits) { return (
 // output row's 8-bit quants and scales too (act_q8's layout;
 // CudaOptions::fused_act_q8), for the quantized GEMV after it.
 __device__ __forceinline__ void combine_splits(const float* part_out, const float* part_ml, bool valid_pos,
-                                               int n_heads, int hd, int n_splits, int t, int h, __half* out,
-                                               int8_t* xq, float2* xds, float* weight, int tid, int n) {
-  const size_t base = (size_t(t) * n_heads + h) * n_splits;
+                                               int n_heads, int hd, int n_splits, int row, int t, int h,
+                                               __half* out, int8_t* xq, float2* xds, float* weight, int tid, int n) {
+  const size_t base = (size_t(row) * n_heads + h) * n_splits;
   if (tid < RF_WARP_SIZE) {
     const int lane = tid;
     float mx = -INFINITY;
@@ -523,7 +524,7 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
 
   pdl_wait();
   pdl_trigger();
-  const int t = blockIdx.x, split = blockIdx.z;
+  const int row = blockIdx.x, t = a.tokens ? a.tokens[row] : row, split = blockIdx.z;
   const DecodeThread th = decode_thread<HD>();
   int kvh = blockIdx.y, group = a.n_heads / a.n_kv, head0 = kvh * group;  // this block's query heads
   if constexpr (kExt) {
@@ -643,26 +644,27 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
   if constexpr (kPvMma<KV>) {
     decode_stash_mma<HD>(o, group, sm.merge);
     __syncthreads();
-    decode_merge_store<HD, 1>(a, sm.mls, sm.merge, t, head0, split, pos, group);
+    decode_merge_store<HD, 1>(a, sm.mls, sm.merge, t, row, head0, split, pos, group);
     return;
   }
 #endif
   decode_stash_acc<HD>(acc, group, sm.merge);
   __syncthreads();
-  decode_merge_store<HD, L::kSub>(a, sm.mls, sm.merge, t, head0, split, pos, group);
+  decode_merge_store<HD, L::kSub>(a, sm.mls, sm.merge, t, row, head0, split, pos, group);
 }
 
 // Combines the splits of one (token, head) (combine_splits): one block of
 // hd threads or more (with xq: exactly hd).
 __global__ void attention_combine_kernel(const float* __restrict__ part_out, const float* __restrict__ part_ml,
-                                         const int32_t* __restrict__ positions, int n_heads, int hd, int n_splits,
+                                         const int32_t* __restrict__ positions, const int32_t* __restrict__ tokens,
+                                         int n_heads, int hd, int n_splits,
                                          __half* __restrict__ out, int8_t* __restrict__ xq,
                                          float2* __restrict__ xds) {
   extern __shared__ float weight[];  // [combine_weight_floats(n_splits)]
   pdl_wait();
   pdl_trigger();
-  const int t = blockIdx.x, h = blockIdx.y;
-  combine_splits(part_out, part_ml, positions[t] >= 0, n_heads, hd, n_splits, t, h, out, xq, xds, weight,
+  const int row = blockIdx.x, t = tokens ? tokens[row] : row, h = blockIdx.y;
+  combine_splits(part_out, part_ml, positions[t] >= 0, n_heads, hd, n_splits, row, t, h, out, xq, xds, weight,
                         int(threadIdx.x), int(blockDim.x));
 }
 
@@ -744,16 +746,16 @@ void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, bool fp8, c
     launch_decode_kv<__half>(grid, a, ext, ctx);
 }
 
-void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, int n_tokens, int n_heads,
-                              int head_dim, int n_splits, void* out, const LaunchCtx& ctx) {
+void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, const int32_t* tokens,
+                              int n_rows, int n_heads, int head_dim, int n_splits, void* out, const LaunchCtx& ctx) {
   const int threads = std::min(256, std::max(RF_WARP_SIZE, head_dim));
   // One token whose GEMV reads 8-bit quants: the combine writes them (a
   // thread per dim, whole 32-lane groups).
-  const bool q8 = n_tokens == 1 && head_dim % 32 == 0 && threads == head_dim &&
+  const bool q8 = !tokens && n_rows == 1 && head_dim % 32 == 0 && threads == head_dim &&
                   act_q8_fusable(ctx, 1, n_heads * head_dim);
-  launch(attention_combine_kernel, dim3(unsigned(n_tokens), unsigned(n_heads)), dim3(unsigned(threads)),
+  launch(attention_combine_kernel, dim3(unsigned(n_rows), unsigned(n_heads)), dim3(unsigned(threads)),
          size_t(combine_weight_floats(n_splits)) * sizeof(float), ctx, scratch.partial_out, scratch.partial_ml,
-         positions, n_heads, head_dim, n_splits, static_cast<__half*>(out),
+         positions, tokens, n_heads, head_dim, n_splits, static_cast<__half*>(out),
          q8 ? act_q8_quants(ctx.act_q8) : nullptr, q8 ? act_q8_scales(ctx.act_q8) : nullptr);
   if (q8) act_q8_record(ctx, out, n_heads * head_dim);
 }

@@ -229,7 +229,8 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   I.off_ctx = I.off_starts + Sq + 1;
   I.off_logits = I.off_ctx + Sq;
   I.off_tiles = I.off_logits + L;
-  I.off_split = I.off_tiles + 2 * (T + Sq);
+  I.off_decode = I.off_tiles + 2 * (T + Sq);
+  I.off_split = I.off_decode + T;
   I.off_tables = I.off_split + 4;
   I.meta_ints = I.off_tables + G * Sq * B;
   I.meta_dev = static_cast<int32_t*>(alloc(I.meta_ints * 4, "step metadata"));
@@ -293,18 +294,32 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
     std::memcpy(h + I.off_slots + size_t(g) * size_t(limits_.max_tokens), gr.slot_mapping.data(), size_t(nt) * 4);
     std::memcpy(h + I.off_tables + size_t(g) * table_ints, gr.block_tables.data(), table_ints * 4);
   }
-  // Query tiles of up to 16 tokens within each sequence (prefill attention).
-  int32_t n_tiles = 0;
-  for (int32_t sq = 0; sq < ns; ++sq)
-    for (int32_t t = b.seq_starts[size_t(sq)]; t < b.seq_starts[size_t(sq) + 1]; t += 16) {
-      h[I.off_tiles + 2 * size_t(n_tiles)] = t;
-      h[I.off_tiles + 2 * size_t(n_tiles) + 1] = std::min(16, b.seq_starts[size_t(sq) + 1] - t);
-      ++n_tiles;
+  // Query tiles of up to 16 tokens within each sequence (prefill attention):
+  // the multi-token sequences' first, then the single-token ones', whose
+  // tokens a step mixing both also lists for the decode kernel.
+  const bool mixed = b.max_new_tokens() > 1;
+  int32_t n_tiles = 0, n_prompt_tiles = 0, n_decode = 0, decode_ctx = 0;
+  for (const bool multi : {true, false})
+    for (int32_t sq = 0; sq < ns; ++sq) {
+      const int32_t first = b.seq_starts[size_t(sq)], end = b.seq_starts[size_t(sq) + 1];
+      if ((end - first > 1) != multi) continue;
+      for (int32_t t = first; t < end; t += 16) {
+        h[I.off_tiles + 2 * size_t(n_tiles)] = t;
+        h[I.off_tiles + 2 * size_t(n_tiles) + 1] = std::min(16, end - t);
+        ++n_tiles;
+      }
+      if (multi) {
+        n_prompt_tiles = n_tiles;
+      } else if (mixed && end > first) {
+        h[I.off_decode + size_t(n_decode++)] = first;
+        decode_ctx = std::max(decode_ctx, b.context_lens[size_t(sq)]);
+      }
     }
   // Decode attention splits the longest context evenly over a fixed number of
-  // slices (at least attention_min_split_keys each).
-  const int32_t max_ctx = b.max_context_len();
-  const int32_t slices = decode_slices(b.max_blocks_per_seq * b.block_size, nt);
+  // slices (at least attention_min_split_keys each); in a mixed step, that of
+  // the single-token sequences.
+  const int32_t max_ctx = mixed ? decode_ctx : b.max_context_len();
+  const int32_t slices = decode_slices(b.max_blocks_per_seq * b.block_size, mixed ? n_decode : nt);
   h[I.off_split] = std::max<int32_t>(std::max(options_.attention_min_split_keys, 1), (max_ctx + slices - 1) / slices);
   const size_t used = I.off_tables + size_t(ng) * table_ints;
   RF_GPU_CHECK(gpuMemcpyAsync(I.meta_dev, h, used * 4, gpuMemcpyHostToDevice, S(stream_)));
@@ -321,6 +336,9 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   m.q_tiles = I.meta_dev + I.off_tiles;
   m.attn_split_len = I.meta_dev + I.off_split;
   m.n_q_tiles = n_tiles;
+  m.n_prompt_tiles = mixed ? n_prompt_tiles : n_tiles;
+  m.decode_tokens = I.meta_dev + I.off_decode;
+  m.n_decode_tokens = n_decode;
   m.n_tokens = nt;
   m.n_seqs = ns;
   m.n_logits = nl;
@@ -477,8 +495,11 @@ int CudaBackend::attention_splits(const StepMeta& m) const {
   // Decode steps: a fixed number of key slices (their length is read from
   // the device per step), so that every KV head of every sequence is spread
   // over many blocks. Prefill batches use the tiled kernel instead.
-  if (m.n_tokens > impl_->attn.max_tokens) return 1;
-  return decode_slices(m.max_blocks_per_seq * m.block_size, m.n_tokens);
+  // A mixed step's single-token sequences take the decode kernel the same
+  // way (StepMeta::decode_tokens).
+  const int n = m.max_new_tokens > 1 ? m.n_decode_tokens : m.n_tokens;
+  if (n > impl_->attn.max_tokens || n == 0) return 1;
+  return decode_slices(m.max_blocks_per_seq * m.block_size, n);
 }
 
 int CudaBackend::decode_slices(int capacity, int n_tokens) const {
@@ -496,7 +517,9 @@ void CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMet
   RF_CHECK(q.type == DType::F16 && out.type == DType::F16, "cuda attention: f16 activations");
   Impl& I = *impl_;
   const int splits = attention_splits(m);
-  OpTimer timer(profiler(), m.max_new_tokens > 1 ? "attention prefill" : str("attention decode splits ", splits));
+  const bool prefill_only = m.max_new_tokens > 1 && m.n_decode_tokens == 0;
+  OpTimer timer(profiler(), prefill_only ? std::string("attention prefill")
+                                         : str(m.max_new_tokens > 1 ? "attention mixed, decode splits " : "attention decode splits ", splits));
   RF_CHECK(p.n_heads <= limits_.n_heads && p.head_dim <= limits_.head_dim, "cuda attention: shape exceeds reserve()");
   gpu::attention(q.data, cache, m, m.n_tokens, p, splits, I.attn, out.data, ctx());
 }
