@@ -29,7 +29,8 @@ class EmulatedBlock {
         a_(threads),
         b_(threads),
         a16_(threads),
-        b16_(threads) {}
+        b16_(threads),
+        rows_(threads) {}
 
   // The lane exchange wave.h expects, for thread `tid`.
   struct Lanes {
@@ -86,6 +87,23 @@ class EmulatedBlock {
       }
       b->bar_.arrive_and_wait();
     }
+    // PTX ldmatrix .x4 (b16): lanes 8 j .. 8 j + 7 of the warp give the
+    // rows of 8 x 8 matrix j; lane i gets r[j] = its row i / 4 at columns
+    // 2 (i % 4) + {0, 1}, or transposed (its rows 2 (i % 4) + {0, 1} at
+    // column i / 4).
+    void ldsm_x4(uint32_t (&r)[4], const uint16_t* row) { ldsm(r, row, false); }
+    void ldsm_x4_trans(uint32_t (&r)[4], const uint16_t* row) { ldsm(r, row, true); }
+    void ldsm(uint32_t (&r)[4], const uint16_t* row, bool trans) {
+      b->rows_[size_t(tid)] = row;
+      b->bar_.arrive_and_wait();
+      const int base = warp() * b->hw_, l = lane();
+      for (int j = 0; j < 4; ++j) {
+        const uint16_t* const* m = b->rows_.data() + base + 8 * j;
+        r[j] = trans ? uint32_t(m[2 * (l % 4)][l / 4]) | (uint32_t(m[2 * (l % 4) + 1][l / 4]) << 16)
+                     : uint32_t(m[l / 4][2 * (l % 4)]) | (uint32_t(m[l / 4][2 * (l % 4) + 1]) << 16);
+      }
+      b->bar_.arrive_and_wait();
+    }
     // Two floats as f16x2 bits, round to nearest even (lo in the low half).
     uint32_t pack2(float lo, float hi) const { return uint32_t(f32_to_f16(lo)) | (uint32_t(f32_to_f16(hi)) << 16); }
     // Staging copies are synchronous here: nothing is ever in flight.
@@ -123,6 +141,7 @@ class EmulatedBlock {
   std::vector<std::array<float, 4>> a_, b_;  // mma16's operands, per thread
   std::vector<std::array<uint32_t, 4>> a16_;  // mma16816's operands, per thread
   std::vector<std::array<uint32_t, 2>> b16_;
+  std::vector<const uint16_t*> rows_;  // ldmatrix's row addresses, per thread
 };
 
 }  // namespace rf::gpu

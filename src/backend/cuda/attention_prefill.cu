@@ -155,6 +155,8 @@ struct MmaLanes : HwLanes {
   __device__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) const {
     mma_16816(c, a[0], a[1], a[2], a[3], b0, b1);
   }
+  __device__ void ldsm_x4(uint32_t (&r)[4], const uint16_t* row) const { ldmatrix_x4(r, row); }
+  __device__ void ldsm_x4_trans(uint32_t (&r)[4], const uint16_t* row) const { ldmatrix_x4_trans(r, row); }
   __device__ uint32_t pack2(float lo, float hi) const {
     const __half2 h = __floats2half2_rn(lo, hi);
     uint32_t u;
@@ -183,7 +185,9 @@ struct PrefillMmaEnv {
   __device__ size_t at(int r) const { return (size_t(t0 + r / hb) * a.n_heads + size_t(h0 + r % hb)) * HD; }
   __device__ float q(int r, int d) const { return __half2float(a.q[at(r) + size_t(d)]) * a.scale; }
   __device__ void stage(int p, int c, uint16_t* k8, uint16_t* v8) const {
-    const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
+    const int blk = a.block_shift >= 0 ? p >> a.block_shift : p / a.block_size;
+    const int off = a.block_shift >= 0 ? p & (a.block_size - 1) : p % a.block_size;
+    const int64_t slot = int64_t(table[blk]) * a.block_size + off;
     const size_t row = size_t(slot) * size_t(a.n_kv * HD) + size_t(kvh) * HD;
     if constexpr (kIsFp8<KV>) {
       const uint8_t* kb = static_cast<const uint8_t*>(a.kc) + row + 8 * c;

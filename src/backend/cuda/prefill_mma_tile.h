@@ -13,7 +13,11 @@
 //  - Lanes: lane(), warp(), n_warps(), sync_block(), shfl_xor(float, mask),
 //    mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t
 //    b1) — c += A . B with A 16 x 16 and B 16 x 8 in mma.m16n8k16's .row /
-//    .col f16 fragments — pack2(lo, hi): two floats as f16x2 bits (round to
+//    .col f16 fragments — ldsm_x4(r, row) and ldsm_x4_trans(r, row) (PTX
+//    ldmatrix .x4 of f16 from shared memory: lanes 8 j .. 8 j + 7 give the
+//    16-byte rows of 8 x 8 matrix j; lane i gets r[j] = its row i / 4,
+//    columns 2 (i % 4) + {0, 1}, or with _trans its rows 2 (i % 4) + {0, 1},
+//    column i / 4), pack2(lo, hi): two floats as f16x2 bits (round to
 //    nearest even, lo in the low half), and copy_commit() / copy_wait(n)
 //    for staging copies that may be asynchronous (cp.async groups: wait
 //    until at most n of this thread's groups are in flight, n 0 or 1);
@@ -53,6 +57,11 @@ constexpr int kRowHalves = HD + 8;  // a staged key row (16 bytes of pad: confli
 template <int HD>
 constexpr int kStageHalves = kKeys<HD> * kRowHalves<HD>;  // one of the K and V tiles
 
+// Staged rows are 16-byte aligned for ldmatrix (every head size here).
+static_assert(kRowHalves<64> % 8 == 0 && kRowHalves<96> % 8 == 0 && kRowHalves<128> % 8 == 0 &&
+                  kRowHalves<256> % 8 == 0,
+              "staged K/V rows: whole 16-byte units");
+
 // Shared memory of a block: two stages (double buffering) of K and V tiles.
 template <int HD>
 constexpr int kSmemBytes = 2 * 2 * kStageHalves<HD> * 2;
@@ -72,8 +81,6 @@ RF_WAVE_FN float tanh_(float v) {
   return std::tanh(v);
 #endif
 }
-
-RF_WAVE_FN uint32_t pair(const uint16_t* lo, const uint16_t* hi) { return uint32_t(*lo) | (uint32_t(*hi) << 16); }
 
 // smem: kSmemBytes<HD> bytes (16-byte aligned). Every thread of the block
 // (32 * n_warps threads, rows() <= 16 n_warps) calls it.
@@ -140,15 +147,21 @@ RF_WAVE_UNROLL
     const uint16_t* ks = stage_k(b);
     const uint16_t* vs = ks + kStageHalves<HD>;
 
-    // S = Q K^T for the tile's blocks of 8 keys.
+    // S = Q K^T for the tile's blocks of 8 keys. One ldmatrix gives the B
+    // fragments of two 16-dim steps: matrix j holds the block's keys at
+    // dims 16 st + 8 j .. + 7 (lane i addresses key i % 8, j = i / 8).
     float s[kK / 8][4];
 RF_WAVE_UNROLL
     for (int nb = 0; nb < kK / 8; ++nb) {
       s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.0f;
-      const uint16_t* kr = ks + (nb * 8 + g) * kRow + 2 * t;
+      const uint16_t* kr = ks + (nb * 8 + lane % 8) * kRow + 8 * (lane / 8);
 RF_WAVE_UNROLL
-      for (int st = 0; st < kSteps; ++st)
-        x.mma16816(s[nb], qa[st], pair(kr + 16 * st, kr + 16 * st + 1), pair(kr + 16 * st + 8, kr + 16 * st + 9));
+      for (int st = 0; st < kSteps; st += 2) {
+        uint32_t kb[4];
+        x.ldsm_x4(kb, kr + 16 * st);
+        x.mma16816(s[nb], qa[st], kb[0], kb[1]);
+        x.mma16816(s[nb], qa[st + 1], kb[2], kb[3]);
+      }
     }
     // Visibility, soft-cap, and the tile's maximum of each of the thread's two rows.
     float tile_max[2] = {-INFINITY, -INFINITY};
@@ -194,10 +207,17 @@ RF_WAVE_UNROLL
     for (int kk = 0; kk < kK / 16; ++kk) {
       const uint32_t pa[4] = {x.pack2(s[2 * kk][0], s[2 * kk][1]), x.pack2(s[2 * kk][2], s[2 * kk][3]),
                               x.pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), x.pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-      const uint16_t* vr = vs + (kk * 16 + 2 * t) * kRow + g;
+      // One transposed ldmatrix gives the B fragments of two 8-dim blocks:
+      // matrix j holds keys kk 16 + 8 (j % 2) .. + 7 at dims 8 (d + j / 2)
+      // .. + 7 (lane i addresses key 8 ((i / 8) % 2) + i % 8).
+      const uint16_t* vr = vs + (kk * 16 + 8 * ((lane / 8) % 2) + lane % 8) * kRow + 8 * (lane / 16);
 RF_WAVE_UNROLL
-      for (int d = 0; d < kDimBlocks; ++d)
-        x.mma16816(o[d], pa, pair(vr + 8 * d, vr + kRow + 8 * d), pair(vr + 8 * kRow + 8 * d, vr + 9 * kRow + 8 * d));
+      for (int d = 0; d < kDimBlocks; d += 2) {
+        uint32_t vb[4];
+        x.ldsm_x4_trans(vb, vr + 8 * d);
+        x.mma16816(o[d], pa, vb[0], vb[1]);
+        x.mma16816(o[d + 1], pa, vb[2], vb[3]);
+      }
     }
     x.sync_block();  // this stage is read: the next iteration may refill it
   }

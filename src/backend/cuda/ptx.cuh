@@ -27,6 +27,15 @@ __device__ __forceinline__ void mma_1688(float (&c)[4], uint32_t a0, uint32_t a1
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a0), "r"(a1), "r"(b0));
 }
+// Four 8 x 8 f16 matrices from shared memory: lanes 8 j .. 8 j + 7 give the
+// row addresses (16 bytes each, 16-byte aligned) of matrix j; r[j] of lane
+// i then holds its row i / 4 at columns 2 * (i % 4) + {0, 1}.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
 // Four 8 x 8 f16 matrices from shared memory, transposed: lanes 8 j .. 8 j +
 // 7 give the row addresses (16 bytes each, 16-byte aligned) of matrix j;
 // r[j] of lane i then holds its rows 2 * (i % 4) + {0, 1} at column i / 4.
