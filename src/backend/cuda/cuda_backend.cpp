@@ -517,9 +517,10 @@ void CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMet
   RF_CHECK(q.type == DType::F16 && out.type == DType::F16, "cuda attention: f16 activations");
   Impl& I = *impl_;
   const int splits = attention_splits(m);
-  const bool prefill_only = m.max_new_tokens > 1 && m.n_decode_tokens == 0;
-  OpTimer timer(profiler(), prefill_only ? std::string("attention prefill")
-                                         : str(m.max_new_tokens > 1 ? "attention mixed, decode splits " : "attention decode splits ", splits));
+  const char* kind = m.max_new_tokens == 1    ? "attention decode splits "
+                     : m.n_decode_tokens > 0 ? "attention mixed, decode splits "
+                                             : nullptr;
+  OpTimer timer(profiler(), kind ? str(kind, splits) : std::string("attention prefill"));
   RF_CHECK(p.n_heads <= limits_.n_heads && p.head_dim <= limits_.head_dim, "cuda attention: shape exceeds reserve()");
   gpu::attention(q.data, cache, m, m.n_tokens, p, splits, I.attn, out.data, ctx());
 }
