@@ -185,8 +185,10 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
                int n_splits, const AttentionScratch& scratch, void* out, const LaunchCtx& ctx) {
   if (n_tokens == 0) return;
   const int group_size = p.n_heads / std::max(p.n_kv_heads, 1);
-  const bool tiled = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && attention_prefill_supported(p.head_dim) &&
-                     p.n_heads % p.n_kv_heads == 0;
+  // Multi-token steps: query tiles on tensor cores or on the CUDA-core tile kernel.
+  const bool prefill = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && p.n_heads % p.n_kv_heads == 0;
+  const bool prefill_mma = prefill && ctx.options.prefill_mma && attention_prefill_mma_supported(p.head_dim);
+  const bool tiled = prefill && attention_prefill_supported(p.head_dim);
   int heads_per_block = std::min(group_size, 4);  // <= 256 threads: 16 queries x 4 heads x 4 threads
   while (group_size % heads_per_block) --heads_per_block;
   const bool fp8 = cache.type == DType::F8_E4M3;
@@ -195,8 +197,6 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   RF_CHECK(p.head_dim <= kMaxHeadDim, "cuda attention: head_dim ", p.head_dim, " > ", kMaxHeadDim, " is not supported");
   RF_CHECK(p.n_heads % p.n_kv_heads == 0, "cuda attention: heads not divisible by KV heads");
   n_splits = std::max(1, n_splits);
-  const bool prefill = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && p.n_heads % p.n_kv_heads == 0;
-  const bool prefill_mma = prefill && ctx.options.prefill_mma && attention_prefill_mma_supported(p.head_dim);
   // A mixed step's single-token sequences take the decode kernel (with
   // splits), the prefill kernel only the multi-token chunks' tiles.
   const bool mixed_decode = (prefill_mma || tiled) && m.decode_tokens && m.n_decode_tokens > 0 &&

@@ -463,9 +463,8 @@ __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const floa
 __host__ __device__ constexpr int combine_weight_floats(int n_splits) { return (n_splits + 7) / 8 * 8 + 8; }
 
 // Sums the splits of one (partial row `row`, head h) into token t's output,
-// every thread of the block
-// (tid < n) calling it (a barrier inside). The first warp weighs the
-// splits (each lane its own: max, exp, the softmax sum by shuffles) into
+// every thread of the block (tid < n) calling it (a barrier inside). The
+// first warp weighs the splits (each lane its own: max, exp, the softmax sum by shuffles) into
 // `weight` (shared, combine_weight_floats(n_splits) floats); then each
 // thread sums its dims over the splits with those weights, the loads
 // independent of one another. (Each thread walking every split's
