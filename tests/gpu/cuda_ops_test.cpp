@@ -165,7 +165,9 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
     CudaBackend gpu(o);
     gpu.reserve(BackendLimits{64, 4, 4, 4, 100, 14336 * 64, 1, 1});
     const std::string variant = str(dtype_name(type), ", rows per warp ", rows_per_warp, ", split ", split);
-    for (const auto& [k, m] : {std::pair{4096, 67}, std::pair{14336, 130}, std::pair{2304, 40}}) {
+    // (3072: lane groups of 16 at two rows per warp.)
+    for (const auto& [k, m] : {std::pair{4096, 67}, std::pair{14336, 130}, std::pair{2304, 40}, std::pair{3072, 70},
+                               std::pair{3584, 45}}) {
       ASSERT_TRUE(gpu.gemv_quantizes_activations(type, 1, k)) << variant << ", k=" << k;
       auto wq = quantized(type, m, k);
       auto x = test::round_f16(test::randn(size_t(k), rng));
@@ -190,25 +192,28 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
       gpu.free(gx);
       gpu.free(go);
     }
-    // gate * up with SiLU, 5120 wide (two warps per row set by the rule).
-    const int k = 5120, m = 96;
-    auto wg = quantized(type, m, k), wu = quantized(type, m, k);
-    auto x = test::round_f16(test::randn(size_t(k), rng));
-    auto xq = test::gemv_activations(gpu, type, 1, k, x);
-    std::vector<float> g(static_cast<size_t>(m)), u(static_cast<size_t>(m));
-    Tensor cwg = make_tensor(wg.data(), type, k, m), cwu = make_tensor(wu.data(), type, k, m);
-    Tensor cxq = make_tensor(xq.data(), DType::F32, k, 1);
-    Tensor cg = make_tensor(g.data(), DType::F32, m, 1), cu = make_tensor(u.data(), DType::F32, m, 1);
-    cpu.matmul_gate_up_glu(cxq, cwg, cwu, cg, cu, cg, Activation::SiLU);
-    Tensor gwg = gpu.load_weight(cwg, "g"), gwu = gpu.load_weight(cwu, "u");
-    void* gx = test::upload(gpu, test::to_f16(x));
-    Tensor tx = make_tensor(gx, DType::F16, k, 1, DeviceKind::CUDA);
-    Tensor go = make_tensor(gpu.alloc(size_t(m) * 2, "o"), DType::F16, m, 1, DeviceKind::CUDA);
-    Tensor gu = make_tensor(gpu.alloc(size_t(m) * 2, "u"), DType::F16, m, 1, DeviceKind::CUDA);
-    gpu.matmul_gate_up_glu(tx, gwg, gwu, go, gu, go, Activation::SiLU);
-    EXPECT_LT(test::rel_l2(test::from_f16(test::download<uint16_t>(gpu, go.data, size_t(m))), g), 5e-3)
-        << variant << ", gate*up";
-    for (void* p : {gwg.data, gwu.data, gx, go.data, gu.data}) gpu.free(p);
+    // gate * up with SiLU, 5120 wide (two warps per row set by the rule)
+    // and 3072 wide (lane groups of 16 at two rows per warp).
+    for (const int k : {5120, 3072}) {
+      const int m = 96;
+      auto wg = quantized(type, m, k), wu = quantized(type, m, k);
+      auto x = test::round_f16(test::randn(size_t(k), rng));
+      auto xq = test::gemv_activations(gpu, type, 1, k, x);
+      std::vector<float> g(static_cast<size_t>(m)), u(static_cast<size_t>(m));
+      Tensor cwg = make_tensor(wg.data(), type, k, m), cwu = make_tensor(wu.data(), type, k, m);
+      Tensor cxq = make_tensor(xq.data(), DType::F32, k, 1);
+      Tensor cg = make_tensor(g.data(), DType::F32, m, 1), cu = make_tensor(u.data(), DType::F32, m, 1);
+      cpu.matmul_gate_up_glu(cxq, cwg, cwu, cg, cu, cg, Activation::SiLU);
+      Tensor gwg = gpu.load_weight(cwg, "g"), gwu = gpu.load_weight(cwu, "u");
+      void* gx = test::upload(gpu, test::to_f16(x));
+      Tensor tx = make_tensor(gx, DType::F16, k, 1, DeviceKind::CUDA);
+      Tensor go = make_tensor(gpu.alloc(size_t(m) * 2, "o"), DType::F16, m, 1, DeviceKind::CUDA);
+      Tensor gu = make_tensor(gpu.alloc(size_t(m) * 2, "u"), DType::F16, m, 1, DeviceKind::CUDA);
+      gpu.matmul_gate_up_glu(tx, gwg, gwu, go, gu, go, Activation::SiLU);
+      EXPECT_LT(test::rel_l2(test::from_f16(test::download<uint16_t>(gpu, go.data, size_t(m))), g), 5e-3)
+          << variant << ", gate*up, k=" << k;
+      for (void* p : {gwg.data, gwu.data, gx, go.data, gu.data}) gpu.free(p);
+    }
   }
 }
 

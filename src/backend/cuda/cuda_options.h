@@ -55,6 +55,9 @@
 //                            the shared-memory kernel (kq_stream_expert_rows)
 //   ROCMFORGE_KQ_STREAM_SHORT_ROWS=0 ... but not short expert rows (the
 //                            warp in lane groups) (kq_stream_short_expert_rows)
+//   ROCMFORGE_KQ_STREAM_GROUPS=0 rows whose chunks fill a warp's lanes
+//                            unevenly (3072 wide) take the whole warp,
+//                            not lane groups of 16 (kq_stream_lane_groups)
 //   ROCMFORGE_KQ_STREAM_SPLIT=N warps per set of rows of that GEMV (1, 2, 4)
 //                            instead of the rule by row length
 //                                                         (kq_stream_split)
@@ -193,6 +196,14 @@ struct CudaOptions {
   // 364.5 tok/s; batch-1 KL divergence against off 0.0011 (8-bit GLU
   // outputs; dummy weights).
   bool kq_stream_short_expert_rows = true;
+  // ... and, two rows per warp, rows of 33..63 chunks that 16 lanes divide
+  // evenly (Phi-3's 3072-wide rows: 48 chunks, where a whole warp leaves
+  // half its lanes one chunk short) in lane groups of 16, each its own set
+  // of rows. Measured on the H100 (tg128 b1 after 64 prompt tokens, two
+  // rounds, off -> on): phi3-mini q4_k_m 553.6 / 554.0 -> 560.8 / 560.8
+  // tok/s. (Groups of 8 for Gemma 2's 3584-wide rows: 275.6 / 274.8 ->
+  // 257.0 / 256.9; not taken.)
+  bool kq_stream_lane_groups = true;
   // FP8 weights (F8_E4M3_ROW): batches of at least this many rows (and
   // more than the GEMV's 8) quantize their activations to e4m3 (a scale per
   // row) and multiply on FP8 tensor cores (cuBLASLt, outer-vector scales),

@@ -293,7 +293,8 @@ __global__ void quantize_act_q8_kernel(const __half* x, int k, int8_t* xq, float
 // reads its own row of the quantized activations, not the shared first one.
 //
 // kGroup (> 0: rows shorter than a warp's lanes have chunks, e.g. Qwen3-MoE's
-// 768-wide expert down rows; CudaOptions::kq_stream_short_expert_rows): the
+// 768-wide expert down rows, CudaOptions::kq_stream_short_expert_rows; or
+// rows of a chunk count the warp's lanes do not divide, stream_group): the
 // warp's lanes split into groups of kGroup (a multiple of 4), each taking
 // its own set of rows, so that no lane idles; 0: the whole warp one set.
 template <DType T, typename OutT, bool kPaired, int kRows, int kSplit, bool kOwnRows = false, int kGroup = 0>
@@ -401,11 +402,34 @@ int stream_split(int chunks, const LaunchCtx& ctx) {
   return chunks <= 2 * ctx.warp_size ? 1 : chunks <= 4 * ctx.warp_size ? 2 : 4;
 }
 
+// Lanes per set of rows (gemv_stream_kernel's kGroup) for rows of `chunks`
+// chunks that would leave some of a warp's lanes idle for part of the row:
+// 16 where that divides the row evenly (Phi-3's 3072-wide rows: 48 chunks,
+// 16 lanes of 3, where a whole warp gives half its lanes 1 chunk and half
+// 2), else 0 (the whole warp; CudaOptions::kq_stream_lane_groups). Two rows
+// per warp only. (Groups of 8 for Gemma 2's 3584-wide rows, 8 lanes of 7
+// chunks each, measured slower: a lane's chunks come two at a time.)
+int stream_group(int chunks, int rows_per_warp, const LaunchCtx& ctx) {
+  const int w = ctx.warp_size;
+  if (!ctx.options.kq_stream_lane_groups || rows_per_warp != 2 || chunks >= 2 * w || chunks % w == 0 ||
+      ctx.options.kq_stream_split > 1)
+    return 0;
+  return chunks % 16 == 0 ? 16 : 0;
+}
+
 template <DType T, typename OutT, bool kPaired, int kRows>
 void launch_stream_rows(const GemvArgs& a, int split, int m, int grid_y, const LaunchCtx& ctx) {
+  const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
+  if constexpr (kRows == 2) {
+    if (const int group = stream_group(a.k / 64, kRows, ctx); group > 0) {
+      const int rows_per_block = kStreamWarps * (ctx.warp_size / group) * kRows;
+      const dim3 blocks(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
+      launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 1, false, 16>, blocks, threads, 0, ctx, a);
+      return;
+    }
+  }
   const int rows_per_block = kStreamWarps / split * kRows;
   const dim3 blocks(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
-  const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
   if (split == 1) launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 1>, blocks, threads, 0, ctx, a);
   else if (split == 2) launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 2>, blocks, threads, 0, ctx, a);
   else launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 4>, blocks, threads, 0, ctx, a);
