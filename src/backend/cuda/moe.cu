@@ -252,14 +252,28 @@ __global__ void __launch_bounds__(kCombineThreads) moe_combine_kernel(const floa
   const int t = blockIdx.x;
   const int c = (int(blockIdx.y) * kCombineThreads + int(threadIdx.x)) * 4;
   if (c >= cols) return;
+  // The loads of eight choices go out before their multiply-adds: one wait
+  // for the positions and one for the rows per eight, not two per choice.
+  constexpr int kBatch = 8;
   float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-  for (int j = 0; j < k; ++j) {
-    const float w = weights[size_t(t) * k + j];
-    const float4 v = *reinterpret_cast<const float4*>(y + size_t(pos_of[size_t(t) * k + j]) * cols + c);
-    s0 += w * v.x;
-    s1 += w * v.y;
-    s2 += w * v.z;
-    s3 += w * v.w;
+  for (int j0 = 0; j0 < k; j0 += kBatch) {
+    float w[kBatch];
+    float4 v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const bool in = j0 + u < k;
+      const size_t pair = size_t(t) * k + j0 + u;
+      w[u] = in ? weights[pair] : 0.0f;
+      v[u] = in ? *reinterpret_cast<const float4*>(y + size_t(pos_of[pair]) * cols + c) : make_float4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      if (j0 + u >= k) continue;
+      s0 = fmaf(w[u], v[u].x, s0);
+      s1 = fmaf(w[u], v[u].y, s1);
+      s2 = fmaf(w[u], v[u].z, s2);
+      s3 = fmaf(w[u], v[u].w, s3);
+    }
   }
   __half2* o = reinterpret_cast<__half2*>(out + size_t(t) * cols + c);
   o[0] = __floats2half2_rn(s0, s1);
