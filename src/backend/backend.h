@@ -111,9 +111,10 @@ struct BackendLimits {
   int32_t n_expert = 0, n_expert_used = 0, expert_ff = 0;
   int32_t n_embd = 0;
   // The whole vocabulary (allowed-token masks are this wide); more than
-  // `vocab` on a tensor-parallel rank. (Last: tests initialize the fields
-  // above by position.)
+  // `vocab` on a tensor-parallel rank. (Tests initialize the fields up to
+  // here by position.)
   int32_t vocab_total = 0;
+  int32_t n_ff = 0;  // a dense FFN's width (gate and up rows; 0: no dense FFN)
 };
 
 // A mixture-of-experts FFN layer's shape and routing (Mixtral, Qwen3-MoE).
@@ -271,8 +272,10 @@ class Backend {
                             std::span<const Tensor> biases);
   // Whether the loader should place a layer's q, k and v weights (when they
   // share a format) in one allocation, q's rows, then k's, then v's, as a
-  // fused attn_qkv file tensor is: a backend that copies weights into its
-  // own memory multiplies a batch by such adjacent weights in one matmul.
+  // fused attn_qkv file tensor is, and its FFN gate and up weights likewise
+  // (gate's rows, then up's, as a fused ffn_up is): a backend that copies
+  // weights into its own memory multiplies a batch by such adjacent weights
+  // in one matmul.
   virtual bool packs_qkv() const { return false; }
   // out = act(x . w_gate^T) * (x . w_up^T): SwiGLU or GeGLU (act as
   // swiglu() and geglu() compute it); gate and up are scratch the default

@@ -27,6 +27,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   limits_.head_dim = c_.head_dim;
   limits_.n_kv_heads = c_.n_head_kv;
   limits_.kv_groups = kv_group_layout(c_).n_groups();
+  if (!c_.has_experts()) limits_.n_ff = c_.n_ff;
   if (c_.has_experts()) {  // (the expert fields stay 0 for dense models)
     moe_ = c_.moe();
     limits_.n_embd = c_.n_embd;

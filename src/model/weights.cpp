@@ -126,8 +126,8 @@ struct Loader {
   };
 
   // The parts' rows one after another in one backend allocation
-  // (Backend::packs_qkv), each part as matrix() would load it; null when
-  // the parts' formats differ (then each loads on its own).
+  // (Backend::packs_qkv: q/k/v, gate/up), each part as matrix() would load
+  // it; null when the parts' formats differ (then each loads on its own).
   Tensor packed(const std::vector<Part>& parts, int64_t cols, const std::string& name) {
     std::vector<const gguf::TensorInfo*> infos;
     int64_t total = 0;
@@ -298,6 +298,14 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
         // ffn_up holds the gate rows, then the up rows.
         const Tensor gate_up =
             L.matrix(p + "ffn_up.weight", c.n_embd, 2 * int64_t(full.n_ff), only({ff, offset(ff, full.n_ff)}));
+        l.w_gate = gate_up.slice_rows(0, c.n_ff);
+        l.w_up = gate_up.slice_rows(c.n_ff, c.n_ff);
+      } else if (const Tensor gate_up = backend.packs_qkv()
+                                            ? L.packed({{p + "ffn_gate.weight", full.n_ff, only({ff})},
+                                                        {p + "ffn_up.weight", full.n_ff, only({ff})}},
+                                                       c.n_embd, p + "ffn_gate_up (packed)")
+                                            : Tensor{};
+                 gate_up.data) {
         l.w_gate = gate_up.slice_rows(0, c.n_ff);
         l.w_up = gate_up.slice_rows(c.n_ff, c.n_ff);
       } else {

@@ -152,6 +152,58 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaPackedQkv,
                          ::testing::Values(DType::F16, DType::Q4_K, DType::Q6_K, DType::Q8_0, DType::F8_E4M3_ROW),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
+// Gate and up weights in one allocation (as the loader places them for the
+// GPU, or as a fused ffn_up holds them): batches of 9..256 rows take one
+// matmul over both and the GLU of its two halves (CudaBackend::
+// packed_gate_up), larger ones two matmuls; SwiGLU and GeGLU match the CPU
+// either way, with the packed matmul on and off.
+class CudaPackedGateUp : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CudaPackedGateUp, MatchesCpu) {
+  RF_REQUIRE_GPU();
+  const DType type = GetParam();
+  CpuBackend cpu(2);
+  const int k = 512, ff = 320;
+  for (const bool packed_matmul : {true, false}) {
+    std::mt19937 rng(43 + int(type));
+    CudaOptions o;
+    o.packed_gate_up = packed_matmul;
+    CudaBackend gpu(o);
+    BackendLimits lim{512, 4, 4, 4, 100, 2 * ff * k, 4, 64, 1};
+    lim.n_ff = ff;
+    gpu.reserve(lim);
+    const Weight both = make_weight(type, 2 * ff, k, rng);
+    const Tensor gboth = gpu.load_weight(both.host, "gate_up");
+    const Tensor cg_w = both.host.slice_rows(0, ff), cu_w = both.host.slice_rows(ff, ff);
+    const Tensor gg_w = gboth.slice_rows(0, ff), gu_w = gboth.slice_rows(ff, ff);
+    for (const int n : {9, 40, 64, 256, 300}) {
+      auto x = test::round_f16(test::randn(size_t(n) * k, rng));
+      void* gx = test::upload(gpu, test::to_f16(x));
+      auto xr = test::matmul_activations(gpu, both.host, n, DType::F16, x);
+      Tensor cx = make_tensor(xr.data(), DType::F32, k, n), tx = make_tensor(gx, DType::F16, k, n, DeviceKind::CUDA);
+      for (const Activation act : {Activation::SiLU, Activation::GeluTanh}) {
+        std::vector<float> g(size_t(n) * ff), u(g.size());
+        Tensor cg = make_tensor(g.data(), DType::F32, ff, n), cu = make_tensor(u.data(), DType::F32, ff, n);
+        cpu.matmul_gate_up_glu(cx, cg_w, cu_w, cg, cu, cg, act);
+        Tensor go = make_tensor(gpu.alloc(g.size() * 2, "o"), DType::F16, ff, n, DeviceKind::CUDA);
+        Tensor gu = make_tensor(gpu.alloc(g.size() * 2, "u"), DType::F16, ff, n, DeviceKind::CUDA);
+        gpu.matmul_gate_up_glu(tx, gg_w, gu_w, go, gu, go, act);
+        EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(gpu, go.data, g.size())), g), 5e-3)
+            << dtype_name(type) << " n=" << n << (act == Activation::SiLU ? " silu" : " gelu")
+            << (packed_matmul ? ", packed" : ", two matmuls");
+        gpu.free(go.data);
+        gpu.free(gu.data);
+      }
+      gpu.free(gx);
+    }
+    gpu.free(gboth.data);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CudaPackedGateUp,
+                         ::testing::Values(DType::F16, DType::Q4_K, DType::Q6_K, DType::Q8_0, DType::F8_E4M3_ROW),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
 // q/k/v of mixed formats (q4_k_m keeps some V projections in Q6_K): the
 // leading run of one format fuses, the rest runs alone; all match the CPU.
 TEST(CudaFusedOps, MixedFormatProjectionsMatchCpu) {

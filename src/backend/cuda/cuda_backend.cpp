@@ -256,9 +256,12 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   I.dequant_bytes = std::min(options_.dequant_scratch_bytes, size_t(std::max<int64_t>(lim.max_weight_elems, 1)) * 2);
   I.dequant = alloc(I.dequant_bytes, "matmul dequantization scratch");
   if (options_.packed_qkv) {
-    I.packed_bytes = size_t(std::min(lim.max_tokens, kPackedQkvMaxRows)) *
-                     size_t(std::max(lim.n_heads + 2 * lim.n_kv_heads, 0)) * size_t(std::max(lim.head_dim, 0)) * 2;
-    if (I.packed_bytes) I.packed_out = alloc(I.packed_bytes, "packed q/k/v outputs");
+    // Rows of q + k + v columns, or of gate + up ones.
+    const size_t width = std::max<size_t>(size_t(std::max(lim.n_heads + 2 * lim.n_kv_heads, 0)) *
+                                              size_t(std::max(lim.head_dim, 0)),
+                                          options_.packed_gate_up ? 2 * size_t(std::max(lim.n_ff, 0)) : 0);
+    I.packed_bytes = size_t(std::min(lim.max_tokens, kPackedQkvMaxRows)) * width * 2;
+    if (I.packed_bytes) I.packed_out = alloc(I.packed_bytes, "packed q/k/v or gate/up outputs");
   }
 
   I.attn.max_splits = options_.max_attention_splits;
@@ -726,6 +729,7 @@ bool CudaBackend::packed_matmul(const Tensor& x, std::span<const Tensor> ws, std
 
 void CudaBackend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
                                      Tensor& up, Tensor& out, Activation act) {
+  if (packed_gate_up(x, w_gate, w_up, out, act)) return;
   const Tensor pair[2] = {w_gate, w_up};
   if (!gemv_fusable(x, pair) || w_gate.rows() != w_up.rows() || out.type != DType::F16)
     return Backend::matmul_gate_up_glu(x, w_gate, w_up, gate, up, out, act);
@@ -736,6 +740,22 @@ void CudaBackend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, cons
   const gpu::GemvSegment seg{w_gate.data, out.data, int(w_gate.rows())};
   gpu::gemv_segments(w_gate.type, &seg, 1, w_up.data, gelu, w_gate.row_bytes(), int(x.cols()), x.data, int(x.rows()),
                      DType::F16, ctx());
+}
+
+bool CudaBackend::packed_gate_up(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& out,
+                                 Activation act) {
+  const int n = int(x.rows()), ff = int(w_gate.rows());
+  const bool adjacent = static_cast<const uint8_t*>(w_gate.data) + w_gate.bytes() == w_up.data &&
+                        w_up.type == w_gate.type && w_up.rows() == ff && w_up.cols() == w_gate.cols();
+  if (!options_.packed_gate_up || n <= 8 || !adjacent || x.type != DType::F16 || out.type != DType::F16 ||
+      out.cols() != ff || size_t(n) * size_t(2 * ff) * 2 > impl_->packed_bytes)
+    return false;
+  Tensor together = make_tensor(w_gate.data, w_gate.type, w_gate.cols(), 2 * int64_t(ff), DeviceKind::CUDA);
+  Tensor scratch = make_tensor(impl_->packed_out, DType::F16, 2 * int64_t(ff), n, DeviceKind::CUDA);
+  matmul(x, together, scratch);
+  OpTimer timer(profiler(), act == Activation::GeluTanh ? "geglu (packed)" : "swiglu (packed)");
+  gpu::glu_packed(impl_->packed_out, n, ff, out.data, act == Activation::GeluTanh, ctx());
+  return true;
 }
 
 void CudaBackend::rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb,

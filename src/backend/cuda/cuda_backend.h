@@ -141,6 +141,11 @@ class CudaBackend final : public Backend {
   // splitting its columns into outs (+ biases); false where it does not apply.
   bool packed_matmul(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
                      std::span<const Tensor> biases);
+  // matmul_gate_up_glu of gate and up weights adjacent in memory and 9 to
+  // kPackedQkvMaxRows rows (CudaOptions::packed_gate_up): one matmul over
+  // both into scratch, then the GLU from its two halves; false where it
+  // does not apply.
+  bool packed_gate_up(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& out, Activation act);
   int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
   void release_reserved();
   int n_sms_ = 1;

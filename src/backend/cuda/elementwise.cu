@@ -56,6 +56,20 @@ __global__ void geglu_kernel(const __half* __restrict__ g, const __half* __restr
     o[i] = __float2half_rn(gelu_tanh_f16(__half2float(g[i])) * __half2float(u[i]));
 }
 
+// The GLU of a packed gate*up product: row t of gu holds t's ff gate
+// values, then its ff up values; swiglu_kernel's / geglu_kernel's arithmetic.
+__global__ void glu_packed_kernel(const __half* __restrict__ gu, int64_t rows, int ff, __half* __restrict__ o,
+                                  bool gelu) {
+  pdl_wait();
+  pdl_trigger();
+  const int64_t n = rows * ff;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = i / ff, c = i % ff;
+    const float g = __half2float(gu[t * 2 * ff + c]), u = __half2float(gu[t * 2 * ff + ff + c]);
+    o[i] = __float2half_rn((gelu ? gelu_tanh_f16(g) : silu(g)) * u);
+  }
+}
+
 __global__ void add_bias_kernel(__half* __restrict__ x, const float* __restrict__ bias, int64_t n, int cols) {
   pdl_wait();
   pdl_trigger();
@@ -159,6 +173,13 @@ void geglu(const void* gate, const void* up, void* out, int64_t n, const LaunchC
   if (n == 0) return;
   launch(geglu_kernel, grid_for(n, 256), 256, 0, ctx, static_cast<const __half*>(gate), static_cast<const __half*>(up),
          static_cast<__half*>(out), n);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void glu_packed(const void* gate_up, int64_t rows, int ff, void* out, bool gelu, const LaunchCtx& ctx) {
+  if (rows == 0 || ff == 0) return;
+  launch(glu_packed_kernel, grid_for(rows * ff, 256), 256, 0, ctx, static_cast<const __half*>(gate_up), rows, ff,
+         static_cast<__half*>(out), gelu);
   RF_GPU_CHECK_LAUNCH();
 }
 
