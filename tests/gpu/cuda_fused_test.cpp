@@ -204,8 +204,11 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaPackedGateUp,
                          ::testing::Values(DType::F16, DType::Q4_K, DType::Q6_K, DType::Q8_0, DType::F8_E4M3_ROW),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
-// q/k/v of mixed formats (q4_k_m keeps some V projections in Q6_K): the
-// leading run of one format fuses, the rest runs alone; all match the CPU.
+// q/k/v of mixed formats (q4_k_m keeps some V projections in Q6_K): one
+// row takes one launch of the streaming GEMV for both formats
+// (CudaOptions::gemv_two_formats), a few rows the leading run of one
+// format fused and the rest alone; all match the CPU, with and without
+// biases.
 TEST(CudaFusedOps, MixedFormatProjectionsMatchCpu) {
   RF_REQUIRE_GPU();
   std::mt19937 rng(5);
@@ -223,6 +226,13 @@ TEST(CudaFusedOps, MixedFormatProjectionsMatchCpu) {
       cws.push_back(ws.back().host);
       gws.push_back(gpu->load_weight(ws.back().host, "w"));
     }
+    std::vector<std::vector<float>> bias(3);
+    std::vector<Tensor> gbias;
+    for (int i = 0; i < 3; ++i) {
+      bias[size_t(i)] = test::randn(size_t(rows[i]), rng);
+      gbias.push_back(gpu->load_f32(bias[size_t(i)].data(), rows[i], 1, "bias"));
+    }
+    for (const bool with_bias : {false, true})
     for (int n : {1, 3}) {
       auto x = test::round_f16(test::randn(size_t(n) * k, rng));
       void* gx = test::upload(*gpu, test::to_f16(x));
@@ -236,18 +246,21 @@ TEST(CudaFusedOps, MixedFormatProjectionsMatchCpu) {
         Tensor cx = make_tensor(xr.data(), DType::F32, k, n);
         Tensor cout = make_tensor(ref[size_t(i)].data(), DType::F32, rows[i], n);
         cpu.matmul(cx, cws[size_t(i)], cout);
+        if (with_bias)
+          for (size_t j = 0; j < ref[size_t(i)].size(); ++j) ref[size_t(i)][j] += bias[size_t(i)][j % size_t(rows[i])];
         gouts.push_back(make_tensor(gpu->alloc(size_t(n) * rows[i] * 2, "out"), DType::F16, rows[i], n, DeviceKind::CUDA));
       }
-      gpu->matmul_multi(tx, gws, gouts, {});
+      gpu->matmul_multi(tx, gws, gouts, with_bias ? std::span<const Tensor>(gbias) : std::span<const Tensor>());
       for (int i = 0; i < 3; ++i) {
         EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gouts[size_t(i)].data, ref[size_t(i)].size())),
                          ref[size_t(i)]),
                   4e-3)
-            << "n=" << n << " output " << i << " " << dtype_name(types[size_t(i)]);
+            << "n=" << n << " output " << i << " " << dtype_name(types[size_t(i)]) << (with_bias ? " with bias" : "");
         gpu->free(gouts[size_t(i)].data);
       }
       gpu->free(gx);
     }
+    for (Tensor& b : gbias) gpu->free(b.data);
     for (Tensor& g : gws) gpu->free(g.data);
   }
 }

@@ -671,6 +671,7 @@ void CudaBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std:
     // first format fuses, the rest goes on its own.
     size_t run = 1;
     while (run < ws.size() && ws[run].type == ws[0].type) ++run;
+    if (run < ws.size() && two_format_gemv(x, ws, outs, biases, run)) return;
     if (run < ws.size()) {
       auto part = [&](size_t from, size_t count) {
         matmul_multi(x, ws.subspan(from, count), outs.subspan(from, count),
@@ -696,6 +697,26 @@ void CudaBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std:
   }
   gpu::gemv_segments(ws[0].type, segs, int(ws.size()), nullptr, false, ws[0].row_bytes(), int(x.cols()), x.data,
                      int(x.rows()), outs[0].type, ctx());
+}
+
+bool CudaBackend::two_format_gemv(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                                  std::span<const Tensor> biases, size_t run) {
+  if (x.rows() != 1 || x.type != DType::F16 || ws.size() > 3) return false;
+  for (size_t i = run; i < ws.size(); ++i)
+    if (ws[i].type != ws[run].type) return false;
+  gpu::GemvSegment segs[3];
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const Tensor* bias = biases.empty() || !biases[i].data ? nullptr : &biases[i];
+    if (outs[i].type != DType::F16 || outs[i].cols() != ws[i].rows() || ws[i].cols() != x.cols() ||
+        (bias && (bias->type != DType::F32 || bias->cols() != ws[i].rows())))
+      return false;
+    segs[i] = {ws[i].data, outs[i].data, int(ws[i].rows()), bias ? bias->ptr<float>() : nullptr};
+  }
+  OpTimer timer(profiler(), profiler() ? str("matmul gemv x", run, " ", dtype_name(ws[0].type), " + x", ws.size() - run,
+                                             " ", dtype_name(ws[run].type), " n1 k", x.cols())
+                                       : std::string());
+  return gpu::gemv_segments_two_formats(ws[0].type, segs, int(run), ws[0].row_bytes(), ws[run].type, segs + run,
+                                        int(ws.size() - run), ws[run].row_bytes(), int(x.cols()), x.data, ctx());
 }
 
 bool CudaBackend::packed_matmul(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,

@@ -141,6 +141,12 @@ class CudaBackend final : public Backend {
   // splitting its columns into outs (+ biases); false where it does not apply.
   bool packed_matmul(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
                      std::span<const Tensor> biases);
+  // matmul_multi of one activation row by weights of two formats, the
+  // first `run` in one and the rest in another (q4_k_m's q/k/v with V in
+  // Q6_K): one launch (CudaOptions::gemv_two_formats); false where it does
+  // not apply.
+  bool two_format_gemv(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                       std::span<const Tensor> biases, size_t run);
   // matmul_gate_up_glu of gate and up weights adjacent in memory and 9 to
   // kPackedQkvMaxRows rows (CudaOptions::packed_gate_up): one matmul over
   // both into scratch, then the GLU from its two halves; false where it

@@ -32,6 +32,8 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_SHORT_ROWS"); p && *p)
     o.kq_stream_short_expert_rows = std::string(p) != "0";
   if (const char* p = std::getenv("ROCMFORGE_PACKED_GATE_UP"); p && *p) o.packed_gate_up = std::string(p) != "0";
+  if (const char* p = std::getenv("ROCMFORGE_GEMV_TWO_FORMATS"); p && *p)
+    o.gemv_two_formats = std::string(p) != "0";
   if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_GROUPS"); p && *p)
     o.kq_stream_lane_groups = std::string(p) != "0";
   o.peer_all_reduce = o.peer_all_reduce && switch_on("ROCMFORGE_PEER_ALL_REDUCE");

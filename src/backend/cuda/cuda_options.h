@@ -55,6 +55,9 @@
 //                            the shared-memory kernel (kq_stream_expert_rows)
 //   ROCMFORGE_KQ_STREAM_SHORT_ROWS=0 ... but not short expert rows (the
 //                            warp in lane groups) (kq_stream_short_expert_rows)
+//   ROCMFORGE_GEMV_TWO_FORMATS=0 one row's q/k/v of two k-quant formats
+//                            in two GEMV launches, not one
+//                                                      (gemv_two_formats)
 //   ROCMFORGE_PACKED_GATE_UP=0 batches of 9..256 rows multiply gate and up
 //                            weights in two matmuls, not one over both
 //                                                        (packed_gate_up)
@@ -207,6 +210,13 @@ struct CudaOptions {
   // tok/s. (Groups of 8 for Gemma 2's 3584-wide rows: 275.6 / 274.8 ->
   // 257.0 / 256.9; not taken.)
   bool kq_stream_lane_groups = true;
+  // One activation row's q/k/v of two formats (q4_k_m keeps V in Q6_K in
+  // half the layers) in one streaming-GEMV launch, each block in its
+  // segment's format, where each format's run took a launch. Measured on
+  // the H100 (tg128 b1 after 64 prompt tokens, two rounds, off -> on):
+  // llama3-8b q4_k_m 374.3 / 374.3 -> 382.2 / 381.5 tok/s, qwen3-30b-a3b
+  // q4_k_m 380.1 / 379.6 -> 387.1 / 387.8.
+  bool gemv_two_formats = true;
   // FP8 weights (F8_E4M3_ROW): batches of at least this many rows (and
   // more than the GEMV's 8) quantize their activations to e4m3 (a scale per
   // row) and multiply on FP8 tensor cores (cuBLASLt, outer-vector scales),

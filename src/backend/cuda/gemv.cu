@@ -528,6 +528,30 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
   }
 }
 
+bool gemv_segments_two_formats(DType t0, const GemvSegment* segs0, int n0, size_t row_bytes0, DType t1,
+                               const GemvSegment* segs1, int n1, size_t row_bytes1, int k, const void* x,
+                               const LaunchCtx& ctx) {
+  RF_CHECK(n0 >= 1 && n1 >= 1 && n0 + n1 <= 3, "gemv: 1..3 segments in all");
+  const auto args = [&](const GemvSegment* segs, int count, size_t row_bytes) {
+    GemvArgs a{};
+    int end = 0;
+    for (int i = 0; i < count; ++i) {
+      a.w[i] = static_cast<const uint8_t*>(segs[i].w);
+      a.out[i] = segs[i].out;
+      a.bias[i] = segs[i].bias;
+      end += segs[i].rows;
+      a.row_end[i] = end;
+    }
+    a.n_segs = count;
+    a.row_bytes = row_bytes;
+    a.k = k;
+    a.n = 1;
+    a.x = static_cast<const __half*>(x);
+    return a;
+  };
+  return launch_gemv_kq_stream_two(t0, args(segs0, n0, row_bytes0), t1, args(segs1, n1, row_bytes1), ctx);
+}
+
 void gemv(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out, DType out_type,
           const LaunchCtx& ctx) {
   const GemvSegment seg{w, out, m};

@@ -108,5 +108,9 @@ __device__ __forceinline__ float with_bias(const GemvRow& g, float s) { return g
 // not launch.
 bool launch_gemv_kq_stream(DType w_type, const GemvArgs& a, DType out_type, bool paired, int grid_y,
                            const LaunchCtx& ctx, int x_rows = 1);
+// The same for two groups of segments in different formats (t0 != t1,
+// each Q4_K or Q6_K, f16 outputs, one activation row) in one launch
+// (CudaOptions::gemv_two_formats); false if it did not launch.
+bool launch_gemv_kq_stream_two(DType t0, const GemvArgs& a0, DType t1, const GemvArgs& a1, const LaunchCtx& ctx);
 
 }  // namespace rf::gpu

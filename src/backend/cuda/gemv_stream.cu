@@ -297,8 +297,11 @@ __global__ void quantize_act_q8_kernel(const __half* x, int k, int8_t* xq, float
 // rows of a chunk count the warp's lanes do not divide, stream_group): the
 // warp's lanes split into groups of kGroup (a multiple of 4), each taking
 // its own set of rows, so that no lane idles; 0: the whole warp one set.
+//
+// The body, for block `block` of a's rows (gemv_stream_kernel; the
+// two-format kernel below runs two of them).
 template <DType T, typename OutT, bool kPaired, int kRows, int kSplit, bool kOwnRows = false, int kGroup = 0>
-__global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel(GemvArgs a) {
+__device__ __forceinline__ void gemv_stream_rows(const GemvArgs& a, int block) {
   using F = StreamFormat<T>;
   constexpr int S = kRows * (kPaired ? 2 : 1);  // rows a warp reads: gate (or plain) rows, then up rows
   constexpr int W = RF_WARP_SIZE, kSets = kStreamWarps / kSplit;
@@ -308,7 +311,7 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
   const int lane = threadIdx.x % W, warp = threadIdx.x / W, set = warp / kSplit, part = warp % kSplit;
   const int glane = lane % G, slot = lane / G;
   const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
-  const int r0 = ((int(blockIdx.x) * kSets + set) * kSlots + slot) * kRows;
+  const int r0 = ((block * kSets + set) * kSlots + slot) * kRows;
   // Expert mode (one token): this block row's tile names the expert, known
   // only once the previous kernels are done (gemv_tile waits for them).
   GemvTile tile{};
@@ -393,6 +396,21 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
       store_out(static_cast<OutT*>(g.out) + tile.out_off + g.local, with_bias(g, v));
     }
   }
+}
+
+template <DType T, typename OutT, bool kPaired, int kRows, int kSplit, bool kOwnRows = false, int kGroup = 0>
+__global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel(GemvArgs a) {
+  gemv_stream_rows<T, OutT, kPaired, kRows, kSplit, kOwnRows, kGroup>(a, int(blockIdx.x));
+}
+
+// Two formats of one width in one launch (q4_k_m's q/k/v where V is Q6_K):
+// blocks [0, blocks0) take a0's rows in format T0, the rest a1's in T1; two
+// rows per warp, f16 outputs, one shared row of activation quants.
+template <DType T0, DType T1, int kSplit>
+__global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE)
+    gemv_stream_two_kernel(GemvArgs a0, GemvArgs a1, int blocks0) {
+  if (int(blockIdx.x) < blocks0) gemv_stream_rows<T0, __half, false, 2, kSplit>(a0, int(blockIdx.x));
+  else gemv_stream_rows<T1, __half, false, 2, kSplit>(a1, int(blockIdx.x) - blocks0);
 }
 
 // Warps per set of rows: 1 for rows of up to 2 warp widths of chunks, 2 up
@@ -597,6 +615,58 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
   } else {
     launch_stream_type<DType::Q6_K>(a, out_type, paired, rows, m, grid_y, ctx);
   }
+  return true;
+}
+
+bool launch_gemv_kq_stream_two(DType t0, const GemvArgs& a0, DType t1, const GemvArgs& a1, const LaunchCtx& ctx) {
+  const auto streams_two_rows = [&](DType t) {
+    return (t == DType::Q4_K || t == DType::Q6_K) && stream_rows(ctx.options, t) == 2;
+  };
+  if (!ctx.options.gemv_two_formats || !ctx.act_q8 || t0 == t1 || !streams_two_rows(t0) || !streams_two_rows(t1) ||
+      a0.k != a1.k || a0.n != 1 || a1.n != 1 || a0.x != a1.x || a0.tiles || a1.tiles ||
+      !gemv_quantizes_activations(ctx.options, ctx.warp_size, t0, 1, a0.k) ||
+      !gemv_quantizes_activations(ctx.options, ctx.warp_size, t1, 1, a1.k) ||
+      stream_group(a0.k / 64, 2, ctx) != 0)
+    return false;
+  // Q4_K rows are read in 16-byte pieces, Q6_K ones in 4-byte words from
+  // 2-aligned super-blocks.
+  const auto aligned = [](DType t, const GemvArgs& a) {
+    const uintptr_t align = t == DType::Q6_K ? 2 : 16;
+    bool ok = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.row_bytes % align == 0;
+    for (int i = 0; i < a.n_segs; ++i) ok = ok && reinterpret_cast<uintptr_t>(a.w[i]) % align == 0;
+    return ok;
+  };
+  if (!aligned(t0, a0) || !aligned(t1, a1)) return false;
+  float2* xds = act_q8_scales(ctx.act_q8);
+  int8_t* xq = act_q8_quants(ctx.act_q8);
+  if (!act_q8_ready(ctx, a0.x, a0.k)) {
+    const int groups = a0.k / 32;
+    launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, a0.x, a0.k, xq, xds);
+  }
+  act_q8_record(ctx, a0.x, a0.k);
+  if (ctx.act_q8_state) ctx.act_q8_state->gemv_seen = true;
+  GemvArgs b0 = a0, b1 = a1;
+  for (GemvArgs* b : {&b0, &b1}) {
+    b->xq = xq;
+    b->xds = xds;
+    b->weights_l1 = ctx.options.kq_stream_l1;
+  }
+  const int split = stream_split(a0.k / 64, ctx);
+  const int rows_per_block = kStreamWarps / split * 2;
+  const int m0 = a0.row_end[a0.n_segs - 1], m1 = a1.row_end[a1.n_segs - 1];
+  const int blocks0 = (m0 + rows_per_block - 1) / rows_per_block;
+  const unsigned blocks = unsigned(blocks0 + (m1 + rows_per_block - 1) / rows_per_block);
+  const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
+  const auto go = [&](auto t0c, auto t1c) {
+    constexpr DType A = decltype(t0c)::value, B = decltype(t1c)::value;
+    if (split == 1) launch(gemv_stream_two_kernel<A, B, 1>, blocks, threads, 0, ctx, b0, b1, blocks0);
+    else if (split == 2) launch(gemv_stream_two_kernel<A, B, 2>, blocks, threads, 0, ctx, b0, b1, blocks0);
+    else launch(gemv_stream_two_kernel<A, B, 4>, blocks, threads, 0, ctx, b0, b1, blocks0);
+  };
+  using Q4 = std::integral_constant<DType, DType::Q4_K>;
+  using Q6 = std::integral_constant<DType, DType::Q6_K>;
+  if (t0 == DType::Q4_K) go(Q4{}, Q6{});
+  else go(Q6{}, Q4{});
   return true;
 }
 

@@ -46,6 +46,13 @@ struct GemvSegment {
 };
 void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, bool gelu, size_t row_bytes,
                    int k, const void* x, int n, DType out_type, const LaunchCtx& ctx);
+// One activation row (f16) by segments of two formats in one launch (f16
+// outputs): segs0 in t0, then segs1 in t1 (Q4_K and Q6_K, the streaming
+// GEMV; q4_k_m's q/k/v with V in Q6_K). False (nothing launched) where it
+// does not apply.
+bool gemv_segments_two_formats(DType t0, const GemvSegment* segs0, int n0, size_t row_bytes0, DType t1,
+                               const GemvSegment* segs1, int n1, size_t row_bytes1, int k, const void* x,
+                               const LaunchCtx& ctx);
 // Expert mode (mixture of experts): one launch over the tiles {expert, first
 // row, rows <= max_tile_rows <= 8} that moe_plan wrote (int4 each; *n_tiles
 // of them, at most max_tiles): out[first + i, :] = x[first + i, :] . W_e^T
