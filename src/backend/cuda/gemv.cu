@@ -495,10 +495,9 @@ void gemv_experts(DType w_type, const void* w, const void* w_up, bool gelu, size
   RF_GPU_CHECK_LAUNCH();
 }
 
-void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, bool gelu, size_t row_bytes,
-                   int k, const void* x, int n, DType out_type, const LaunchCtx& ctx) {
-  RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "gemv: output must be f32 or f16");
-  RF_CHECK(n_segs >= 1 && n_segs <= 3 && (!w_up || n_segs == 1), "gemv: 1..3 segments (one when paired)");
+namespace {
+// The arguments of segments stacked in one launch (GemvArgs' segments).
+GemvArgs segment_args(const GemvSegment* segs, int n_segs, size_t row_bytes, int k, const void* x, int n) {
   GemvArgs a{};
   int end = 0;
   for (int i = 0; i < n_segs; ++i) {
@@ -509,12 +508,21 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
     a.row_end[i] = end;
   }
   a.n_segs = n_segs;
-  a.w_up = static_cast<const uint8_t*>(w_up);
-  a.gelu = gelu;
   a.row_bytes = row_bytes;
   a.k = k;
   a.n = n;
   a.x = static_cast<const __half*>(x);
+  return a;
+}
+}  // namespace
+
+void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, bool gelu, size_t row_bytes,
+                   int k, const void* x, int n, DType out_type, const LaunchCtx& ctx) {
+  RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "gemv: output must be f32 or f16");
+  RF_CHECK(n_segs >= 1 && n_segs <= 3 && (!w_up || n_segs == 1), "gemv: 1..3 segments (one when paired)");
+  GemvArgs a = segment_args(segs, n_segs, row_bytes, k, x, n);
+  a.w_up = static_cast<const uint8_t*>(w_up);
+  a.gelu = gelu;
   bool aligned = true;
   for (int i = 0; i < n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(segs[i].w) % 16 == 0;
   if (w_up) aligned = aligned && reinterpret_cast<uintptr_t>(w_up) % 16 == 0;
@@ -532,24 +540,8 @@ bool gemv_segments_two_formats(DType t0, const GemvSegment* segs0, int n0, size_
                                const GemvSegment* segs1, int n1, size_t row_bytes1, int k, const void* x,
                                const LaunchCtx& ctx) {
   RF_CHECK(n0 >= 1 && n1 >= 1 && n0 + n1 <= 3, "gemv: 1..3 segments in all");
-  const auto args = [&](const GemvSegment* segs, int count, size_t row_bytes) {
-    GemvArgs a{};
-    int end = 0;
-    for (int i = 0; i < count; ++i) {
-      a.w[i] = static_cast<const uint8_t*>(segs[i].w);
-      a.out[i] = segs[i].out;
-      a.bias[i] = segs[i].bias;
-      end += segs[i].rows;
-      a.row_end[i] = end;
-    }
-    a.n_segs = count;
-    a.row_bytes = row_bytes;
-    a.k = k;
-    a.n = 1;
-    a.x = static_cast<const __half*>(x);
-    return a;
-  };
-  return launch_gemv_kq_stream_two(t0, args(segs0, n0, row_bytes0), t1, args(segs1, n1, row_bytes1), ctx);
+  return launch_gemv_kq_stream_two(t0, segment_args(segs0, n0, row_bytes0, k, x, 1), t1,
+                                   segment_args(segs1, n1, row_bytes1, k, x, 1), ctx);
 }
 
 void gemv(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out, DType out_type,
