@@ -27,13 +27,14 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   limits_.head_dim = c_.head_dim;
   limits_.n_kv_heads = c_.n_head_kv;
   limits_.kv_groups = kv_group_layout(c_).n_groups();
-  if (!c_.has_experts()) limits_.n_ff = c_.n_ff;
-  if (c_.has_experts()) {  // (the expert fields stay 0 for dense models)
+  if (c_.has_experts()) {  // (the expert fields stay 0 for dense models, n_ff for MoE ones)
     moe_ = c_.moe();
     limits_.n_embd = c_.n_embd;
     limits_.n_expert = moe_.n_expert;
     limits_.n_expert_used = moe_.n_used;
     limits_.expert_ff = moe_.n_ff;
+  } else {
+    limits_.n_ff = c_.n_ff;
   }
   // The largest matrix an op reads whole: an expert's is one expert's slice.
   auto elems = [](const Tensor& t) { return t.cols() * t.rows(); };
