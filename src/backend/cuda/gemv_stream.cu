@@ -562,6 +562,43 @@ void act_q8_carry(const LaunchCtx& ctx, const void* unchanged) {
   if (s.src == unchanged && s.op + 1 == ctx.op) s.op = ctx.op;
 }
 
+namespace {
+
+// Whether a's weights (and up rows when paired) and activations suit the
+// streaming loads of format w_type: Q4_K / Q5_K rows are read in 16-byte
+// pieces, Q6_K ones in 4-byte words from 2-aligned super-blocks.
+bool stream_aligned(DType w_type, const GemvArgs& a, bool paired) {
+  const uintptr_t align = w_type == DType::Q6_K ? 2 : 16;
+  bool aligned = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.row_bytes % align == 0 &&
+                 a.expert_bytes % align == 0 && (!paired || reinterpret_cast<uintptr_t>(a.w_up) % align == 0);
+  for (int i = 0; i < a.n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(a.w[i]) % align == 0;
+  return aligned;
+}
+
+// a's activation row as 8-bit quants in ctx.act_q8: written by the op
+// before (fused_act_q8), or now; the record renewed, so that a GEMV of the
+// same row in the next op reads them too.
+void act_q8_row(const GemvArgs& a, const LaunchCtx& ctx) {
+  if (!act_q8_ready(ctx, a.x, a.k)) {
+    const int groups = a.k / 32;
+    launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, a.x, a.k, act_q8_quants(ctx.act_q8),
+           act_q8_scales(ctx.act_q8));
+  }
+  act_q8_record(ctx, a.x, a.k);
+}
+
+// a reading its activations from ctx.act_q8 (the streaming kernel's).
+GemvArgs with_act_q8(const GemvArgs& a, const LaunchCtx& ctx) {
+  if (ctx.act_q8_state) ctx.act_q8_state->gemv_seen = true;
+  GemvArgs b = a;
+  b.xq = act_q8_quants(ctx.act_q8);
+  b.xds = act_q8_scales(ctx.act_q8);
+  b.weights_l1 = ctx.options.kq_stream_l1;
+  return b;
+}
+
+}  // namespace
+
 bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, bool paired, int grid_y,
                            const LaunchCtx& ctx, int x_rows) {
   // Expert tiles of one shared token (x_one_row: quantized once), or of one
@@ -574,36 +611,18 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
   if (own_rows ? !gemv_expert_rows_quantize_activations(ctx.options, ctx.warp_size, w_type, args.k)
                : !gemv_quantizes_activations(ctx.options, ctx.warp_size, w_type, args.n, args.k))
     return false;
-  // Q4_K / Q5_K rows are read in 16-byte pieces, Q6_K ones in 4-byte words
-  // from 2-aligned super-blocks.
-  const uintptr_t align = w_type == DType::Q6_K ? 2 : 16;
-  bool aligned = reinterpret_cast<uintptr_t>(args.x) % 16 == 0 && args.row_bytes % align == 0 &&
-                 args.expert_bytes % align == 0 && (!paired || reinterpret_cast<uintptr_t>(args.w_up) % align == 0);
-  for (int i = 0; i < args.n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(args.w[i]) % align == 0;
-  if (!aligned) return false;
-  float2* xds = act_q8_scales(ctx.act_q8);
-  int8_t* xq = act_q8_quants(ctx.act_q8);
+  if (!stream_aligned(w_type, args, paired)) return false;
   if (own_rows) {
     // x_rows rows end to end, quantized as one (groups of 32 never cross a
     // row); act_q8 then holds no single row: no record.
     const int groups = x_rows * args.k / 32;
-    launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, args.x, x_rows * args.k, xq, xds);
+    launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, args.x, x_rows * args.k,
+           act_q8_quants(ctx.act_q8), act_q8_scales(ctx.act_q8));
     if (ctx.act_q8_state) ctx.act_q8_state->src = nullptr;
   } else {
-    // The row's quants: written by the op before (fused_act_q8), or now; the
-    // record renewed, so that a GEMV of the same row in the next op reads
-    // them too.
-    if (!act_q8_ready(ctx, args.x, args.k)) {
-      const int groups = args.k / 32;
-      launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, args.x, args.k, xq, xds);
-    }
-    act_q8_record(ctx, args.x, args.k);
+    act_q8_row(args, ctx);
   }
-  if (ctx.act_q8_state) ctx.act_q8_state->gemv_seen = true;
-  GemvArgs a = args;
-  a.xq = xq;
-  a.xds = xds;
-  a.weights_l1 = ctx.options.kq_stream_l1;
+  GemvArgs a = with_act_q8(args, ctx);
   const int m = a.row_end[a.n_segs - 1], rows = stream_rows(ctx.options, w_type);
   if (own_rows) {
     if (w_type == DType::Q4_K) launch_stream_own_rows<DType::Q4_K>(a, m, grid_y, ctx);
@@ -628,29 +647,9 @@ bool launch_gemv_kq_stream_two(DType t0, const GemvArgs& a0, DType t1, const Gem
       !gemv_quantizes_activations(ctx.options, ctx.warp_size, t1, 1, a1.k) ||
       stream_group(a0.k / 64, 2, ctx) != 0)
     return false;
-  // Q4_K rows are read in 16-byte pieces, Q6_K ones in 4-byte words from
-  // 2-aligned super-blocks.
-  const auto aligned = [](DType t, const GemvArgs& a) {
-    const uintptr_t align = t == DType::Q6_K ? 2 : 16;
-    bool ok = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.row_bytes % align == 0;
-    for (int i = 0; i < a.n_segs; ++i) ok = ok && reinterpret_cast<uintptr_t>(a.w[i]) % align == 0;
-    return ok;
-  };
-  if (!aligned(t0, a0) || !aligned(t1, a1)) return false;
-  float2* xds = act_q8_scales(ctx.act_q8);
-  int8_t* xq = act_q8_quants(ctx.act_q8);
-  if (!act_q8_ready(ctx, a0.x, a0.k)) {
-    const int groups = a0.k / 32;
-    launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, a0.x, a0.k, xq, xds);
-  }
-  act_q8_record(ctx, a0.x, a0.k);
-  if (ctx.act_q8_state) ctx.act_q8_state->gemv_seen = true;
-  GemvArgs b0 = a0, b1 = a1;
-  for (GemvArgs* b : {&b0, &b1}) {
-    b->xq = xq;
-    b->xds = xds;
-    b->weights_l1 = ctx.options.kq_stream_l1;
-  }
+  if (!stream_aligned(t0, a0, false) || !stream_aligned(t1, a1, false)) return false;
+  act_q8_row(a0, ctx);
+  const GemvArgs b0 = with_act_q8(a0, ctx), b1 = with_act_q8(a1, ctx);
   const int split = stream_split(a0.k / 64, ctx);
   const int rows_per_block = kStreamWarps / split * 2;
   const int m0 = a0.row_end[a0.n_segs - 1], m1 = a1.row_end[a1.n_segs - 1];
