@@ -3,7 +3,8 @@
 // renormalisation on and off; with the router GEMV in the same launch) and the expert FFN for plain and quantized
 // experts, one token (single-row GEMV tiles), a few (GEMV tiles of up to 8
 // rows), many (tensor-core tiles where the format has them) and more tokens
-// than the reserved chunk (the op loops).
+// than the reserved chunk (the op loops); one token's down projections and
+// their weighted sum in one launch (moe_down.cu).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "backend/cuda/kernels.h"
 #include "core/quant.h"
 #include "gpu/gpu_test_util.h"
 
@@ -175,6 +177,65 @@ TEST(CudaMoe, RouterAndRouteInOneLaunch) {
   }
 }
 
+// One token's expert down rows and their weighted sum in one launch
+// (gpu::moe_down_combined) against a double-precision sum over the same
+// 8-bit GLU outputs: Qwen3-MoE's shape (8 of 128 experts, 768 wide), wide
+// rows (4 warps a row set), one expert used, an output count that leaves
+// a block's rows short, and choices whose GLU rows are permuted (pos_of).
+TEST(CudaMoe, DownAndCombineInOneLaunch) {
+  RF_REQUIRE_GPU();
+  struct Shape {
+    DType type;
+    int n_expert, k, m, ff;
+  };
+  std::mt19937 rng(53);
+  for (const Shape& c : {Shape{DType::Q4_K, 128, 8, 512, 768}, Shape{DType::Q6_K, 128, 8, 512, 768},
+                         Shape{DType::Q4_K, 8, 2, 256, 14336}, Shape{DType::Q6_K, 4, 1, 98, 256},
+                         Shape{DType::Q4_K, 16, 4, 30, 512}}) {
+    CudaBackend gpu;
+    gpu.reserve(test::moe_limits(4, c.n_expert, c.k, c.ff, c.m));
+    ASSERT_TRUE(gpu::moe_down_combined_supported(gpu.options(), c.type, c.ff, c.k));
+    const Experts down = make_experts(c.type, c.n_expert * c.m, c.ff, rng);
+    const Tensor w = gpu.load_weight(down.host, "down");
+    std::vector<int32_t> ids(static_cast<size_t>(c.n_expert)), pos(static_cast<size_t>(c.k));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    ids.resize(size_t(c.k));
+    std::iota(pos.begin(), pos.end(), 0);
+    std::shuffle(pos.begin(), pos.end(), rng);
+    std::vector<float> weights(static_cast<size_t>(c.k));
+    for (float& x : weights) x = std::uniform_real_distribution<float>(0.05f, 1.0f)(rng);
+    const auto h = test::round_f16(test::randn(size_t(c.k) * c.ff, rng));
+    void* gh = test::upload(gpu, test::to_f16(h));
+    void* gi = test::upload(gpu, ids);
+    void* gw = test::upload(gpu, weights);
+    void* gp = test::upload(gpu, pos);
+    void* go = gpu.alloc(size_t(c.m) * 2, "out");
+    const size_t rb = row_bytes(c.type, uint64_t(c.ff));
+    ASSERT_TRUE(gpu::moe_down_combined(c.type, w.data, rb * size_t(c.m), rb, c.m, c.ff, c.k, gh,
+                                       static_cast<const int32_t*>(gi), static_cast<const float*>(gw),
+                                       static_cast<const int32_t*>(gp), go, gpu.ctx()))
+        << dtype_name(c.type) << " ff " << c.ff;
+    const auto hq = test::q8_activations(h);
+    std::vector<float> ref(static_cast<size_t>(c.m));
+    for (int r = 0; r < c.m; ++r) {
+      double s = 0;
+      for (int j = 0; j < c.k; ++j) {
+        const float* wr = down.values.data() + (size_t(ids[size_t(j)]) * c.m + r) * c.ff;
+        const float* x = hq.data() + size_t(pos[size_t(j)]) * c.ff;
+        double dot = 0;
+        for (int i = 0; i < c.ff; ++i) dot += double(wr[i]) * x[i];
+        s += double(weights[size_t(j)]) * dot;
+      }
+      ref[size_t(r)] = float(s);
+    }
+    // f32 sums of exact products, rounded to f16 once.
+    const double err = rel_l2(test::from_f16(test::download<uint16_t>(gpu, go, size_t(c.m))), ref);
+    EXPECT_LT(err, 1e-3) << dtype_name(c.type) << ", " << c.k << " of " << c.n_expert << " experts, ff " << c.ff;
+    for (void* b : {gh, gi, gw, gp, go}) gpu.free(b);
+  }
+}
+
 struct MoeCase {
   DType gate_type, down_type;
   int n_expert, k;
@@ -188,6 +249,9 @@ struct MoeCase {
   // ... also rows shorter than a warp's lanes have chunks (lane groups;
   // CudaOptions::kq_stream_short_expert_rows).
   bool short_rows = false;
+  // One token's down rows and their weighted sum in one launch
+  // (CudaOptions::fused_moe_down).
+  bool combined = false;
 };
 
 class CudaMoeFfn : public ::testing::TestWithParam<MoeCase> {};
@@ -201,6 +265,7 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
   o.dequant_scratch_bytes = size_t(32) << 20;
   o.kq_stream_expert_rows = c.stream_rows;
   o.kq_stream_short_expert_rows = c.short_rows;
+  o.fused_moe_down = c.combined;
   auto gpu = std::make_unique<CudaBackend>(o);
   // moe_ffn works in chunks of at most max_tokens tokens.
   const BackendLimits lim = test::moe_limits(128, E, k, ff, d);
@@ -218,7 +283,8 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
   p.n_ff = ff;
   p.act = c.gelu ? Activation::GeluTanh : Activation::SiLU;
   // (The wide streaming cases: one token, and a few for the other path.)
-  for (const int n : c.stream_rows ? std::vector<int>{1, 3} : std::vector<int>{1, 3, 8, 40, 300}) {
+  const bool wide = c.stream_rows || c.combined;
+  for (const int n : wide ? std::vector<int>{1, 3} : std::vector<int>{1, 3, 8, 40, 300}) {
     const auto x = test::round_f16(test::randn(size_t(n) * d, rng));
     const auto logits = test::randn(size_t(n) * E, rng, 2.0f);
     void* gx = test::upload(*gpu, test::to_f16(x));
@@ -251,7 +317,7 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
           }
           h[size_t(i)] = act_ref(g, c.gelu) * u;
         }
-        if (n == 1 && gpu->expert_down_quantizes_activations(c.down_type, ff)) {
+        if (n == 1 && gpu->expert_down_quantizes_activations(c.down_type, ff, k)) {
           // The down GEMV reads the f16 GLU output's 8-bit quants.
           std::vector<float> hf(h.begin(), h.end());
           hf = test::q8_activations(test::round_f16(std::move(hf)));
@@ -275,10 +341,10 @@ TEST_P(CudaMoeFfn, MatchesNaiveReference) {
     // gate*up GEMV itself ran in f16 arithmetic); allowed 5e-3.
     const double err = rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go, ref.size())), ref);
     std::printf("  %d tokens: rel. L2 %.6f\n", n, err);
-    if (c.stream_rows && n == 1) {
-      EXPECT_TRUE(gpu->expert_down_quantizes_activations(c.down_type, ff)) << "the case streams its down rows";
+    if (wide && n == 1) {
+      EXPECT_TRUE(gpu->expert_down_quantizes_activations(c.down_type, ff, k)) << "the case streams its down rows";
     }
-    EXPECT_LT(err, c.stream_rows && n == 1 ? 5e-3 : 3e-3)
+    EXPECT_LT(err, wide && n == 1 ? 5e-3 : 3e-3)
         << n << " tokens, " << dtype_name(c.gate_type) << "/" << dtype_name(c.down_type);
     for (void* b : {gx, gl, gi, gwt, go}) gpu->free(b);
   }
@@ -295,6 +361,11 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                            // short rows: 12 chunks (Qwen3-MoE's 768), 8 chunks
                                            MoeCase{DType::Q4_K, DType::Q6_K, 16, 4, false, 2048, 768, true, true},
                                            MoeCase{DType::Q4_K, DType::Q4_K, 8, 2, false, 2048, 512, true, true},
+                                           // down + combine in one launch: Qwen3-MoE's shape (96
+                                           // chunks a joined row), wide rows (4 warps a row set)
+                                           MoeCase{DType::Q4_K, DType::Q6_K, 16, 8, false, 2048, 768, false, false, true},
+                                           MoeCase{DType::Q4_K, DType::Q4_K, 8, 2, true, 2048, 8192, false, false, true},
+                                           MoeCase{DType::Q6_K, DType::Q4_K, 8, 1, false, 256, 256, false, false, true},
                                            MoeCase{DType::Q6_K, DType::Q6_K, 128, 8, false},
                                            MoeCase{DType::Q8_0, DType::Q8_0, 4, 2, false},
                                            MoeCase{DType::F8_E4M3_ROW, DType::F8_E4M3_ROW, 8, 2, false},
@@ -306,7 +377,8 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                   (info.param.d != 256 ? "_d" + std::to_string(info.param.d) : "") +
                                   (info.param.ff != 512 ? "_ff" + std::to_string(info.param.ff) : "") +
                                   (info.param.stream_rows ? "_stream_rows" : "") +
-                                  (info.param.short_rows ? "_short" : "");
+                                  (info.param.short_rows ? "_short" : "") +
+                                  (info.param.combined ? "_combined" : "");
                          });
 
 }  // namespace

@@ -381,8 +381,9 @@ bool CudaBackend::gemv_quantizes_activations(DType w_type, int n, int k) const {
   return act_q8_ && gpu::gemv_quantizes_activations(options_, warp_size_, w_type, n, k);
 }
 
-bool CudaBackend::expert_down_quantizes_activations(DType w_type, int k) const {
-  return act_q8_ && gpu::gemv_expert_rows_quantize_activations(options_, warp_size_, w_type, k);
+bool CudaBackend::expert_down_quantizes_activations(DType w_type, int k, int n_used) const {
+  return act_q8_ && (gpu::moe_down_combined_supported(options_, w_type, k, n_used) ||
+                     gpu::gemv_expert_rows_quantize_activations(options_, warp_size_, w_type, k));
 }
 
 void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {

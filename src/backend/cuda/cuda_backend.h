@@ -109,8 +109,9 @@ class CudaBackend final : public Backend {
   // activations to 8 bits (the batch-1 Q4_K / Q6_K GEMV; tests build their
   // reference from the same activations).
   bool gemv_quantizes_activations(DType w_type, int n, int k) const;
-  // ... and one token's expert down GEMVs (rows of k; MoE FFN).
-  bool expert_down_quantizes_activations(DType w_type, int k) const;
+  // ... and one token's expert down GEMVs (rows of k, n_used experts a
+  // token; MoE FFN).
+  bool expert_down_quantizes_activations(DType w_type, int k, int n_used) const;
   // Whether a matmul of n activation rows on FP8 weights w into `out_type`
   // runs on FP8 tensor cores (activations quantized to e4m3, a scale per
   // row: CudaOptions::fp8_gemm_min_rows); tests build their reference from

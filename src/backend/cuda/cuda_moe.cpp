@@ -1,7 +1,8 @@
 // The CUDA backend's mixture-of-experts ops: routing, and the expert FFN as
 // plan (pairs grouped by expert, tiles; for one token written by the
 // routing) -> gather (not for one token) -> gate*up -> down -> weighted
-// combine, each one launch over all active experts. Few rows per expert go
+// combine, each one launch over all active experts (for one token down and
+// combine in one: moe_down.cu). Few rows per expert go
 // through the GEMV kernels in expert mode (only the chosen
 // experts' rows are read); many through the tensor-core kernel in expert
 // mode (f16, Q4_K, Q6_K). Large batches run in chunks of the reserved size.
@@ -151,6 +152,11 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
                         nt == 1 ? x_c : M.xs, nt == 1, nt == 1 ? 1 : P, M.h, DType::F16, M.tiles_gemv, M.n_tiles,
                         max_gemv, gemv_rows, ctx());
     }
+    void* out_c = static_cast<uint8_t*>(out.data) + size_t(t0) * d * 2;
+    // One token: its experts' down rows and their weighted sum in one launch.
+    if (nt == 1 && gpu::moe_down_combined(w.down.type, w.down.data, down_expert_bytes, w.down.row_bytes(), d, ff, k,
+                                          M.h, ids_c, w_c, M.pos_of, out_c, ctx()))
+      continue;
     if (mma_down) {
       gpu::mma_matmul_experts(w.down.type, w.down.data, down_expert_bytes, w.down.row_bytes(), d, ff, M.h, M.y,
                               DType::F32, M.tiles_mma, M.n_tiles + 1, max_mma, ctx());
@@ -158,7 +164,7 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
       gpu::gemv_experts(w.down.type, w.down.data, nullptr, false, down_expert_bytes, w.down.row_bytes(), d, ff, M.h,
                         false, P, M.y, DType::F32, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows, ctx());
     }
-    gpu::moe_combine(M.y, M.pos_of, w_c, nt, k, d, static_cast<uint8_t*>(out.data) + size_t(t0) * d * 2, ctx());
+    gpu::moe_combine(M.y, M.pos_of, w_c, nt, k, d, out_c, ctx());
   }
 }
 

@@ -31,6 +31,7 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
     o.kq_stream_expert_rows = std::string(p) != "0";
   if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_SHORT_ROWS"); p && *p)
     o.kq_stream_short_expert_rows = std::string(p) != "0";
+  if (const char* p = std::getenv("ROCMFORGE_FUSED_MOE_DOWN"); p && *p) o.fused_moe_down = std::string(p) != "0";
   if (const char* p = std::getenv("ROCMFORGE_PACKED_GATE_UP"); p && *p) o.packed_gate_up = std::string(p) != "0";
   if (const char* p = std::getenv("ROCMFORGE_GEMV_TWO_FORMATS"); p && *p)
     o.gemv_two_formats = std::string(p) != "0";

@@ -55,6 +55,9 @@
 //                            the shared-memory kernel (kq_stream_expert_rows)
 //   ROCMFORGE_KQ_STREAM_SHORT_ROWS=0 ... but not short expert rows (the
 //                            warp in lane groups) (kq_stream_short_expert_rows)
+//   ROCMFORGE_FUSED_MOE_DOWN=0 one token's expert down GEMVs and their
+//                            weighted sum in two launches, not one
+//                                                        (fused_moe_down)
 //   ROCMFORGE_GEMV_TWO_FORMATS=0 one row's q/k/v of two k-quant formats
 //                            in two GEMV launches, not one
 //                                                      (gemv_two_formats)
@@ -202,6 +205,14 @@ struct CudaOptions {
   // 364.5 tok/s; batch-1 KL divergence against off 0.0011 (8-bit GLU
   // outputs; dummy weights).
   bool kq_stream_short_expert_rows = true;
+  // One token's expert down projections and their weighted sum in one
+  // streaming launch (moe_down.cu: output row r joins the chosen experts'
+  // rows r, each part scaled by its routing weight), where the down GEMV
+  // wrote each expert's output and a combine kernel summed them. Measured
+  // on the H100 (tg128 b1 after 64 prompt tokens, two rounds, off -> on):
+  // qwen3-30b-a3b q4_k_m 384.5 / 386.9 -> 399.8 / 401.8 tok/s,
+  // mixtral-8x7b-4l 1,587.5 / 1,594.4 -> 1,608.8 / 1,604.1.
+  bool fused_moe_down = true;
   // ... and, two rows per warp, rows of 33..63 chunks that 16 lanes divide
   // evenly (Phi-3's 3072-wide rows: 48 chunks, where a whole warp leaves
   // half its lanes one chunk short) in lane groups of 16, each its own set

@@ -21,6 +21,7 @@ set(RF_GPU_KERNELS
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention_prefill.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention_decode.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe_down.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/sample.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/sample_shard.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/peer_all_reduce.cu)

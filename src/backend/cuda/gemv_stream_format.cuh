@@ -1,0 +1,233 @@
+// The streaming k-quant GEMVs' weight formats (gemv_stream.cu, and one
+// token's expert down + combine in moe_down.cu): how a lane loads its 64-weight
+// chunk of a row straight into registers (StreamFormat<T>::load), the
+// chunk's activations from a row's 8-bit quants (load_x) and their integer
+// dot product (dot); the block shape (kStreamWarps) the kernels share.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/gpu.h"
+#include "core/quant_blocks.h"
+
+namespace rf::gpu {
+namespace {
+
+constexpr int kStreamWarps = 4;  // warps per block
+
+// 16 bytes of weights: through L1 with `l1` (a lane's three loads share
+// sectors with its neighbours'), else past it on NVIDIA.
+__device__ __forceinline__ uint4 load_weights16(const uint8_t* p, bool l1) {
+#if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__)
+  if (!l1) {
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
+  }
+#endif
+  return __ldg(reinterpret_cast<const uint4*>(p));
+}
+
+// 4 bytes of weights at a 4-aligned address, and 2 at a 2-aligned one,
+// through L1 (a lane's words share 32-byte sectors with its neighbours'
+// and with its own next words).
+__device__ __forceinline__ uint32_t load_weights4(const uint8_t* p) {
+  return __ldg(reinterpret_cast<const uint32_t*>(p));
+}
+__device__ __forceinline__ uint32_t load_weights2(const uint8_t* p) {
+  return __ldg(reinterpret_cast<const uint16_t*>(p));
+}
+
+// Sum of the four 8-bit products of a and b, plus c.
+__device__ __forceinline__ int dot4_i8(int a, int b, int c) {
+#if defined(RF_HIP)
+  // (gfx90a and gfx1030 have a dot instruction; its builtin needs per-target
+  // features, so the plain form for now.)
+#pragma unroll
+  for (int j = 0; j < 4; ++j) c += int(int8_t(a >> (8 * j))) * int(int8_t(b >> (8 * j)));
+  return c;
+#else
+  return __dp4a(a, b, c);
+#endif
+}
+
+// A weight format's streaming parts: Chunk, a lane's bytes of one row for
+// chunk c (64 weights), loaded as raw words (Chunk load(row, c, l1), which
+// must not wait for them; l1: CudaOptions::kq_stream_l1); XChunk, the
+// chunk's activations (load_x from the row's quants and scales, shared by
+// all rows); dot(chunk, x, p): their
+// product, p = c % 4 (the same for all of a lane's chunks).
+template <DType T> struct StreamFormat;
+
+// Q4_K: chunk c = 32 quant bytes of super-block c / 4 (sub-block 2p in the
+// low nibbles, 2p + 1 in the high ones; activations 64c .. 64c + 63) and the
+// super-block's 16-byte header (d, dmin, packed 6-bit scales and mins).
+// Q5_K (kFifthBit): the same, with the super-block's 32 bytes of fifth
+// bits after the header (bit 2p of byte l: element l of sub-block 2p, bit
+// 2p + 1: of sub-block 2p + 1), the quants after them; the four lanes of a
+// super-block load the same fifth-bit words (their loads coalesce).
+template <bool kFifthBit> struct StreamQ45K {
+  using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
+  struct NoFifthBits {};
+  struct FifthBits {
+    uint4 h0, h1;
+  };
+  struct Chunk {
+    uint4 head, q0, q1;
+    std::conditional_t<kFifthBit, FifthBits, NoFifthBits> fifth;
+  };
+  struct XChunk {
+    uint4 xl[2], xh[2];  // 8-bit quants of the two sub-blocks
+    float4 ds;           // (d, d * sum of quants) of each
+  };
+  __device__ static Chunk load(const uint8_t* row, int c, bool l1) {
+    const uint8_t* sb = row + size_t(c / 4) * sizeof(Block);
+    const uint8_t* qs = sb + offsetof(Block, qs) + 32 * (c % 4);
+    Chunk q;
+    q.head = load_weights16(sb, l1);
+    q.q0 = load_weights16(qs, l1);
+    q.q1 = load_weights16(qs + 16, l1);
+    if constexpr (kFifthBit) {
+      q.fifth.h0 = load_weights16(sb + offsetof(Block, qh), l1);
+      q.fifth.h1 = load_weights16(sb + offsetof(Block, qh) + 16, l1);
+    }
+    return q;
+  }
+  __device__ static XChunk load_x(const int8_t* xq, const float2* xds, int c) {
+    const uint4* xp = reinterpret_cast<const uint4*>(xq) + size_t(c) * 4;
+    return {{__ldg(xp), __ldg(xp + 1)}, {__ldg(xp + 2), __ldg(xp + 3)},
+            __ldg(reinterpret_cast<const float4*>(xds) + c)};
+  }
+  // The 6-bit scales and mins of the pair come out of the header in two
+  // 16-bit lanes (core/quant_blocks.h has the layout); the nibbles (and
+  // fifth bits) go four at a time into integer dot products.
+  __device__ static float dot(const Chunk& q, const XChunk& x, int p) {
+    const float2 dm = __half22float2(*reinterpret_cast<const __half2*>(&q.head.x));
+    const int shift = (p & 1) * 16;
+    const uint32_t s0 = q.head.y >> shift, s1 = q.head.z >> shift, s2 = q.head.w >> shift;
+    const uint32_t sc = p < 2 ? (s0 & 0x3F3Fu) : ((s2 & 0x0F0Fu) | ((s0 >> 2) & 0x3030u));
+    const uint32_t mn = p < 2 ? (s1 & 0x3F3Fu) : (((s2 >> 4) & 0x0F0Fu) | ((s1 >> 2) & 0x3030u));
+    const uint32_t w[8] = {q.q0.x, q.q0.y, q.q0.z, q.q0.w, q.q1.x, q.q1.y, q.q1.z, q.q1.w};
+    const uint32_t xa[8] = {x.xl[0].x, x.xl[0].y, x.xl[0].z, x.xl[0].w, x.xl[1].x, x.xl[1].y, x.xl[1].z, x.xl[1].w};
+    const uint32_t xb[8] = {x.xh[0].x, x.xh[0].y, x.xh[0].z, x.xh[0].w, x.xh[1].x, x.xh[1].y, x.xh[1].z, x.xh[1].w};
+    int lo = 0, hi = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {  // word i: elements 4i .. 4i + 3 of each sub-block
+      uint32_t ql = w[i] & 0x0F0F0F0Fu, qh = (w[i] >> 4) & 0x0F0F0F0Fu;
+      if constexpr (kFifthBit) {
+        const uint32_t h[8] = {q.fifth.h0.x, q.fifth.h0.y, q.fifth.h0.z, q.fifth.h0.w,
+                               q.fifth.h1.x, q.fifth.h1.y, q.fifth.h1.z, q.fifth.h1.w};
+        ql |= ((h[i] >> (2 * p)) & 0x01010101u) << 4;
+        qh |= ((h[i] >> (2 * p + 1)) & 0x01010101u) << 4;
+      }
+      lo = dot4_i8(int(ql), int(xa[i]), lo);
+      hi = dot4_i8(int(qh), int(xb[i]), hi);
+    }
+    // Element = d * sc * q - dmin * m; activation = scale * quant.
+    return dm.x * (small_uint_to_float(sc & 0xFFu) * x.ds.x * float(lo) +
+                   small_uint_to_float(sc >> 8) * x.ds.z * float(hi)) -
+           dm.y * (small_uint_to_float(mn & 0xFFu) * x.ds.y + small_uint_to_float(mn >> 8) * x.ds.w);
+  }
+};
+template <> struct StreamFormat<DType::Q4_K> : StreamQ45K<false> {};
+template <> struct StreamFormat<DType::Q5_K> : StreamQ45K<true> {};
+
+// Q6_K (210-byte super-blocks, so only 2-byte aligned: words are loaded
+// from the 4-aligned address below and realigned with a byte permute).
+// Chunk c: super-block c / 4, half n = (c % 4) / 2, l = 16 (c % 2) .. + 15;
+// its 64 elements 128n + 32k + l (k = 0..3) take 6-bit quants from ql[64n +
+// l] (k = 0 low nibble, 2 high), ql[64n + 32 + l] (k = 1, 3) and bits 2k of
+// qh[32n + l], with scale scales[8n + 2k + c % 2] (core/quant_unpack.cpp).
+template <> struct StreamFormat<DType::Q6_K> {
+  struct Chunk {
+    uint32_t lo[5], hi[5], qh[5], sc[3];  // raw words of ql[64n + l], ql[64n + 32 + l], qh, scales[8n ..]
+    uint32_t d;                           // f16 bits
+    uint32_t sel;                         // realigning permute: 2-byte offset or none
+  };
+  struct XChunk {
+    uint4 xq[4];    // 16 quants of each group k
+    float d[4];     // their block's scale
+    float bias[4];  // 32 * scale * sum of the 16 quants (the weights' -32)
+  };
+  // 16 bytes at p (2-aligned), as raw words from the 4-aligned address below
+  // (a fifth word only when p is not 4-aligned).
+  __device__ static void load16(const uint8_t* p, bool odd, uint32_t (&w)[5]) {
+    const uint8_t* a = odd ? p - 2 : p;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) w[j] = load_weights4(a + 4 * j);
+    w[4] = odd ? load_weights4(a + 16) : 0u;
+  }
+  __device__ static Chunk load(const uint8_t* row, int c, bool /*l1: always*/) {
+    const uint8_t* sb = row + size_t(c / 4) * sizeof(BlockQ6_K);
+    const int n = (c % 4) / 2, l = 16 * (c % 2);
+    const bool odd = (reinterpret_cast<uintptr_t>(sb) & 2) != 0;
+    Chunk q;
+    load16(sb + 64 * n + l, odd, q.lo);
+    load16(sb + 64 * n + 32 + l, odd, q.hi);
+    load16(sb + 128 + 32 * n + l, odd, q.qh);
+    const uint8_t* s = sb + 192 + 8 * n - (odd ? 2 : 0);
+    q.sc[0] = load_weights4(s);
+    q.sc[1] = load_weights4(s + 4);
+    q.sc[2] = odd ? load_weights4(s + 8) : 0u;
+    q.d = load_weights2(sb + 208);
+    q.sel = odd ? 0x5432u : 0x3210u;
+    return q;
+  }
+  __device__ static XChunk load_x(const int8_t* xq, const float2* xds, int c) {
+    const int sblock = c / 4, n = (c % 4) / 2, l = 16 * (c % 2);
+    XChunk x;
+    const float4* ds = reinterpret_cast<const float4*>(xds + size_t(sblock) * 8 + 4 * n);
+    const float4 d01 = __ldg(ds), d23 = __ldg(ds + 1);
+    x.d[0] = d01.x, x.d[1] = d01.z, x.d[2] = d23.x, x.d[3] = d23.z;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      x.xq[k] = __ldg(reinterpret_cast<const uint4*>(xq + size_t(sblock) * 256 + 128 * n + 32 * k + l));
+      int sum = dot4_i8(int(x.xq[k].x), 0x01010101, 0);
+      sum = dot4_i8(int(x.xq[k].y), 0x01010101, sum);
+      sum = dot4_i8(int(x.xq[k].z), 0x01010101, sum);
+      sum = dot4_i8(int(x.xq[k].w), 0x01010101, sum);
+      x.bias[k] = 32.0f * x.d[k] * float(sum);
+    }
+    return x;
+  }
+  __device__ static float dot(const Chunk& q, const XChunk& x, int p) {
+    uint32_t lo[4], hi[4], qh[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      lo[j] = __byte_perm(q.lo[j], q.lo[j + 1], q.sel);
+      hi[j] = __byte_perm(q.hi[j], q.hi[j + 1], q.sel);
+      qh[j] = __byte_perm(q.qh[j], q.qh[j + 1], q.sel);
+    }
+    const uint32_t s03 = __byte_perm(q.sc[0], q.sc[1], q.sel), s47 = __byte_perm(q.sc[1], q.sc[2], q.sel);
+    const int i = p % 2;  // scales 2k + i of the half: bytes i, i + 2 of s03 and of s47
+    const float sc[4] = {float(int8_t(s03 >> (8 * i))), float(int8_t(s03 >> (8 * i + 16))),
+                         float(int8_t(s47 >> (8 * i))), float(int8_t(s47 >> (8 * i + 16)))};
+    const uint32_t xw[4][4] = {{x.xq[0].x, x.xq[0].y, x.xq[0].z, x.xq[0].w},
+                               {x.xq[1].x, x.xq[1].y, x.xq[1].z, x.xq[1].w},
+                               {x.xq[2].x, x.xq[2].y, x.xq[2].z, x.xq[2].w},
+                               {x.xq[3].x, x.xq[3].y, x.xq[3].z, x.xq[3].w}};
+    int acc[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // word j: l + 4j .. l + 4j + 3
+      const uint32_t q0 = (lo[j] & 0x0F0F0F0Fu) | ((qh[j] << 4) & 0x30303030u);
+      const uint32_t q1 = (hi[j] & 0x0F0F0F0Fu) | ((qh[j] << 2) & 0x30303030u);
+      const uint32_t q2 = ((lo[j] >> 4) & 0x0F0F0F0Fu) | (qh[j] & 0x30303030u);
+      const uint32_t q3 = ((hi[j] >> 4) & 0x0F0F0F0Fu) | ((qh[j] >> 2) & 0x30303030u);
+      acc[0] = dot4_i8(int(q0), int(xw[0][j]), acc[0]);
+      acc[1] = dot4_i8(int(q1), int(xw[1][j]), acc[1]);
+      acc[2] = dot4_i8(int(q2), int(xw[2][j]), acc[2]);
+      acc[3] = dot4_i8(int(q3), int(xw[3][j]), acc[3]);
+    }
+    // Element = d * scale * (q - 32); activation = scale * quant.
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) sum += sc[k] * (x.d[k] * float(acc[k]) - x.bias[k]);
+    return h2f(uint16_t(q.d)) * sum;
+  }
+};
+}  // namespace
+}  // namespace rf::gpu
