@@ -33,7 +33,9 @@
 //  - P.V, RF_PORTABLE and e4m3 caches: lane (chunk c = lane % (HD / 8), key
 //    subgroup) owns 8 output dims of every head for its keys; acc in f32
 //    registers.
-// The kernel reads as its steps: load q, then per tile: issue the copies of
+// The kernel reads as its steps: start the copies of the first tiles (those
+// of keys before this token's even before waiting for the kernels before:
+// earlier steps stored them), load q, then per tile: issue the copies of
 // a later tile, score the group's keys, update the online softmax,
 // accumulate V; at the end merge the four groups and store the output (or
 // this split's partial result for the combine kernel).
@@ -521,8 +523,8 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
   extern __shared__ __align__(16) unsigned char dsmem[];
   const DecodeSmem<KV> sm = decode_smem<HD, KV>(dsmem);
 
-  pdl_wait();
-  pdl_trigger();
+  // Until the wait for the kernels before, only the step's metadata and the
+  // K/V of earlier tokens are read (below).
   const int row = blockIdx.x, t = a.tokens ? a.tokens[row] : row, split = blockIdx.z;
   const DecodeThread th = decode_thread<HD>();
   int kvh = blockIdx.y, group = a.n_heads / a.n_kv, head0 = kvh * group;  // this block's query heads
@@ -541,12 +543,8 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
   const int n_tiles = k_end > k_begin ? (k_end - k_begin + kDecTile - 1) / kDecTile : 0;
 
 #ifndef RF_PORTABLE
-  uint4* qf = reinterpret_cast<uint4*>(sm.q);
-  decode_load_q<HD>(a.q, a.n_heads, t, head0, group, qf);
   float m_h = -INFINITY, l_h = 0.0f;  // softmax state of head gid over this lane's keys
 #else
-  float* qs = reinterpret_cast<float*>(sm.q);
-  decode_load_q<HD>(a.q, a.n_heads, a.scale, t, head0, group, qs);
   float m[kDecMaxHeads], l[kDecMaxHeads];  // softmax state of every head over this lane's key
 #pragma unroll
   for (int h = 0; h < kDecMaxHeads; ++h) {
@@ -592,12 +590,34 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
     int first[kDecStages - 1][L::kPasses];
 #pragma unroll
     for (int st = 0; st < kDecStages - 1; ++st) tiles.fetch(st, first[st]);
+    // The first tiles whose keys all come before this token's: their K/V
+    // were stored by earlier steps, so their copies start before the wait
+    // (the kernel just before stores this token's K/V, and q).
+    int early = 0;
 #pragma unroll
     for (int st = 0; st < kDecStages - 1; ++st) {
+      if (early == st && st < n_tiles && min(k_begin + (st + 1) * kDecTile, k_end) <= pos) {
+        tiles.issue(st, first[st]);
+        copy_commit();
+        ++early;
+      }
+    }
+    pdl_wait();
+    pdl_trigger();
+#pragma unroll
+    for (int st = 0; st < kDecStages - 1; ++st) {
+      if (st < early) continue;
       if (st < n_tiles) tiles.issue(st, first[st]);
       copy_commit();
     }
   }
+#ifndef RF_PORTABLE
+  uint4* qf = reinterpret_cast<uint4*>(sm.q);
+  decode_load_q<HD>(a.q, a.n_heads, t, head0, group, qf);
+#else
+  float* qs = reinterpret_cast<float*>(sm.q);
+  decode_load_q<HD>(a.q, a.n_heads, a.scale, t, head0, group, qs);
+#endif
   tiles.fetch(kDecStages - 1, blk);
   for (int it = 0; it < n_tiles; ++it) {
     copy_wait<kDecStages - 2>();
