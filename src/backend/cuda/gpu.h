@@ -248,6 +248,16 @@ __device__ __forceinline__ void pdl_trigger() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+// A word another kernel wrote, read past this SM's L1 (which may still hold
+// an older copy): for reads before pdl_wait of what earlier kernels wrote.
+template <typename T>
+__device__ __forceinline__ T load_past_l1(const T* p) {
+#if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__)
+  return __ldcg(p);
+#else
+  return *static_cast<const volatile T*>(p);
+#endif
+}
 // Pulls [p, p + bytes) into L2 without waiting (sm_90 bulk prefetch; p and
 // bytes multiples of 16). A hint: no effect on results.
 __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {

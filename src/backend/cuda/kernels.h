@@ -211,9 +211,11 @@ void moe_combine(const float* y, const int32_t* pos_of, const float* weights, in
 // (CudaOptions::fused_moe_down): out[r] = sum_j weights[j] * (row r of
 // expert ids[j]'s m x ff down matrix at w + ids[j] * expert_bytes) .
 // h[pos_of[j], :] for r < m (out f16), h's k_used rows of ff (f16) read as
-// 8-bit quants (written into ctx.act_q8 first). Supported: Q4_K or Q6_K,
-// ff % 256 == 0; false if it did not launch (the caller runs the down GEMV
-// and moe_combine).
+// 8-bit quants (written into ctx.act_q8 first). ids, weights and pos_of
+// must come from the host or from a kernel before the one writing h (the
+// kernel reads them before waiting for its predecessors: they are done two
+// launches back). Supported: Q4_K or Q6_K, ff % 256 == 0; false if it did
+// not launch (the caller runs the down GEMV and moe_combine).
 bool moe_down_combined_supported(const CudaOptions& options, DType w_type, int ff, int k_used);
 bool moe_down_combined(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int ff, int k_used,
                        const void* h, const int32_t* ids, const float* weights, const int32_t* pos_of, void* out,

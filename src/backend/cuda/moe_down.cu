@@ -45,15 +45,14 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) moe_down_combined_
   __shared__ int expert_x[kMaxUsed];
   const int lane = threadIdx.x % W, warp = threadIdx.x / W, set = warp / kSplit, part = warp % kSplit;
   const int r0 = (int(blockIdx.x) * kSets + set) * R;
-  // The experts are known once the routing before is done: no weight
-  // loads before the wait.
-  pdl_wait();
-  pdl_trigger();
+  // The routing is done two kernels back (moe_down_combined's contract):
+  // the choices (read through L2) and the first weights come before the
+  // wait for the kernels before, which write the GLU outputs' quants.
   if (int(threadIdx.x) < a.n_used) {
     const int j = int(threadIdx.x);
-    expert_w[j] = a.w + size_t(a.ids[j]) * a.expert_bytes;
-    expert_weight[j] = a.weights[j];
-    expert_x[j] = a.pos_of[j];
+    expert_w[j] = a.w + size_t(load_past_l1(a.ids + j)) * a.expert_bytes;
+    expert_weight[j] = load_past_l1(a.weights + j);
+    expert_x[j] = load_past_l1(a.pos_of + j);
   }
   __syncthreads();
   size_t row_off[R];
@@ -80,6 +79,8 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) moe_down_combined_
   // Two chunks per trip, their buffers alternating (gemv_stream.cu's loop).
   Chunk cur[R], next[R];
   if (first < chunks) load(first, cur);
+  pdl_wait();
+  pdl_trigger();
   for (int c = first; c < chunks; c += 2 * kStride) {
     if (c + kStride < chunks) load(c + kStride, next);
     step(c, cur);
