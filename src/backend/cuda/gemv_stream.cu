@@ -134,21 +134,11 @@ __device__ __forceinline__ void gemv_stream_rows(const GemvArgs& a, int block) {
 #pragma unroll
     for (int s = 0; s < S; ++s) acc[s] += F::dot(q[s], x, p);
   };
-  // Two chunks per trip, their buffers alternating: the next chunk's loads
-  // are in flight while one is computed.
-  for (int c = first; c < chunks; c += 2 * kStride) {
-    if (c + kStride < chunks) {
+  const auto load = [&](int c, typename F::Chunk(&q)[S]) {
 #pragma unroll
-      for (int s = 0; s < S; ++s) next[s] = F::load(rows[s], c + kStride, a.weights_l1);
-    }
-    step(c, cur);
-    if (c + kStride >= chunks) break;
-    if (c + 2 * kStride < chunks) {
-#pragma unroll
-      for (int s = 0; s < S; ++s) cur[s] = F::load(rows[s], c + 2 * kStride, a.weights_l1);
-    }
-    step(c + kStride, next);
-  }
+    for (int s = 0; s < S; ++s) q[s] = F::load(rows[s], c, a.weights_l1);
+  };
+  stream_chunks(first, chunks, kStride, cur, next, load, step);
 #pragma unroll
   for (int s = 0; s < S; ++s) {
     if constexpr (kGroup > 0) {
@@ -158,21 +148,7 @@ __device__ __forceinline__ void gemv_stream_rows(const GemvArgs& a, int block) {
       acc[s] = warp_sum(acc[s]);
     }
   }
-  if constexpr (kSplit > 1) {
-    __shared__ float partial[kStreamWarps][S];
-    if (lane == 0) {
-#pragma unroll
-      for (int s = 0; s < S; ++s) partial[warp][s] = acc[s];
-    }
-    __syncthreads();
-    if (part != 0) return;
-#pragma unroll
-    for (int s = 0; s < S; ++s) {
-      acc[s] = partial[warp][s];  // the parts in a fixed order
-#pragma unroll
-      for (int q = 1; q < kSplit; ++q) acc[s] += partial[warp + q][s];
-    }
-  }
+  if (!sum_split_parts<kSplit>(acc, warp, lane, part)) return;
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
     if (glane == i && r0 + i < m) {

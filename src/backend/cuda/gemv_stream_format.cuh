@@ -229,5 +229,48 @@ template <> struct StreamFormat<DType::Q6_K> {
     return h2f(uint16_t(q.d)) * sum;
   }
 };
+// The streaming kernels' chunk loop over a lane's chunks first, first +
+// stride, ... (below `chunks`): two per trip, their buffers alternating, so
+// that the next chunk's loads are in flight while one is computed.
+// load(c, buf) issues chunk c's loads into buf (not waiting for them);
+// step(c, buf) computes chunk c from buf. cur already holds the first
+// chunk's loads (the caller issues them, before its PDL wait).
+template <typename Buf, typename Load, typename Step>
+__device__ __forceinline__ void stream_chunks(int first, int chunks, int stride, Buf& cur, Buf& next,
+                                              const Load& load, const Step& step) {
+  for (int c = first; c < chunks; c += 2 * stride) {
+    if (c + stride < chunks) load(c + stride, next);
+    step(c, cur);
+    if (c + stride >= chunks) break;
+    if (c + 2 * stride < chunks) load(c + 2 * stride, cur);
+    step(c + stride, next);
+  }
+}
+
+// kSplit warps of a block sharing row sets (warp w: part w % kSplit of set
+// w / kSplit) add their S sums (each already summed over the warp) through
+// shared memory, in a fixed order, into the set's first warp; every thread
+// of the block calls it (a barrier inside). False for the other warps:
+// they are done.
+template <int kSplit, int S>
+__device__ __forceinline__ bool sum_split_parts(float (&acc)[S], int warp, int lane, int part) {
+  if constexpr (kSplit > 1) {
+    __shared__ float partial[kStreamWarps][S];
+    if (lane == 0) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) partial[warp][s] = acc[s];
+    }
+    __syncthreads();
+    if (part != 0) return false;
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      acc[s] = partial[warp][s];
+#pragma unroll
+      for (int q = 1; q < kSplit; ++q) acc[s] += partial[warp + q][s];
+    }
+  }
+  return true;
+}
+
 }  // namespace
 }  // namespace rf::gpu

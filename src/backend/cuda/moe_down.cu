@@ -76,35 +76,14 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) moe_down_combined_
 #pragma unroll
     for (int i = 0; i < R; ++i) acc[i] += wj * F::dot(q[i], x, p);
   };
-  // Two chunks per trip, their buffers alternating (gemv_stream.cu's loop).
   Chunk cur[R], next[R];
   if (first < chunks) load(first, cur);
   pdl_wait();
   pdl_trigger();
-  for (int c = first; c < chunks; c += 2 * kStride) {
-    if (c + kStride < chunks) load(c + kStride, next);
-    step(c, cur);
-    if (c + kStride >= chunks) break;
-    if (c + 2 * kStride < chunks) load(c + 2 * kStride, cur);
-    step(c + kStride, next);
-  }
+  stream_chunks(first, chunks, kStride, cur, next, load, step);
 #pragma unroll
   for (int i = 0; i < R; ++i) acc[i] = warp_sum(acc[i]);
-  if constexpr (kSplit > 1) {
-    __shared__ float partial[kStreamWarps][R];
-    if (lane == 0) {
-#pragma unroll
-      for (int i = 0; i < R; ++i) partial[warp][i] = acc[i];
-    }
-    __syncthreads();
-    if (part != 0) return;
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-      acc[i] = partial[warp][i];  // the parts in a fixed order
-#pragma unroll
-      for (int q = 1; q < kSplit; ++q) acc[i] += partial[warp + q][i];
-    }
-  }
+  if (!sum_split_parts<kSplit>(acc, warp, lane, part)) return;
 #pragma unroll
   for (int i = 0; i < R; ++i)
     if (lane == i && r0 + i < a.m) a.out[r0 + i] = __float2half_rn(acc[i]);
