@@ -13,8 +13,10 @@
 # fusions and fusions-bench: q/k norms inside RoPE, the MoE router with its
 # routing, one token's expert down GEMVs streaming; stage short-rows:
 # short expert down rows in lane groups; stage router: the MoE router
-# kernel beside a previous build; stage serve-budget: the serving
-# benchmark against the engine's token budget per step).
+# kernel beside a previous build; stage moe-down: one token's expert down
+# projections and their weighted sum in one launch, off against on; stage
+# serve-budget: the serving benchmark against the engine's token budget
+# per step).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -542,6 +544,27 @@ if [ "$stage" = router ]; then
         printf "round %s %-24s %-12s " "$round" "$model" "$b"
         env ${RF_OLD_ENV:-} "$b/rocmforge" bench --load-format dummy -m "$model" -p 64 -n 128 -r 1 --parallel 1 \
           2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
+      done
+    done
+  done
+fi
+
+if [ "$stage" = moe-down ]; then
+  # One token's expert down projections + weighted sum in one launch
+  # (moe_down.cu, issue 13): the MoE tests, memcheck of the kernel's own
+  # tests, then batch-1 decode with ROCMFORGE_FUSED_MOE_DOWN off and on,
+  # alternated.
+  "$BIN/test_gpu" --gtest_filter='*CudaMoe*:*qwen3moe*:*mixtral*' > "$OUT/test_gpu_moe_down.log" 2>&1
+  echo "MoE tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_moe_down.log" | head -10
+  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
+    --gtest_filter='CudaMoe.DownAndCombineInOneLaunch:*combined*' > "$OUT/memcheck-moe-down.log" 2>&1
+  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/memcheck-moe-down.log" | tail -1
+  for round in 1 2; do
+    for model in qwen3-30b-a3b:q4_k_m mixtral-8x7b-4l:q4_k_m; do
+      for on in 0 1; do
+        printf "round %s %-24s FUSED_MOE_DOWN=%s " "$round" "$model" "$on"
+        ROCMFORGE_FUSED_MOE_DOWN=$on "$BIN/rocmforge" bench --load-format dummy -m "$model" -p 64 -n 128 -r 1 \
+          --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
       done
     done
   done
