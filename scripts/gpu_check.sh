@@ -527,17 +527,23 @@ if [ "$stage" = tp-serve ]; then
     --parallel 1,64 --gpu-memory-utilization 0.95 2>&1 | grep -E "all-reduce|tg|pp|error"
 fi
 
+# An MoE stage's tests: test_gpu on filter $2, then memcheck on filter $3
+# (logs named after stage $1).
+moe_tests_memcheck() {
+  "$BIN/test_gpu" --gtest_filter="$2" > "$OUT/test_gpu_$1.log" 2>&1
+  echo "MoE tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_$1.log" | head -10
+  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
+    --gtest_filter="$3" > "$OUT/memcheck-$1.log" 2>&1
+  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/memcheck-$1.log" | tail -1
+}
+
 if [ "$stage" = router ]; then
   # The MoE router + routing kernel (issue 13): its tests and the MoE model
   # tests, memcheck, then batch-1 decode of this build alternated with a
   # previous one (RF_OLD, default .carry/old; RF_OLD_ENV: settings that
   # make the old build match this one's other defaults).
   OLD="${RF_OLD:-.carry/old}"
-  "$BIN/test_gpu" --gtest_filter='*CudaMoe*:*qwen3moe*:*mixtral*:*CudaFusedQ8*' > "$OUT/test_gpu_router.log" 2>&1
-  echo "MoE tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_router.log" | head -10
-  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
-    --gtest_filter='*RouterAndRouteInOneLaunch*' > "$OUT/memcheck-router.log" 2>&1
-  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/memcheck-router.log" | tail -1
+  moe_tests_memcheck router '*CudaMoe*:*qwen3moe*:*mixtral*:*CudaFusedQ8*' '*RouterAndRouteInOneLaunch*'
   for round in 1 2; do
     for model in ${RF_MODELS_ROUTER:-qwen3-30b-a3b:q4_k_m mixtral-8x7b-4l:q4_k_m}; do
       for b in "$OLD" "$BIN"; do
@@ -554,11 +560,7 @@ if [ "$stage" = moe-down ]; then
   # (moe_down.cu, issue 13): the MoE tests, memcheck of the kernel's own
   # tests, then batch-1 decode with ROCMFORGE_FUSED_MOE_DOWN off and on,
   # alternated.
-  "$BIN/test_gpu" --gtest_filter='*CudaMoe*:*qwen3moe*:*mixtral*' > "$OUT/test_gpu_moe_down.log" 2>&1
-  echo "MoE tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_moe_down.log" | head -10
-  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
-    --gtest_filter='CudaMoe.DownAndCombineInOneLaunch:*combined*' > "$OUT/memcheck-moe-down.log" 2>&1
-  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/memcheck-moe-down.log" | tail -1
+  moe_tests_memcheck moe-down '*CudaMoe*:*qwen3moe*:*mixtral*' 'CudaMoe.DownAndCombineInOneLaunch:*combined*'
   for round in 1 2; do
     for model in qwen3-30b-a3b:q4_k_m mixtral-8x7b-4l:q4_k_m; do
       for on in 0 1; do

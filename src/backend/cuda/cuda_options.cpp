@@ -24,19 +24,19 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   o.l2_prefetch = o.l2_prefetch && switch_on("ROCMFORGE_L2_PREFETCH");
   o.gemv_row_sets = o.gemv_row_sets && switch_on("ROCMFORGE_GEMV_ROW_SETS");
   o.kq_stream_l1 = o.kq_stream_l1 && switch_on("ROCMFORGE_KQ_STREAM_L1");
-  if (const char* p = std::getenv("ROCMFORGE_FUSED_Q8"); p && *p) o.fused_act_q8 = std::string(p) != "0";
-  if (const char* p = std::getenv("ROCMFORGE_FUSED_QK_ROPE"); p && *p) o.fused_qk_norm_rope = std::string(p) != "0";
-  if (const char* p = std::getenv("ROCMFORGE_FUSED_MOE_ROUTER"); p && *p) o.fused_moe_router = std::string(p) != "0";
-  if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_EXPERT_ROWS"); p && *p)
-    o.kq_stream_expert_rows = std::string(p) != "0";
-  if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_SHORT_ROWS"); p && *p)
-    o.kq_stream_short_expert_rows = std::string(p) != "0";
-  if (const char* p = std::getenv("ROCMFORGE_FUSED_MOE_DOWN"); p && *p) o.fused_moe_down = std::string(p) != "0";
-  if (const char* p = std::getenv("ROCMFORGE_PACKED_GATE_UP"); p && *p) o.packed_gate_up = std::string(p) != "0";
-  if (const char* p = std::getenv("ROCMFORGE_GEMV_TWO_FORMATS"); p && *p)
-    o.gemv_two_formats = std::string(p) != "0";
-  if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_GROUPS"); p && *p)
-    o.kq_stream_lane_groups = std::string(p) != "0";
+  // Switches a set variable turns either way (tests and builds may start
+  // them off): on unless it is "0".
+  for (auto [name, field] : {std::pair{"ROCMFORGE_FUSED_Q8", &o.fused_act_q8},
+                              std::pair{"ROCMFORGE_FUSED_QK_ROPE", &o.fused_qk_norm_rope},
+                              std::pair{"ROCMFORGE_FUSED_MOE_ROUTER", &o.fused_moe_router},
+                              std::pair{"ROCMFORGE_KQ_STREAM_EXPERT_ROWS", &o.kq_stream_expert_rows},
+                              std::pair{"ROCMFORGE_KQ_STREAM_SHORT_ROWS", &o.kq_stream_short_expert_rows},
+                              std::pair{"ROCMFORGE_FUSED_MOE_DOWN", &o.fused_moe_down},
+                              std::pair{"ROCMFORGE_PACKED_GATE_UP", &o.packed_gate_up},
+                              std::pair{"ROCMFORGE_GEMV_TWO_FORMATS", &o.gemv_two_formats},
+                              std::pair{"ROCMFORGE_KQ_STREAM_GROUPS", &o.kq_stream_lane_groups}}) {
+    if (const char* p = std::getenv(name); p && *p) *field = std::string(p) != "0";
+  }
   o.peer_all_reduce = o.peer_all_reduce && switch_on("ROCMFORGE_PEER_ALL_REDUCE");
   o.peer_fused_norm = o.peer_fused_norm && switch_on("ROCMFORGE_PEER_FUSED_NORM");
   o.peer_early_trigger = o.peer_early_trigger && switch_on("ROCMFORGE_PEER_EARLY_TRIGGER");
