@@ -142,6 +142,68 @@ TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
   check_attention(GetParam(), AttnKernels::TensorCorePrefill, 256);
 }
 
+// Decode splits summed by a thread-block cluster of their blocks
+// (CudaOptions::attention_cluster) against the combine kernel over the same
+// splits (max_attention_splits): the same arithmetic in the same order, so
+// the same bits — for clusters of 16 (past the portable size), 8 and 3
+// (output chunks that do not spread evenly over the blocks), decode-only
+// and mixed steps, three
+// launches in a row.
+TEST_P(CudaAttention, DecodeClusterSumMatchesCombineKernel) {
+  RF_REQUIRE_GPU();
+  const AttnShape sh = GetParam();
+  std::mt19937 rng(23 + sh.hd);
+  const int bs = 16, num_blocks = 400, max_blocks = 160;
+  const int kv_dim = sh.n_kv * sh.hd, q_dim = sh.n_heads * sh.hd;
+  const size_t slots = size_t(num_blocks) * bs;
+  const auto kc = test::to_f16(test::round_f16(test::randn(slots * kv_dim, rng)));
+  const auto vc = test::to_f16(test::round_f16(test::randn(slots * kv_dim, rng)));
+  AttentionParams ap{sh.n_heads, sh.n_kv, sh.hd, 1.0f / std::sqrt(float(sh.hd))};
+  ap.window = sh.window;
+  ap.softcap = sh.softcap;
+  const std::vector<std::vector<std::pair<int, int>>> steps = {
+      {{1500, 1}}, {{2000, 1}, {700, 1}, {33, 1}}, {{300, 20}, {900, 1}, {40, 1}}};
+  for (const int splits : {16, 8, 3}) {
+    std::vector<uint16_t> out[2];
+    for (const bool cluster : {false, true}) {
+      CudaOptions o;
+      o.dequant_scratch_bytes = size_t(32) << 20;
+      o.max_attention_splits = splits;
+      o.attention_target_blocks = 4096;  // every step takes all the splits
+      o.attention_cluster = cluster ? splits : 0;
+      CudaBackend gpu(o);
+      gpu.reserve(BackendLimits{512, 16, max_blocks, 16, 100, 1, sh.n_heads, sh.hd});
+      KVLayer cache{test::upload(gpu, kc), test::upload(gpu, vc), DType::F16, num_blocks, bs, sh.n_kv, sh.hd};
+      std::mt19937 qrng(5);
+      for (const auto& seqs : steps) {
+        const Batch b = test::attention_batch(seqs, bs, max_blocks, num_blocks);
+        const int n = b.n_tokens();
+        const auto q = test::to_f16(test::round_f16(test::randn(size_t(n) * q_dim, qrng)));
+        void* gq = test::upload(gpu, q);
+        void* go = gpu.alloc(size_t(n) * q_dim * 2, "attn out");
+        Tensor tq = make_tensor(gq, DType::F16, q_dim, n, DeviceKind::CUDA);
+        Tensor to = make_tensor(go, DType::F16, q_dim, n, DeviceKind::CUDA);
+        const StepMeta m = gpu.upload_step(b);
+        for (int rep = 0; rep < 3; ++rep) {
+          gpu.attention_ext(tq, cache, m, ap, to);
+          const auto got = test::download<uint16_t>(gpu, go, size_t(n) * q_dim);
+          if (rep > 0) {
+            ASSERT_EQ(got, std::vector<uint16_t>(out[cluster].end() - long(got.size()), out[cluster].end()))
+                << "launch " << rep << " differs from the first, cluster " << cluster;
+          } else {
+            out[cluster].insert(out[cluster].end(), got.begin(), got.end());
+          }
+        }
+        gpu.free(gq);
+        gpu.free(go);
+      }
+      gpu.free(cache.k);
+      gpu.free(cache.v);
+    }
+    EXPECT_EQ(out[1], out[0]) << test::attn_shape_name(sh) << ", " << splits << " splits";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
                          ::testing::Values(AttnShape{8, 8, 4}, AttnShape{64, 8, 8}, AttnShape{128, 32, 8},
                                            AttnShape{128, 8, 1},

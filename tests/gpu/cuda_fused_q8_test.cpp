@@ -84,8 +84,9 @@ FusedQ8Results run_ops(bool fused) {
   gpu.matmul(xn, gw4, o4);
   r.after_other_op = read(o4, m4);
 
-  // Decode attention of one token over 1,500 keys (9 slices, combined: see
-  // CudaBackend::decode_slices), then the GEMV of its output row.
+  // Decode attention of one token over 1,500 keys (8 slices summed by a
+  // cluster of their blocks: see CudaBackend::decode_slices), then the GEMV
+  // of its output row.
   const int kv_dim = n_heads * hd;
   const size_t slots = size_t(num_blocks) * bs;
   void* kc = test::upload(gpu, test::to_f16(test::round_f16(test::randn(slots * kv_dim, rng))));

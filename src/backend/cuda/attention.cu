@@ -3,7 +3,9 @@
 // which picks a kernel, and the generic fallback kernel.
 // One pass over the keys with an online softmax; with several splits
 // (flash-decoding for long contexts) each block covers a slice of the keys
-// and a second kernel combines the slices (attention_decode.cu).
+// and the slices are summed (attention_decode.cu) by a second kernel or, on
+// CUDA with up to CudaOptions::attention_cluster slices, by the decode
+// kernel's own blocks as one thread-block cluster.
 //  - prefill batches with head_dim 64/128/256: attention_prefill.cu;
 //  - everything else with head_dim 64/128 (and 256 on CUDA), decode steps
 //    above all: attention_decode.cu;
@@ -181,6 +183,19 @@ void attention_device_setup() {
   attention_prefill_device_setup();
 }
 
+int decode_cluster_limit(const CudaOptions& options) {
+#ifdef RF_PORTABLE
+  (void)options;
+  return 0;  // no clusters
+#else
+  return options.attention_cluster >= 2 ? std::min(options.attention_cluster, kMaxDecodeCluster) : 0;
+#endif
+}
+
+bool decode_cluster_sums(const LaunchCtx& ctx, int n_splits) {
+  return n_splits >= 2 && n_splits <= decode_cluster_limit(ctx.options);
+}
+
 void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tokens, const AttentionParams& p,
                int n_splits, const AttentionScratch& scratch, void* out, const LaunchCtx& ctx) {
   if (n_tokens == 0) return;
@@ -250,14 +265,21 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   a.part_out = scratch.partial_out;
   a.part_ml = scratch.partial_ml;
   a.tokens = nullptr;
+  a.cluster = false;
+  a.xq = nullptr;
+  a.xds = nullptr;
+  // The decode kernel's splits summed in a cluster of their blocks
+  // (CudaOptions::attention_cluster) rather than by the combine kernel.
+  const bool cluster = decode_cluster_sums(ctx, n_splits);
   if (prefill_mma || tiled) {
     int n_tiles = m.n_q_tiles;
     if (mixed_decode) {
       AttnArgs d = a;
       d.tokens = m.decode_tokens;
+      d.cluster = cluster;
       launch_attention_decode(dim3(unsigned(m.n_decode_tokens), unsigned(p.n_kv_heads), unsigned(n_splits)), d, ext,
                               fp8, ctx);
-      if (n_splits > 1)
+      if (n_splits > 1 && !cluster)
         launch_attention_combine(scratch, m.positions, m.decode_tokens, m.n_decode_tokens, p.n_heads, p.head_dim,
                                  n_splits, out, ctx);
       n_tiles = m.n_prompt_tiles;
@@ -273,12 +295,25 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
     return;
   }
   const dim3 grid(unsigned(n_tokens), unsigned(p.n_kv_heads), unsigned(n_splits));
-  if (attention_decode_supported(p.head_dim))  // any token works; it is built for one per sequence
+  if (attention_decode_supported(p.head_dim)) {  // any token works; it is built for one per sequence
+    if (cluster) {
+      a.cluster = true;
+      // One token whose GEMV reads 8-bit quants: the cluster writes them.
+      const int width = p.n_heads * p.head_dim;
+      if (n_tokens == 1 && act_q8_fusable(ctx, 1, width)) {
+        a.xq = act_q8_quants(ctx.act_q8);
+        a.xds = act_q8_scales(ctx.act_q8);
+      }
+      launch_attention_decode(grid, a, ext, fp8, ctx);
+      if (a.xq) act_q8_record(ctx, out, width);
+      return;
+    }
     launch_attention_decode(grid, a, ext, fp8, ctx);
-  else if (fp8)
+  } else if (fp8) {
     launch(attention_kernel<Fp8>, grid, dim3(threads), smem, ctx, a);
-  else
+  } else {
     launch(attention_kernel<__half>, grid, dim3(threads), smem, ctx, a);
+  }
   if (n_splits > 1)
     launch_attention_combine(scratch, m.positions, nullptr, n_tokens, p.n_heads, p.head_dim, n_splits, out, ctx);
 }

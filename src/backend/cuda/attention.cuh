@@ -42,6 +42,13 @@ struct AttnArgs {
   // sequences, StepMeta::decode_tokens); null: blockIdx.x itself. Split
   // partials are indexed by blockIdx.x.
   const int32_t* tokens;
+  // Decode with n_splits > 1 (CUDA): the splits of one (token, KV head
+  // [chunk]) run as one thread-block cluster whose blocks sum them through
+  // distributed shared memory (no combine kernel); one token's output may
+  // then also go to 8-bit quants (xq, xds: act_q8's layout; null: not).
+  bool cluster;
+  int8_t* xq;
+  float2* xds;
 };
 
 // Query heads one decode block holds (more per KV head: head chunks).
@@ -70,7 +77,7 @@ void attention_decode_device_setup();
 // chunks of 8 (attention_decode_supported). ext: the window / soft-cap /
 // head-chunk variant (always for head_dim 256 or more than 8 heads).
 // fp8: the cache holds e4m3 rows with scales. With splits, the combine
-// kernel follows.
+// kernel follows, unless a.cluster (then the splits are 2..kMaxDecodeCluster).
 bool attention_decode_supported(int head_dim);
 void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, bool fp8, const LaunchCtx& ctx);
 // Sums the splits' partial results into out (n_splits > 1): rows

@@ -1,7 +1,10 @@
 // Decode attention (one query per sequence, the hot path) over the paged KV
-// cache (f16, or e4m3 with row scales: kv_fp8.cuh), and the kernel that
-// combines split-K slices (flash-decoding; for one token it may also write
-// the row's 8-bit quants for the GEMV after it, CudaOptions::fused_act_q8).
+// cache (f16, or e4m3 with row scales: kv_fp8.cuh), and the sum of its
+// split-K slices (flash-decoding): on CUDA by the slices' blocks as one
+// thread-block cluster (decode_cluster_combine, through distributed shared
+// memory; CudaOptions::attention_cluster), else by a kernel that combines
+// them. Either may also write one token's row as 8-bit quants for the GEMV
+// after it (CudaOptions::fused_act_q8).
 // Owns attention_decode_kernel (head_dim 64/96/128, and 256 on CUDA; up to 8
 // query heads per block), attention_combine_kernel, their launchers and
 // their one-time shared-memory opt-ins. attention.cu chooses between the
@@ -38,7 +41,8 @@
 // earlier steps stored them), load q, then per tile: issue the copies of
 // a later tile, score the group's keys, update the online softmax,
 // accumulate V; at the end merge the four groups and store the output (or
-// this split's partial result for the combine kernel).
+// this split's partial result for the combine kernel, or for the cluster's
+// sum in its own shared memory).
 //  - e4m3 caches (KV = Fp8): tiles staged as stored (half the bytes) with
 //    their rows' scales; elements become f16 (kv_fp8.cuh) as the fragments
 //    and V rows are read; a key's K scale multiplies its score, its V scale
@@ -47,6 +51,9 @@
 #include <algorithm>
 
 #include "backend/cuda/attention_decode.cuh"
+#ifndef RF_PORTABLE  // (gpu.h, above, says)
+#include <cooperative_groups.h>
+#endif
 
 namespace rf::gpu {
 namespace {
@@ -423,9 +430,12 @@ __device__ __forceinline__ void decode_stash_acc(const float (&acc)[kDecMaxHeads
 // The four groups' (m, l, acc) combined per (head, dim): the normalized
 // output, or this split's unnormalized sum and (m, l) for the combine kernel.
 // kSubs: key subgroups per group in merge (1 after P.V on tensor cores).
+// With a.cluster: the split's result goes to this block's cpart instead,
+// for decode_cluster_combine.
 template <int HD, int kSubs>
-__device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const float* mls, const float* merge, int t,
-                                                   int row, int head0, int split, int pos, int group) {
+__device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const float* mls, const float* merge,
+                                                   float* cpart, int t, int row, int head0, int split, int pos,
+                                                   int group) {
   using L = DecodeDims<HD>;
   const DecodeThread th = decode_thread<HD>();
   for (int i = th.tid; i < group * HD; i += kDecThreads) {
@@ -449,6 +459,12 @@ __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const floa
     if (a.n_splits == 1) {
       const float inv = (pos >= 0 && lsum > 0.0f) ? 1.0f / lsum : 0.0f;
       a.out[(size_t(t) * a.n_heads + hq) * HD + d] = __float2half_rn(v * inv);
+    } else if (a.cluster) {
+      cpart[h * L::kWidth + d] = v;
+      if (d == 0) {
+        cpart[kDecMaxHeads * L::kWidth + h] = mx;
+        cpart[kDecMaxHeads * L::kWidth + kDecMaxHeads + h] = lsum;
+      }
     } else {
       const size_t base = (size_t(row) * a.n_heads + hq) * a.n_splits + split;
       a.part_out[base * HD + d] = v;
@@ -510,6 +526,64 @@ __device__ __forceinline__ void combine_splits(const float* part_out, const floa
     if (xq) quantize32_q8(__half2float(hv), h * hd + d, xq, xds);
   }
 }
+
+#ifndef RF_PORTABLE
+// The splits of one (token, KV head [chunk]) summed inside their thread-block
+// cluster (AttnArgs::cluster; the cluster is the grid's z extent, a block's
+// rank its split): every block has left its split's result in its own
+// cpart (decode_merge_store); after the cluster's barrier, block r takes the
+// group's 32-dim output chunks r, r + C, r + 2C, ... (a chunk per warp),
+// each lane one dim, and reads the splits' (m, l) and sums from the other
+// blocks' shared memory. The splits are weighed and summed with the
+// operations of combine_splits in the same order (bit-identical to the
+// combine kernel over the same splits). A second barrier keeps every
+// block's shared memory alive until the others have read it.
+template <int HD>
+__device__ __forceinline__ void decode_cluster_combine(const AttnArgs& a, float* cpart, int t, int head0, int pos,
+                                                       int group) {
+  using L = DecodeDims<HD>;
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();
+  const DecodeThread th = decode_thread<HD>();
+  const int n_splits = a.n_splits, rank = int(cluster.block_rank());
+  constexpr int kChunksPerHead = HD / 32;
+  const float* ml = cpart + kDecMaxHeads * L::kWidth;  // m [head], then l [head]
+  for (int c = rank + n_splits * th.grp; c < group * kChunksPerHead; c += n_splits * kDecGroups) {
+    const int h = c / kChunksPerHead, d = (c % kChunksPerHead) * 32 + th.lane;
+    float ms = -INFINITY, ls = 0.0f;
+    if (th.lane < n_splits) {
+      const float* remote = cluster.map_shared_rank(ml, unsigned(th.lane));
+      ms = remote[h];
+      ls = remote[kDecMaxHeads + h];
+    }
+    const float mx = warp_max(ms);
+    const float e = ms > -INFINITY ? __expf(ms - mx) : 0.0f;
+    float denom = 0.0f;
+    if (th.lane < n_splits) denom += e * ls;
+    denom = warp_sum(denom);
+    const bool valid = pos >= 0 && denom > 0.0f;
+    const float w = valid ? e / denom : 0.0f;
+    // Every split's value first (every block wrote its own, zeros for no
+    // keys): the remote loads in flight together, not one per weight test.
+    float part[kMaxDecodeCluster];
+#pragma unroll
+    for (int sp = 0; sp < kMaxDecodeCluster; ++sp)
+      part[sp] = sp < n_splits ? cluster.map_shared_rank(cpart, unsigned(sp))[h * L::kWidth + d] : 0.0f;
+    float v = 0.0f;
+#pragma unroll
+    for (int sp = 0; sp < kMaxDecodeCluster; ++sp) {
+      const float ws = __shfl_sync(0xffffffffu, w, sp % RF_WARP_SIZE);
+      if (sp < n_splits && ws != 0.0f) v += ws * part[sp];
+    }
+    const int hq = head0 + h;
+    const __half hv = __float2half_rn(v);
+    a.out[(size_t(t) * a.n_heads + hq) * HD + d] = hv;
+    if (a.xq) quantize32_q8(__half2float(hv), hq * HD + d, a.xq, a.xds);
+  }
+  cluster.sync();
+}
+#endif
 
 // ---- the kernels ---------------------------------------------------------------
 
@@ -663,13 +737,17 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
   if constexpr (kPvMma<KV>) {
     decode_stash_mma<HD>(o, group, sm.merge);
     __syncthreads();
-    decode_merge_store<HD, 1>(a, sm.mls, sm.merge, t, row, head0, split, pos, group);
+    decode_merge_store<HD, 1>(a, sm.mls, sm.merge, sm.cpart, t, row, head0, split, pos, group);
+    if (a.cluster) decode_cluster_combine<HD>(a, sm.cpart, t, head0, pos, group);
     return;
   }
 #endif
   decode_stash_acc<HD>(acc, group, sm.merge);
   __syncthreads();
-  decode_merge_store<HD, L::kSub>(a, sm.mls, sm.merge, t, row, head0, split, pos, group);
+  decode_merge_store<HD, L::kSub>(a, sm.mls, sm.merge, sm.cpart, t, row, head0, split, pos, group);
+#ifndef RF_PORTABLE
+  if (a.cluster) decode_cluster_combine<HD>(a, sm.cpart, t, head0, pos, group);
+#endif
 }
 
 // Combines the splits of one (token, head) (combine_splits): one block of
@@ -690,8 +768,8 @@ __global__ void attention_combine_kernel(const float* __restrict__ part_out, con
 template <int HD, bool kExt, typename KV>
 void opt_in_decode() {
   constexpr size_t bytes = DecodeLayout<HD, KV>::kBytes;
+  const auto kernel = attention_decode_kernel<HD, kExt, KV>;
   if constexpr (bytes > 48 * 1024) {
-    const auto kernel = attention_decode_kernel<HD, kExt, KV>;
     RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 #ifndef RF_PORTABLE
     // Several blocks per SM need the largest shared-memory carveout.
@@ -699,6 +777,10 @@ void opt_in_decode() {
                                       int(cudaSharedmemCarveoutMaxShared)));
 #endif
   }
+#ifndef RF_PORTABLE
+  // Clusters of splits past the portable 8 blocks (kMaxDecodeCluster).
+  RF_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+#endif
 }
 
 // Head size 256 fits the decode kernel's shared memory on CUDA only (107 KB).
@@ -722,6 +804,27 @@ void opt_in_decode_all() {
 template <int HD, bool kExt, typename KV>
 void launch_decode(dim3 grid, const AttnArgs& a, const LaunchCtx& ctx) {
   constexpr size_t bytes = DecodeLayout<HD, KV>::kBytes;
+#ifndef RF_PORTABLE
+  if (a.cluster) {
+    // A cluster per (token, KV head [chunk]): its n_splits blocks along z.
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kDecThreads);
+    cfg.dynamicSmemBytes = bytes;
+    cfg.stream = ctx.stream;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = grid.z;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = ctx.options.pdl ? 2 : 1;
+    RF_GPU_CHECK(cudaLaunchKernelEx(&cfg, attention_decode_kernel<HD, kExt, KV>, a));
+    return;
+  }
+#endif
   launch(attention_decode_kernel<HD, kExt, KV>, grid, dim3(kDecThreads), bytes, ctx, a);
 }
 

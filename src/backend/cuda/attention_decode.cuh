@@ -47,7 +47,7 @@ struct DecodeLayout : DecodeDims<HD> {
   // Shared memory (bytes): probabilities [group][key][head], rescale
   // factors [group][head], per-group (m, l), q (f16 mma fragments on CUDA,
   // f32 scaled with RF_PORTABLE), then the K/V stages, which the final merge of the
-  // groups' accumulators reuses. CUDA: 55,680 (HD 128) / 35,200 (HD 64).
+  // groups' accumulators reuses. CUDA: 55,680 (HD 128) / 37,312 (HD 64).
   static constexpr size_t kP = size_t(kDecGroups) * kDecMaxHeads * kDecKeysPerGroup * 4;
   static constexpr size_t kC = size_t(kDecGroups) * kDecMaxHeads * 4;
   static constexpr size_t kML = size_t(2) * kDecGroups * kDecMaxHeads * 4;
@@ -60,7 +60,12 @@ struct DecodeLayout : DecodeDims<HD> {
   static constexpr size_t kStages = size_t(kDecStages) * 2 * kDecTile * kRow * sizeof(KV);
   static constexpr size_t kScales = kIsFp8<KV> ? size_t(kDecStages) * 2 * kDecTile * 4 : 0;  // K, V row scales
   static constexpr size_t kMerge = size_t(kDecGroups) * DecodeDims<HD>::kSub * kDecMaxHeads * kWidth * 4;
-  static constexpr size_t kBytes = kHead + (kStages + kScales > kMerge ? kStages + kScales : kMerge);
+  // A split's merged result for the cluster's sum (AttnArgs::cluster):
+  // unnormalized sums [head][kWidth], then m [head] and l [head]; after the
+  // merge's region (within the stages where they are larger).
+  static constexpr size_t kCluster = (size_t(kDecMaxHeads) * kWidth + 2 * kDecMaxHeads) * 4;
+  static constexpr size_t kBytes =
+      kHead + (kStages + kScales > kMerge + kCluster ? kStages + kScales : kMerge + kCluster);
   static_assert(kDecTile % kRowsPerPass == 0 && kDecKeysPerGroup % DecodeDims<HD>::kSub == 0, "decode tile shape");
   static_assert(kHead % 16 == 0, "16-byte aligned stages");
 };
@@ -77,6 +82,7 @@ struct DecodeSmem {
   float* ksc;           // Fp8: K row scales [stage][key] (null for __half)
   float* vsc;           // Fp8: V row scales, the same shape
   float* merge;         // [group][sub][head][kWidth], after the key loop (reuses the stages)
+  float* cpart;         // the split's result for the cluster's sum (DecodeLayout::kCluster), after merge
 };
 template <int HD, typename KV>
 __device__ __forceinline__ DecodeSmem<KV> decode_smem(unsigned char* dsmem) {
@@ -91,6 +97,7 @@ __device__ __forceinline__ DecodeSmem<KV> decode_smem(unsigned char* dsmem) {
   s.ksc = kIsFp8<KV> ? reinterpret_cast<float*>(dsmem + L::kHead + L::kStages) : nullptr;
   s.vsc = kIsFp8<KV> ? s.ksc + kDecStages * kDecTile : nullptr;
   s.merge = reinterpret_cast<float*>(dsmem + L::kHead);
+  s.cpart = reinterpret_cast<float*>(dsmem + L::kHead + L::kMerge);
   return s;
 }
 

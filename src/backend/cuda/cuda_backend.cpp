@@ -513,7 +513,10 @@ int CudaBackend::decode_slices(int capacity, int n_tokens) const {
   const int target = options_.attention_target_blocks > 0 ? options_.attention_target_blocks : 2 * n_sms_;
   const int per_slice = std::max(1, n_tokens * std::max(limits_.n_kv_heads, 1));
   const int wanted = (target + per_slice - 1) / per_slice;
-  return std::clamp(std::min(wanted, (capacity + 31) / 32), 1, impl_->attn.max_splits);
+  const int slices = std::clamp(std::min(wanted, (capacity + 31) / 32), 1, impl_->attn.max_splits);
+  // Slices summed by a cluster of their blocks: at most a cluster's worth.
+  const int cluster = gpu::decode_cluster_limit(options_);
+  return cluster >= 2 ? std::min(slices, cluster) : slices;
 }
 
 void CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,

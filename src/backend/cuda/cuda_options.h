@@ -72,6 +72,10 @@
 //                                                         (kq_stream_split)
 //   ROCMFORGE_ATTN_BLOCKS=N  decode-attention block target, N > 0
 //                                                    (attention_target_blocks)
+//   ROCMFORGE_ATTN_CLUSTER=N decode attention in at most N key slices
+//                            (2..16) summed by a cluster of their blocks;
+//                            0: up to max_attention_splits slices and the
+//                            combine kernel              (attention_cluster)
 //   ROCMFORGE_ATTN_MIN_SPLIT=N decode-attention key slices of at least N
 //                            keys, N > 0           (attention_min_split_keys)
 //   ROCMFORGE_FP8_GEMM_ROWS=N FP8 weights: batches of >= N rows (default
@@ -86,7 +90,7 @@
 //                            at exit; graphs are off    (profile: any value
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
-// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_FP8_GEMM_ROWS,
+// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_ATTN_CLUSTER, ROCMFORGE_FP8_GEMM_ROWS,
 // ROCMFORGE_PREFILL_MMA, ROCMFORGE_PACKED_QKV,
 // ROCMFORGE_GEMV_TMA_ROWS,
 // ROCMFORGE_KQ_STREAM_ROWS,
@@ -112,6 +116,12 @@ struct CudaOptions {
   // ... and each slice at least this many keys of the step's longest
   // context (the slices past it stay empty and weigh nothing).
   int attention_min_split_keys = 32;
+  // Decode attention's key slices at most this many (2..16), the slices
+  // of one (token, KV head) one thread-block cluster that sums them through
+  // distributed shared memory (CUDA; attention_decode.cu), where a combine
+  // kernel launch followed; 0: the slices up to max_attention_splits and
+  // the combine kernel.
+  int attention_cluster = 8;
   bool graphs = true;
   // Batches of 9..N rows on Q4_K / Q6_K weights use the tensor-core matmul
   // reading the stored format (0: dequantize + BLAS instead).

@@ -172,6 +172,13 @@ struct AttentionScratch {
 };
 void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tokens, const AttentionParams& p,
                int n_splits, const AttentionScratch& scratch, void* out, const LaunchCtx& ctx);
+// Whether the decode kernel's n_splits splits are summed by a cluster of
+// their blocks (CudaOptions::attention_cluster; CUDA) instead of the
+// combine kernel: clusters of at most kMaxDecodeCluster blocks (past the
+// portable 8: an opt-in of the kernels).
+constexpr int kMaxDecodeCluster = 16;
+int decode_cluster_limit(const CudaOptions& options);  // the most slices so summed; 0: none
+bool decode_cluster_sums(const LaunchCtx& ctx, int n_splits);
 
 // ---- moe.cu
 constexpr int kMoeMaxExperts = 256;
