@@ -804,28 +804,9 @@ void opt_in_decode_all() {
 template <int HD, bool kExt, typename KV>
 void launch_decode(dim3 grid, const AttnArgs& a, const LaunchCtx& ctx) {
   constexpr size_t bytes = DecodeLayout<HD, KV>::kBytes;
-#ifndef RF_PORTABLE
-  if (a.cluster) {
-    // A cluster per (token, KV head [chunk]): its n_splits blocks along z.
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(kDecThreads);
-    cfg.dynamicSmemBytes = bytes;
-    cfg.stream = ctx.stream;
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = grid.z;
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = ctx.options.pdl ? 2 : 1;
-    RF_GPU_CHECK(cudaLaunchKernelEx(&cfg, attention_decode_kernel<HD, kExt, KV>, a));
-    return;
-  }
-#endif
-  launch(attention_decode_kernel<HD, kExt, KV>, grid, dim3(kDecThreads), bytes, ctx, a);
+  // With a.cluster, a cluster per (token, KV head [chunk]): its splits along z.
+  launch_in_clusters(attention_decode_kernel<HD, kExt, KV>, grid, dim3(kDecThreads), bytes, ctx,
+                     dim3(1, 1, a.cluster ? grid.z : 1), a);
 }
 
 template <typename KV>

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #if defined(__HIPCC__) || defined(RF_USE_HIP)
 #ifndef __HIP_PLATFORM_AMD__
@@ -271,10 +272,15 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
 
 // Launches kernel<<<grid, block, smem, s>>>(args...) as a programmatic
 // dependent launch where supported (see pdl_wait; never with RF_PORTABLE),
-// and checks the launch.
+// in thread-block clusters of `cluster` blocks where it is not (1, 1, 1)
+// (CUDA only, not RF_PORTABLE; grid a multiple of it), and checks the
+// launch.
 template <typename... KArgs, typename... Args>
-void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, const LaunchCtx& ctx, Args&&... args) {
+void launch_in_clusters(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, const LaunchCtx& ctx,
+                        dim3 cluster, Args&&... args) {
+  const bool clustered = cluster.x * cluster.y * cluster.z > 1;
 #ifdef RF_HIP
+  RF_CHECK(!clustered, "launch: thread-block clusters are CUDA's");
   hipLaunchKernelGGL(kernel, grid, block, smem, ctx.stream, static_cast<KArgs>(args)...);
   RF_GPU_CHECK_LAUNCH();
 #else
@@ -283,17 +289,30 @@ void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, const 
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = ctx.stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
 #ifdef RF_PORTABLE
-  cfg.numAttrs = 0;
+  RF_CHECK(!clustered, "launch: no thread-block clusters in the portable kernels");
 #else
-  cfg.numAttrs = ctx.options.pdl ? 1 : 0;
+  if (ctx.options.pdl) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (clustered) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = cluster.x;
+    attr[n].val.clusterDim.y = cluster.y;
+    attr[n++].val.clusterDim.z = cluster.z;
+  }
 #endif
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
   RF_GPU_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...));
 #endif
+}
+template <typename... KArgs, typename... Args>
+void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, const LaunchCtx& ctx, Args&&... args) {
+  launch_in_clusters(kernel, grid, block, smem, ctx, dim3(1, 1, 1), std::forward<Args>(args)...);
 }
 #endif
 
