@@ -8,6 +8,7 @@
 # stage issue16: the issue's table beside a previous build; stage
 # decode-pv: decode attention's P.V on tensor cores, issue 16; stage
 # attn-splits: batch-1 decode against the attention's split count; stage
+# attn-cluster: the splits summed by a cluster of their blocks; stage
 # moe-profile: per-kernel time of MoE steps, issue 13; stage fused-q8:
 # 8-bit activations written by the norm / combine, issue 16; stages
 # fusions and fusions-bench: q/k norms inside RoPE, the MoE router with its
@@ -293,12 +294,31 @@ fi
 
 if [ "$stage" = attn-splits ]; then
   # Batch-1 decode against the decode attention's slicing of the context:
-  # by default 2 blocks per SM (ROCMFORGE_ATTN_BLOCKS) and at least 32 keys
-  # a slice (ROCMFORGE_ATTN_MIN_SPLIT): at ~600 keys llama3-8b's 8 KV heads
-  # get ~19 slices of one key tile each, all summed by the combine kernel.
+  # by default 2 blocks per SM (ROCMFORGE_ATTN_BLOCKS), at least 32 keys a
+  # slice (ROCMFORGE_ATTN_MIN_SPLIT) and at most 8 slices, summed by a
+  # cluster of their blocks (ROCMFORGE_ATTN_CLUSTER; stage attn-cluster).
   # Alternated, f16.
   alternated_b1 512 "$(for p in ${RF_PRESETS:-llama3-8b phi3-mini}; do echo "$p:f16"; done)" \
     $(for m in ${RF_MIN_SPLITS:-32 64 128}; do echo "ROCMFORGE_ATTN_MIN_SPLIT=$m"; done)
+fi
+
+if [ "$stage" = attn-cluster ]; then
+  # Decode attention's key slices summed by a thread-block cluster of
+  # their blocks (ROCMFORGE_ATTN_CLUSTER, default 8) against the combine
+  # kernel (0): the attention and 8-bit-activation tests, memcheck and
+  # racecheck of the cluster's own test, then batch-1 decode after 512
+  # prompt tokens alternated 0 / 8 / 16.
+  "$BIN/test_gpu" --gtest_filter='*CudaAttention*:*CudaFusedQ8*:*Fp8*' > "$OUT/test_gpu_attn.log" 2>&1
+  echo "attention tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_attn.log" | head -10
+  cluster_tests='*DecodeClusterSum*/hd128_h32_kv8:*DecodeClusterSum*/hd96_h32_kv32:*DecodeClusterSum*/hd256_h16_kv8_win100_cap'
+  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
+    --gtest_filter="$cluster_tests" > "$OUT/memcheck-attn-cluster.log" 2>&1
+  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/memcheck-attn-cluster.log" | tail -1
+  timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN/test_gpu" \
+    --gtest_filter='*DecodeClusterSum*/hd64_h8_kv8' > "$OUT/racecheck-attn-cluster.log" 2>&1
+  echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY" "$OUT/racecheck-attn-cluster.log" | tail -1
+  alternated_b1 512 "${RF_CLUSTER_MODELS:-llama3-8b:q4_k_m phi3-mini:f16 qwen3-30b-a3b:q4_k_m}" \
+    ROCMFORGE_ATTN_CLUSTER=0 ROCMFORGE_ATTN_CLUSTER=8 ROCMFORGE_ATTN_CLUSTER=16
 fi
 
 if [ "$stage" = moe-profile ]; then
