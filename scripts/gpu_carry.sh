@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Here (no GPU): fills .carry/ (git-ignored) with what a GPU-machine run
 # needs — stripped binaries of the cuda build, the ctest lists of
-# build/cuda (tests of label gpu only need those) and a copy of the test
-# data. Run after `cmake --build build/cuda --target rocmforge test_gpu test_gpu_serial`.
+# build/cuda (tests of label gpu only need those; gpu_check.sh ctest puts
+# the carried binaries beside them) and a copy of the test data. Run after `cmake --build build/cuda --target rocmforge test_gpu test_gpu_serial`.
 # RF_BUILD=build/cuda-portable carries the portable-kernel build instead
 # (docs/AMD.md: the kernel variants AMD runs, tested on NVIDIA);
 # RF_CARRY_BIN=.carry/portable puts its binaries there, beside .carry/bin,
@@ -18,6 +18,8 @@ strip "$BIN_DIR"/*
 if [ -n "${RF_CARRY_BIN:-}" ]; then
   tar -cJf "$BIN_DIR.tar.xz" -C "$(dirname "$BIN_DIR")" "$(basename "$BIN_DIR")"
   rm -rf "$BIN_DIR"
+else  # test_gpu_serial xz-packed (gpu_check.sh unpacks it): within a call's 64 MB
+  rm -f "$BIN_DIR/test_gpu_serial.xz" && xz -T2 -3 "$BIN_DIR/test_gpu_serial"
 fi
 T=../shared/testdata
 cp $T/stories260K.gguf $T/stories260K.golden.jsonl $T/stories.txt .carry/testdata/
@@ -30,5 +32,4 @@ rm -rf .carry/ctest && mkdir -p .carry/ctest
 (cd $B && find . -path ./_deps -prune -o \( -name CTestTestfile.cmake -o -name '*_include.cmake' -o -name '*_tests.cmake' \) -print |
   tar -cf - -T -) | tar -C .carry/ctest -xf -
 mkdir -p .carry/ctest/src && touch .carry/ctest/src/CTestTestfile.cmake
-cp $B/tests/test_gpu $B/tests/test_gpu_serial .carry/ctest/tests/ && strip .carry/ctest/tests/test_gpu .carry/ctest/tests/test_gpu_serial
 du -sh .carry
