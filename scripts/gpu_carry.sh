@@ -2,7 +2,8 @@
 # Here (no GPU): fills .carry/ (git-ignored) with what a GPU-machine run
 # needs — stripped binaries of the cuda build, the ctest lists of
 # build/cuda (tests of label gpu only need those; gpu_check.sh ctest puts
-# the carried binaries beside them) and a copy of the test data. Run after `cmake --build build/cuda --target rocmforge test_gpu test_gpu_serial`.
+# the carried binaries beside them) and a copy of the test data. Run after
+# `cmake --build build/cuda --target rocmforge test_gpu test_gpu_serial`.
 # RF_BUILD=build/cuda-portable carries the portable-kernel build instead
 # (docs/AMD.md: the kernel variants AMD runs, tested on NVIDIA);
 # RF_CARRY_BIN=.carry/portable puts its binaries there, beside .carry/bin,

@@ -67,16 +67,6 @@ alternated_b1() {
   done
 }
 
-if [ "$stage" = ctest ]; then
-  # ctest -L gpu over the build tree's test lists (carried in .carry/ctest;
-  # they hold this checkout's absolute paths).
-  mkdir -p build/cuda && cp -r .carry/ctest/. build/cuda/
-  unpack_serial
-  mkdir -p build/cuda/tests && cp "$BIN/test_gpu" "$BIN/test_gpu_serial" build/cuda/tests/
-  ctest --test-dir build/cuda -L gpu -j 4 --output-on-failure > "$OUT/ctest_gpu.log" 2>&1; echo "ctest -L gpu rc=$?"
-  grep -E "tests passed|tests failed|Total Test" "$OUT/ctest_gpu.log"
-fi
-
 # gpu_carry.sh packs test_gpu_serial with xz: unpacked beside it once.
 unpack_serial() {
   if [ -f "$BIN/test_gpu_serial.xz" ] && [ ! -f "$BIN/test_gpu_serial" ]; then
@@ -101,6 +91,16 @@ sharded_test_gpu() {
   done
   return $rc
 }
+
+if [ "$stage" = ctest ]; then
+  # ctest -L gpu over the build tree's test lists (carried in .carry/ctest;
+  # they hold this checkout's absolute paths).
+  mkdir -p build/cuda && cp -r .carry/ctest/. build/cuda/
+  unpack_serial
+  mkdir -p build/cuda/tests && cp "$BIN/test_gpu" "$BIN/test_gpu_serial" build/cuda/tests/
+  ctest --test-dir build/cuda -L gpu -j 4 --output-on-failure > "$OUT/ctest_gpu.log" 2>&1; echo "ctest -L gpu rc=$?"
+  grep -E "tests passed|tests failed|Total Test" "$OUT/ctest_gpu.log"
+fi
 
 if [ "$stage" = all ] || [ "$stage" = tests ]; then
   echo "== gpu tests"
