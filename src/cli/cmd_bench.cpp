@@ -267,7 +267,16 @@ void report_serving(const BenchOptions& o, Range in, Range out, const Engine& en
   for (int i = 0; i < EngineMetrics::kStepPhases; ++i)
     std::printf("%s%s %.2f", i ? ", " : "", EngineMetrics::step_phase_name(EngineMetrics::StepPhase(i)),
                 double(m.step_micros[size_t(i)].load()) / 1e3 / steps);
-  std::printf(")\n\n");
+  std::printf(")\n");
+  // The steps by the prompt tokens they carried: how the prompts were spread.
+  std::printf("steps by prompt tokens carried:");
+  for (int i = 0; i < EngineMetrics::kStepShapes; ++i) {
+    const double n = double(m.shape_steps[size_t(i)].load());
+    if (n == 0) continue;
+    std::printf(" [%s: %.0f steps, %.1f single-token rows, %.2f ms]", EngineMetrics::step_shape_name(i), n,
+                double(m.shape_decode_rows[size_t(i)].load()) / n, double(m.shape_micros[size_t(i)].load()) / 1e3 / n);
+  }
+  std::printf("\n\n");
   std::printf("| ms | mean | p50 | p90 | p99 |\n|---|---|---|---|---|\n");
   const std::pair<const char*, const char*> rows[] = {
       {"ttft_s", "time to first token"}, {"tpot_s", "time per output token"}, {"e2e_s", "request latency"}};

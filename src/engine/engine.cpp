@@ -294,7 +294,11 @@ bool Engine::step() {
   metrics_.observe_step_phase(EngineMetrics::kSchedule, seconds(t_start, t_forward));
   metrics_.observe_step_phase(EngineMetrics::kForward, seconds(t_forward, t_sample));
   metrics_.observe_step_phase(EngineMetrics::kSample, seconds(t_sample, t_tokens));
-  metrics_.observe_step_phase(EngineMetrics::kTokens, seconds(t_tokens, Clock::now()));
+  const auto t_end = Clock::now();
+  metrics_.observe_step_phase(EngineMetrics::kTokens, seconds(t_tokens, t_end));
+  int64_t prompt_tokens = 0, decode_rows = 0;
+  for (const ScheduledSeq& e : sched) (e.n_new > 1 ? prompt_tokens += e.n_new : ++decode_rows);
+  metrics_.observe_step_shape(prompt_tokens, decode_rows, seconds(t_start, t_end));
   return true;
 }
 

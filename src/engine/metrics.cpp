@@ -44,6 +44,25 @@ void EngineMetrics::observe_step_phase(StepPhase phase, double seconds) {
   step_micros[size_t(phase)].fetch_add(uint64_t(seconds * 1e6));
 }
 
+int EngineMetrics::step_shape(int64_t prompt_tokens) {
+  if (prompt_tokens <= 0) return 0;
+  int shape = 1;
+  for (int64_t bound = 256; shape < kStepShapes - 1 && prompt_tokens > bound; bound *= 2) ++shape;
+  return shape;
+}
+
+const char* EngineMetrics::step_shape_name(int shape) {
+  static constexpr const char* kNames[kStepShapes] = {"0", "1-256", "257-512", "513-1024", "1025-2048", ">2048"};
+  return kNames[shape];
+}
+
+void EngineMetrics::observe_step_shape(int64_t prompt_tokens, int64_t decode_rows, double seconds) {
+  const size_t i = size_t(step_shape(prompt_tokens));
+  shape_steps[i].fetch_add(1);
+  shape_micros[i].fetch_add(uint64_t(seconds * 1e6));
+  shape_decode_rows[i].fetch_add(uint64_t(decode_rows));
+}
+
 const char* EngineMetrics::step_phase_name(StepPhase phase) {
   static constexpr const char* kNames[kStepPhases] = {"schedule", "forward", "sample", "tokens"};
   return kNames[phase];
@@ -79,6 +98,20 @@ std::string EngineMetrics::prometheus_text() const {
   for (int ph = 0; ph < kStepPhases; ++ph) {
     std::snprintf(line, sizeof line, "rocmforge_engine_step_seconds_total{phase=\"%s\"} %.6f\n",
                   step_phase_name(StepPhase(ph)), double(step_micros[size_t(ph)].load()) / 1e6);
+    out += line;
+  }
+  out += "# HELP rocmforge_engine_steps_by_prompt_tokens_total Engine steps by the prompt tokens they carried.\n"
+         "# TYPE rocmforge_engine_steps_by_prompt_tokens_total counter\n";
+  for (int i = 0; i < kStepShapes; ++i) {
+    std::snprintf(line, sizeof line, "rocmforge_engine_steps_by_prompt_tokens_total{prompt_tokens=\"%s\"} %llu\n",
+                  step_shape_name(i), (unsigned long long)shape_steps[size_t(i)].load());
+    out += line;
+  }
+  out += "# HELP rocmforge_engine_step_seconds_by_prompt_tokens_total Engine step wall time by the prompt tokens carried.\n"
+         "# TYPE rocmforge_engine_step_seconds_by_prompt_tokens_total counter\n";
+  for (int i = 0; i < kStepShapes; ++i) {
+    std::snprintf(line, sizeof line, "rocmforge_engine_step_seconds_by_prompt_tokens_total{prompt_tokens=\"%s\"} %.6f\n",
+                  step_shape_name(i), double(shape_micros[size_t(i)].load()) / 1e6);
     out += line;
   }
   metric("rocmforge_queue_depth", "gauge", "Requests waiting to be scheduled.", double(queue_depth.load()));

@@ -44,6 +44,14 @@ struct EngineMetrics {
   std::array<std::atomic<uint64_t>, kStepPhases> step_micros{};
   void observe_step_phase(StepPhase phase, double seconds);
   static const char* step_phase_name(StepPhase phase);
+  // Steps by the prompt tokens they carry (chunks of more than one token):
+  // bucket 0 none (decode only), then up to 256, 512, 1024, 2048, more.
+  // Per bucket: steps, their wall microseconds, their single-token rows.
+  static constexpr int kStepShapes = 6;
+  static int step_shape(int64_t prompt_tokens);
+  static const char* step_shape_name(int shape);
+  std::array<std::atomic<uint64_t>, kStepShapes> shape_steps{}, shape_micros{}, shape_decode_rows{};
+  void observe_step_shape(int64_t prompt_tokens, int64_t decode_rows, double seconds);
   std::atomic<int64_t> queue_depth{0};
   std::atomic<int64_t> running{0};
   std::atomic<int64_t> kv_blocks_total{0};

@@ -4,6 +4,9 @@
 // (single pass and split-K) and sampling.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/fp8.h"
 #include "core/quant.h"
 #include "gpu/gpu_test_util.h"
@@ -382,6 +385,46 @@ TEST(CudaOps, FamilyOpsMatchCpu) {
   EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gq2, nd)), nref), 1e-3);
   EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gk2, nd / 2)), kref), 1e-3);
   for (void* p : {gx, gg, gu, gf, gx2, gn, gq2, gk2}) gpu->free(p);
+}
+
+
+// SwiGLU and GeGLU at widths and addresses that take the eight-wide kernel
+// (multiples of 8, 16-byte aligned) and those that take one value a thread
+// (odd widths, a misaligned start): every element against the CPU backend.
+TEST(CudaOps, GluEveryWidthMatchesCpu) {
+  RF_REQUIRE_GPU();
+  std::mt19937 rng(57);
+  auto gpu = test::make_gpu();
+  CpuBackend cpu(2);
+  BackendLimits lim{64, 4, 4, 4, 100, 1, 1, 1};
+  gpu->reserve(lim);
+  for (const int n : {4096, 8 * 37, 1001, 7})
+    for (const int offset : {0, 1})
+      for (const bool gelu : {false, true}) {
+        auto g = test::round_f16(test::randn(size_t(n), rng, 3.0f)), u = test::round_f16(test::randn(size_t(n), rng));
+        std::vector<float> ref(static_cast<size_t>(n));
+        Tensor cg = make_tensor(g.data(), DType::F32, n, 1), cu = make_tensor(u.data(), DType::F32, n, 1),
+               co = make_tensor(ref.data(), DType::F32, n, 1);
+        gelu ? cpu.geglu(cg, cu, co) : cpu.swiglu(cg, cu, co);
+        std::vector<float> gpad(size_t(offset), 0.0f), upad(size_t(offset), 0.0f);
+        gpad.insert(gpad.end(), g.begin(), g.end());
+        upad.insert(upad.end(), u.begin(), u.end());
+        void* gg = test::upload(*gpu, test::to_f16(gpad));
+        void* gu = test::upload(*gpu, test::to_f16(upad));
+        void* go = gpu->alloc(size_t(n + offset) * 2, "glu out");
+        auto at = [&](void* p) { return static_cast<uint16_t*>(p) + offset; };
+        Tensor tg = make_tensor(at(gg), DType::F16, n, 1, DeviceKind::CUDA),
+               tu = make_tensor(at(gu), DType::F16, n, 1, DeviceKind::CUDA),
+               to = make_tensor(at(go), DType::F16, n, 1, DeviceKind::CUDA);
+        gelu ? gpu->geglu(tg, tu, to) : gpu->swiglu(tg, tu, to);
+        const auto got = test::from_f16(test::download<uint16_t>(*gpu, go, size_t(n + offset)));
+        for (int i = 0; i < n; ++i)
+          ASSERT_NEAR(got[size_t(offset + i)], ref[size_t(i)], 2e-3f * std::max(1.0f, std::fabs(ref[size_t(i)])))
+              << (gelu ? "geglu" : "swiglu") << " n=" << n << " offset=" << offset << " i=" << i;
+        gpu->free(gg);
+        gpu->free(gu);
+        gpu->free(go);
+      }
 }
 
 }  // namespace

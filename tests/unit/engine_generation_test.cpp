@@ -53,6 +53,18 @@ TEST(EngineGeneration, GoldenGreedyTokensAndText) {
       EXPECT_NE(text.find(std::string("rocmforge_engine_step_seconds_total{phase=\"") + phase + "\"}"),
                 std::string::npos)
           << phase;
+    // Every step by the prompt tokens it carried: some carried the prompts
+    // (none of more than the budget), the rest only decodes.
+    uint64_t shaped = 0, with_prompt = 0;
+    for (int i = 0; i < EngineMetrics::kStepShapes; ++i) {
+      shaped += engine->metrics().shape_steps[size_t(i)].load();
+      if (i > 0) with_prompt += engine->metrics().shape_steps[size_t(i)].load();
+      if (i > EngineMetrics::step_shape(budget)) EXPECT_EQ(engine->metrics().shape_steps[size_t(i)].load(), 0u) << i;
+    }
+    EXPECT_EQ(shaped, engine->metrics().steps.load());
+    EXPECT_GT(with_prompt, 0u);
+    EXPECT_GT(engine->metrics().shape_steps[0].load(), 0u);
+    EXPECT_NE(text.find("rocmforge_engine_steps_by_prompt_tokens_total{prompt_tokens=\"0\"}"), std::string::npos);
     test::expect_idle(*engine);
   }
 }

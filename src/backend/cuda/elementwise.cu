@@ -3,6 +3,9 @@
 // soft-capping, residual add, row gather and the f32 -> f16 conversion. One block
 // per row for the row ops, grid-stride loops for the element ops. (The
 // norms are in norm.cu.)
+#include <algorithm>
+#include <cstdint>
+
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/glu.cuh"
 #include "backend/cuda/kernels.h"
@@ -38,35 +41,34 @@ __global__ void embed_kernel(const uint8_t* __restrict__ table, size_t row_bytes
   }
 }
 
-__global__ void swiglu_kernel(const __half* __restrict__ g, const __half* __restrict__ u, __half* __restrict__ o,
-                              int64_t n) {
+// act(gate) * up for `rows` rows of `cols` values: row r's gate values at
+// gate + r * in_stride, its up values at up + r * in_stride, its outputs at
+// out + r * cols (SwiGLU, or GeGLU with `gelu`). kVec values a thread: 8
+// (16-byte loads and stores) where the widths and addresses allow, else 1.
+template <int kVec>
+__global__ void glu_kernel(const __half* __restrict__ gate, const __half* __restrict__ up, int64_t in_stride,
+                           int64_t cols, __half* __restrict__ out, int64_t rows, bool gelu) {
   pdl_wait();
   pdl_trigger();
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float a = __half2float(g[i]);
-    o[i] = __float2half_rn(silu(a) * __half2float(u[i]));
-  }
-}
-
-__global__ void geglu_kernel(const __half* __restrict__ g, const __half* __restrict__ u, __half* __restrict__ o,
-                             int64_t n) {
-  pdl_wait();
-  pdl_trigger();
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    o[i] = __float2half_rn(gelu_tanh_f16(__half2float(g[i])) * __half2float(u[i]));
-}
-
-// The GLU of a packed gate*up product: row t of gu holds t's ff gate
-// values, then its ff up values; swiglu_kernel's / geglu_kernel's arithmetic.
-__global__ void glu_packed_kernel(const __half* __restrict__ gu, int64_t rows, int ff, __half* __restrict__ o,
-                                  bool gelu) {
-  pdl_wait();
-  pdl_trigger();
-  const int64_t n = rows * ff;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = i / ff, c = i % ff;
-    const float g = __half2float(gu[t * 2 * ff + c]), u = __half2float(gu[t * 2 * ff + ff + c]);
-    o[i] = __float2half_rn((gelu ? gelu_tanh_f16(g) : silu(g)) * u);
+  const int64_t c0 = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
+  if (c0 >= cols) return;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const int64_t in = r * in_stride + c0;
+    __half g[kVec], u[kVec], o[kVec];
+    if constexpr (kVec == 8) {
+      *reinterpret_cast<uint4*>(g) = *reinterpret_cast<const uint4*>(gate + in);
+      *reinterpret_cast<uint4*>(u) = *reinterpret_cast<const uint4*>(up + in);
+    } else {
+      g[0] = gate[in];
+      u[0] = up[in];
+    }
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      const float a = __half2float(g[i]);
+      o[i] = __float2half_rn((gelu ? gelu_tanh_f16(a) : silu(a)) * __half2float(u[i]));
+    }
+    if constexpr (kVec == 8) *reinterpret_cast<uint4*>(out + r * cols + c0) = *reinterpret_cast<const uint4*>(o);
+    else out[r * cols + c0] = o[0];
   }
 }
 
@@ -162,25 +164,33 @@ void embed_rows_range(DType type, const void* table, size_t row_bytes, int cols,
   RF_GPU_CHECK_LAUNCH();
 }
 
-void swiglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx) {
-  if (n == 0) return;
-  launch(swiglu_kernel, grid_for(n, 256), 256, 0, ctx, static_cast<const __half*>(gate), static_cast<const __half*>(up),
-                                                 static_cast<__half*>(out), n);
+namespace {
+void launch_glu(const void* gate, const void* up, int64_t in_stride, int64_t cols, void* out, int64_t rows,
+                bool gelu, const LaunchCtx& ctx) {
+  if (rows == 0 || cols == 0) return;
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool vec = cols % 8 == 0 && in_stride % 8 == 0 && aligned(gate) && aligned(up) && aligned(out);
+  const int vec_len = vec ? 8 : 1;
+  const dim3 grid(unsigned((cols / vec_len + 255) / 256), unsigned(std::min<int64_t>(rows, 65535)));
+  const auto* g = static_cast<const __half*>(gate);
+  const auto* u = static_cast<const __half*>(up);
+  auto* o = static_cast<__half*>(out);
+  if (vec) launch(glu_kernel<8>, grid, 256, 0, ctx, g, u, in_stride, cols, o, rows, gelu);
+  else launch(glu_kernel<1>, grid, 256, 0, ctx, g, u, in_stride, cols, o, rows, gelu);
   RF_GPU_CHECK_LAUNCH();
+}
+}  // namespace
+
+void swiglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx) {
+  launch_glu(gate, up, n, n, out, 1, false, ctx);
 }
 
 void geglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx) {
-  if (n == 0) return;
-  launch(geglu_kernel, grid_for(n, 256), 256, 0, ctx, static_cast<const __half*>(gate), static_cast<const __half*>(up),
-         static_cast<__half*>(out), n);
-  RF_GPU_CHECK_LAUNCH();
+  launch_glu(gate, up, n, n, out, 1, true, ctx);
 }
 
 void glu_packed(const void* gate_up, int64_t rows, int ff, void* out, bool gelu, const LaunchCtx& ctx) {
-  if (rows == 0 || ff == 0) return;
-  launch(glu_packed_kernel, grid_for(rows * ff, 256), 256, 0, ctx, static_cast<const __half*>(gate_up), rows, ff,
-         static_cast<__half*>(out), gelu);
-  RF_GPU_CHECK_LAUNCH();
+  launch_glu(gate_up, static_cast<const __half*>(gate_up) + ff, 2 * int64_t(ff), ff, out, rows, gelu, ctx);
 }
 
 void add_bias_f16(void* x, const float* bias, int64_t rows, int cols, const LaunchCtx& ctx) {
