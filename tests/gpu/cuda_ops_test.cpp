@@ -52,11 +52,14 @@ TEST_P(CudaMatmul, MatchesCpu) {
   // Q4_K/Q6_K (256-row blocks: 2112 rows fill several), split over k when
   // k >= 1024; else dequantize + BLAS. k = 14336 at n = 1: f16 rows too
   // wide for 4 per bulk-copying GEMV block go 2 per block. n = 1 at k = 768,
-  // 1024, 2048: k-quant GEMVs with 4 or 2 sets of rows per block.
+  // 1024, 2048: k-quant GEMVs with 4 or 2 sets of rows per block. n = 90
+  // at k = 768, m = 37: 888 sub-blocks of 32 to dequantize, the last
+  // dequantizing block partly filled.
   const std::vector<std::array<int, 3>> shapes = {{1, 256, 96},    {3, 512, 40},     {8, 256, 130},
                                                   {17, 512, 64},   {64, 256, 300},   {37, 2048, 200},
                                                   {100, 1024, 72}, {20, 512, 2112}, {1, 14336, 67},
-                                                  {1, 768, 37},    {1, 2048, 130},   {1, 1024, 21}};
+                                                  {1, 768, 37},    {1, 2048, 130},   {1, 1024, 21},
+                                                  {90, 768, 37}};
   for (auto [n, k, m] : shapes) {
     for (DType out_type : {DType::F16, DType::F32}) {
       auto wq = test::random_weight(type, m, k, rng, 0.3f);
