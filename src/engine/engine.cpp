@@ -297,7 +297,10 @@ bool Engine::step() {
   const auto t_end = Clock::now();
   metrics_.observe_step_phase(EngineMetrics::kTokens, seconds(t_tokens, t_end));
   int64_t prompt_tokens = 0, decode_rows = 0;
-  for (const ScheduledSeq& e : sched) (e.n_new > 1 ? prompt_tokens += e.n_new : ++decode_rows);
+  for (const ScheduledSeq& e : sched) {
+    if (e.n_new > 1) prompt_tokens += e.n_new;
+    else ++decode_rows;
+  }
   metrics_.observe_step_shape(prompt_tokens, decode_rows, seconds(t_start, t_end));
   return true;
 }
