@@ -17,7 +17,8 @@
 # kernel beside a previous build; stage moe-down: one token's expert down
 # projections and their weighted sum in one launch, off against on; stage
 # serve-budget: the serving benchmark against the engine's token budget
-# per step).
+# per step; stage prefill-split: prefill query tiles split over their
+# keys, off against on).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -621,6 +622,37 @@ if [ "$stage" = moe-down ]; then
         printf "round %s %-24s FUSED_MOE_DOWN=%s " "$round" "$model" "$on"
         ROCMFORGE_FUSED_MOE_DOWN=$on "$BIN/rocmforge" bench --load-format dummy -m "$model" -p 64 -n 128 -r 1 \
           --parallel 1 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
+      done
+    done
+  done
+fi
+
+if [ "$stage" = prefill-split ]; then
+  # Prefill query tiles split over their keys (query_tiles.h, issue 16): the
+  # attention, model and engine tests, the sanitizers on split tiles, then
+  # prefill and served speed with ROCMFORGE_PREFILL_SPLIT=0 and the default
+  # alternated (RF_BIN2: a second build alternated as well).
+  echo "== attention tests"
+  "$BIN/test_gpu" --gtest_filter='*CudaAttention*:*CudaKvFp8*:*CudaModel*:*CudaEngine*' > "$OUT/test_gpu_attn.log" 2>&1
+  echo "test_gpu attention rc=$?"
+  grep -E "^\[  FAILED|PASSED|Failure|tests ran" "$OUT/test_gpu_attn.log" | head -30
+  echo "== compute-sanitizer racecheck and memcheck, split prefill tiles"
+  for tool in racecheck memcheck; do
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_gpu" \
+      --gtest_filter='*CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8:*CudaAttention.MatchesCpuOnMixedBatch/hd256_h16_kv8_win100_cap' \
+      > "$OUT/sanitizer-split-$tool.log" 2>&1
+    echo "$tool rc=$?"; grep -E "ERROR SUMMARY|hazard" "$OUT/sanitizer-split-$tool.log" | tail -2
+  done
+  for round in 1 2; do
+    for b in "$BIN" ${RF_BIN2:-}; do
+      for split in 0 64; do
+        echo "== round $round, $b, ROCMFORGE_PREFILL_SPLIT=$split"
+        for m in ${RF_SPLIT_MODELS:-llama3-8b:f16 llama3-8b:q4_k_m}; do
+          ROCMFORGE_PREFILL_SPLIT=$split "$b/rocmforge" bench --load-format dummy -m "$m" -p 512 -n 16 -r 1 \
+            --parallel 1,64 2>/dev/null | grep -E "^\| [0-9]+ \| pp" | sed "s|^|$m |"
+        done
+        ROCMFORGE_PREFILL_SPLIT=$split "$b/rocmforge" bench --load-format dummy -m llama3-8b:f16 --requests 256 \
+          --concurrency 64 --input-len 512 --output-len 128 2>/dev/null | grep -E "throughput|^\| (time|request)"
       done
     done
   done

@@ -16,6 +16,7 @@
 
 #include "backend/batch.h"
 #include "backend/collective.h"
+#include "backend/query_tiles.h"
 #include "core/activation.h"
 #include "core/rope_params.h"
 #include "core/sampling.h"
@@ -66,10 +67,14 @@ struct StepMeta {
   // must not be read.
   const int32_t* block_tables = nullptr;
   const int32_t* logits_rows = nullptr;   // [n_logits]
-  // Query tiles for prefill kernels (backends that build them): pairs of
-  // (first token, count) of up to 16 consecutive tokens of one sequence.
-  const int32_t* q_tiles = nullptr;
+  // Query tiles for prefill kernels (backends that build them; query_tiles.h):
+  // up to 16 consecutive tokens of one sequence each, a tile deep in its
+  // context possibly split into parts over its keys, which the q_splits
+  // records (n_q_splits of them) tell a combine step to sum.
+  const QueryTile* q_tiles = nullptr;
   int32_t n_q_tiles = 0;
+  const QuerySplit* q_splits = nullptr;
+  int32_t n_q_splits = 0;
   // A step mixing multi-token chunks with single-token sequences (backends
   // that build them): the multi-token sequences' tiles come first in
   // q_tiles (n_prompt_tiles of them), and decode_tokens lists the

@@ -2,7 +2,8 @@
 // single pass and split-K, head sizes 8/64/96/128/256, groups up to 16,
 // sliding windows — also with the blocks before each window released and
 // every unseen key NaN — and logit soft-capping; prefill on the CUDA-core
-// and the tensor-core kernels) and sampling against the CPU backend.
+// and the tensor-core kernels, the latter with query tiles split over their
+// keys and without) and sampling against the CPU backend.
 #include <gtest/gtest.h>
 
 #include "gpu/attention_shapes.h"
@@ -22,14 +23,19 @@ enum class AttnKernels { CudaCorePrefill, TensorCorePrefill };
 
 // min_split_keys: decode attention's shortest key slice
 // (CudaOptions::attention_min_split_keys; long ones leave slices empty).
-void check_attention(const AttnShape& sh, AttnKernels kernels, int min_split_keys = 32) {
+// tile_partials: the tensor-core prefill's split query tiles
+// (CudaOptions::prefill_tile_partials; these small steps split their
+// longer tiles over their keys unless 0).
+void check_attention(const AttnShape& sh, AttnKernels kernels, int min_split_keys = 32, int tile_partials = 64) {
   SCOPED_TRACE(kernels == AttnKernels::CudaCorePrefill ? "CUDA-core prefill" : "tensor-core prefill");
   SCOPED_TRACE("decode slices of >= " + std::to_string(min_split_keys) + " keys");
+  SCOPED_TRACE("split prefill tiles' partial slots " + std::to_string(tile_partials));
   std::mt19937 rng(11 + sh.hd);
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
   o.prefill_mma = kernels != AttnKernels::CudaCorePrefill;
   o.attention_min_split_keys = min_split_keys;
+  o.prefill_tile_partials = tile_partials;
   auto gpu = std::make_unique<CudaBackend>(o);
   CpuBackend cpu(2);
   const int bs = 16, num_blocks = 200, max_blocks = 160;
@@ -139,7 +145,7 @@ TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
   RF_REQUIRE_GPU();
   check_attention(GetParam(), AttnKernels::CudaCorePrefill);
   check_attention(GetParam(), AttnKernels::TensorCorePrefill);
-  check_attention(GetParam(), AttnKernels::TensorCorePrefill, 256);
+  check_attention(GetParam(), AttnKernels::TensorCorePrefill, 256, 0);
 }
 
 // Decode splits summed by a thread-block cluster of their blocks

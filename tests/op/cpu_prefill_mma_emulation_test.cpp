@@ -25,11 +25,15 @@ struct Case {
   int hd, heads, tokens, first_pos, window = 0;
   float softcap = 0.0f;
   int padding_rows = 0;  // the tile's last tokens are padding (position -1)
+  // > 0: the keys split into parts of this many key tiles (query_tiles.h),
+  // each part run as its own block, the parts summed here as the combine
+  // kernel does.
+  int part_key_tiles = 0;
 };
 
 // A query tile over host arrays: rows are (token, head), head fastest.
 struct HostEnv {
-  int hd, heads, tokens;
+  int hd = 0, heads = 0, tokens = 0;
   std::vector<int> positions;           // per token
   std::vector<float> qs;                // [token][head][hd], f16-exact, scaled
   std::vector<uint16_t> kc, vc;         // [key pos][hd] f16 bits
@@ -51,6 +55,21 @@ struct HostEnv {
     out[at] = v0;
     out[at + 1] = v1;
   }
+  // A key part of a split tile: unnormalized sums and (max, sum) per row.
+  bool split = false;
+  std::vector<float> part_out;  // [token][head][hd]
+  std::vector<float> part_m, part_l;  // [token][head]
+  bool partial() const { return split; }
+  void store_partial(int r, int d, float v0, float v1) { store_into(part_out, r, d, v0, v1); }
+  void store_stats(int r, float m, float l) {
+    part_m[size_t(r)] = m;
+    part_l[size_t(r)] = l;
+  }
+  void store_into(std::vector<float>& v, int r, int d, float v0, float v1) const {
+    const size_t at = (size_t(r / heads) * heads + size_t(r % heads)) * hd + size_t(d);
+    v[at] = v0;
+    v[at + 1] = v1;
+  }
 };
 
 float f16_round(float v) { return f16_to_f32(f32_to_f16(v)); }
@@ -58,7 +77,10 @@ float f16_round(float v) { return f16_to_f32(f32_to_f16(v)); }
 void check(const Case& c) {
   std::mt19937 rng(unsigned(c.hd * 7919 + c.heads * 131 + c.tokens * 17 + c.first_pos));
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  HostEnv e{c.hd, c.heads, c.tokens, {}, {}, {}, {}, {}};
+  HostEnv e;
+  e.hd = c.hd;
+  e.heads = c.heads;
+  e.tokens = c.tokens;
   const int n_real = c.tokens - c.padding_rows;
   for (int i = 0; i < c.tokens; ++i) e.positions.push_back(i < n_real ? c.first_pos + i : -1);
   const int n_keys = c.first_pos + n_real;
@@ -81,13 +103,56 @@ void check(const Case& c) {
                     : c.hd == 128 ? prefill_mma::kSmemBytes<128>
                                   : prefill_mma::kSmemBytes<256>;
   std::vector<uint16_t> smem(static_cast<size_t>(bytes) / 2);
-  EmulatedBlock block(32 * warps, 32);
-  block.run([&](EmulatedBlock::Lanes& lanes) {
-    if (c.hd == 64) prefill_mma::attend<64>(e, smem.data(), lanes);
-    else if (c.hd == 96) prefill_mma::attend<96>(e, smem.data(), lanes);
-    else if (c.hd == 128) prefill_mma::attend<128>(e, smem.data(), lanes);
-    else prefill_mma::attend<256>(e, smem.data(), lanes);
-  });
+  auto run_block = [&] {
+    EmulatedBlock block(32 * warps, 32);
+    block.run([&](EmulatedBlock::Lanes& lanes) {
+      if (c.hd == 64) prefill_mma::attend<64>(e, smem.data(), lanes);
+      else if (c.hd == 96) prefill_mma::attend<96>(e, smem.data(), lanes);
+      else if (c.hd == 128) prefill_mma::attend<128>(e, smem.data(), lanes);
+      else prefill_mma::attend<256>(e, smem.data(), lanes);
+    });
+  };
+  if (c.part_key_tiles == 0) {
+    run_block();
+  } else {
+    // Parts as the tensor-core kernel runs them: keys [begin, end) at
+    // multiples of the key tile, k_lo raised to the part's first key (a
+    // window may start later), max_pos lowered to its last.
+    const int key_tile = c.hd == 256 ? prefill_mma::kKeys<256> : prefill_mma::kKeys<64>;
+    const int part_keys = c.part_key_tiles * key_tile, k_lo = e.k_lo, max_pos = e.max_pos;
+    const size_t n_rows = size_t(e.rows());
+    std::vector<double> mx(n_rows, -INFINITY), den(n_rows, 0.0), acc(e.qs.size(), 0.0);
+    std::vector<std::vector<float>> outs;
+    std::vector<std::vector<float>> ms, ls;
+    e.split = true;
+    int parts = 0;
+    for (int begin = 0; begin <= max_pos; begin += part_keys, ++parts) {
+      e.k_lo = std::max(k_lo, begin);
+      e.max_pos = std::min(max_pos, begin + part_keys - 1);
+      e.part_out.assign(e.qs.size(), -1e30f);
+      e.part_m.assign(n_rows, 1e30f);
+      e.part_l.assign(n_rows, -1.0f);
+      run_block();
+      outs.push_back(e.part_out);
+      ms.push_back(e.part_m);
+      ls.push_back(e.part_l);
+    }
+    ASSERT_GT(parts, 1) << "the case should split its keys";
+    for (size_t r = 0; r < n_rows; ++r) {
+      for (int p = 0; p < parts; ++p) mx[r] = std::max(mx[r], double(ms[size_t(p)][r]));
+      for (int p = 0; p < parts; ++p) {
+        if (ms[size_t(p)][r] == -INFINITY) {
+          ASSERT_EQ(ls[size_t(p)][r], 0.0f) << "a part that saw no key sums nothing";
+          continue;
+        }
+        const double w = std::exp(double(ms[size_t(p)][r]) - mx[r]);
+        den[r] += w * double(ls[size_t(p)][r]);
+        for (int d = 0; d < c.hd; ++d) acc[r * size_t(c.hd) + size_t(d)] += w * double(outs[size_t(p)][r * size_t(c.hd) + size_t(d)]);
+      }
+      const double inv = e.pos(int(r)) >= 0 && den[r] > 0 ? 1.0 / den[r] : 0.0;
+      for (int d = 0; d < c.hd; ++d) e.out[r * size_t(c.hd) + size_t(d)] = float(acc[r * size_t(c.hd) + size_t(d)] * inv);
+    }
+  }
 
   double worst = 0;
   for (int tok = 0; tok < c.tokens; ++tok)
@@ -144,6 +209,12 @@ TEST(PrefillMmaEmulation, HeadSize96OneHeadPerKVHead) { check({96, 1, 16, 75}); 
 // Head size 256 (Gemma): key tiles of 32.
 TEST(PrefillMmaEmulation, HeadSize256WindowAndSoftCap) { check({256, 2, 16, 90, 50, 50.0f}); }
 TEST(PrefillMmaEmulation, HeadSize256PaddingRows) { check({256, 4, 13, 20, 0, 0.0f, 3}); }
+// Tiles split over their keys (query_tiles.h): parts of one and of two key
+// tiles, a window that empties the first parts, padding rows, soft-capping.
+TEST(PrefillMmaEmulation, SplitKeysOneTilePerPart) { check({128, 4, 16, 300, 0, 0.0f, 0, 1}); }
+TEST(PrefillMmaEmulation, SplitKeysTwoTilesPerPartWindow) { check({64, 2, 16, 400, 150, 0.0f, 0, 2}); }
+TEST(PrefillMmaEmulation, SplitKeysPaddingRowsSoftCap) { check({96, 1, 16, 200, 0, 20.0f, 4, 1}); }
+TEST(PrefillMmaEmulation, SplitKeysHeadSize256) { check({256, 2, 9, 100, 0, 0.0f, 0, 2}); }
 
 }  // namespace
 }  // namespace rf::gpu

@@ -202,7 +202,7 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   const int group_size = p.n_heads / std::max(p.n_kv_heads, 1);
   // Multi-token steps: query tiles on tensor cores or on the CUDA-core tile kernel.
   const bool prefill = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && p.n_heads % p.n_kv_heads == 0;
-  const bool prefill_mma = prefill && ctx.options.prefill_mma && attention_prefill_mma_supported(p.head_dim);
+  const bool prefill_mma = prefill && prefill_mma_runs(ctx.options, p.head_dim);
   const bool tiled = prefill && attention_prefill_supported(p.head_dim);
   int heads_per_block = std::min(group_size, 4);  // <= 256 threads: 16 queries x 4 heads x 4 threads
   while (group_size % heads_per_block) --heads_per_block;
@@ -285,10 +285,17 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
       n_tiles = m.n_prompt_tiles;
     }
     if (n_tiles == 0) return;
+    // Tiles split over their keys (query_tiles.h) are planned for the
+    // tensor-core kernel only.
+    RF_CHECK(m.n_q_splits == 0 || prefill_mma, "cuda attention: prefill tiles split for a kernel that does not run");
+    RF_CHECK(m.n_q_splits == 0 || scratch.tile_out, "cuda attention: no scratch for split prefill tiles");
     if (prefill_mma) {
-      int mma_heads = std::min(group_size, 8);  // one warp (16 rows) per head of the block
-      while (group_size % mma_heads) --mma_heads;
-      launch_attention_prefill_mma(a, m.q_tiles, n_tiles, mma_heads, fp8, ctx);
+      AttnArgs pa = a;
+      pa.part_out = scratch.tile_out;
+      pa.part_ml = scratch.tile_ml;
+      launch_attention_prefill_mma(pa, m.q_tiles, n_tiles, prefill_mma_heads_per_block(group_size), fp8, ctx);
+      if (m.n_q_splits > 0)
+        launch_prefill_combine(scratch, m.q_splits, m.n_q_splits, m.positions, p.n_heads, p.head_dim, out, ctx);
     } else {
       launch_attention_prefill(a, m.q_tiles, n_tiles, heads_per_block, ext, fp8, ctx);
     }

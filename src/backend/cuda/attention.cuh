@@ -58,17 +58,22 @@ constexpr int kDecodeMaxHeads = 8;
 __device__ __forceinline__ float softcap_score(float s, float cap) { return cap * tanhf(s / cap); }
 
 // Prefill: grid (query tiles, KV heads, group / heads_per_block); `tiles`
-// holds (first token, count) per tile (StepMeta::q_tiles); head_dim 64, 128
-// or 256. ext: the window / soft-cap variant (always for head_dim 256).
+// (StepMeta::q_tiles) whole tiles only, their key ranges ignored; head_dim
+// 64, 128 or 256. ext: the window / soft-cap variant (always for head_dim 256).
 bool attention_prefill_supported(int head_dim);
-void launch_attention_prefill(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool ext,
+void launch_attention_prefill(const AttnArgs& a, const QueryTile* tiles, int n_tiles, int heads_per_block, bool ext,
                               bool fp8, const LaunchCtx& ctx);
 // The tensor-core prefill kernel (prefill_mma_tile.h; CUDA, head_dim 64,
-// 96, 128 or 256): the same grid, heads_per_block <= 8 (one warp each).
+// 96, 128 or 256): a block per (tile, KV head, group / heads_per_block),
+// heads_per_block <= 8 (one warp each); tiles may be parts of split tiles
+// (a.part_out / a.part_ml: AttentionScratch::tile_out / tile_ml), which
+// launch_prefill_combine sums afterwards.
 bool attention_prefill_mma_supported(int head_dim);
 void attention_prefill_device_setup();  // its shared-memory opt-ins (attention_device_setup)
-void launch_attention_prefill_mma(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool fp8,
+void launch_attention_prefill_mma(const AttnArgs& a, const QueryTile* tiles, int n_tiles, int heads_per_block, bool fp8,
                                   const LaunchCtx& ctx);
+void launch_prefill_combine(const AttentionScratch& scratch, const QuerySplit* splits, int n_splits,
+                            const int32_t* positions, int n_heads, int head_dim, void* out, const LaunchCtx& ctx);
 
 // The decode kernel's shared-memory opt-ins (attention_device_setup).
 void attention_decode_device_setup();

@@ -10,6 +10,8 @@
 // rows times their scales), so the rest is the same kernel. On CUDA,
 // attention_prefill_mma_kernel runs the same tiles on tensor cores
 // (prefill_mma_tile.h: its block's code, tested on emulated warps).
+#include <algorithm>
+
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/kv_fp8.cuh"
 #include "backend/cuda/prefill_mma_tile.h"
@@ -21,14 +23,14 @@ namespace {
 constexpr int kPrefillQ = 16, kPrefillK = 32;
 
 template <int HD, bool kExt, typename KV>
-__global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, const int32_t* __restrict__ tiles,
+__global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, const QueryTile* __restrict__ tiles,
                                                                 int heads_per_block) {
   constexpr int DPT = HD / 4;
   __shared__ __align__(16) __half ks[kPrefillK][HD + 8];
   __shared__ __align__(16) __half vs[kPrefillK][HD + 8];
   pdl_wait();
   pdl_trigger();
-  const int t0 = tiles[2 * blockIdx.x], nq = tiles[2 * blockIdx.x + 1];
+  const int t0 = tiles[blockIdx.x].first, nq = tiles[blockIdx.x].count;  // whole tiles (never split for this kernel)
   const int kvh = blockIdx.y;
   const int group = a.n_heads / a.n_kv;
   const int hb = heads_per_block;  // this block's heads: blockIdx.z * hb ... of the group
@@ -132,7 +134,7 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
 
 
 template <typename KV>
-void launch_prefill_kv(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool ext,
+void launch_prefill_kv(const AttnArgs& a, const QueryTile* tiles, int n_tiles, int heads_per_block, bool ext,
                        const LaunchCtx& ctx) {
   const dim3 grid(unsigned(n_tiles), unsigned(a.n_kv), unsigned(a.n_heads / a.n_kv / heads_per_block));
   const int threads = heads_per_block * kPrefillQ * 4;
@@ -146,6 +148,48 @@ void launch_prefill_kv(const AttnArgs& a, const int32_t* tiles, int n_tiles, int
     launch(attention_prefill_kernel<64, true, KV>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
   else
     launch(attention_prefill_kernel<64, false, KV>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+}
+
+// The parts of split tiles summed (QuerySplit): a block per (split tile,
+// token of it), a thread per 4 dims of a head at a time. Each part weighs
+// exp(m_part - max) into the softmax's sum; parts that saw none of a row's
+// keys (max -inf) weigh nothing; padding tokens output 0.
+__global__ void prefill_combine_kernel(const QuerySplit* __restrict__ splits, const float* __restrict__ part_out,
+                                       const float* __restrict__ part_ml, const int32_t* __restrict__ positions,
+                                       int n_heads, int hd, __half* __restrict__ out) {
+  pdl_wait();
+  pdl_trigger();
+  const QuerySplit sp = splits[blockIdx.x];
+  const int i = int(blockIdx.y);
+  if (i >= sp.count) return;
+  const int tok = sp.first + i;
+  const bool valid = positions[tok] >= 0;
+  const size_t slot_rows = size_t(kQueryTileTokens) * size_t(n_heads);
+  const int width = n_heads * hd;
+  for (int u = 4 * int(threadIdx.x); u < width; u += 4 * int(blockDim.x)) {
+    const int h = u / hd;
+    const size_t row = size_t(i) * n_heads + size_t(h);
+    float mx = -INFINITY;
+    for (int p = 0; p < sp.parts; ++p) mx = fmaxf(mx, part_ml[((sp.partial + p) * slot_rows + row) * 2]);
+    float denom = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int p = 0; p < sp.parts; ++p) {
+      const size_t at = (sp.partial + p) * slot_rows + row;
+      const float2 ml = *reinterpret_cast<const float2*>(part_ml + at * 2);
+      if (ml.x == -INFINITY) continue;
+      const float w = __expf(ml.x - mx);
+      denom += w * ml.y;
+      const float4 v = *reinterpret_cast<const float4*>(part_out + at * hd + size_t(u % hd));
+      acc.x += w * v.x;
+      acc.y += w * v.y;
+      acc.z += w * v.z;
+      acc.w += w * v.w;
+    }
+    const float inv = valid && denom > 0.0f ? 1.0f / denom : 0.0f;
+    __half2* o = reinterpret_cast<__half2*>(out + size_t(tok) * width + size_t(u));
+    o[0] = __floats2half2_rn(acc.x * inv, acc.y * inv);
+    o[1] = __floats2half2_rn(acc.z * inv, acc.w * inv);
+  }
 }
 
 #if !defined(RF_PORTABLE)
@@ -202,32 +246,56 @@ struct PrefillMmaEnv {
   __device__ void store(int r, int d, float v0, float v1) const {
     *reinterpret_cast<__half2*>(a.out + at(r) + size_t(d)) = __floats2half2_rn(v0, v1);
   }
+  // A part of a split tile: row r's unnormalized sums and (max, sum) into
+  // its partial slot, [token in tile][head] rows.
+  float* part_out = nullptr;
+  float* part_ml = nullptr;
+  __device__ bool partial() const { return part_out != nullptr; }
+  __device__ size_t part_row(int r) const { return size_t(r / hb) * a.n_heads + size_t(h0 + r % hb); }
+  __device__ void store_partial(int r, int d, float v0, float v1) const {
+    *reinterpret_cast<float2*>(part_out + part_row(r) * HD + size_t(d)) = make_float2(v0, v1);
+  }
+  __device__ void store_stats(int r, float m, float l) const {
+    *reinterpret_cast<float2*>(part_ml + part_row(r) * 2) = make_float2(m, l);
+  }
 };
 
+// Grid: one block per (entry, KV head, head chunk), the entry slowest, so
+// blocks start in the entries' order (longest first: query_tiles.h).
 template <int HD, typename KV>
 __global__ void __launch_bounds__(32 * prefill_mma::kMaxWarps)
-    attention_prefill_mma_kernel(AttnArgs a, const int32_t* __restrict__ tiles, int heads_per_block) {
+    attention_prefill_mma_kernel(AttnArgs a, const QueryTile* __restrict__ tiles, int heads_per_block) {
   extern __shared__ __align__(16) uint16_t prefill_smem[];  // prefill_mma::kSmemBytes<HD>
   pdl_wait();
   pdl_trigger();
-  const int t0 = tiles[2 * blockIdx.x], nq = tiles[2 * blockIdx.x + 1];
-  const int kvh = blockIdx.y, group = a.n_heads / a.n_kv;
-  PrefillMmaEnv<HD, KV> e{a, t0, nq, heads_per_block, kvh * group + int(blockIdx.z) * heads_per_block, kvh,
+  const int group = a.n_heads / a.n_kv, chunks = group / heads_per_block;
+  const int per_entry = a.n_kv * chunks;
+  const QueryTile tile = tiles[blockIdx.x / per_entry];
+  const int kvh = int(blockIdx.x % per_entry) / chunks, chunk = int(blockIdx.x % per_entry) % chunks;
+  const int t0 = tile.first, nq = tile.count;
+  PrefillMmaEnv<HD, KV> e{a, t0, nq, heads_per_block, kvh * group + chunk * heads_per_block, kvh,
                           a.block_tables + size_t(a.token_seq[t0]) * a.max_blocks_per_seq, 0,
-                          a.positions[t0 + nq - 1], a.window, a.softcap};
-  // The first key any row sees: the first query's window start. Keys before
-  // it are never loaded (a sliding-window group may have released them).
-  if (a.window > 0) e.k_lo = max(0, a.positions[t0] - a.window + 1);
+                          min(a.positions[t0 + nq - 1], tile.key_end - 1), a.window, a.softcap};
+  // The first key any row sees: the first query's window start, or the
+  // part's first key. Keys before it are never loaded (a sliding-window
+  // group may have released them).
+  e.k_lo = tile.key_begin;
+  if (a.window > 0) e.k_lo = max(e.k_lo, a.positions[t0] - a.window + 1);
+  if (tile.partial >= 0) {
+    const size_t rows = size_t(kQueryTileTokens) * size_t(a.n_heads);
+    e.part_out = a.part_out + size_t(tile.partial) * rows * HD;
+    e.part_ml = a.part_ml + size_t(tile.partial) * rows * 2;
+  }
   MmaLanes x;
   prefill_mma::attend<HD>(e, prefill_smem, x);
 }
 
 template <typename KV>
-void launch_prefill_mma_kv(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block,
+void launch_prefill_mma_kv(const AttnArgs& a, const QueryTile* tiles, int n_tiles, int heads_per_block,
                            const LaunchCtx& ctx) {
-  const dim3 grid(unsigned(n_tiles), unsigned(a.n_kv), unsigned(a.n_heads / a.n_kv / heads_per_block));
+  const unsigned blocks = unsigned(n_tiles) * unsigned(a.n_heads / heads_per_block);
   const dim3 block(unsigned(32 * heads_per_block));
-  const auto go = [&](auto* kernel, int smem) { launch(kernel, grid, block, size_t(smem), ctx, a, tiles, heads_per_block); };
+  const auto go = [&](auto* kernel, int smem) { launch(kernel, dim3(blocks), block, size_t(smem), ctx, a, tiles, heads_per_block); };
   switch (a.hd) {
     case 256: return go(attention_prefill_mma_kernel<256, KV>, prefill_mma::kSmemBytes<256>);
     case 128: return go(attention_prefill_mma_kernel<128, KV>, prefill_mma::kSmemBytes<128>);
@@ -244,6 +312,61 @@ void opt_in_prefill_mma() {
 #endif
 
 }  // namespace
+
+bool prefill_mma_runs(const CudaOptions& options, int head_dim) {
+  return options.prefill_mma && attention_prefill_mma_supported(head_dim);
+}
+
+int prefill_mma_heads_per_block(int group) {
+  int heads = std::min(group, prefill_mma::kMaxWarps);  // one warp (16 rows) per head of the block
+  while (group % heads) --heads;
+  return heads;
+}
+
+int prefill_mma_key_tile(int head_dim) {
+  switch (head_dim) {
+    case 256: return prefill_mma::kKeys<256>;
+    case 128: return prefill_mma::kKeys<128>;
+    case 96: return prefill_mma::kKeys<96>;
+    default: return prefill_mma::kKeys<64>;
+  }
+}
+
+int prefill_mma_blocks_per_sm(int head_dim, int heads_per_block) {
+#if defined(RF_PORTABLE)
+  (void)head_dim;
+  (void)heads_per_block;
+  return 0;
+#else
+  int blocks = 0;
+  const int threads = 32 * heads_per_block;
+  switch (head_dim) {
+    case 256:
+      RF_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, attention_prefill_mma_kernel<256, __half>,
+                                                                 threads, prefill_mma::kSmemBytes<256>));
+      break;
+    case 128:
+      RF_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, attention_prefill_mma_kernel<128, __half>,
+                                                                 threads, prefill_mma::kSmemBytes<128>));
+      break;
+    case 96:
+      RF_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, attention_prefill_mma_kernel<96, __half>,
+                                                                 threads, prefill_mma::kSmemBytes<96>));
+      break;
+    default:
+      RF_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, attention_prefill_mma_kernel<64, __half>,
+                                                                 threads, prefill_mma::kSmemBytes<64>));
+  }
+  return blocks;
+#endif
+}
+
+void launch_prefill_combine(const AttentionScratch& scratch, const QuerySplit* splits, int n_splits,
+                            const int32_t* positions, int n_heads, int head_dim, void* out, const LaunchCtx& ctx) {
+  RF_CHECK(head_dim % 4 == 0, "prefill combine: head size ", head_dim, " not a multiple of 4");
+  launch(prefill_combine_kernel, dim3(unsigned(n_splits), unsigned(kQueryTileTokens)), dim3(256), 0, ctx, splits,
+         scratch.tile_out, scratch.tile_ml, positions, n_heads, head_dim, static_cast<__half*>(out));
+}
 
 bool attention_prefill_supported(int head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
 
@@ -264,7 +387,7 @@ bool attention_prefill_mma_supported(int head_dim) {
 #endif
 }
 
-void launch_attention_prefill_mma(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool fp8,
+void launch_attention_prefill_mma(const AttnArgs& a, const QueryTile* tiles, int n_tiles, int heads_per_block, bool fp8,
                                   const LaunchCtx& ctx) {
 #if defined(RF_PORTABLE)
   fail("prefill attention on tensor cores: not in portable builds");
@@ -277,7 +400,7 @@ void launch_attention_prefill_mma(const AttnArgs& a, const int32_t* tiles, int n
 #endif
 }
 
-void launch_attention_prefill(const AttnArgs& a, const int32_t* tiles, int n_tiles, int heads_per_block, bool ext,
+void launch_attention_prefill(const AttnArgs& a, const QueryTile* tiles, int n_tiles, int heads_per_block, bool ext,
                               bool fp8, const LaunchCtx& ctx) {
   if (fp8)
     launch_prefill_kv<Fp8>(a, tiles, n_tiles, heads_per_block, ext, ctx);

@@ -194,6 +194,7 @@ void CudaBackend::release_reserved() {
   for (void* p : {static_cast<void*>(I.meta_dev), static_cast<void*>(I.rows_dev), static_cast<void*>(I.pen_dev),
                   static_cast<void*>(I.sample_work), static_cast<void*>(I.out_dev), I.dequant, I.packed_out,
                   static_cast<void*>(I.attn.partial_out), static_cast<void*>(I.attn.partial_ml),
+                  static_cast<void*>(I.attn.tile_out), static_cast<void*>(I.attn.tile_ml),
                   static_cast<void*>(I.mask_dev), I.shard_dev})
     free(p);
   for (void* p : {static_cast<void*>(I.meta_host), static_cast<void*>(I.rows_host), static_cast<void*>(I.pen_host),
@@ -210,6 +211,8 @@ void CudaBackend::release_reserved() {
   I.packed_out = nullptr;
   I.packed_bytes = 0;
   I.attn.partial_out = I.attn.partial_ml = nullptr;
+  I.attn.tile_out = I.attn.tile_ml = nullptr;
+  I.attn.max_tile_partials = 0;
   reserved_ = false;
 }
 
@@ -228,8 +231,13 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   I.off_starts = I.off_tseq + T;
   I.off_ctx = I.off_starts + Sq + 1;
   I.off_logits = I.off_ctx + Sq;
+  // Query tiles: one per 16 tokens of a sequence and one per sequence at
+  // most, plus the extra parts of split tiles; split records after them.
+  const size_t P = size_t(std::max(options_.prefill_tile_partials, 0));
+  constexpr size_t kTileInts = sizeof(QueryTile) / 4, kSplitInts = sizeof(QuerySplit) / 4;
   I.off_tiles = I.off_logits + L;
-  I.off_decode = I.off_tiles + 2 * (T + Sq);
+  I.off_qsplits = I.off_tiles + kTileInts * (T / kQueryTileTokens + Sq + P);
+  I.off_decode = I.off_qsplits + kSplitInts * P;
   I.off_split = I.off_decode + T;
   I.off_tables = I.off_split + 4;
   I.meta_ints = I.off_tables + G * Sq * B;
@@ -269,6 +277,21 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   const size_t per = size_t(I.attn.max_tokens) * size_t(std::max(lim.n_heads, 1)) * size_t(I.attn.max_splits);
   I.attn.partial_out = static_cast<float*>(alloc(per * size_t(std::max(lim.head_dim, 1)) * 4, "attention partials"));
   I.attn.partial_ml = static_cast<float*>(alloc(per * 2 * 4, "attention partial stats"));
+  // Split prefill tiles (query_tiles.h), for the tensor-core prefill kernel.
+  I.tile_balance = TileBalance{};
+  const int group = lim.n_heads / std::max(lim.n_kv_heads, 1);
+  if (P > 0 && lim.n_heads > 0 && lim.n_kv_heads > 0 && lim.n_heads % lim.n_kv_heads == 0 &&
+      gpu::prefill_mma_runs(options_, lim.head_dim)) {
+    const int heads = gpu::prefill_mma_heads_per_block(group);
+    I.tile_balance.key_tile = gpu::prefill_mma_key_tile(lim.head_dim);
+    I.tile_balance.blocks_per_tile = lim.n_heads / heads;
+    I.tile_balance.slots = n_sms_ * gpu::prefill_mma_blocks_per_sm(lim.head_dim, heads);
+    I.tile_balance.max_partials = int(P);
+    const size_t rows = P * kQueryTileTokens * size_t(lim.n_heads);
+    I.attn.tile_out = static_cast<float*>(alloc(rows * size_t(lim.head_dim) * 4, "split prefill tiles' partials"));
+    I.attn.tile_ml = static_cast<float*>(alloc(rows * 2 * 4, "split prefill tiles' statistics"));
+    I.attn.max_tile_partials = int(P);
+  }
   reserve_moe(lim);
 }
 
@@ -298,26 +321,38 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
     std::memcpy(h + I.off_tables + size_t(g) * table_ints, gr.block_tables.data(), table_ints * 4);
   }
   // Query tiles of up to 16 tokens within each sequence (prefill attention):
-  // the multi-token sequences' first, then the single-token ones', whose
-  // tokens a step mixing both also lists for the decode kernel.
+  // the multi-token sequences' first (planned: split over their keys where
+  // that balances the GPU, longest first), then the single-token ones',
+  // whose tokens a step mixing both also lists for the decode kernel.
   const bool mixed = b.max_new_tokens() > 1;
-  int32_t n_tiles = 0, n_prompt_tiles = 0, n_decode = 0, decode_ctx = 0;
-  for (const bool multi : {true, false})
-    for (int32_t sq = 0; sq < ns; ++sq) {
-      const int32_t first = b.seq_starts[size_t(sq)], end = b.seq_starts[size_t(sq) + 1];
-      if ((end - first > 1) != multi) continue;
-      for (int32_t t = first; t < end; t += 16) {
-        h[I.off_tiles + 2 * size_t(n_tiles)] = t;
-        h[I.off_tiles + 2 * size_t(n_tiles) + 1] = std::min(16, end - t);
-        ++n_tiles;
+  int32_t n_tiles = 0, n_prompt_tiles = 0, n_decode = 0, decode_ctx = 0, n_splits = 0;
+  auto* tiles = reinterpret_cast<QueryTile*>(h + I.off_tiles);
+  I.tile_spans.clear();
+  for (int32_t sq = 0; sq < ns; ++sq) {
+    const int32_t first = b.seq_starts[size_t(sq)], end = b.seq_starts[size_t(sq) + 1];
+    if (end - first > 1)
+      for (int32_t t = first; t < end; t += kQueryTileTokens) {
+        const int32_t count = std::min(kQueryTileTokens, end - t);
+        I.tile_spans.push_back(TileSpan{t, count, b.positions[size_t(t + count - 1)]});
       }
-      if (multi) {
-        n_prompt_tiles = n_tiles;
-      } else if (mixed && end > first) {
-        h[I.off_decode + size_t(n_decode++)] = first;
-        decode_ctx = std::max(decode_ctx, b.context_lens[size_t(sq)]);
-      }
+  }
+  if (!I.tile_spans.empty()) {
+    QueryTilePlan& plan = I.tile_plan;
+    plan_query_tiles(I.tile_spans, I.tile_balance, plan);
+    std::copy(plan.tiles.begin(), plan.tiles.end(), tiles);
+    std::copy(plan.splits.begin(), plan.splits.end(), reinterpret_cast<QuerySplit*>(h + I.off_qsplits));
+    n_tiles = n_prompt_tiles = int32_t(plan.tiles.size());
+    n_splits = int32_t(plan.splits.size());
+  }
+  for (int32_t sq = 0; sq < ns; ++sq) {
+    const int32_t first = b.seq_starts[size_t(sq)], end = b.seq_starts[size_t(sq) + 1];
+    if (end - first != 1) continue;
+    tiles[n_tiles++] = QueryTile{first, 1, 0, INT32_MAX, -1};
+    if (mixed) {
+      h[I.off_decode + size_t(n_decode++)] = first;
+      decode_ctx = std::max(decode_ctx, b.context_lens[size_t(sq)]);
     }
+  }
   // Decode attention splits the longest context evenly over a fixed number of
   // slices (at least attention_min_split_keys each); in a mixed step, that of
   // the single-token sequences.
@@ -336,7 +371,9 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   m.context_lens = I.meta_dev + I.off_ctx;
   m.block_tables = I.meta_dev + I.off_tables;
   m.logits_rows = I.meta_dev + I.off_logits;
-  m.q_tiles = I.meta_dev + I.off_tiles;
+  m.q_tiles = reinterpret_cast<const QueryTile*>(I.meta_dev + I.off_tiles);
+  m.q_splits = reinterpret_cast<const QuerySplit*>(I.meta_dev + I.off_qsplits);
+  m.n_q_splits = n_splits;
   m.attn_split_len = I.meta_dev + I.off_split;
   m.n_q_tiles = n_tiles;
   m.n_prompt_tiles = mixed ? n_prompt_tiles : n_tiles;

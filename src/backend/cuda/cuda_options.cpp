@@ -60,6 +60,8 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   if (const char* p = std::getenv("ROCMFORGE_MOE_MMA_ROWS"); p && *p && std::atoi(p) >= 0)
     o.moe_mma_rows = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_PREFILL_MMA"); p && *p) o.prefill_mma = std::string(p) != "0";
+  if (const char* p = std::getenv("ROCMFORGE_PREFILL_SPLIT"); p && *p && std::atoi(p) >= 0)
+    o.prefill_tile_partials = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_FP8_GEMM_ROWS"); p && *p && std::atoi(p) >= 0)
     o.fp8_gemm_min_rows = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_ATTN_BLOCKS"); p && std::atoi(p) > 0)

@@ -84,6 +84,9 @@
 //                                                    (fp8_gemm_min_rows)
 //   ROCMFORGE_PREFILL_MMA=0  prefill attention on CUDA cores instead of
 //                            tensor cores                  (prefill_mma)
+//   ROCMFORGE_PREFILL_SPLIT=N at most N parts of split prefill query tiles
+//                            a step; 0: tiles never split
+//                                                  (prefill_tile_partials)
 //   ROCMFORGE_PACKED_QKV=0   q, k and v weights loaded apart, three
 //                            matmuls per batch              (packed_qkv)
 //   ROCMFORGE_PROFILE=1      time every op with events and print the table
@@ -252,6 +255,11 @@ struct CudaOptions {
   // H200 (llama3-8b f16): pp512 22.2k -> 31.8k tok/s, 64 x pp512 28.3k ->
   // 35.9k, pp4096 9.9k -> 26.5k.
   bool prefill_mma = true;
+  // ... with prefill query tiles deep in their context split over their keys
+  // into at most this many parts a step (query_tiles.h: when a step's tiles
+  // fit the GPU at once, so that the longest no longer sets the kernel's
+  // time); their partial results take this many slots of scratch. 0: never.
+  int prefill_tile_partials = 64;
   // A layer's q, k and v weights of one format loaded into one allocation
   // (Backend::packs_qkv); batches of 9..kPackedQkvMaxRows rows then take one
   // matmul into scratch and one kernel splitting it into q, k and v with

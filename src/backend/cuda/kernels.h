@@ -169,7 +169,21 @@ struct AttentionScratch {
   float* partial_ml = nullptr;   // [max_tokens, n_heads, max_splits, 2]
   int max_splits = 1;
   int max_tokens = 0;
+  // Prefill tiles split over their keys (QueryTile::partial): per slot
+  // [kQueryTileTokens, n_heads, head_dim] unnormalized outputs and
+  // [kQueryTileTokens, n_heads, 2] (max, sum) statistics.
+  float* tile_out = nullptr;
+  float* tile_ml = nullptr;
+  int max_tile_partials = 0;
 };
+// Prefill attention on tensor cores (CUDA): whether it runs for this head
+// size and options, its query heads per block for a GQA group, its keys per
+// key tile, and how many of its blocks an SM holds at once. The backend
+// plans a step's query tiles with them (query_tiles.h).
+bool prefill_mma_runs(const CudaOptions& options, int head_dim);
+int prefill_mma_heads_per_block(int group);
+int prefill_mma_key_tile(int head_dim);
+int prefill_mma_blocks_per_sm(int head_dim, int heads_per_block);
 void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tokens, const AttentionParams& p,
                int n_splits, const AttentionScratch& scratch, void* out, const LaunchCtx& ctx);
 // Whether the decode kernel's n_splits splits are summed by a cluster of

@@ -25,10 +25,14 @@
 //    of row r, -1 for padding), q(r, d) (its query, scaled), stage(p, c, k8,
 //    v8) (dims [8 c, 8 c + 8) of key p's K and V rows as f16 bits, possibly
 //    asynchronously: they land by the next copy_wait), store(r,
-//    d, v0, v1) (output dims d, d + 1 of row r), and the fields k_lo (the
+//    d, v0, v1) (output dims d, d + 1 of row r), partial() (whether this
+//    block is one key part of a split tile: then store_partial(r, d, v0,
+//    v1) takes the unnormalized sums and store_stats(r, m, l) the row's
+//    running max and sum instead of store), and the fields k_lo (the
 //    first key any row sees), max_pos (the last), window (> 0: a row at pos
 //    sees keys pos - window < j <= pos) and softcap (> 0: scores become
-//    softcap tanh(s / softcap)).
+//    softcap tanh(s / softcap)). A part's keys are [k_lo, max_pos], k_lo a
+//    multiple of kKeys<HD> unless a window starts later.
 // Fragment layouts (PTX ISA, mma.m16n8k16 with .f16 inputs), g = lane / 4,
 // t = lane % 4: A a0 = (row g, cols 2t, 2t+1), a1 = (row g+8, same), a2 =
 // (row g, cols 2t+8, 2t+9), a3 = (row g+8, same); B b0 = (rows 2t, 2t+1,
@@ -163,19 +167,32 @@ RF_WAVE_UNROLL
         x.mma16816(s[nb], qa[st + 1], kb[2], kb[3]);
       }
     }
-    // Visibility, soft-cap, and the tile's maximum of each of the thread's two rows.
+    // Visibility, soft-cap, and the tile's maximum of each of the thread's
+    // two rows. A tile whose keys both rows see whole (before their
+    // positions, inside their windows) and no soft-cap: the scores as they
+    // are (most key tiles of a long prompt).
     float tile_max[2] = {-INFINITY, -INFINITY};
+    const int pos_lo = pos[0] < pos[1] ? pos[0] : pos[1], pos_hi = pos[0] < pos[1] ? pos[1] : pos[0];
+    const bool whole = e.softcap <= 0.0f && k0 + kK - 1 <= pos_lo && (e.window <= 0 || k0 > pos_hi - e.window);
+    if (whole) {
 RF_WAVE_UNROLL
-    for (int nb = 0; nb < kK / 8; ++nb)
-RF_WAVE_UNROLL
-      for (int c = 0; c < 4; ++c) {
-        const int i = c / 2, key = k0 + nb * 8 + 2 * t + c % 2;
-        const bool visible = pos[i] >= 0 && key <= pos[i] && (e.window <= 0 || key > pos[i] - e.window);
-        float v = s[nb][c];
-        if (e.softcap > 0.0f) v = e.softcap * tanh_(v / e.softcap);
-        s[nb][c] = visible ? v : -INFINITY;
-        tile_max[i] = fmaxf(tile_max[i], s[nb][c]);
+      for (int nb = 0; nb < kK / 8; ++nb) {
+        tile_max[0] = fmaxf(tile_max[0], fmaxf(s[nb][0], s[nb][1]));
+        tile_max[1] = fmaxf(tile_max[1], fmaxf(s[nb][2], s[nb][3]));
       }
+    } else {
+RF_WAVE_UNROLL
+      for (int nb = 0; nb < kK / 8; ++nb)
+RF_WAVE_UNROLL
+        for (int c = 0; c < 4; ++c) {
+          const int i = c / 2, key = k0 + nb * 8 + 2 * t + c % 2;
+          const bool visible = pos[i] >= 0 && key <= pos[i] && (e.window <= 0 || key > pos[i] - e.window);
+          float v = s[nb][c];
+          if (e.softcap > 0.0f) v = e.softcap * tanh_(v / e.softcap);
+          s[nb][c] = visible ? v : -INFINITY;
+          tile_max[i] = fmaxf(tile_max[i], s[nb][c]);
+        }
+    }
     float corr[2];
 RF_WAVE_UNROLL
     for (int i = 0; i < 2; ++i) {
@@ -222,12 +239,20 @@ RF_WAVE_UNROLL
     x.sync_block();  // this stage is read: the next iteration may refill it
   }
   // Each row's sum over its 4 lanes; rows that saw no key (padding tokens
-  // at position -1, as decode graphs pad their batches) output 0.
+  // at position -1, as decode graphs pad their batches) output 0. A part of
+  // a split tile leaves its unnormalized sums and (max, sum) instead (max
+  // -inf and sum 0 where the row saw none of the part's keys).
 RF_WAVE_UNROLL
   for (int i = 0; i < 2; ++i) {
     l[i] += x.shfl_xor(l[i], 1);
     l[i] += x.shfl_xor(l[i], 2);
     if (rows[i] >= n_rows) continue;
+    if (e.partial()) {
+      if (t == 0) e.store_stats(rows[i], m[i], l[i]);
+RF_WAVE_UNROLL
+      for (int d = 0; d < kDimBlocks; ++d) e.store_partial(rows[i], 8 * d + 2 * t, o[d][2 * i], o[d][2 * i + 1]);
+      continue;
+    }
     const float inv = pos[i] >= 0 && l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
 RF_WAVE_UNROLL
     for (int d = 0; d < kDimBlocks; ++d) e.store(rows[i], 8 * d + 2 * t, o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
