@@ -78,6 +78,19 @@ RF_WAVE_FN float exp_(float v) {
 #endif
 }
 
+// 2^v; on NVIDIA one ex2.approx (subnormal results flushed to zero).
+RF_WAVE_FN float exp2_(float v) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+#elif defined(__HIPCC__)
+  return exp2f(v);
+#else
+  return std::exp2(v);
+#endif
+}
+
 RF_WAVE_FN float tanh_(float v) {
 #if defined(__CUDACC__) || defined(__HIPCC__)
   return tanhf(v);
@@ -203,21 +216,30 @@ RF_WAVE_UNROLL
       m[i] = m_new;
       l[i] *= corr[i];
     }
+    // p = e^(s - m) = 2^(s log2 e - m log2 e): a multiply-add and an exp2
+    // per score; masked scores (-inf, only outside whole tiles) weigh 0.
+    constexpr float kLog2e = 1.4426950408889634f;
+    const float mb[2] = {m[0] * kLog2e, m[1] * kLog2e};
 RF_WAVE_UNROLL
     for (int nb = 0; nb < kK / 8; ++nb)
 RF_WAVE_UNROLL
       for (int c = 0; c < 4; ++c) {
         const int i = c / 2;
-        const float p = s[nb][c] == -INFINITY ? 0.0f : exp_(s[nb][c] - m[i]);
+        const float e2 = exp2_(fmaf(s[nb][c], kLog2e, -mb[i]));
+        const float p = whole || s[nb][c] != -INFINITY ? e2 : 0.0f;
         s[nb][c] = p;
         l[i] += p;
       }
+    // The accumulators rescaled only where a row's maximum moved (in a long
+    // prompt it seldom does after the first key tiles).
+    if (corr[0] != 1.0f || corr[1] != 1.0f) {
 RF_WAVE_UNROLL
-    for (int d = 0; d < kDimBlocks; ++d) {
-      o[d][0] *= corr[0];
-      o[d][1] *= corr[0];
-      o[d][2] *= corr[1];
-      o[d][3] *= corr[1];
+      for (int d = 0; d < kDimBlocks; ++d) {
+        o[d][0] *= corr[0];
+        o[d][1] *= corr[0];
+        o[d][2] *= corr[1];
+        o[d][3] *= corr[1];
+      }
     }
     // O += P V, 16 keys per step.
 RF_WAVE_UNROLL
