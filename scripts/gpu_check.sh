@@ -51,6 +51,19 @@ print("golden mismatches:", bad)
 PY
 }
 
+# compute-sanitizer racecheck and memcheck over two attention cases with
+# prefill on tensor cores (their small steps split tiles over their keys);
+# logs named after $1.
+sanitize_prefill() {
+  echo "== compute-sanitizer racecheck and memcheck, tensor-core prefill"
+  for tool in racecheck memcheck; do
+    ROCMFORGE_PREFILL_MMA=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_gpu" \
+      --gtest_filter='*CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8:*CudaAttention.MatchesCpuOnMixedBatch/hd256_h16_kv8_win100_cap' \
+      > "$OUT/sanitizer-$1-$tool.log" 2>&1
+    echo "$tool rc=$?"; grep -E "ERROR SUMMARY|hazard" "$OUT/sanitizer-$1-$tool.log" | tail -2
+  done
+}
+
 # Batch-1 decode (tg128 after a prompt of $1 tokens) of each model in $2,
 # two rounds, with each of the environment settings "$3" ... alternated
 # (each setting: space-separated VAR=VALUE words).
@@ -199,13 +212,7 @@ if [ "$stage" = prefill-mma ]; then
   "$BIN/test_gpu" --gtest_filter='*CudaAttention*:*CudaKvFp8*:*CudaModel*:*CudaEngineBatch*' > "$OUT/test_gpu_attn.log" 2>&1
   echo "test_gpu attention rc=$?"
   grep -E "^\[  FAILED|PASSED|Failure|tests ran" "$OUT/test_gpu_attn.log" | head -30
-  echo "== compute-sanitizer racecheck and memcheck, tensor-core prefill"
-  for tool in racecheck memcheck; do
-    ROCMFORGE_PREFILL_MMA=1 timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_gpu" \
-      --gtest_filter='*CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8:*CudaAttention.MatchesCpuOnMixedBatch/hd256_h16_kv8_win100_cap' \
-      > "$OUT/sanitizer-prefill-$tool.log" 2>&1
-    echo "$tool rc=$?"; grep -E "ERROR SUMMARY|hazard" "$OUT/sanitizer-prefill-$tool.log" | tail -2
-  done
+  sanitize_prefill prefill
   for round in 1 2; do
     for mma in 0 1; do
       for shape in "512 1,64" "4096 1"; do
@@ -628,31 +635,25 @@ if [ "$stage" = moe-down ]; then
 fi
 
 if [ "$stage" = prefill-split ]; then
-  # Prefill query tiles split over their keys (query_tiles.h, issue 16): the
-  # attention, model and engine tests, the sanitizers on split tiles, then
-  # prefill and served speed with ROCMFORGE_PREFILL_SPLIT=0 and the default
-  # alternated (RF_BIN2: a second build alternated as well).
+  # Prefill query tiles split over their keys where the GPU idles
+  # (query_tiles.h, issue 16): the attention and model tests, the sanitizers
+  # on split tiles, then prefill speed with ROCMFORGE_PREFILL_SPLIT=0 and the
+  # default alternated: pp512 (no split: its tiles fill the GPU) and a
+  # 4096-token prompt in chunks of 128 and 256 tokens (its later chunks split).
   echo "== attention tests"
-  "$BIN/test_gpu" --gtest_filter='*CudaAttention*:*CudaKvFp8*:*CudaModel*:*CudaEngine*' > "$OUT/test_gpu_attn.log" 2>&1
+  "$BIN/test_gpu" --gtest_filter='*CudaAttention*:*CudaKvFp8*:*CudaModel*' > "$OUT/test_gpu_attn.log" 2>&1
   echo "test_gpu attention rc=$?"
   grep -E "^\[  FAILED|PASSED|Failure|tests ran" "$OUT/test_gpu_attn.log" | head -30
-  echo "== compute-sanitizer racecheck and memcheck, split prefill tiles"
-  for tool in racecheck memcheck; do
-    timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_gpu" \
-      --gtest_filter='*CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8:*CudaAttention.MatchesCpuOnMixedBatch/hd256_h16_kv8_win100_cap' \
-      > "$OUT/sanitizer-split-$tool.log" 2>&1
-    echo "$tool rc=$?"; grep -E "ERROR SUMMARY|hazard" "$OUT/sanitizer-split-$tool.log" | tail -2
-  done
+  sanitize_prefill split
   for round in 1 2; do
-    for b in "$BIN" ${RF_BIN2:-}; do
-      for split in 0 64; do
-        echo "== round $round, $b, ROCMFORGE_PREFILL_SPLIT=$split"
-        for m in ${RF_SPLIT_MODELS:-llama3-8b:f16 llama3-8b:q4_k_m}; do
-          ROCMFORGE_PREFILL_SPLIT=$split "$b/rocmforge" bench --load-format dummy -m "$m" -p 512 -n 16 -r 1 \
-            --parallel 1,64 2>/dev/null | grep -E "^\| [0-9]+ \| pp" | sed "s|^|$m |"
-        done
-        ROCMFORGE_PREFILL_SPLIT=$split "$b/rocmforge" bench --load-format dummy -m llama3-8b:f16 --requests 256 \
-          --concurrency 64 --input-len 512 --output-len 128 2>/dev/null | grep -E "throughput|^\| (time|request)"
+    for split in 0 64; do
+      echo "== round $round, ROCMFORGE_PREFILL_SPLIT=$split"
+      ROCMFORGE_PREFILL_SPLIT=$split "$BIN/rocmforge" bench --load-format dummy -m "${RF_PRESET:-llama3-8b}:f16" -p 512 \
+        -n 16 -r 1 --parallel 1,64 2>/dev/null | grep -E "^\| [0-9]+ \| pp"
+      for budget in 128 256; do
+        ROCMFORGE_PREFILL_SPLIT=$split "$BIN/rocmforge" bench --load-format dummy -m "${RF_PRESET:-llama3-8b}:f16" \
+          -p 4096 -n 16 -r 1 --parallel 1 --max-batch-tokens $budget 2>/dev/null | grep -E "^\| [0-9]+ \| pp" |
+          sed "s/^/budget $budget /"
       done
     done
   done

@@ -339,23 +339,14 @@ int prefill_mma_blocks_per_sm(int head_dim, int heads_per_block) {
   return 0;
 #else
   int blocks = 0;
-  const int threads = 32 * heads_per_block;
+  const auto occupancy = [&](auto* kernel, int smem) {
+    RF_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 32 * heads_per_block, smem));
+  };
   switch (head_dim) {
-    case 256:
-      RF_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, attention_prefill_mma_kernel<256, __half>,
-                                                                 threads, prefill_mma::kSmemBytes<256>));
-      break;
-    case 128:
-      RF_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, attention_prefill_mma_kernel<128, __half>,
-                                                                 threads, prefill_mma::kSmemBytes<128>));
-      break;
-    case 96:
-      RF_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, attention_prefill_mma_kernel<96, __half>,
-                                                                 threads, prefill_mma::kSmemBytes<96>));
-      break;
-    default:
-      RF_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, attention_prefill_mma_kernel<64, __half>,
-                                                                 threads, prefill_mma::kSmemBytes<64>));
+    case 256: occupancy(attention_prefill_mma_kernel<256, __half>, prefill_mma::kSmemBytes<256>); break;
+    case 128: occupancy(attention_prefill_mma_kernel<128, __half>, prefill_mma::kSmemBytes<128>); break;
+    case 96: occupancy(attention_prefill_mma_kernel<96, __half>, prefill_mma::kSmemBytes<96>); break;
+    default: occupancy(attention_prefill_mma_kernel<64, __half>, prefill_mma::kSmemBytes<64>);
   }
   return blocks;
 #endif
