@@ -202,10 +202,9 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   const int group_size = p.n_heads / std::max(p.n_kv_heads, 1);
   // Multi-token steps: query tiles on tensor cores or on the CUDA-core tile kernel.
   const bool prefill = m.max_new_tokens > 1 && m.q_tiles && m.n_q_tiles > 0 && p.n_heads % p.n_kv_heads == 0;
-  const bool prefill_mma = prefill && prefill_mma_runs(ctx.options, p.head_dim);
-  const bool tiled = prefill && attention_prefill_supported(p.head_dim);
-  int heads_per_block = std::min(group_size, 4);  // <= 256 threads: 16 queries x 4 heads x 4 threads
-  while (group_size % heads_per_block) --heads_per_block;
+  const PrefillTiling tiling = prefill_tiling(ctx.options, p.head_dim, group_size);
+  const bool prefill_mma = prefill && tiling.tensor_cores;
+  const bool tiled = prefill && !tiling.tensor_cores && tiling.key_tile > 0;
   const bool fp8 = cache.type == DType::F8_E4M3;
   RF_CHECK(cache.type == DType::F16 || (fp8 && cache.k_scale && cache.v_scale),
            "cuda attention: KV cache must be f16 or f8_e4m3 with row scales, not ", dtype_name(cache.type));
@@ -285,20 +284,18 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
       n_tiles = m.n_prompt_tiles;
     }
     if (n_tiles == 0) return;
-    // Tiles split over their keys (query_tiles.h) are planned for the
-    // tensor-core kernel only.
-    RF_CHECK(m.n_q_splits == 0 || prefill_mma, "cuda attention: prefill tiles split for a kernel that does not run");
+    // Tiles split over their keys (query_tiles.h): parts leave partial
+    // results, which the combine kernel sums into out.
     RF_CHECK(m.n_q_splits == 0 || scratch.tile_out, "cuda attention: no scratch for split prefill tiles");
-    if (prefill_mma) {
-      AttnArgs pa = a;
-      pa.part_out = scratch.tile_out;
-      pa.part_ml = scratch.tile_ml;
-      launch_attention_prefill_mma(pa, m.q_tiles, n_tiles, prefill_mma_heads_per_block(group_size), fp8, ctx);
-      if (m.n_q_splits > 0)
-        launch_prefill_combine(scratch, m.q_splits, m.n_q_splits, m.positions, p.n_heads, p.head_dim, out, ctx);
-    } else {
-      launch_attention_prefill(a, m.q_tiles, n_tiles, heads_per_block, ext, fp8, ctx);
-    }
+    AttnArgs pa = a;
+    pa.part_out = scratch.tile_out;
+    pa.part_ml = scratch.tile_ml;
+    if (prefill_mma)
+      launch_attention_prefill_mma(pa, m.q_tiles, n_tiles, tiling.heads_per_block, fp8, ctx);
+    else
+      launch_attention_prefill(pa, m.q_tiles, n_tiles, tiling.heads_per_block, ext, fp8, ctx);
+    if (m.n_q_splits > 0)
+      launch_prefill_combine(scratch, m.q_splits, m.n_q_splits, m.positions, p.n_heads, p.head_dim, out, ctx);
     return;
   }
   const dim3 grid(unsigned(n_tokens), unsigned(p.n_kv_heads), unsigned(n_splits));

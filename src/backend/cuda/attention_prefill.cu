@@ -21,6 +21,7 @@ namespace rf::gpu {
 namespace {
 
 constexpr int kPrefillQ = 16, kPrefillK = 32;
+static_assert(kPrefillQ == kQueryTileTokens, "a block takes one query tile");
 
 template <int HD, bool kExt, typename KV>
 __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, const QueryTile* __restrict__ tiles,
@@ -30,16 +31,20 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
   __shared__ __align__(16) __half vs[kPrefillK][HD + 8];
   pdl_wait();
   pdl_trigger();
-  const int t0 = tiles[blockIdx.x].first, nq = tiles[blockIdx.x].count;  // whole tiles (never split for this kernel)
-  const int kvh = blockIdx.y;
-  const int group = a.n_heads / a.n_kv;
-  const int hb = heads_per_block;  // this block's heads: blockIdx.z * hb ... of the group
+  // Grid: one block per (entry, KV head, head chunk), the entry slowest.
+  const int group = a.n_heads / a.n_kv, hb = heads_per_block, chunks = group / hb;
+  const int per_entry = a.n_kv * chunks;
+  const QueryTile tile = tiles[blockIdx.x / per_entry];
+  const int kvh = int(blockIdx.x % per_entry) / chunks, chunk = int(blockIdx.x % per_entry) % chunks;
+  const int t0 = tile.first, nq = tile.count;
   const int row = threadIdx.x / 4, part = threadIdx.x % 4;
-  const int qi = row / hb, h = kvh * group + blockIdx.z * hb + row % hb;
+  const int qi = row / hb, h = kvh * group + chunk * hb + row % hb;
   const bool active = qi < nq;
   const int tok = t0 + (active ? qi : 0);
   const int pos = active ? a.positions[tok] : -1;
-  const int max_pos = a.positions[t0 + nq - 1];
+  // The part's keys (key_begin and key_end multiples of kPrefillK: a staged
+  // tile never holds keys of another part).
+  const int max_pos = min(a.positions[t0 + nq - 1], tile.key_end - 1);
   const int32_t* table = a.block_tables + size_t(a.token_seq[t0]) * a.max_blocks_per_seq;
   const int kv_dim = a.n_kv * HD;
 
@@ -57,9 +62,9 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
   // start), and the key tile holding it. Keys before it are not loaded: in a
   // sliding-window KV group their blocks may be released (table entries
   // -1) or reused by another sequence.
-  int k_lo = 0;
+  int k_lo = tile.key_begin;
   if constexpr (kExt)
-    if (a.window > 0) k_lo = max(0, a.positions[t0] - a.window + 1);
+    if (a.window > 0) k_lo = max(k_lo, a.positions[t0] - a.window + 1);
   const int k_first = k_lo / kPrefillK * kPrefillK;
   for (int k0 = k_first; k0 <= max_pos; k0 += kPrefillK) {
     __syncthreads();
@@ -125,6 +130,14 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
     m = m_new;
   }
   if (!active) return;
+  if (tile.partial >= 0) {  // a part of a split tile: unnormalized sums and (max, sum)
+    const size_t slot_row = (size_t(tile.partial) * kQueryTileTokens + size_t(qi)) * a.n_heads + size_t(h);
+    float* po = a.part_out + slot_row * HD + part * DPT;
+#pragma unroll
+    for (int d = 0; d < DPT; ++d) po[d] = acc[d];
+    if (part == 0) *reinterpret_cast<float2*>(a.part_ml + slot_row * 2) = make_float2(m, l);
+    return;
+  }
   const float inv = (pos >= 0 && l > 0.0f) ? 1.0f / l : 0.0f;
   __half* o = a.out + (size_t(tok) * a.n_heads + h) * HD + part * DPT;
 #pragma unroll
@@ -136,7 +149,7 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
 template <typename KV>
 void launch_prefill_kv(const AttnArgs& a, const QueryTile* tiles, int n_tiles, int heads_per_block, bool ext,
                        const LaunchCtx& ctx) {
-  const dim3 grid(unsigned(n_tiles), unsigned(a.n_kv), unsigned(a.n_heads / a.n_kv / heads_per_block));
+  const dim3 grid(unsigned(n_tiles) * unsigned(a.n_heads / heads_per_block));
   const int threads = heads_per_block * kPrefillQ * 4;
   if (a.hd == 256)
     launch(attention_prefill_kernel<256, true, KV>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
@@ -313,17 +326,8 @@ void opt_in_prefill_mma() {
 
 }  // namespace
 
-bool prefill_mma_runs(const CudaOptions& options, int head_dim) {
-  return options.prefill_mma && attention_prefill_mma_supported(head_dim);
-}
-
-int prefill_mma_heads_per_block(int group) {
-  int heads = std::min(group, prefill_mma::kMaxWarps);  // one warp (16 rows) per head of the block
-  while (group % heads) --heads;
-  return heads;
-}
-
-int prefill_mma_key_tile(int head_dim) {
+#if !defined(RF_PORTABLE)
+static int prefill_mma_key_tile(int head_dim) {
   switch (head_dim) {
     case 256: return prefill_mma::kKeys<256>;
     case 128: return prefill_mma::kKeys<128>;
@@ -331,25 +335,53 @@ int prefill_mma_key_tile(int head_dim) {
     default: return prefill_mma::kKeys<64>;
   }
 }
+#endif
 
-int prefill_mma_blocks_per_sm(int head_dim, int heads_per_block) {
-#if defined(RF_PORTABLE)
-  (void)head_dim;
-  (void)heads_per_block;
-  return 0;
+PrefillTiling prefill_tiling(const CudaOptions& options, int head_dim, int group) {
+  PrefillTiling t;
+#if !defined(RF_PORTABLE)
+  if (options.prefill_mma && attention_prefill_mma_supported(head_dim)) {
+    t.tensor_cores = true;
+    t.key_tile = prefill_mma_key_tile(head_dim);
+    t.heads_per_block = std::min(group, prefill_mma::kMaxWarps);  // one warp (16 rows) per head of the block
+    while (group % t.heads_per_block) --t.heads_per_block;
+    return t;
+  }
 #else
+  (void)options;
+#endif
+  if (!attention_prefill_supported(head_dim)) return t;
+  t.key_tile = kPrefillK;
+  t.heads_per_block = std::min(group, 4);  // <= 256 threads: 16 queries x 4 heads x 4 threads
+  while (group % t.heads_per_block) --t.heads_per_block;
+  return t;
+}
+
+int prefill_blocks_per_sm(const PrefillTiling& t, int head_dim) {
   int blocks = 0;
-  const auto occupancy = [&](auto* kernel, int smem) {
-    RF_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 32 * heads_per_block, smem));
+  const auto occupancy = [&](auto* kernel, int threads, int smem) {
+    RF_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
   };
+  if (t.key_tile == 0) return 0;
+#if !defined(RF_PORTABLE)
+  if (t.tensor_cores) {
+    const int threads = 32 * t.heads_per_block;
+    switch (head_dim) {
+      case 256: occupancy(attention_prefill_mma_kernel<256, __half>, threads, prefill_mma::kSmemBytes<256>); break;
+      case 128: occupancy(attention_prefill_mma_kernel<128, __half>, threads, prefill_mma::kSmemBytes<128>); break;
+      case 96: occupancy(attention_prefill_mma_kernel<96, __half>, threads, prefill_mma::kSmemBytes<96>); break;
+      default: occupancy(attention_prefill_mma_kernel<64, __half>, threads, prefill_mma::kSmemBytes<64>);
+    }
+    return blocks;
+  }
+#endif
+  const int threads = t.heads_per_block * kPrefillQ * 4;
   switch (head_dim) {
-    case 256: occupancy(attention_prefill_mma_kernel<256, __half>, prefill_mma::kSmemBytes<256>); break;
-    case 128: occupancy(attention_prefill_mma_kernel<128, __half>, prefill_mma::kSmemBytes<128>); break;
-    case 96: occupancy(attention_prefill_mma_kernel<96, __half>, prefill_mma::kSmemBytes<96>); break;
-    default: occupancy(attention_prefill_mma_kernel<64, __half>, prefill_mma::kSmemBytes<64>);
+    case 256: occupancy(attention_prefill_kernel<256, true, __half>, threads, 0); break;
+    case 128: occupancy(attention_prefill_kernel<128, false, __half>, threads, 0); break;
+    default: occupancy(attention_prefill_kernel<64, false, __half>, threads, 0);
   }
   return blocks;
-#endif
 }
 
 void launch_prefill_combine(const AttentionScratch& scratch, const QuerySplit* splits, int n_splits,

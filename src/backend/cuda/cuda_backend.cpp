@@ -277,15 +277,14 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   const size_t per = size_t(I.attn.max_tokens) * size_t(std::max(lim.n_heads, 1)) * size_t(I.attn.max_splits);
   I.attn.partial_out = static_cast<float*>(alloc(per * size_t(std::max(lim.head_dim, 1)) * 4, "attention partials"));
   I.attn.partial_ml = static_cast<float*>(alloc(per * 2 * 4, "attention partial stats"));
-  // Split prefill tiles (query_tiles.h), for the tensor-core prefill kernel.
+  // Split prefill tiles (query_tiles.h), for the prefill kernel that runs.
   I.tile_balance = TileBalance{};
   const int group = lim.n_heads / std::max(lim.n_kv_heads, 1);
-  if (P > 0 && lim.n_heads > 0 && lim.n_kv_heads > 0 && lim.n_heads % lim.n_kv_heads == 0 &&
-      gpu::prefill_mma_runs(options_, lim.head_dim)) {
-    const int heads = gpu::prefill_mma_heads_per_block(group);
-    I.tile_balance.key_tile = gpu::prefill_mma_key_tile(lim.head_dim);
-    I.tile_balance.blocks_per_tile = lim.n_heads / heads;
-    I.tile_balance.slots = n_sms_ * gpu::prefill_mma_blocks_per_sm(lim.head_dim, heads);
+  const gpu::PrefillTiling tiling = gpu::prefill_tiling(options_, lim.head_dim, group);
+  if (P > 0 && lim.n_heads > 0 && lim.n_kv_heads > 0 && lim.n_heads % lim.n_kv_heads == 0 && tiling.key_tile > 0) {
+    I.tile_balance.key_tile = tiling.key_tile;
+    I.tile_balance.blocks_per_tile = lim.n_heads / tiling.heads_per_block;
+    I.tile_balance.slots = n_sms_ * gpu::prefill_blocks_per_sm(tiling, lim.head_dim);
     I.tile_balance.max_partials = int(P);
     const size_t rows = P * kQueryTileTokens * size_t(lim.n_heads);
     I.attn.tile_out = static_cast<float*>(alloc(rows * size_t(lim.head_dim) * 4, "split prefill tiles' partials"));

@@ -79,6 +79,7 @@
 #define gpuGraphDestroy hipGraphDestroy
 #define gpuGraphExecDestroy hipGraphExecDestroy
 #define gpuFuncSetAttribute(f, attr, v) hipFuncSetAttribute(reinterpret_cast<const void*>(f), attr, v)
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
 #define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 #ifdef __AMDGCN_WAVEFRONT_SIZE
 #define RF_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
@@ -141,6 +142,7 @@
 #define gpuGraphDestroy cudaGraphDestroy
 #define gpuGraphExecDestroy cudaGraphExecDestroy
 #define gpuFuncSetAttribute(f, attr, v) cudaFuncSetAttribute(f, attr, v)
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #define RF_WARP_SIZE 32
 #define RF_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))

@@ -176,14 +176,19 @@ struct AttentionScratch {
   float* tile_ml = nullptr;
   int max_tile_partials = 0;
 };
-// Prefill attention on tensor cores (CUDA): whether it runs for this head
-// size and options, its query heads per block for a GQA group, its keys per
-// key tile, and how many of its blocks an SM holds at once. The backend
-// plans a step's query tiles with them (query_tiles.h).
-bool prefill_mma_runs(const CudaOptions& options, int head_dim);
-int prefill_mma_heads_per_block(int group);
-int prefill_mma_key_tile(int head_dim);
-int prefill_mma_blocks_per_sm(int head_dim, int heads_per_block);
+// How the prefill attention kernel that runs for a head size under these
+// options (tensor cores, else CUDA cores, else none) takes its query tiles:
+// keys per key tile (0: no tile kernel runs) and query heads per block for
+// a GQA group; attention() launches by it. prefill_blocks_per_sm: how many
+// of its blocks an SM holds at once (an occupancy query; the backend plans
+// a step's tiles with both, query_tiles.h).
+struct PrefillTiling {
+  bool tensor_cores = false;
+  int key_tile = 0;
+  int heads_per_block = 1;
+};
+PrefillTiling prefill_tiling(const CudaOptions& options, int head_dim, int group);
+int prefill_blocks_per_sm(const PrefillTiling& tiling, int head_dim);
 void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tokens, const AttentionParams& p,
                int n_splits, const AttentionScratch& scratch, void* out, const LaunchCtx& ctx);
 // Whether the decode kernel's n_splits splits are summed by a cluster of
