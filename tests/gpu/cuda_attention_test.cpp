@@ -2,8 +2,8 @@
 // single pass and split-K, head sizes 8/64/96/128/256, groups up to 16,
 // sliding windows — also with the blocks before each window released and
 // every unseen key NaN — and logit soft-capping; prefill on the CUDA-core
-// and the tensor-core kernels, the latter with query tiles split over their
-// keys and without) and sampling against the CPU backend.
+// and the tensor-core kernels, with query tiles split over their keys and
+// without) and sampling against the CPU backend.
 #include <gtest/gtest.h>
 
 #include "gpu/attention_shapes.h"
@@ -23,9 +23,9 @@ enum class AttnKernels { CudaCorePrefill, TensorCorePrefill };
 
 // min_split_keys: decode attention's shortest key slice
 // (CudaOptions::attention_min_split_keys; long ones leave slices empty).
-// tile_partials: the tensor-core prefill's split query tiles
-// (CudaOptions::prefill_tile_partials; these small steps split their
-// longer tiles over their keys unless 0).
+// tile_partials: prefill's split query tiles (CudaOptions::
+// prefill_tile_partials; these small steps split their longer tiles over
+// their keys unless 0).
 void check_attention(const AttnShape& sh, AttnKernels kernels, int min_split_keys = 32, int tile_partials = 64) {
   SCOPED_TRACE(kernels == AttnKernels::CudaCorePrefill ? "CUDA-core prefill" : "tensor-core prefill");
   SCOPED_TRACE("decode slices of >= " + std::to_string(min_split_keys) + " keys");

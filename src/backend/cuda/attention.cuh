@@ -57,9 +57,11 @@ constexpr int kDecodeMaxHeads = 8;
 // Scores soft-capped as the model asks (only for keys in range).
 __device__ __forceinline__ float softcap_score(float s, float cap) { return cap * tanhf(s / cap); }
 
-// Prefill: grid (query tiles, KV heads, group / heads_per_block); `tiles`
-// (StepMeta::q_tiles) whole tiles only, their key ranges ignored; head_dim
-// 64, 128 or 256. ext: the window / soft-cap variant (always for head_dim 256).
+// Prefill: a block per (tile, KV head, group / heads_per_block), the tile
+// slowest; `tiles` (StepMeta::q_tiles) may be parts of split tiles over key
+// ranges at multiples of 32 (a.part_out / a.part_ml: AttentionScratch::
+// tile_out / tile_ml, summed by launch_prefill_combine); head_dim 64, 128
+// or 256. ext: the window / soft-cap variant (always for head_dim 256).
 bool attention_prefill_supported(int head_dim);
 void launch_attention_prefill(const AttnArgs& a, const QueryTile* tiles, int n_tiles, int heads_per_block, bool ext,
                               bool fp8, const LaunchCtx& ctx);
