@@ -9,7 +9,11 @@
 // and logit soft-capping. An e4m3 cache (KV = Fp8) is staged as f16 (its
 // rows times their scales), so the rest is the same kernel. On CUDA,
 // attention_prefill_mma_kernel runs the same tiles on tensor cores
-// (prefill_mma_tile.h: its block's code, tested on emulated warps).
+// (prefill_mma_tile.h: its block's code, tested on emulated warps). A tile
+// may be one part of a tile split over its keys (query_tiles.h): its block
+// leaves unnormalized sums and (max, sum) per row in a partial slot, and
+// prefill_combine_kernel weighs a split tile's parts into the output.
+// prefill_tiling says which of the two kernels runs and how it takes tiles.
 #include <algorithm>
 
 #include "backend/cuda/attention.cuh"
