@@ -9,7 +9,8 @@
 //   of decode's attention and the share of weights and K/V together; with
 //   --tensor-parallel-size, per rank, and the all-reduce time per step.
 // - Serving throughput: `-m MODEL --requests N --concurrency C
-//   --input-len I[:J] --output-len O[:P] [--temp T]`: the engine runs on its
+//   --input-len I[:J] --output-len O[:P] [--shared-prefix S] [--temp T]`:
+//   the engine runs on its
 //   own thread; C client threads each submit requests back to back (closed
 //   loop) until N are done, reading each stream as a client would. Lengths
 //   given as ranges are drawn uniformly (seeded). Reports output tokens/s,
@@ -52,6 +53,7 @@ struct BenchOptions {
   // Serving throughput mode (when requests > 0).
   int requests = 0, concurrency = 1;
   std::string input_len = "512", output_len = "128";
+  int shared_prefix = 0;  // tokens every prompt starts with (before its own input-len tokens)
   float temp = 0.0f;
   uint64_t seed = 1;
 };
@@ -180,11 +182,18 @@ nlohmann::json stats(std::vector<double> v) {
 
 // The i-th request: lengths and prompt drawn from (seed, i) only, so the
 // workload does not depend on which client thread sends it.
+// With --shared-prefix, every prompt starts with the same tokens (drawn
+// from the seed alone): a system prompt or a conversation's history, which
+// the prefix cache holds after the first request, so that a request's own
+// tokens are prefilled deep in their context (a chat turn).
 Request make_request(const BenchOptions& o, Range in, Range out, int vocab, int i) {
   std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + uint64_t(i));
   Request r;
-  r.prompt.resize(size_t(std::uniform_int_distribution<int>(in.lo, in.hi)(rng)));
-  for (auto& t : r.prompt) t = int32_t(3 + rng() % uint64_t(vocab - 3));
+  std::mt19937_64 shared(o.seed * 0xD1B54A32D192ED03ull);
+  for (int j = 0; j < o.shared_prefix; ++j) r.prompt.push_back(int32_t(3 + shared() % uint64_t(vocab - 3)));
+  r.prompt.resize(size_t(o.shared_prefix + std::uniform_int_distribution<int>(in.lo, in.hi)(rng)));
+  for (size_t j = size_t(o.shared_prefix); j < r.prompt.size(); ++j)
+    r.prompt[j] = int32_t(3 + rng() % uint64_t(vocab - 3));
   r.max_tokens = std::uniform_int_distribution<int>(out.lo, out.hi)(rng);
   r.ignore_eos = true;
   r.sampling.temperature = o.temp;
@@ -242,7 +251,8 @@ void report_serving(const BenchOptions& o, Range in, Range out, const Engine& en
   const double queried = double(m.prefix_cache_queried_tokens.load());
   const nlohmann::json r = {
       {"model", path}, {"device", device}, {"requests", o.requests}, {"concurrency", o.concurrency},
-      {"input_len", {in.lo, in.hi}}, {"output_len", {out.lo, out.hi}}, {"temperature", std::round(double(o.temp) * 1e6) / 1e6},
+      {"input_len", {in.lo, in.hi}}, {"shared_prefix", o.shared_prefix}, {"output_len", {out.lo, out.hi}},
+      {"temperature", std::round(double(o.temp) * 1e6) / 1e6},
       {"max_batch_tokens", engine.config().max_num_batched_tokens}, {"kv_blocks", engine.num_blocks()},
       {"duration_s", wall}, {"input_tokens", n_in}, {"output_tokens", n_out},
       {"output_tok_s", double(n_out) / wall}, {"total_tok_s", double(n_in + n_out) / wall},
@@ -254,8 +264,10 @@ void report_serving(const BenchOptions& o, Range in, Range out, const Engine& en
     return;
   }
   auto range = [](Range x) { return x.lo == x.hi ? std::to_string(x.lo) : str(x.lo, ":", x.hi); };
-  std::printf("requests: %d, concurrency %d, input %s tokens, output %s tokens, %s\n", o.requests, o.concurrency,
-              range(in).c_str(), range(out).c_str(), o.temp > 0 ? str("temperature ", o.temp).c_str() : "greedy");
+  std::printf("requests: %d, concurrency %d, input %s%s tokens, output %s tokens, %s\n", o.requests, o.concurrency,
+              o.shared_prefix > 0 ? str(o.shared_prefix, " shared + ").c_str() : "", range(in).c_str(),
+              range(out).c_str(), o.temp > 0 ? str("temperature ", o.temp).c_str() : "greedy");
+  std::printf("prefix cache: %.1f%% of prompt tokens hit\n", 100.0 * r["prefix_cache_hit_rate"].get<double>());
   std::printf("duration: %.2f s, %lld input and %lld output tokens, %llu engine steps, %llu preemptions\n", wall,
               (long long)n_in, (long long)n_out, (unsigned long long)m.steps.load(),
               (unsigned long long)m.preemptions.load());
@@ -295,11 +307,12 @@ void serve_bench(const BenchOptions& o) {
   auto model = load_model(path, backends, true);
   auto tok = Tokenizer::from_gguf(model->file());
   const ModelConfig& mc = model->config();
-  RF_CHECK(in.hi + out.hi <= mc.n_ctx_train, "--input-len + --output-len (up to ", in.hi + out.hi,
+  const int longest = o.shared_prefix + in.hi + out.hi;
+  RF_CHECK(longest <= mc.n_ctx_train, "--shared-prefix + --input-len + --output-len (up to ", longest,
            " tokens) exceed the model's context of ", mc.n_ctx_train);
   EngineConfig cfg;
   cfg.max_num_seqs = o.concurrency;
-  cfg.max_model_len = in.hi + out.hi;
+  cfg.max_model_len = longest;
   cfg.max_num_batched_tokens = std::max(o.max_batch_tokens, o.concurrency);
   cfg.prefix_caching = true;
   set_kv_options(backends.first(), o.backend, cfg);
@@ -477,6 +490,11 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
   cmd->add_option("--input-len", o->input_len, "Serving mode: prompt tokens, N or a range LO:HI drawn uniformly")
+      ->capture_default_str();
+  cmd->add_option("--shared-prefix", o->shared_prefix,
+                  "Serving mode: tokens every prompt starts with, before its own --input-len tokens "
+                  "(a system prompt or a chat history the prefix cache holds)")
+      ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--output-len", o->output_len, "Serving mode: output tokens, N or a range LO:HI drawn uniformly")
       ->capture_default_str();
