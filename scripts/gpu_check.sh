@@ -51,6 +51,14 @@ print("golden mismatches:", bad)
 PY
 }
 
+# The GPU tests matching gtest filter $1 (attention and the models over it).
+attention_tests() {
+  echo "== attention tests"
+  "$BIN/test_gpu" --gtest_filter="$1" > "$OUT/test_gpu_attn.log" 2>&1
+  echo "test_gpu attention rc=$?"
+  grep -E "^\[  FAILED|PASSED|Failure|tests ran" "$OUT/test_gpu_attn.log" | head -30
+}
+
 # compute-sanitizer racecheck and memcheck over two attention cases with
 # prefill on tensor cores (their small steps split tiles over their keys);
 # logs named after $1.
@@ -208,10 +216,7 @@ fi
 if [ "$stage" = prefill-mma ]; then
   # Prefill attention on tensor cores (issue 16): the attention tests (both
   # kernels), then prefill speed with ROCMFORGE_PREFILL_MMA=0 and 1 alternated.
-  echo "== attention tests"
-  "$BIN/test_gpu" --gtest_filter='*CudaAttention*:*CudaKvFp8*:*CudaModel*:*CudaEngineBatch*' > "$OUT/test_gpu_attn.log" 2>&1
-  echo "test_gpu attention rc=$?"
-  grep -E "^\[  FAILED|PASSED|Failure|tests ran" "$OUT/test_gpu_attn.log" | head -30
+  attention_tests '*CudaAttention*:*CudaKvFp8*:*CudaModel*:*CudaEngineBatch*'
   sanitize_prefill prefill
   for round in 1 2; do
     for mma in 0 1; do
@@ -640,10 +645,7 @@ if [ "$stage" = prefill-split ]; then
   # on split tiles, then prefill speed with ROCMFORGE_PREFILL_SPLIT=0 and the
   # default alternated: pp512 (no split: its tiles fill the GPU) and a
   # 4096-token prompt in chunks of 128 and 256 tokens (its later chunks split).
-  echo "== attention tests"
-  "$BIN/test_gpu" --gtest_filter='*CudaAttention*:*CudaKvFp8*:*CudaModel*' > "$OUT/test_gpu_attn.log" 2>&1
-  echo "test_gpu attention rc=$?"
-  grep -E "^\[  FAILED|PASSED|Failure|tests ran" "$OUT/test_gpu_attn.log" | head -30
+  attention_tests '*CudaAttention*:*CudaKvFp8*:*CudaModel*'
   sanitize_prefill split
   for round in 1 2; do
     for split in 0 64; do

@@ -78,14 +78,20 @@ void check_plan(const std::vector<TileSpan>& spans, const TileBalance& b, const 
         << "longest first";
 }
 
+// The plan of `spans`, checked by check_plan.
+QueryTilePlan planned(const std::vector<TileSpan>& spans, const TileBalance& b) {
+  QueryTilePlan plan;
+  plan_query_tiles(spans, b, plan);
+  check_plan(spans, b, plan);
+  return plan;
+}
+
 // A 512-token prompt on an H100-like GPU (132 SMs x 2 blocks, 8 blocks a
 // tile): its 256 blocks fill the GPU, so nothing splits.
 TEST(QueryTiles, Prompt512StaysWhole) {
   const TileBalance b{64, 8, 264, 64, 2};
   const auto spans = prompt(512, 0);
-  QueryTilePlan plan;
-  plan_query_tiles(spans, b, plan);
-  check_plan(spans, b, plan);
+  const QueryTilePlan plan = planned(spans, b);
   EXPECT_TRUE(plan.splits.empty());
 }
 
@@ -96,9 +102,7 @@ TEST(QueryTiles, Prompt512StaysWhole) {
 TEST(QueryTiles, ShortChunkDeepInContextSplits) {
   const TileBalance b{64, 8, 264, 64, 2};
   const auto spans = prompt(128, 4000);
-  QueryTilePlan plan;
-  plan_query_tiles(spans, b, plan);
-  check_plan(spans, b, plan);
+  const QueryTilePlan plan = planned(spans, b);
   EXPECT_EQ(plan.splits.size(), spans.size());
   int64_t longest = 0;
   for (const QueryTile& t : plan.tiles) longest = std::max(longest, work(t, 4000 + (t.first + t.count) - 1, 64));
@@ -116,9 +120,7 @@ TEST(QueryTiles, ManyPromptsDoNotSplit) {
     const auto one = prompt(512, 0, 512 * p);
     spans.insert(spans.end(), one.begin(), one.end());
   }
-  QueryTilePlan plan;
-  plan_query_tiles(spans, b, plan);
-  check_plan(spans, b, plan);
+  const QueryTilePlan plan = planned(spans, b);
   EXPECT_TRUE(plan.splits.empty());
   EXPECT_EQ(plan.tiles.size(), spans.size());
 }
@@ -128,9 +130,7 @@ TEST(QueryTiles, ManyPromptsDoNotSplit) {
 TEST(QueryTiles, DeepChunkBoundedByPartialSlots) {
   const TileBalance b{64, 8, 264, 16, 2};
   const auto spans = prompt(128, 8000);
-  QueryTilePlan plan;
-  plan_query_tiles(spans, b, plan);
-  check_plan(spans, b, plan);
+  const QueryTilePlan plan = planned(spans, b);
   int slots = 0;
   for (const QuerySplit& s : plan.splits) slots += s.parts;
   EXPECT_GT(slots, 0);
@@ -143,9 +143,7 @@ TEST(QueryTiles, DeepChunkBoundedByPartialSlots) {
 TEST(QueryTiles, ShortPromptMinimumPart) {
   const TileBalance b{32, 4, 264, 64, 2};
   const auto spans = prompt(100, 0);
-  QueryTilePlan plan;
-  plan_query_tiles(spans, b, plan);
-  check_plan(spans, b, plan);
+  const QueryTilePlan plan = planned(spans, b);
   EXPECT_FALSE(plan.splits.empty());
   for (const QueryTile& t : plan.tiles) {
     EXPECT_LE(work(t, t.first + t.count - 1, 32), 2);
@@ -155,14 +153,11 @@ TEST(QueryTiles, ShortPromptMinimumPart) {
   }
 }
 
-// Without a balance (no tensor-core kernel, or splitting off): whole tiles.
+// Without a balance (no tile kernel, or splitting off): whole tiles.
 TEST(QueryTiles, NoBalanceNoSplit) {
   const auto spans = prompt(700, 30);
   for (const TileBalance& b : {TileBalance{}, TileBalance{64, 8, 264, 0, 2}}) {
-    QueryTilePlan plan;
-  plan_query_tiles(spans, b, plan);
-    check_plan(spans, b, plan);
-    EXPECT_TRUE(plan.splits.empty());
+    EXPECT_TRUE(planned(spans, b).splits.empty());
   }
 }
 
