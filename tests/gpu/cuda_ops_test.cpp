@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/cuda/kernels.h"
 #include "core/fp8.h"
 #include "core/quant.h"
 #include "gpu/gpu_test_util.h"
@@ -81,6 +82,50 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
                                            DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
                                            DType::Q6_K, DType::F8_E4M3_ROW),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// Batches of 9..64 rows on Q4_K / Q6_K weights: Hopper's wgmma kernel (its k
+// range split by the rule, wherever that costs no more (split cost 0), and
+// never (1000)) and the mma.sync kernel, each against the CPU. Shapes: one
+// super-block (k = 256); partial 256-row blocks (m = 257, 300, 513); k split
+// over blocks (4096; 14336: 56 super-blocks, an uneven split; 1280: two
+// splits of 3 and 2 stages); Q6_K stages at every 2-byte alignment of its
+// 210-byte blocks (k = 4096, 14336; Q6_K rows of other widths, 768 and
+// 1280, take the mma.sync kernel); 9, 16, 33 and 64 rows (wgmma pads to 64).
+TEST(CudaOps, KQuantTensorCoreMatmulKernels) {
+  RF_REQUIRE_GPU();
+#if defined(ROCMFORGE_PORTABLE_KERNELS)
+  GTEST_SKIP() << "the portable kernels have no tensor-core matmul";
+#else
+  ASSERT_TRUE(gpu::wgmma_matmul_supported(DType::Q4_K, 256) && gpu::wgmma_matmul_supported(DType::Q6_K, 4096) &&
+              gpu::wgmma_matmul_supported(DType::Q6_K, 14336) && !gpu::wgmma_matmul_supported(DType::Q6_K, 768));
+  std::mt19937 rng(31);
+  CpuBackend cpu(2);
+  const std::vector<std::array<int, 3>> shapes = {{9, 256, 257}, {64, 4096, 300}, {33, 14336, 64},
+                                                  {64, 768, 513}, {16, 1280, 256}, {64, 512, 4096}};
+  for (int split_cost : {2, 0, 1000, -1}) {
+    CudaOptions o;
+    o.dequant_scratch_bytes = size_t(32) << 20;
+    o.wgmma = split_cost >= 0;
+    o.wgmma_split_cost = std::max(split_cost, 0);
+    auto gpu = std::make_unique<CudaBackend>(o);
+    gpu->reserve(BackendLimits{128, 4, 4, 4, 100, 4096 * 512, 1, 1});
+    for (DType type : {DType::Q4_K, DType::Q6_K}) {
+      for (auto [n, k, m] : shapes) {
+        const DType out_type = n % 2 ? DType::F32 : DType::F16;
+        auto wq = test::random_weight(type, m, k, rng, 0.3f);
+        auto x = test::round_f16(test::randn(size_t(n) * k, rng));
+        Tensor cw = make_tensor(wq.data(), type, k, m);
+        std::vector<float> ref(size_t(n) * m);
+        Tensor cx = make_tensor(x.data(), DType::F32, k, n), co = make_tensor(ref.data(), DType::F32, m, n);
+        cpu.matmul(cx, cw, co);
+        const std::vector<float> got = gpu_matmul(*gpu, cw, x, n, out_type);
+        EXPECT_LT(rel_l2(got, ref), out_type == DType::F32 ? 2e-3 : 3e-3)
+            << dtype_name(type) << " n=" << n << " k=" << k << " m=" << m << " wgmma split cost " << split_cost;
+      }
+    }
+  }
+#endif
+}
 
 // FP8 weights on FP8 tensor cores (CudaOptions::fp8_gemm_min_rows, cuBLASLt
 // with a scale per weight row and per activation row): the path must run on

@@ -68,6 +68,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   // before any launch. Idempotent: another backend on the device repeats it.
   gpu::gemv_device_setup();
   gpu::mma_device_setup();
+  gpu::wgmma_device_setup();
   gpu::attention_device_setup();
   gpuDeviceProp prop;
   RF_GPU_CHECK(gpuGetDeviceProperties(&prop, options.device));
@@ -452,13 +453,19 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
     // 64 activation rows per launch; the k-split partials live in the
     // dequantization scratch (unused on this path).
     const size_t out_elem = out.type == DType::F32 ? 4 : 2;
+    const bool wgmma = options_.wgmma && gpu::wgmma_matmul_supported(w.type, k);
     for (int c0 = 0; c0 < n; c0 += 64) {
       const int rows = std::min(64, n - c0);
-      int splits = gpu::mma_matmul_splits(m, k, n_sms_);
+      const auto* xc = static_cast<const uint8_t*>(x.data) + size_t(c0) * k * 2;
+      auto* oc = static_cast<uint8_t*>(out.data) + size_t(c0) * m * out_elem;
+      int splits = wgmma ? gpu::wgmma_matmul_splits(m, k, n_sms_, options_.wgmma_split_cost)
+                         : gpu::mma_matmul_splits(m, k, n_sms_);
       while (splits > 1 && size_t(splits) * size_t(rows) * size_t(m) * 4 > impl_->dequant_bytes) --splits;
-      gpu::mma_matmul(w.type, w.data, w.row_bytes(), m, k, static_cast<const uint8_t*>(x.data) + size_t(c0) * k * 2,
-                      rows, static_cast<uint8_t*>(out.data) + size_t(c0) * m * out_elem, out.type, splits,
-                      static_cast<float*>(impl_->dequant), ctx());
+      auto* partials = static_cast<float*>(impl_->dequant);
+      if (wgmma)
+        gpu::wgmma_matmul(w.type, w.data, w.row_bytes(), m, k, xc, rows, oc, out.type, splits, partials, ctx());
+      else
+        gpu::mma_matmul(w.type, w.data, w.row_bytes(), m, k, xc, rows, oc, out.type, splits, partials, ctx());
     }
     return;
   }

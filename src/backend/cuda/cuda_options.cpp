@@ -56,6 +56,9 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
     if (split == 1 || split == 2 || split == 4) o.kq_stream_split = split;
   }
   if (!switch_on("ROCMFORGE_MMA")) o.mma_max_rows_quant = 0;
+  if (const char* p = std::getenv("ROCMFORGE_WGMMA"); p && *p) o.wgmma = std::string(p) != "0";
+  if (const char* p = std::getenv("ROCMFORGE_WGMMA_SPLIT_COST"); p && *p && std::atoi(p) >= 0)
+    o.wgmma_split_cost = std::atoi(p);
   if (!switch_on("ROCMFORGE_PACKED_QKV")) o.packed_qkv = false;
   if (const char* p = std::getenv("ROCMFORGE_MOE_MMA_ROWS"); p && *p && std::atoi(p) >= 0)
     o.moe_mma_rows = std::atoi(p);

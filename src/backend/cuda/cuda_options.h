@@ -21,6 +21,11 @@
 //   ROCMFORGE_MMA=0          Q4_K/Q6_K batches of 9..256 rows take
 //                            dequantize + BLAS instead of the tensor-core
 //                            matmul                          (mma_max_rows_quant = 0)
+//   ROCMFORGE_WGMMA=0        that matmul on the mma.sync kernel, not
+//                            Hopper's wgmma kernel                (wgmma)
+//   ROCMFORGE_WGMMA_SPLIT_COST=N the wgmma kernel's k range split where it
+//                            saves more than N stage-times
+//                                                     (wgmma_split_cost)
 //   ROCMFORGE_MOE_MMA_ROWS=N mixture-of-experts FFNs use the tensor-core
 //                            kernel once the experts average more than N
 //                            rows, N >= 0                  (moe_mma_rows)
@@ -94,6 +99,7 @@
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
 // ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_ATTN_CLUSTER, ROCMFORGE_FP8_GEMM_ROWS,
+// ROCMFORGE_WGMMA, ROCMFORGE_WGMMA_SPLIT_COST,
 // ROCMFORGE_PREFILL_MMA, ROCMFORGE_PACKED_QKV,
 // ROCMFORGE_GEMV_TMA_ROWS,
 // ROCMFORGE_KQ_STREAM_ROWS,
@@ -129,6 +135,11 @@ struct CudaOptions {
   // Batches of 9..N rows on Q4_K / Q6_K weights use the tensor-core matmul
   // reading the stored format (0: dequantize + BLAS instead).
   int mma_max_rows_quant = 256;
+  // ... on Hopper, the wgmma kernel (gemm_wgmma.cu) where it takes the
+  // format (off: the mma.sync kernel of gemm_mma.cu), its k range split
+  // where that saves more than this many stage-times (wgmma_matmul_splits).
+  bool wgmma = true;
+  int wgmma_split_cost = 2;
   // MoE FFNs: the tensor-core kernel in expert mode once the step's
   // (token, expert) pairs average more than this many per active expert;
   // fewer go through the GEMV kernels. Measured on the H100 (qwen3-30b-a3b

@@ -21,6 +21,7 @@
 // this way measured slower than cuBLAS on the H200: 3,800 vs 4,768 tok/s
 // for 64-sequence decode, so f16 stays with cuBLAS.)
 #include <algorithm>
+#include <type_traits>
 
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/e4m3.cuh"
@@ -324,11 +325,9 @@ template <DType T, typename OutT>
 void launch_mma(const MmaArgs& a, int splits, const LaunchCtx& ctx) {
   const dim3 grid(unsigned((a.m + kMmaRows - 1) / kMmaRows), unsigned(splits));
   launch(mma_matmul_kernel<T, OutT>, grid, dim3(kMmaThreads), kSmem, ctx, a);
-  if (splits > 1) {
-    const int64_t count = int64_t(a.n) * a.m;
-    launch(sum_splits_kernel<OutT>, dim3(unsigned((count + 255) / 256)), dim3(256), 0, ctx,
-           static_cast<const float*>(a.partials), splits, count, static_cast<OutT*>(a.out));
-  }
+  if (splits > 1)
+    mma_sum_splits(a.partials, splits, int64_t(a.n) * a.m, a.out, std::is_same_v<OutT, float> ? DType::F32 : DType::F16,
+                   ctx);
 }
 
 template <DType T>
@@ -344,6 +343,14 @@ void opt_in_smem() {
 }
 
 }  // namespace
+
+void mma_sum_splits(const float* partials, int splits, int64_t count, void* out, DType out_type, const LaunchCtx& ctx) {
+  const dim3 grid(unsigned((count + 255) / 256));
+  if (out_type == DType::F32)
+    launch(sum_splits_kernel<float>, grid, dim3(256), 0, ctx, partials, splits, count, static_cast<float*>(out));
+  else
+    launch(sum_splits_kernel<__half>, grid, dim3(256), 0, ctx, partials, splits, count, static_cast<__half*>(out));
+}
 
 void mma_device_setup() {
   opt_in_smem<DType::F16, float>();
@@ -443,6 +450,9 @@ void mma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, D
 }
 void mma_matmul_experts(DType, const void*, size_t, size_t, int, int, const void*, void*, DType, const int32_t*,
                         const int32_t*, int, const LaunchCtx&) {
+  fail("mma matmul: not available on this GPU vendor");
+}
+void mma_sum_splits(const float*, int, int64_t, void*, DType, const LaunchCtx&) {
   fail("mma matmul: not available on this GPU vendor");
 }
 

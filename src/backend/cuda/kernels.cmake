@@ -11,6 +11,7 @@ set(RF_GPU_KERNELS
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemv.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemv_stream.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemm_mma.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemm_wgmma.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemm_tiled.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/dequant.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/matmul_fp8.cu

@@ -18,6 +18,7 @@ namespace rf::gpu {
 // these once per device, before any launch.
 void gemv_device_setup();       // gemv.cu
 void mma_device_setup();        // gemm_mma.cu
+void wgmma_device_setup();      // gemm_wgmma.cu
 void attention_device_setup();  // attention.cu, attention_decode.cu, attention_prefill.cu
 
 // ---- gemv.cu
@@ -73,12 +74,24 @@ bool mma_matmul_supported(DType w_type, int k);
 int mma_matmul_splits(int m, int k, int n_sms);
 void mma_matmul(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
                 DType out_type, int splits, float* partials, const LaunchCtx& ctx);
+// out = the sum of `splits` partials (each `count` floats), in split order.
+void mma_sum_splits(const float* partials, int splits, int64_t count, void* out, DType out_type, const LaunchCtx& ctx);
 // Expert mode: gemv_experts' contract with tiles of up to 64 rows, on
 // tensor cores (mma_experts_supported: those of mma_matmul and f16).
 bool mma_experts_supported(DType w_type, int k);
 void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k, const void* x,
                         void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles, int max_tiles,
                         const LaunchCtx& ctx);
+
+// ---- gemm_wgmma.cu
+// mma_matmul's contract on Hopper's asynchronous warpgroup tensor-core
+// instructions (Q4_K; Q6_K rows of a multiple of 2048; supported() false
+// elsewhere). wgmma_matmul_splits() picks the split count, charging
+// split_cost stage-times for the partials' sum.
+bool wgmma_matmul_supported(DType w_type, int k);
+int wgmma_matmul_splits(int m, int k, int n_sms, int split_cost);
+void wgmma_matmul(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
+                  DType out_type, int splits, float* partials, const LaunchCtx& ctx);
 
 // ---- dequant.cu
 // dst[r, :] = dequant(w[r, :]) as f16, for rows [row0, row0 + rows).

@@ -1,0 +1,457 @@
+// Hopper tensor-core GEMM for batched decode (9..64 activation rows a launch)
+// straight from Q4_K and Q6_K weights: wgmma_matmul_kernel, its launcher and
+// shared-memory opt-in. The weights are wgmma's register operand: each
+// warpgroup dequantizes its 64 weight rows into the A-fragment layout (k in
+// natural order) while the tensor cores work on the previous 16-wide k step
+// asynchronously. The activations are the shared-memory operand, staged
+// K-major with the 128-byte swizzle. Weights (packed) and activations stream
+// through a ring of shared-memory stages by cp.async, so the latency of DRAM
+// is covered by the ring instead of registers: gemm_mma.cu's mma.sync kernel
+// held a chunk of weights in registers and waited on it every chunk. Long k
+// ranges are split over blocks, the splits' f32 partials summed in a fixed
+// order by a second launch (mma_sum_splits: deterministic results). sm_90a
+// only; other targets keep gemm_mma.cu (wgmma_matmul_supported() is false
+// there).
+#include <algorithm>
+#include <cstddef>
+
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/ptx.cuh"
+#include "core/quant_blocks.h"
+
+namespace rf::gpu {
+
+#if !defined(RF_PORTABLE)
+namespace {
+
+constexpr int kCols = 64;                  // activation rows a launch: wgmma's N
+constexpr int kGroups = 4;                 // warpgroups a block, 64 weight rows each
+constexpr int kRows = 64 * kGroups;        // weight rows a block
+constexpr int kThreads = 128 * kGroups;
+constexpr int kChunk = 256;                // k a stage (one k-quant super-block)
+constexpr int kAtomBytes = kCols * 128;    // a swizzle atom: 64 k (128 bytes) of all kCols rows
+constexpr int kXStage = kChunk / 64 * kAtomBytes;  // 32 KB of activations a stage
+
+// Per format: bytes a weight row takes in a stage (a stride free of bank
+// conflicts for the fragment loads), 16-byte copies a row, ring depth.
+template <DType T> struct WgFormat;
+template <> struct WgFormat<DType::Q4_K> {
+  static constexpr int kRowStride = 144, kUnits = 9, kStages = 3;
+  // A super-block's first byte in a row, and where the stage copy starts.
+  __device__ static size_t block_offset(int c) { return size_t(c) * sizeof(BlockQ4_K); }
+  __device__ static size_t copy_offset(int c) { return block_offset(c); }
+};
+// Q6_K super-blocks are 210 bytes: the copy takes the 16-byte aligned window
+// of 224 bytes around one (rows of a multiple of 8 super-blocks are
+// multiples of 16 bytes long, so it never passes the row's end).
+template <> struct WgFormat<DType::Q6_K> {
+  static constexpr int kRowStride = 240, kUnits = 14, kStages = 2;
+  __device__ static size_t block_offset(int c) { return size_t(c) * sizeof(BlockQ6_K); }
+  __device__ static size_t copy_offset(int c) { return block_offset(c) & ~size_t(15); }
+};
+template <DType T>
+constexpr size_t smem_bytes() {
+  return 1024 + size_t(WgFormat<T>::kStages) * (kXStage + size_t(kRows) * WgFormat<T>::kRowStride);
+}
+
+__device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
+__device__ __forceinline__ __half2 bits_h2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
+// Shared-memory loads by shared-window address (explicit ld.shared: the
+// compiler keeps generic loads where it cannot prove the state space).
+__device__ __forceinline__ uint32_t lds_u16(uint32_t a) {
+  uint16_t v;
+  asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ uint4 lds_v4(uint32_t a) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
+  return v;
+}
+// Bytes p[0], p[8], p[1], p[9] (in that order): a lane's k 2t, 2t + 8, 2t + 1,
+// 2t + 9 of a 16-wide step whose quants start at p - 2t, so that bits 0-7
+// and 16-23 hold the A register for k 2t, 2t + 1 and bits 8-15, 24-31 the
+// one for k 2t + 8, 2t + 9.
+__device__ __forceinline__ uint32_t lds_quad(uint32_t p) {
+  return __byte_perm(lds_u16(p), lds_u16(p + 8), 0x5140);
+}
+// Values v of the fields (x >> shift) & mask at bits 0 and 16 of x (each
+// < 1024 after masking) -> half2(v_lo, v_hi) + 1024, exactly.
+__device__ __forceinline__ __half2 magic_h2(uint32_t x, uint32_t mask) { return bits_h2((x & mask) | 0x64006400u); }
+
+// ---- wgmma (PTX ISA: asynchronous warpgroup matrix multiply) -----------------------
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Shared-memory operand descriptor: K-major rows of 128 bytes, 128-byte
+// swizzle, 8-row groups 1024 bytes apart.
+__device__ __forceinline__ uint64_t swizzled_desc(uint32_t smem_addr) {
+  return uint64_t((smem_addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
+         (uint64_t(1) << 62);
+}
+// d (64 x 64, f32) += A (64 x 16, f16 registers: this warp's rows 16w .. 16w
+// + 15 in mma.m16n8k16's A layout) . B (16 x 64 from shared memory).
+__device__ __forceinline__ void wgmma_64x64x16(float (&d)[32], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
+}
+// Keeps the compiler from moving accumulator accesses across wgmma calls.
+__device__ __forceinline__ void fence_acc(float (&d)[32]) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+// Makes this thread's generic-proxy shared-memory writes (cp.async) visible
+// to the async proxy that wgmma reads through.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// Issues k step q of the stage (its activation columns) with the A
+// fragment a; the caller filled a after wgmma_wait<1>() (the step two back,
+// which read the same registers, is done).
+__device__ __forceinline__ void issue_step(float (&acc)[32], const uint32_t (&a)[4], uint64_t desc0, int q) {
+  const uint64_t desc = desc0 + uint64_t(((q / 4) * kAtomBytes + (q % 4) * 32) >> 4);
+  wgmma_fence();
+  wgmma_64x64x16(acc, a, desc);
+  wgmma_commit();
+}
+
+// ---- per-format fragment builders: one stage of the two rows a thread holds ----
+// A thread's rows are g and g + 8 of its warp's 16: A register 0 holds row
+// g at k 2t, 2t + 1, register 1 row g + 8 there, registers 2 and 3 the same
+// rows at k 2t + 8, 2t + 9 (mma.m16n8k16's A layout, wgmma's per warp).
+
+// Q4_K: a row's 6-bit scales and mins of its 8 sub-blocks as bytes: sc[0]
+// sub-blocks 0..3, sc[1] 4..7, mn[0], mn[1] the mins; dm = half2(d, -dmin).
+struct Q4KScales {
+  uint32_t sc[2], mn[2], dm;
+  __device__ __forceinline__ explicit Q4KScales(const uint4& h) {
+    sc[0] = h.y & 0x3f3f3f3fu;
+    mn[0] = h.z & 0x3f3f3f3fu;
+    sc[1] = (h.w & 0x0f0f0f0fu) | ((h.y >> 2) & 0x30303030u);
+    mn[1] = ((h.w >> 4) & 0x0f0f0f0fu) | ((h.z >> 2) & 0x30303030u);
+    dm = h.x ^ 0x80000000u;
+  }
+  // half2(d * sc_j, -dmin * m_j): each product of an f16 and a 6-bit integer
+  // rounded once, as an f32 product converted to f16 would be.
+  __device__ __forceinline__ __half2 sub_block(int j) const {
+    const uint32_t b = uint32_t(j % 4);
+    const uint32_t pair = __byte_perm(sc[j / 4], mn[j / 4], b | ((b + 4) << 8));  // sc_j in byte 0, m_j in byte 2
+    return __hmul2(__hsub2(magic_h2(pair, 0x00ff00ffu), __float2half2_rn(1024.0f)), bits_h2(dm));
+  }
+};
+
+// Q4_K: sub-block j (32 k) of a row is d * sc_j * q - dmin * m_j; k step 2j + s
+// holds its elements 16 s .. 16 s + 15, whose quants are the low (j even) or
+// high (j odd) nibbles of qs[32 (j / 2) + 16 s + i].
+__device__ __forceinline__ void q4k_stage(uint32_t r0, uint32_t r8, int t, uint64_t desc0,
+                                          float (&acc)[32]) {
+  uint32_t a[2][4];  // two A fragments in flight: buffer = issue order % 2
+  const Q4KScales s0(lds_v4(r0)), s8(lds_v4(r8));
+  const __half2 k1024 = __float2half2_rn(1024.0f);
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const int o = 16 + 32 * p + 2 * t;
+    const uint32_t x0[2] = {lds_quad(r0 + o), lds_quad(r0 + o + 16)};
+    const uint32_t x8[2] = {lds_quad(r8 + o), lds_quad(r8 + o + 16)};
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const int j = 2 * p + hi;
+      const __half2 dm0 = s0.sub_block(j), dm8 = s8.sub_block(j);
+      const __half2 d0 = __low2half2(dm0), m0 = __high2half2(dm0), d8 = __low2half2(dm8), m8 = __high2half2(dm8);
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        const int sh = 4 * hi;
+        uint32_t(&f)[4] = a[s];  // issue order 2 j + s
+        wgmma_wait<1>();
+        f[0] = h2_bits(__hfma2(__hsub2(magic_h2(x0[s] >> sh, 0x000f000fu), k1024), d0, m0));
+        f[1] = h2_bits(__hfma2(__hsub2(magic_h2(x8[s] >> sh, 0x000f000fu), k1024), d8, m8));
+        f[2] = h2_bits(__hfma2(__hsub2(magic_h2(x0[s] >> (sh + 8), 0x000f000fu), k1024), d0, m0));
+        f[3] = h2_bits(__hfma2(__hsub2(magic_h2(x8[s] >> (sh + 8), 0x000f000fu), k1024), d8, m8));
+        issue_step(acc, f, desc0, 2 * j + s);
+      }
+    }
+  }
+}
+
+// Q6_K: element 128 n + 32 kk + l (l < 32) of a super-block is
+// ((ql[64 n + 32 (kk & 1) + l] >> 4 (kk >= 2)) & 15) | (((qh[32 n + l] >> 2 kk)
+// & 3) << 4), minus 32, times d * scales[8 n + 2 kk + l / 16]; k step q =
+// 8 n + 2 kk + par holds l = 16 par .. 16 par + 15, so its scale is scales[q].
+struct Q6KRow {
+  uint32_t b;  // shared-window address of the super-block
+  __half2 d2;
+  __device__ __forceinline__ explicit Q6KRow(uint32_t row) : b(row) {
+    const uint32_t d = lds_u16(row + offsetof(BlockQ6_K, d));
+    d2 = bits_h2(d | (d << 16));
+  }
+  // half2(d * scales[q], d * scales[q + 1]) for even q: each product of an
+  // f16 and an 8-bit integer rounded once.
+  __device__ __forceinline__ __half2 scales(int q) const {
+    const uint32_t u = lds_u16(b + offsetof(BlockQ6_K, scales) + q) ^ 0x8080u;  // + 128 each
+    return __hmul2(__hsub2(magic_h2(__byte_perm(u, u, 0x7170), 0x00ff00ffu), __float2half2_rn(1152.0f)), d2);
+  }
+};
+
+__device__ __forceinline__ void q6k_stage(uint32_t r0, uint32_t r8, int t, uint64_t desc0,
+                                          float (&acc)[32]) {
+  constexpr int kQh = int(offsetof(BlockQ6_K, qh));
+  uint32_t a[2][4];  // two A fragments in flight: buffer = issue order % 2
+  const Q6KRow w0(r0), w8(r8);
+  const __half2 k1056 = __float2half2_rn(1056.0f);  // 1024 + 32: quants are q - 32
+#pragma unroll
+  for (int n = 0; n < 2; ++n) {
+    __half2 sc0[4], sc8[4];  // scales of steps 8 n + 2 kk + {0, 1}
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      sc0[kk] = w0.scales(8 * n + 2 * kk);
+      sc8[kk] = w8.scales(8 * n + 2 * kk);
+    }
+#pragma unroll
+    for (int par = 0; par < 2; ++par) {
+      const int l0 = 16 * par + 2 * t;
+      const uint32_t h0 = lds_quad(r0 + kQh + 32 * n + l0), h8 = lds_quad(r8 + kQh + 32 * n + l0);
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const int q = 8 * n + 2 * kk + par, ql = 64 * n + 32 * (kk & 1) + l0;
+        const __half2 s0 = par ? __high2half2(sc0[kk]) : __low2half2(sc0[kk]);
+        const __half2 s8 = par ? __high2half2(sc8[kk]) : __low2half2(sc8[kk]);
+        const uint32_t l0v = lds_quad(r0 + ql) >> (4 * (kk / 2)), l8v = lds_quad(r8 + ql) >> (4 * (kk / 2));
+        const uint32_t v0 = (l0v & 0x0f0f0f0fu) | (((h0 >> (2 * kk)) & 0x03030303u) << 4);
+        const uint32_t v8 = (l8v & 0x0f0f0f0fu) | (((h8 >> (2 * kk)) & 0x03030303u) << 4);
+        uint32_t(&f)[4] = a[kk % 2];  // issue order 8 n + 4 par + kk
+        wgmma_wait<1>();
+        f[0] = h2_bits(__hmul2(__hsub2(magic_h2(v0, 0x00ff00ffu), k1056), s0));
+        f[1] = h2_bits(__hmul2(__hsub2(magic_h2(v8, 0x00ff00ffu), k1056), s8));
+        f[2] = h2_bits(__hmul2(__hsub2(magic_h2(v0 >> 8, 0x00ff00ffu), k1056), s0));
+        f[3] = h2_bits(__hmul2(__hsub2(magic_h2(v8 >> 8, 0x00ff00ffu), k1056), s8));
+        issue_step(acc, f, desc0, q);
+      }
+    }
+  }
+}
+
+// ---- stage copies ---------------------------------------------------------------------
+
+struct WgArgs {
+  const uint8_t* w;
+  size_t row_bytes;
+  int m, k, n;
+  const __half* x;   // [n, k]
+  void* out;         // [n, m], f16 or f32 (when not split)
+  float* partials;   // [splits, n, m] when split
+  int chunks_per_split;
+};
+
+// A thread's share of the stage copies, fixed for the whole k range: weight
+// pieces tid + kThreads j of a stage (row-major, so a warp's copies are
+// contiguous runs of rows) and four 16-byte pieces of one activation row
+// (row tid / 8, pieces tid % 8 + 8 j: one in each 64-wide swizzle atom, at
+// the same swizzled column). Source addresses are computed once.
+template <DType T>
+struct StageCopier {
+  using F = WgFormat<T>;
+  static constexpr int kPieces = (kRows * F::kUnits + kThreads - 1) / kThreads;
+  const uint8_t* w[kPieces];  // this thread's weight pieces in super-block 0
+  uint32_t w_dst[kPieces];    // ... their offsets in a weight stage
+  const uint8_t* x;           // its first activation piece of chunk 0
+  uint32_t x_dst;             // ... its offset in an activation stage
+  bool x_valid;
+  __device__ __forceinline__ StageCopier(const WgArgs& a, int row0) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < kPieces; ++j) {
+      const int i = tid + kThreads * j, r = min(i / F::kUnits, kRows - 1), u = i % F::kUnits;
+      w[j] = a.w + size_t(min(row0 + r, a.m - 1)) * a.row_bytes + 16 * u;  // rows past m repeat row m - 1
+      w_dst[j] = uint32_t(r * F::kRowStride + 16 * u);
+    }
+    const int xr = tid / 8, u = tid % 8;
+    x_valid = xr < a.n;  // rows past n are zeros
+    x = reinterpret_cast<const uint8_t*>(a.x + size_t(x_valid ? xr : 0) * a.k + 8 * u);
+    x_dst = uint32_t(xr * 128 + ((u ^ (xr & 7)) << 4));
+  }
+  __device__ __forceinline__ void weights(int c, uint8_t* ws) const {
+    const size_t off = F::copy_offset(c);
+#pragma unroll
+    for (int j = 0; j < kPieces; ++j)
+      if (kThreads * (j + 1) <= kRows * F::kUnits || int(threadIdx.x) + kThreads * j < kRows * F::kUnits)
+        copy16_async(ws + w_dst[j], w[j] + off);
+  }
+  __device__ __forceinline__ void activations(int c, uint8_t* xs) const {
+    const uint8_t* src = x + size_t(c) * kChunk * 2;
+#pragma unroll
+    for (int j = 0; j < kChunk / 64; ++j) copy16_async_or_zero(xs + x_dst + j * kAtomBytes, src + 128 * j, x_valid);
+  }
+};
+static_assert(kThreads == 8 * kCols, "a thread copies 4 pieces of one activation row a stage");
+
+template <DType T, typename OutT>
+__global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
+  using F = WgFormat<T>;
+  constexpr int S = F::kStages;
+  constexpr int kWStage = kRows * F::kRowStride;
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  uint8_t* xs = smem_raw + ((1024 - (raw_addr & 1023)) & 1023);  // swizzle atoms 1024-byte aligned
+  uint8_t* ws = xs + S * kXStage;
+  const uint32_t xs_addr = static_cast<uint32_t>(__cvta_generic_to_shared(xs)), ws_addr = xs_addr + S * kXStage;
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int row0 = blockIdx.x * kRows;
+  const int n_chunks = a.k / kChunk;
+  const bool split = gridDim.y > 1;
+  const int c_begin = blockIdx.y * a.chunks_per_split;
+  const int count = min(n_chunks, c_begin + a.chunks_per_split) - c_begin;
+
+  // Weights are constant: the first stages' copies start before the wait on
+  // the previous kernel. Group s holds stage s's activations (group 0 also
+  // the weights of stages 0 .. S - 2).
+  const StageCopier<T> copier(a, row0);
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s)
+    if (s < count) copier.weights(c_begin + s, ws + s * kWStage);
+  pdl_wait();
+  pdl_trigger();
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < count) copier.activations(c_begin + s, xs + s * kXStage);
+    copy_commit();
+  }
+
+  float acc[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) acc[i] = 0.0f;
+  const int r_local = warp * 16 + g;
+  for (int i = 0; i < count; ++i) {
+    const int slot = i % S;
+    copy_wait<S - 2>();
+    fence_proxy_async();
+    __syncthreads();  // stage i landed everywhere; every warpgroup is done with stage i - 1's slot
+    if (i + S - 1 < count) {
+      const int refill = (i + S - 1) % S;
+      copier.weights(c_begin + i + S - 1, ws + refill * kWStage);
+      copier.activations(c_begin + i + S - 1, xs + refill * kXStage);
+    }
+    copy_commit();
+    const uint32_t wst =
+        ws_addr + slot * kWStage + uint32_t(F::block_offset(c_begin + i) - F::copy_offset(c_begin + i));
+    const uint64_t desc0 = swizzled_desc(xs_addr + slot * kXStage);
+    fence_acc(acc);
+    if constexpr (T == DType::Q4_K)
+      q4k_stage(wst + r_local * F::kRowStride, wst + (r_local + 8) * F::kRowStride, t, desc0, acc);
+    else
+      q6k_stage(wst + r_local * F::kRowStride, wst + (r_local + 8) * F::kRowStride, t, desc0, acc);
+    wgmma_wait<0>();  // the slot is refilled after the next barrier
+    fence_acc(acc);
+  }
+
+  // D fragment: acc[4 i + e] = out^T row g (e < 2) or g + 8, column 8 i + 2 t + (e & 1).
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int col = 8 * i + 2 * t + (e & 1), row = row0 + r_local + (e < 2 ? 0 : 8);
+      if (col >= a.n || row >= a.m) continue;
+      const size_t o = size_t(col) * a.m + row;
+      if (split)
+        a.partials[size_t(blockIdx.y) * a.n * a.m + o] = acc[4 * i + e];
+      else
+        static_cast<OutT*>(a.out)[o] = from_float<OutT>(acc[4 * i + e]);
+    }
+  }
+}
+
+template <DType T, typename OutT>
+void opt_in_smem() {
+  auto* kernel = wgmma_matmul_kernel<T, OutT>;
+  RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes<T>())));
+}
+
+template <DType T>
+void launch_wgmma(const WgArgs& a, int splits, DType out_type, const LaunchCtx& ctx) {
+  const dim3 grid(unsigned((a.m + kRows - 1) / kRows), unsigned(splits));
+  if (out_type == DType::F32)
+    launch(wgmma_matmul_kernel<T, float>, grid, dim3(kThreads), smem_bytes<T>(), ctx, a);
+  else
+    launch(wgmma_matmul_kernel<T, __half>, grid, dim3(kThreads), smem_bytes<T>(), ctx, a);
+  if (splits > 1) mma_sum_splits(a.partials, splits, int64_t(a.n) * a.m, a.out, out_type, ctx);
+}
+
+}  // namespace
+
+void wgmma_device_setup() {
+  opt_in_smem<DType::Q4_K, float>();
+  opt_in_smem<DType::Q4_K, __half>();
+  opt_in_smem<DType::Q6_K, float>();
+  opt_in_smem<DType::Q6_K, __half>();
+}
+
+bool wgmma_matmul_supported(DType w_type, int k) {
+  // Stage copies are 16-byte pieces of rows: Q6_K rows (210 bytes a
+  // super-block) are whole 16-byte pieces from 8 super-blocks on.
+  return (w_type == DType::Q4_K && k % kChunk == 0) || (w_type == DType::Q6_K && k % (8 * kChunk) == 0);
+}
+
+int wgmma_matmul_splits(int m, int k, int n_sms, int split_cost) {
+  // One block is resident an SM (its shared memory): a launch takes about
+  // waves x (stages a block) stage-times, plus split_cost for the partials'
+  // sum when split. Each split keeps >= 2 stages; ties go to fewer splits.
+  const int row_blocks = (m + kRows - 1) / kRows, n_chunks = k / kChunk;
+  int best = 1;
+  long best_cost = -1;
+  for (int s = 1; s <= std::max(1, n_chunks / 2); ++s) {
+    const int per = (n_chunks + s - 1) / s, splits = (n_chunks + per - 1) / per;
+    const long waves = (long(row_blocks) * splits + n_sms - 1) / n_sms;
+    const long cost = waves * per + (splits > 1 ? split_cost : 0);
+    if (best_cost < 0 || cost < best_cost) best = splits, best_cost = cost;
+  }
+  return best;
+}
+
+void wgmma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out,
+                  DType out_type, int splits, float* partials, const LaunchCtx& ctx) {
+  RF_CHECK(wgmma_matmul_supported(w_type, k) && n >= 1 && n <= kCols, "wgmma matmul: unsupported shape");
+  RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "wgmma matmul: output must be f32 or f16");
+  const int n_chunks = k / kChunk;
+  splits = std::clamp(splits, 1, n_chunks);
+  WgArgs a{};
+  a.w = static_cast<const uint8_t*>(w);
+  a.row_bytes = row_bytes;
+  a.m = m;
+  a.k = k;
+  a.n = n;
+  a.x = static_cast<const __half*>(x);
+  a.out = out;
+  a.chunks_per_split = (n_chunks + splits - 1) / splits;
+  splits = (n_chunks + a.chunks_per_split - 1) / a.chunks_per_split;  // no empty split
+  a.partials = partials;
+  RF_CHECK(splits == 1 || partials, "wgmma matmul: split without a partials buffer");
+  if (w_type == DType::Q4_K) return launch_wgmma<DType::Q4_K>(a, splits, out_type, ctx);
+  return launch_wgmma<DType::Q6_K>(a, splits, out_type, ctx);
+}
+
+#else  // no wgmma: the mma.sync kernel (gemm_mma.cu) or dequantization + BLAS
+
+void wgmma_device_setup() {}
+bool wgmma_matmul_supported(DType, int) { return false; }
+int wgmma_matmul_splits(int, int, int, int) { return 1; }
+void wgmma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, DType, int, float*,
+                  const LaunchCtx&) {
+  fail("wgmma matmul: not available on this GPU");
+}
+
+#endif
+
+}  // namespace rf::gpu
