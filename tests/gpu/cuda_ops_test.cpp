@@ -88,16 +88,16 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
 // never (1000)) and the mma.sync kernel, each against the CPU. Shapes: one
 // super-block (k = 256); partial 256-row blocks (m = 257, 300, 513); k split
 // over blocks (4096; 14336: 56 super-blocks, an uneven split; 1280: two
-// splits of 3 and 2 stages); Q6_K stages at every 2-byte alignment of its
-// 210-byte blocks (k = 4096, 14336; Q6_K rows of other widths, 768 and
-// 1280, take the mma.sync kernel); 9, 16, 33 and 64 rows (wgmma pads to 64).
+// splits of 3 and 2 stages); Q6_K super-blocks at every 2-byte alignment
+// (210 bytes each; rows of 3 and 5 super-blocks start unaligned too, and
+// the last one's copy window reaches past the matrix); 9, 16, 33 and 64
+// rows (wgmma pads to 64).
 TEST(CudaOps, KQuantTensorCoreMatmulKernels) {
   RF_REQUIRE_GPU();
 #if defined(ROCMFORGE_PORTABLE_KERNELS)
   GTEST_SKIP() << "the portable kernels have no tensor-core matmul";
 #else
-  ASSERT_TRUE(gpu::wgmma_matmul_supported(DType::Q4_K, 256) && gpu::wgmma_matmul_supported(DType::Q6_K, 4096) &&
-              gpu::wgmma_matmul_supported(DType::Q6_K, 14336) && !gpu::wgmma_matmul_supported(DType::Q6_K, 768));
+  ASSERT_TRUE(gpu::wgmma_matmul_supported(DType::Q4_K, 256) && gpu::wgmma_matmul_supported(DType::Q6_K, 768));
   std::mt19937 rng(31);
   CpuBackend cpu(2);
   const std::vector<std::array<int, 3>> shapes = {{9, 256, 257}, {64, 4096, 300}, {33, 14336, 64},
@@ -124,6 +124,24 @@ TEST(CudaOps, KQuantTensorCoreMatmulKernels) {
       }
     }
   }
+#endif
+}
+
+// The wgmma kernel's split rule on an H100's 132 SMs, 64 rows (host only):
+// small matrices split until their blocks fill the SMs; matrices of about a
+// wave or more of row blocks never split (their partials would cost more
+// bytes than the split gains: the 128k-row output head, a 37,888-row gate
+// and up).
+TEST(CudaOps, WgmmaSplitRule) {
+#if !defined(ROCMFORGE_PORTABLE_KERNELS)
+  const auto splits = [](DType t, int m, int k) { return gpu::wgmma_matmul_splits(t, m, k, 64, 132, 2); };
+  EXPECT_EQ(splits(DType::Q4_K, 4096, 4096), 8);     // o: 16 row blocks
+  EXPECT_EQ(splits(DType::Q4_K, 1024, 4096), 8);     // k, v: 4 row blocks
+  EXPECT_EQ(splits(DType::Q6_K, 4096, 14336), 8);    // down: 56 stages in 8 of 7
+  EXPECT_EQ(splits(DType::Q4_K, 28672, 4096), 1);    // gate and up: 112 row blocks
+  EXPECT_EQ(splits(DType::Q4_K, 37888, 3584), 1);    // qwen2.5-7b's gate and up: 148
+  EXPECT_EQ(splits(DType::Q6_K, 128256, 4096), 1);   // output head: 501
+  EXPECT_EQ(splits(DType::Q4_K, 4096, 512), 1);      // one split keeps >= 2 stages
 #endif
 }
 

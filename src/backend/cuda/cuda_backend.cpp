@@ -458,7 +458,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
       const int rows = std::min(64, n - c0);
       const auto* xc = static_cast<const uint8_t*>(x.data) + size_t(c0) * k * 2;
       auto* oc = static_cast<uint8_t*>(out.data) + size_t(c0) * m * out_elem;
-      int splits = wgmma ? gpu::wgmma_matmul_splits(m, k, n_sms_, options_.wgmma_split_cost)
+      int splits = wgmma ? gpu::wgmma_matmul_splits(w.type, m, k, rows, n_sms_, options_.wgmma_split_cost)
                          : gpu::mma_matmul_splits(m, k, n_sms_);
       while (splits > 1 && size_t(splits) * size_t(rows) * size_t(m) * 4 > impl_->dequant_bytes) --splits;
       auto* partials = static_cast<float*>(impl_->dequant);

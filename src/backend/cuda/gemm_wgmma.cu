@@ -14,6 +14,7 @@
 // there).
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/ptx.cuh"
@@ -33,21 +34,21 @@ constexpr int kAtomBytes = kCols * 128;    // a swizzle atom: 64 k (128 bytes) o
 constexpr int kXStage = kChunk / 64 * kAtomBytes;  // 32 KB of activations a stage
 
 // Per format: bytes a weight row takes in a stage (a stride free of bank
-// conflicts for the fragment loads), 16-byte copies a row, ring depth.
+// conflicts for the fragment loads), 16-byte copies a row, ring depth, and
+// whether rows' super-blocks start on 16-byte boundaries.
 template <DType T> struct WgFormat;
 template <> struct WgFormat<DType::Q4_K> {
   static constexpr int kRowStride = 144, kUnits = 9, kStages = 3;
-  // A super-block's first byte in a row, and where the stage copy starts.
-  __device__ static size_t block_offset(int c) { return size_t(c) * sizeof(BlockQ4_K); }
-  __device__ static size_t copy_offset(int c) { return block_offset(c); }
+  static constexpr bool kAligned = true;  // 144-byte super-blocks
 };
-// Q6_K super-blocks are 210 bytes: the copy takes the 16-byte aligned window
-// of 224 bytes around one (rows of a multiple of 8 super-blocks are
-// multiples of 16 bytes long, so it never passes the row's end).
+// Q6_K super-blocks are 210 bytes: a row's stage copy takes the 224 bytes
+// from the 16-byte boundary at or below its super-block (which starts 0..14
+// bytes in). The copy past the matrix's last byte stays below the next
+// 16-byte boundary, inside the allocation (CudaBackend::alloc: whole 256-byte
+// units).
 template <> struct WgFormat<DType::Q6_K> {
   static constexpr int kRowStride = 240, kUnits = 14, kStages = 2;
-  __device__ static size_t block_offset(int c) { return size_t(c) * sizeof(BlockQ6_K); }
-  __device__ static size_t copy_offset(int c) { return block_offset(c) & ~size_t(15); }
+  static constexpr bool kAligned = false;
 };
 template <DType T>
 constexpr size_t smem_bytes() {
@@ -263,7 +264,8 @@ template <DType T>
 struct StageCopier {
   using F = WgFormat<T>;
   static constexpr int kPieces = (kRows * F::kUnits + kThreads - 1) / kThreads;
-  const uint8_t* w[kPieces];  // this thread's weight pieces in super-block 0
+  static constexpr size_t kBlockBytes = T == DType::Q4_K ? sizeof(BlockQ4_K) : sizeof(BlockQ6_K);
+  const uint8_t* w[kPieces];  // this thread's pieces' rows at super-block 0 (aligned formats: the pieces)
   uint32_t w_dst[kPieces];    // ... their offsets in a weight stage
   const uint8_t* x;           // its first activation piece of chunk 0
   uint32_t x_dst;             // ... its offset in an activation stage
@@ -273,7 +275,7 @@ struct StageCopier {
 #pragma unroll
     for (int j = 0; j < kPieces; ++j) {
       const int i = tid + kThreads * j, r = min(i / F::kUnits, kRows - 1), u = i % F::kUnits;
-      w[j] = a.w + size_t(min(row0 + r, a.m - 1)) * a.row_bytes + 16 * u;  // rows past m repeat row m - 1
+      w[j] = a.w + size_t(min(row0 + r, a.m - 1)) * a.row_bytes + (F::kAligned ? 16 * u : 0);  // rows past m repeat row m - 1
       w_dst[j] = uint32_t(r * F::kRowStride + 16 * u);
     }
     const int xr = tid / 8, u = tid % 8;
@@ -282,11 +284,16 @@ struct StageCopier {
     x_dst = uint32_t(xr * 128 + ((u ^ (xr & 7)) << 4));
   }
   __device__ __forceinline__ void weights(int c, uint8_t* ws) const {
-    const size_t off = F::copy_offset(c);
 #pragma unroll
-    for (int j = 0; j < kPieces; ++j)
-      if (kThreads * (j + 1) <= kRows * F::kUnits || int(threadIdx.x) + kThreads * j < kRows * F::kUnits)
-        copy16_async(ws + w_dst[j], w[j] + off);
+    for (int j = 0; j < kPieces; ++j) {
+      if (kThreads * (j + 1) <= kRows * F::kUnits || int(threadIdx.x) + kThreads * j < kRows * F::kUnits) {
+        const uint8_t* src = w[j] + size_t(c) * kBlockBytes;
+        if constexpr (!F::kAligned)  // the piece's place in the window from the boundary below
+          src = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(src) & ~uintptr_t(15)) +
+                w_dst[j] % F::kRowStride;
+        copy16_async(ws + w_dst[j], src);
+      }
+    }
   }
   __device__ __forceinline__ void activations(int c, uint8_t* xs) const {
     const uint8_t* src = x + size_t(c) * kChunk * 2;
@@ -294,6 +301,13 @@ struct StageCopier {
     for (int j = 0; j < kChunk / 64; ++j) copy16_async_or_zero(xs + x_dst + j * kAtomBytes, src + 128 * j, x_valid);
   }
 };
+// Where super-block c of a thread's row starts in its stage row (0 for the
+// aligned formats): the row's address modulo 16, moved on c blocks.
+template <DType T>
+__device__ __forceinline__ uint32_t block_in_window(uint32_t row_addr_lo, int c) {
+  if constexpr (WgFormat<T>::kAligned) return 0;
+  return (row_addr_lo + uint32_t(c) * uint32_t(sizeof(BlockQ6_K))) & 15u;
+}
 static_assert(kThreads == 8 * kCols, "a thread copies 4 pieces of one activation row a stage");
 
 template <DType T, typename OutT>
@@ -334,6 +348,11 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
 #pragma unroll
   for (int i = 0; i < 32; ++i) acc[i] = 0.0f;
   const int r_local = warp * 16 + g;
+  // Low address bits of this thread's two rows (where unaligned super-blocks sit in their windows).
+  const auto row_lo = [&](int r) {
+    return uint32_t(reinterpret_cast<uintptr_t>(a.w + size_t(min(row0 + r, a.m - 1)) * a.row_bytes)) & 15u;
+  };
+  const uint32_t row_lo0 = row_lo(r_local), row_lo8 = row_lo(r_local + 8);
   for (int i = 0; i < count; ++i) {
     const int slot = i % S;
     copy_wait<S - 2>();
@@ -345,14 +364,15 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
       copier.activations(c_begin + i + S - 1, xs + refill * kXStage);
     }
     copy_commit();
-    const uint32_t wst =
-        ws_addr + slot * kWStage + uint32_t(F::block_offset(c_begin + i) - F::copy_offset(c_begin + i));
+    const uint32_t wst = ws_addr + slot * kWStage;
+    const uint32_t r0 = wst + r_local * F::kRowStride + block_in_window<T>(row_lo0, c_begin + i);
+    const uint32_t r8 = wst + (r_local + 8) * F::kRowStride + block_in_window<T>(row_lo8, c_begin + i);
     const uint64_t desc0 = swizzled_desc(xs_addr + slot * kXStage);
     fence_acc(acc);
     if constexpr (T == DType::Q4_K)
-      q4k_stage(wst + r_local * F::kRowStride, wst + (r_local + 8) * F::kRowStride, t, desc0, acc);
+      q4k_stage(r0, r8, t, desc0, acc);
     else
-      q6k_stage(wst + r_local * F::kRowStride, wst + (r_local + 8) * F::kRowStride, t, desc0, acc);
+      q6k_stage(r0, r8, t, desc0, acc);
     wgmma_wait<0>();  // the slot is refilled after the next barrier
     fence_acc(acc);
   }
@@ -399,22 +419,24 @@ void wgmma_device_setup() {
 }
 
 bool wgmma_matmul_supported(DType w_type, int k) {
-  // Stage copies are 16-byte pieces of rows: Q6_K rows (210 bytes a
-  // super-block) are whole 16-byte pieces from 8 super-blocks on.
-  return (w_type == DType::Q4_K && k % kChunk == 0) || (w_type == DType::Q6_K && k % (8 * kChunk) == 0);
+  return (w_type == DType::Q4_K || w_type == DType::Q6_K) && k % kChunk == 0;
 }
 
-int wgmma_matmul_splits(int m, int k, int n_sms, int split_cost) {
+int wgmma_matmul_splits(DType w_type, int m, int k, int n, int n_sms, int split_cost) {
   // One block is resident an SM (its shared memory): a launch takes about
-  // waves x (stages a block) stage-times, plus split_cost for the partials'
-  // sum when split. Each split keeps >= 2 stages; ties go to fewer splits.
+  // waves x (stages a block) stage-times, plus, when split, split_cost for
+  // the partials' sum and the stage-times their bytes (written and read
+  // back) would stream in. Each split keeps >= 2 stages; ties go to fewer
+  // splits.
   const int row_blocks = (m + kRows - 1) / kRows, n_chunks = k / kChunk;
+  const double wave_stage_bytes = double(n_sms) * kRows * double(w_type == DType::Q6_K ? sizeof(BlockQ6_K) : sizeof(BlockQ4_K));
   int best = 1;
-  long best_cost = -1;
+  double best_cost = -1;
   for (int s = 1; s <= std::max(1, n_chunks / 2); ++s) {
     const int per = (n_chunks + s - 1) / s, splits = (n_chunks + per - 1) / per;
     const long waves = (long(row_blocks) * splits + n_sms - 1) / n_sms;
-    const long cost = waves * per + (splits > 1 ? split_cost : 0);
+    const double partials = splits > 1 ? split_cost + double(splits) * n * m * 8 / wave_stage_bytes : 0.0;
+    const double cost = double(waves * per) + partials;
     if (best_cost < 0 || cost < best_cost) best = splits, best_cost = cost;
   }
   return best;
@@ -446,7 +468,7 @@ void wgmma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, c
 
 void wgmma_device_setup() {}
 bool wgmma_matmul_supported(DType, int) { return false; }
-int wgmma_matmul_splits(int, int, int, int) { return 1; }
+int wgmma_matmul_splits(DType, int, int, int, int, int) { return 1; }
 void wgmma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, DType, int, float*,
                   const LaunchCtx&) {
   fail("wgmma matmul: not available on this GPU");

@@ -85,11 +85,12 @@ void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t
 
 // ---- gemm_wgmma.cu
 // mma_matmul's contract on Hopper's asynchronous warpgroup tensor-core
-// instructions (Q4_K; Q6_K rows of a multiple of 2048; supported() false
-// elsewhere). wgmma_matmul_splits() picks the split count, charging
-// split_cost stage-times for the partials' sum.
+// instructions (Q4_K and Q6_K, k % 256 == 0; supported() false elsewhere;
+// the weights must lie in an allocation of whole 16-byte units).
+// wgmma_matmul_splits() picks the split count for n activation rows,
+// charging split_cost stage-times and the partials' bytes for splitting.
 bool wgmma_matmul_supported(DType w_type, int k);
-int wgmma_matmul_splits(int m, int k, int n_sms, int split_cost);
+int wgmma_matmul_splits(DType w_type, int m, int k, int n, int n_sms, int split_cost);
 void wgmma_matmul(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
                   DType out_type, int splits, float* partials, const LaunchCtx& ctx);
 
