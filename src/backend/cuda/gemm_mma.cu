@@ -25,6 +25,7 @@
 
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/e4m3.cuh"
+#include "backend/cuda/gemm_args.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/ptx.cuh"
 
@@ -42,7 +43,7 @@ constexpr int kMmaCols = 64;      // activation rows per launch (8 n-tiles of 8)
 constexpr int kMmaWarps = 16;
 constexpr int kMmaRows = 16 * kMmaWarps;
 constexpr int kMmaThreads = 32 * kMmaWarps;
-constexpr int kChunk = 256;       // k elements per pipeline stage
+constexpr int kChunk = kQuantGemmChunk;  // k elements per pipeline stage
 constexpr int kXStride = kChunk + 32;  // halves per staged activation row (bank-conflict-free 16-byte reads)
 constexpr size_t kSmem = size_t(2) * kMmaCols * kXStride * sizeof(__half);  // two activation chunks
 
@@ -50,8 +51,6 @@ constexpr size_t kSmem = size_t(2) * kMmaCols * kXStride * sizeof(__half);  // t
 // (.x, .y), step 1 (.z, .w) as the a0/a2 (or a1/a3) registers.
 using Frag = uint4;
 
-__device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
-__device__ __forceinline__ __half2 bits_h2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
 
 // Bytes b_i, b_j of v (each < 64) -> half2(b_i, b_j), exact.
 template <uint32_t kSel>
@@ -193,22 +192,7 @@ template <> struct MmaFormat<DType::F8_E4M3_ROW> {
 
 // ---- the kernel ---------------------------------------------------------------------
 
-struct MmaArgs {
-  const uint8_t* w;
-  size_t row_bytes;
-  int m, k, n;
-  const __half* x;      // [n, k]
-  void* out;            // [n, m], f16 or f32 (when not split)
-  float* partials;      // [splits, n, m] when split
-  int chunks_per_split;
-  // Expert mode (tiles != nullptr, no splits): block row blockIdx.y takes
-  // tile {expert, first row, rows} of the previous kernel's tiles[] (blocks
-  // past *n_tiles exit): weights advanced by expert * expert_bytes, x and
-  // out by the tile's first row.
-  const int4* tiles;
-  const int* n_tiles;
-  size_t expert_bytes;
-};
+using MmaArgs = QuantGemmArgs;
 
 // Stages activation chunk `c` (columns [256c, 256c + 256) of all n rows of x).
 __device__ __forceinline__ void stage_x(const __half* x, int n, int k, int c, __half* xs) {
@@ -381,22 +365,9 @@ int mma_matmul_splits(int m, int k, int n_sms) {
 
 void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out,
                 DType out_type, int splits, float* partials, const LaunchCtx& ctx) {
-  RF_CHECK(mma_matmul_supported(w_type, k) && n >= 1 && n <= kMmaCols, "mma matmul: unsupported shape");
-  RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "mma matmul: output must be f32 or f16");
-  const int n_chunks = k / kChunk;
-  splits = std::clamp(splits, 1, n_chunks);
-  MmaArgs a{};
-  a.w = static_cast<const uint8_t*>(w);
-  a.row_bytes = row_bytes;
-  a.m = m;
-  a.k = k;
-  a.n = n;
-  a.x = static_cast<const __half*>(x);
-  a.out = out;
-  a.chunks_per_split = (n_chunks + splits - 1) / splits;
-  splits = (n_chunks + a.chunks_per_split - 1) / a.chunks_per_split;  // no empty split
-  a.partials = partials;
-  RF_CHECK(splits == 1 || partials, "mma matmul: split without a partials buffer");
+  RF_CHECK(mma_matmul_supported(w_type, k), "mma matmul: unsupported weight type ", dtype_name(w_type), " or width ",
+           k);
+  const MmaArgs a = quant_gemm_args("mma matmul", w, row_bytes, m, k, x, n, kMmaCols, out, out_type, splits, partials);
   switch (w_type) {
     case DType::Q4_K: return dispatch_out<DType::Q4_K>(a, splits, out_type, ctx);
     case DType::Q6_K: return dispatch_out<DType::Q6_K>(a, splits, out_type, ctx);

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cuda/gemm_args.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/ptx.cuh"
 #include "core/quant_blocks.h"
@@ -29,7 +30,7 @@ constexpr int kCols = 64;                  // activation rows a launch: wgmma's 
 constexpr int kGroups = 4;                 // warpgroups a block, 64 weight rows each
 constexpr int kRows = 64 * kGroups;        // weight rows a block
 constexpr int kThreads = 128 * kGroups;
-constexpr int kChunk = 256;                // k a stage (one k-quant super-block)
+constexpr int kChunk = kQuantGemmChunk;    // k a stage (one k-quant super-block)
 constexpr int kAtomBytes = kCols * 128;    // a swizzle atom: 64 k (128 bytes) of all kCols rows
 constexpr int kXStage = kChunk / 64 * kAtomBytes;  // 32 KB of activations a stage
 
@@ -55,8 +56,6 @@ constexpr size_t smem_bytes() {
   return 1024 + size_t(WgFormat<T>::kStages) * (kXStage + size_t(kRows) * WgFormat<T>::kRowStride);
 }
 
-__device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
-__device__ __forceinline__ __half2 bits_h2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
 // Shared-memory loads by shared-window address (explicit ld.shared: the
 // compiler keeps generic loads where it cannot prove the state space).
 __device__ __forceinline__ uint32_t lds_u16(uint32_t a) {
@@ -245,15 +244,7 @@ __device__ __forceinline__ void q6k_stage(uint32_t r0, uint32_t r8, int t, uint6
 
 // ---- stage copies ---------------------------------------------------------------------
 
-struct WgArgs {
-  const uint8_t* w;
-  size_t row_bytes;
-  int m, k, n;
-  const __half* x;   // [n, k]
-  void* out;         // [n, m], f16 or f32 (when not split)
-  float* partials;   // [splits, n, m] when split
-  int chunks_per_split;
-};
+using WgArgs = QuantGemmArgs;  // dense mode only
 
 // A thread's share of the stage copies, fixed for the whole k range: weight
 // pieces tid + kThreads j of a stage (row-major, so a warp's copies are
@@ -275,7 +266,8 @@ struct StageCopier {
 #pragma unroll
     for (int j = 0; j < kPieces; ++j) {
       const int i = tid + kThreads * j, r = min(i / F::kUnits, kRows - 1), u = i % F::kUnits;
-      w[j] = a.w + size_t(min(row0 + r, a.m - 1)) * a.row_bytes + (F::kAligned ? 16 * u : 0);  // rows past m repeat row m - 1
+      // Rows past m repeat row m - 1.
+      w[j] = a.w + size_t(min(row0 + r, a.m - 1)) * a.row_bytes + (F::kAligned ? 16 * u : 0);
       w_dst[j] = uint32_t(r * F::kRowStride + 16 * u);
     }
     const int xr = tid / 8, u = tid % 8;
@@ -429,7 +421,8 @@ int wgmma_matmul_splits(DType w_type, int m, int k, int n, int n_sms, int split_
   // back) would stream in. Each split keeps >= 2 stages; ties go to fewer
   // splits.
   const int row_blocks = (m + kRows - 1) / kRows, n_chunks = k / kChunk;
-  const double wave_stage_bytes = double(n_sms) * kRows * double(w_type == DType::Q6_K ? sizeof(BlockQ6_K) : sizeof(BlockQ4_K));
+  const double block_bytes = double(w_type == DType::Q6_K ? sizeof(BlockQ6_K) : sizeof(BlockQ4_K));
+  const double wave_stage_bytes = double(n_sms) * kRows * block_bytes;
   int best = 1;
   double best_cost = -1;
   for (int s = 1; s <= std::max(1, n_chunks / 2); ++s) {
@@ -444,22 +437,9 @@ int wgmma_matmul_splits(DType w_type, int m, int k, int n, int n_sms, int split_
 
 void wgmma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, int n, void* out,
                   DType out_type, int splits, float* partials, const LaunchCtx& ctx) {
-  RF_CHECK(wgmma_matmul_supported(w_type, k) && n >= 1 && n <= kCols, "wgmma matmul: unsupported shape");
-  RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "wgmma matmul: output must be f32 or f16");
-  const int n_chunks = k / kChunk;
-  splits = std::clamp(splits, 1, n_chunks);
-  WgArgs a{};
-  a.w = static_cast<const uint8_t*>(w);
-  a.row_bytes = row_bytes;
-  a.m = m;
-  a.k = k;
-  a.n = n;
-  a.x = static_cast<const __half*>(x);
-  a.out = out;
-  a.chunks_per_split = (n_chunks + splits - 1) / splits;
-  splits = (n_chunks + a.chunks_per_split - 1) / a.chunks_per_split;  // no empty split
-  a.partials = partials;
-  RF_CHECK(splits == 1 || partials, "wgmma matmul: split without a partials buffer");
+  RF_CHECK(wgmma_matmul_supported(w_type, k), "wgmma matmul: unsupported weight type ", dtype_name(w_type),
+           " or width ", k);
+  const WgArgs a = quant_gemm_args("wgmma matmul", w, row_bytes, m, k, x, n, kCols, out, out_type, splits, partials);
   if (w_type == DType::Q4_K) return launch_wgmma<DType::Q4_K>(a, splits, out_type, ctx);
   return launch_wgmma<DType::Q6_K>(a, splits, out_type, ctx);
 }
