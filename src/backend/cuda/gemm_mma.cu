@@ -16,6 +16,8 @@
 // both operands' loads contiguous (a dot product does not depend on the
 // order of its terms).
 //
+// On Hopper, dense Q4_K / Q6_K batches take gemm_wgmma.cu instead
+// (CudaOptions::wgmma); this kernel keeps expert mode and FP8 rows there.
 // Formats: Q4_K, Q6_K, FP8 rows (k % 256 == 0), and f16 in expert mode. NVIDIA only (mma.sync, cp.async);
 // other formats and HIP use dequantization to f16 + BLAS. (F16 weights read
 // this way measured slower than cuBLAS on the H200: 3,800 vs 4,768 tok/s
@@ -50,7 +52,6 @@ constexpr size_t kSmem = size_t(2) * kMmaCols * kXStride * sizeof(__half);  // t
 // Four f16 pairs of one weight row for one 32-wide k slice: step 0 uses
 // (.x, .y), step 1 (.z, .w) as the a0/a2 (or a1/a3) registers.
 using Frag = uint4;
-
 
 // Bytes b_i, b_j of v (each < 64) -> half2(b_i, b_j), exact.
 template <uint32_t kSel>
