@@ -18,7 +18,8 @@
 # projections and their weighted sum in one launch, off against on; stage
 # serve-budget: the serving benchmark against the engine's token budget
 # per step; stage prefill-split: prefill query tiles split over their
-# keys, off against on).
+# keys, off against on; stage wgmma: 64-sequence q4_k_m decode of each
+# family on the wgmma matmul against the mma.sync one).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -385,6 +386,23 @@ if [ "$stage" = moe-profile ]; then
   ncu --clock-control none --metrics gpu__time_duration.sum --csv -k regex:"mma_matmul|moe_" -c 60 \
     "$BIN/rocmforge" bench --load-format dummy -m $m -p 512 -n 8 -r 1 --parallel 64 > "$OUT/ncu-moe-prefill.csv" 2>/dev/null
   python3 scripts/ncu_summary.py "$OUT/ncu-moe-prefill.csv" "$m prefill 64 x 512, expert kernels" 14
+fi
+
+if [ "$stage" = wgmma ]; then
+  # Batched decode on k-quant weights (issues 16 and 12): each family's
+  # q4_k_m preset (RF_PRESETS; dummy weights) at 64 sequences on Hopper's
+  # wgmma matmul (gemm_wgmma.cu) and on the mma.sync one (ROCMFORGE_WGMMA=0),
+  # alternated; then the kernels' test under compute-sanitizer memcheck.
+  # About 40 s a run, mostly the dummy weights' fill: pick presets to fit.
+  for p in ${RF_PRESETS:-llama3-8b qwen2.5-7b qwen3-8b gemma2-9b gemma3-12b phi3-mini glm4-9b}; do
+    for w in 1 0; do
+      timeout 90 env ROCMFORGE_WGMMA=$w "$BIN/rocmforge" bench --load-format dummy -m "$p:q4_k_m" -p 512 -n 128 \
+        -r 1 --parallel 64 2>&1 | grep -E "generation" | sed "s/^/$p wgmma=$w /"
+    done
+  done
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
+    --gtest_filter='*KQuantTensorCoreMatmulKernels*' > "$OUT/sanitizer-wgmma.log" 2>&1
+  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/sanitizer-wgmma.log" | tail -1
 fi
 
 if [ "$stage" = bench-families ]; then
