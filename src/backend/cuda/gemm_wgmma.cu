@@ -56,8 +56,8 @@ constexpr size_t smem_bytes() {
   return 1024 + size_t(WgFormat<T>::kStages) * (kXStage + size_t(kRows) * WgFormat<T>::kRowStride);
 }
 
-// Shared-memory loads by shared-window address (explicit ld.shared: the
-// compiler keeps generic loads where it cannot prove the state space).
+// Shared-memory loads by shared-window address (ld.shared, whatever the
+// compiler could prove about a generic pointer).
 __device__ __forceinline__ uint32_t lds_u16(uint32_t a) {
   uint16_t v;
   asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a));
@@ -75,8 +75,8 @@ __device__ __forceinline__ uint4 lds_v4(uint32_t a) {
 __device__ __forceinline__ uint32_t lds_quad(uint32_t p) {
   return __byte_perm(lds_u16(p), lds_u16(p + 8), 0x5140);
 }
-// Values v of the fields (x >> shift) & mask at bits 0 and 16 of x (each
-// < 1024 after masking) -> half2(v_lo, v_hi) + 1024, exactly.
+// The fields x & mask at bits 0 and 16 (values v < 1024) -> half2(v_lo,
+// v_hi) + 1024, exactly.
 __device__ __forceinline__ __half2 magic_h2(uint32_t x, uint32_t mask) { return bits_h2((x & mask) | 0x64006400u); }
 
 // ---- wgmma (PTX ISA: asynchronous warpgroup matrix multiply) -----------------------
