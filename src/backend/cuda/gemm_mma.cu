@@ -381,17 +381,9 @@ void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t
                         void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles, int max_tiles,
                         const LaunchCtx& ctx) {
   RF_CHECK(mma_experts_supported(w_type, k), "mma matmul: unsupported shape");
-  RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "mma matmul: output must be f32 or f16");
+  int splits = 1;  // expert mode: every tile takes the whole k range
+  MmaArgs a = quant_gemm_args("mma matmul", w, row_bytes, m, k, x, kMmaCols, kMmaCols, out, out_type, splits, nullptr);
   if (max_tiles <= 0) return;
-  MmaArgs a{};
-  a.w = static_cast<const uint8_t*>(w);
-  a.row_bytes = row_bytes;
-  a.m = m;
-  a.k = k;
-  a.n = kMmaCols;
-  a.x = static_cast<const __half*>(x);
-  a.out = out;
-  a.chunks_per_split = k / kChunk;
   a.tiles = reinterpret_cast<const int4*>(tiles);
   a.n_tiles = n_tiles;
   a.expert_bytes = expert_bytes;
