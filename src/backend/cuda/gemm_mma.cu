@@ -380,6 +380,9 @@ void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, con
 void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k, const void* x,
                         void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles, int max_tiles,
                         const LaunchCtx& ctx) {
+  if (ctx.options.wgmma && wgmma_experts_supported(w_type, k))
+    return wgmma_matmul_experts(w_type, w, expert_bytes, row_bytes, m, k, x, out, out_type, tiles, n_tiles, max_tiles,
+                                ctx);
   RF_CHECK(mma_experts_supported(w_type, k), "mma matmul: unsupported shape");
   int splits = 1;  // expert mode: every tile takes the whole k range
   MmaArgs a = quant_gemm_args("mma matmul", w, row_bytes, m, k, x, kMmaCols, kMmaCols, out, out_type, splits, nullptr);

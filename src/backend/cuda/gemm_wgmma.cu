@@ -244,7 +244,7 @@ __device__ __forceinline__ void q6k_stage(uint32_t r0, uint32_t r8, int t, uint6
 
 // ---- stage copies ---------------------------------------------------------------------
 
-using WgArgs = QuantGemmArgs;  // dense mode only
+using WgArgs = QuantGemmArgs;  // dense and expert mode
 
 // A thread's share of the stage copies, fixed for the whole k range: weight
 // pieces tid + kThreads j of a stage (row-major, so a warp's copies are
@@ -302,7 +302,9 @@ __device__ __forceinline__ uint32_t block_in_window(uint32_t row_addr_lo, int c)
 }
 static_assert(kThreads == 8 * kCols, "a thread copies 4 pieces of one activation row a stage");
 
-template <DType T, typename OutT>
+// kExperts: expert mode (a.tiles set; compiled apart so that the dense
+// kernel's registers stay as measured).
+template <DType T, typename OutT, bool kExperts>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
   using F = WgFormat<T>;
   constexpr int S = F::kStages;
@@ -317,12 +319,21 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
   const int g = lane / 4, t = lane % 4;
   const int row0 = blockIdx.x * kRows;
   const int n_chunks = a.k / kChunk;
-  const bool split = gridDim.y > 1;
-  const int c_begin = blockIdx.y * a.chunks_per_split;
+  if constexpr (kExperts) {  // the tiles are the previous kernel's output
+    pdl_wait();
+    if (int(blockIdx.y) >= *a.n_tiles) return;
+    const int4 tile = a.tiles[blockIdx.y];
+    a.w += size_t(tile.x) * a.expert_bytes;
+    a.x += size_t(tile.y) * a.k;
+    a.out = static_cast<OutT*>(a.out) + size_t(tile.y) * a.m;
+    a.n = tile.z;
+  }
+  const bool split = !kExperts && gridDim.y > 1;
+  const int c_begin = kExperts ? 0 : blockIdx.y * a.chunks_per_split;
   const int count = min(n_chunks, c_begin + a.chunks_per_split) - c_begin;
 
   // Weights are constant: the first stages' copies start before the wait on
-  // the previous kernel. Group s holds stage s's activations (group 0 also
+  // the previous kernel (in expert mode, after it: the tile names the expert). Group s holds stage s's activations (group 0 also
   // the weights of stages 0 .. S - 2).
   const StageCopier<T> copier(a, row0);
 #pragma unroll
@@ -387,21 +398,47 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
 
 template <DType T, typename OutT>
 void opt_in_smem() {
-  auto* kernel = wgmma_matmul_kernel<T, OutT>;
-  RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes<T>())));
+  auto* dense = wgmma_matmul_kernel<T, OutT, false>;
+  auto* experts = wgmma_matmul_kernel<T, OutT, true>;
+  RF_GPU_CHECK(gpuFuncSetAttribute(dense, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes<T>())));
+  RF_GPU_CHECK(gpuFuncSetAttribute(experts, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes<T>())));
 }
 
 template <DType T>
 void launch_wgmma(const WgArgs& a, int splits, DType out_type, const LaunchCtx& ctx) {
   const dim3 grid(unsigned((a.m + kRows - 1) / kRows), unsigned(splits));
   if (out_type == DType::F32)
-    launch(wgmma_matmul_kernel<T, float>, grid, dim3(kThreads), smem_bytes<T>(), ctx, a);
+    launch(wgmma_matmul_kernel<T, float, false>, grid, dim3(kThreads), smem_bytes<T>(), ctx, a);
   else
-    launch(wgmma_matmul_kernel<T, __half>, grid, dim3(kThreads), smem_bytes<T>(), ctx, a);
+    launch(wgmma_matmul_kernel<T, __half, false>, grid, dim3(kThreads), smem_bytes<T>(), ctx, a);
   if (splits > 1) mma_sum_splits(a.partials, splits, int64_t(a.n) * a.m, a.out, out_type, ctx);
 }
 
 }  // namespace
+
+bool wgmma_experts_supported(DType w_type, int k) { return wgmma_matmul_supported(w_type, k); }
+
+void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k,
+                          const void* x, void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles,
+                          int max_tiles, const LaunchCtx& ctx) {
+  RF_CHECK(wgmma_experts_supported(w_type, k), "wgmma matmul: unsupported expert weight type ", dtype_name(w_type),
+           " or width ", k);
+  if (max_tiles <= 0) return;
+  int splits = 1;
+  WgArgs a = quant_gemm_args("wgmma matmul", w, row_bytes, m, k, x, kCols, kCols, out, out_type, splits, nullptr);
+  a.tiles = reinterpret_cast<const int4*>(tiles);
+  a.n_tiles = n_tiles;
+  a.expert_bytes = expert_bytes;
+  const dim3 grid(unsigned((m + kRows - 1) / kRows), unsigned(max_tiles));
+  const auto go = [&](auto* kernel) {
+    launch(kernel, grid, dim3(kThreads), w_type == DType::Q4_K ? smem_bytes<DType::Q4_K>() : smem_bytes<DType::Q6_K>(),
+           ctx, a);
+  };
+  const bool f32 = out_type == DType::F32;
+  if (w_type == DType::Q4_K)
+    return f32 ? go(wgmma_matmul_kernel<DType::Q4_K, float, true>) : go(wgmma_matmul_kernel<DType::Q4_K, __half, true>);
+  return f32 ? go(wgmma_matmul_kernel<DType::Q6_K, float, true>) : go(wgmma_matmul_kernel<DType::Q6_K, __half, true>);
+}
 
 void wgmma_device_setup() {
   opt_in_smem<DType::Q4_K, float>();
@@ -451,6 +488,11 @@ bool wgmma_matmul_supported(DType, int) { return false; }
 int wgmma_matmul_splits(DType, int, int, int, int, int) { return 1; }
 void wgmma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, DType, int, float*,
                   const LaunchCtx&) {
+  fail("wgmma matmul: not available on this GPU");
+}
+bool wgmma_experts_supported(DType, int) { return false; }
+void wgmma_matmul_experts(DType, const void*, size_t, size_t, int, int, const void*, void*, DType, const int32_t*,
+                          const int32_t*, int, const LaunchCtx&) {
   fail("wgmma matmul: not available on this GPU");
 }
 

@@ -93,6 +93,13 @@ bool wgmma_matmul_supported(DType w_type, int k);
 int wgmma_matmul_splits(DType w_type, int m, int k, int n, int n_sms, int split_cost);
 void wgmma_matmul(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
                   DType out_type, int splits, float* partials, const LaunchCtx& ctx);
+// Expert mode: mma_matmul_experts' contract (tiles of up to 64 rows) on the
+// same kernel; mma_matmul_experts hands its Q4_K / Q6_K calls here where
+// CudaOptions::wgmma is on.
+bool wgmma_experts_supported(DType w_type, int k);
+void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k,
+                          const void* x, void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles,
+                          int max_tiles, const LaunchCtx& ctx);
 
 // ---- dequant.cu
 // dst[r, :] = dequant(w[r, :]) as f16, for rows [row0, row0 + rows).
