@@ -285,7 +285,9 @@ void check_moe_case(const MoeCase& c, bool wgmma) {
   p.act = c.gelu ? Activation::GeluTanh : Activation::SiLU;
   // (The wide streaming cases: one token, and a few for the other path.)
   const bool wide = c.stream_rows || c.combined;
-  for (const int n : wide ? std::vector<int>{1, 3} : std::vector<int>{1, 3, 8, 40, 300}) {
+  // (128 tokens of 128 experts, 8 each: expert tiles of 16 rows, the
+  // busiest experts taking several.)
+  for (const int n : wide ? std::vector<int>{1, 3} : std::vector<int>{1, 3, 8, 40, 128, 300}) {
     const auto x = test::round_f16(test::randn(size_t(n) * d, rng));
     const auto logits = test::randn(size_t(n) * E, rng, 2.0f);
     void* gx = test::upload(*gpu, test::to_f16(x));

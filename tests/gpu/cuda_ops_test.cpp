@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 #include "backend/cuda/kernels.h"
 #include "core/fp8.h"
@@ -91,7 +93,7 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
 // splits of 3 and 2 stages); Q6_K super-blocks at every 2-byte alignment
 // (210 bytes each; rows of 3 and 5 super-blocks start unaligned too, and
 // the last one's copy window reaches past the matrix); 9, 16, 33 and 64
-// rows (wgmma pads to 64).
+// rows (wgmma pads to 16 or 64; 9 and 16 on both variants).
 TEST(CudaOps, KQuantTensorCoreMatmulKernels) {
   RF_REQUIRE_GPU();
 #if defined(ROCMFORGE_PORTABLE_KERNELS)
@@ -102,11 +104,14 @@ TEST(CudaOps, KQuantTensorCoreMatmulKernels) {
   CpuBackend cpu(2);
   const std::vector<std::array<int, 3>> shapes = {{9, 256, 257}, {64, 4096, 300}, {33, 14336, 64},
                                                   {64, 768, 513}, {16, 1280, 256}, {64, 512, 4096}};
-  for (int split_cost : {2, 0, 1000, -1}) {
+  // (wgmma, split cost, 16-column variant for <= 16 rows)
+  for (auto [wgmma, split_cost, narrow] : std::vector<std::tuple<bool, int, bool>>{
+           {true, 2, true}, {true, 0, true}, {true, 1000, true}, {true, 2, false}, {false, 0, false}}) {
     CudaOptions o;
     o.dequant_scratch_bytes = size_t(32) << 20;
-    o.wgmma = split_cost >= 0;
-    o.wgmma_split_cost = std::max(split_cost, 0);
+    o.wgmma = wgmma;
+    o.wgmma_split_cost = split_cost;
+    o.wgmma_narrow = narrow;
     auto gpu = std::make_unique<CudaBackend>(o);
     gpu->reserve(BackendLimits{128, 4, 4, 4, 100, 4096 * 512, 1, 1});
     for (DType type : {DType::Q4_K, DType::Q6_K}) {
@@ -120,7 +125,8 @@ TEST(CudaOps, KQuantTensorCoreMatmulKernels) {
         cpu.matmul(cx, cw, co);
         const std::vector<float> got = gpu_matmul(*gpu, cw, x, n, out_type);
         EXPECT_LT(rel_l2(got, ref), out_type == DType::F32 ? 2e-3 : 3e-3)
-            << dtype_name(type) << " n=" << n << " k=" << k << " m=" << m << " wgmma split cost " << split_cost;
+            << dtype_name(type) << " n=" << n << " k=" << k << " m=" << m
+            << (wgmma ? " wgmma split cost " : " mma.sync") << split_cost << (narrow ? " narrow" : "");
       }
     }
   }

@@ -128,12 +128,18 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
     const bool many = nt > 1 && P > options_.moe_mma_rows * std::min(E, P);
     const bool mma_gate = many && gpu::mma_experts_supported(w.gate.type, d);
     const bool mma_down = many && gpu::mma_experts_supported(w.down.type, ff);
-    const int max_gemv = gpu::moe_max_tiles(P, E, gemv_rows), max_mma = gpu::moe_max_tiles(P, E, kMmaTileRows);
+    // Tiles of 16 rows where the active experts average at most 8 and the
+    // wgmma kernel takes them (its 16-column variant: a quarter of the
+    // tensor work and more stages); an expert past 16 rows takes more tiles.
+    const bool narrow = options_.wgmma && options_.wgmma_narrow && P <= 8 * std::min(E, P) &&
+                        gpu::wgmma_experts_supported(w.gate.type, d) && gpu::wgmma_experts_supported(w.down.type, ff);
+    const int mma_rows = narrow ? 16 : kMmaTileRows;
+    const int max_gemv = gpu::moe_max_tiles(P, E, gemv_rows), max_mma = gpu::moe_max_tiles(P, E, mma_rows);
     const int32_t* ids_c = ids.ptr<int32_t>() + size_t(t0) * k;
     const float* w_c = weights.ptr<float>() + size_t(t0) * k;
     const bool planned = n == 1 && M.planned_ids == ids.data;  // moe_route wrote this token's plan
     if (!planned) {
-      gpu::moe_plan(ids_c, P, E, gemv_rows, kMmaTileRows, M.order, M.pos_of, M.tiles_gemv, M.tiles_mma, M.n_tiles,
+      gpu::moe_plan(ids_c, P, E, gemv_rows, mma_rows, M.order, M.pos_of, M.tiles_gemv, M.tiles_mma, M.n_tiles,
                     ctx());
       M.planned_ids = nullptr;
     }
@@ -142,9 +148,9 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
     if (nt > 1) gpu::moe_gather(x_c, M.order, P, k, d, M.xs, ctx());
     if (mma_gate) {
       gpu::mma_matmul_experts(w.gate.type, w.gate.data, gate_expert_bytes, w.gate.row_bytes(), ff, d, M.xs, M.h,
-                              DType::F16, M.tiles_mma, M.n_tiles + 1, max_mma, ctx());
+                              DType::F16, M.tiles_mma, M.n_tiles + 1, max_mma, mma_rows, ctx());
       gpu::mma_matmul_experts(w.up.type, w.up.data, gate_expert_bytes, w.up.row_bytes(), ff, d, M.xs, M.u, DType::F16,
-                              M.tiles_mma, M.n_tiles + 1, max_mma, ctx());
+                              M.tiles_mma, M.n_tiles + 1, max_mma, mma_rows, ctx());
       if (gelu) gpu::geglu(M.h, M.u, M.h, int64_t(P) * ff, ctx());
       else gpu::swiglu(M.h, M.u, M.h, int64_t(P) * ff, ctx());
     } else {
@@ -159,7 +165,7 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
       continue;
     if (mma_down) {
       gpu::mma_matmul_experts(w.down.type, w.down.data, down_expert_bytes, w.down.row_bytes(), d, ff, M.h, M.y,
-                              DType::F32, M.tiles_mma, M.n_tiles + 1, max_mma, ctx());
+                              DType::F32, M.tiles_mma, M.n_tiles + 1, max_mma, mma_rows, ctx());
     } else {
       gpu::gemv_experts(w.down.type, w.down.data, nullptr, false, down_expert_bytes, w.down.row_bytes(), d, ff, M.h,
                         false, P, M.y, DType::F32, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows, ctx());

@@ -22,6 +22,7 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   o.tma_gemv = o.tma_gemv && switch_on("ROCMFORGE_TMA_GEMV");
   o.tma_wide = o.tma_wide && switch_on("ROCMFORGE_TMA_WIDE");
   o.l2_prefetch = o.l2_prefetch && switch_on("ROCMFORGE_L2_PREFETCH");
+  o.wgmma_narrow = o.wgmma_narrow && switch_on("ROCMFORGE_WGMMA_NARROW");
   o.gemv_row_sets = o.gemv_row_sets && switch_on("ROCMFORGE_GEMV_ROW_SETS");
   o.kq_stream_l1 = o.kq_stream_l1 && switch_on("ROCMFORGE_KQ_STREAM_L1");
   // Switches a set variable turns either way (tests and builds may start

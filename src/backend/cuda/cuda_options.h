@@ -23,6 +23,9 @@
 //                            matmul                          (mma_max_rows_quant = 0)
 //   ROCMFORGE_WGMMA=0        that matmul on the mma.sync kernel, not
 //                            Hopper's wgmma kernel                (wgmma)
+//   ROCMFORGE_WGMMA_NARROW=0 launches of <= 16 rows (expert tiles of 16)
+//                            on the wgmma kernel's 64-column variant
+//                                                        (wgmma_narrow)
 //   ROCMFORGE_WGMMA_SPLIT_COST=N the wgmma kernel's k range split where it
 //                            saves more than N stage-times
 //                                                     (wgmma_split_cost)
@@ -140,6 +143,9 @@ struct CudaOptions {
   // where that saves more than this many stage-times (wgmma_matmul_splits).
   bool wgmma = true;
   int wgmma_split_cost = 2;
+  // ... its 16-column variant for launches of up to 16 rows (and MoE expert
+  // tiles of 16 rows where the active experts average at most 8).
+  bool wgmma_narrow = true;
   // MoE FFNs: the tensor-core kernel in expert mode once the step's
   // (token, expert) pairs average more than this many per active expert;
   // fewer go through the GEMV kernels. Measured on the H100 (qwen3-30b-a3b

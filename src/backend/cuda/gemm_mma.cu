@@ -379,10 +379,11 @@ void mma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, con
 
 void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k, const void* x,
                         void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles, int max_tiles,
-                        const LaunchCtx& ctx) {
+                        int tile_rows, const LaunchCtx& ctx) {
   if (ctx.options.wgmma && wgmma_experts_supported(w_type, k))
     return wgmma_matmul_experts(w_type, w, expert_bytes, row_bytes, m, k, x, out, out_type, tiles, n_tiles, max_tiles,
-                                ctx);
+                                tile_rows, ctx);
+  RF_CHECK(tile_rows >= 1 && tile_rows <= kMmaCols, "mma matmul: expert tiles of ", tile_rows, " rows");
   RF_CHECK(mma_experts_supported(w_type, k), "mma matmul: unsupported shape");
   int splits = 1;  // expert mode: every tile takes the whole k range
   MmaArgs a = quant_gemm_args("mma matmul", w, row_bytes, m, k, x, kMmaCols, kMmaCols, out, out_type, splits, nullptr);
@@ -416,7 +417,7 @@ void mma_matmul(DType, const void*, size_t, int, int, const void*, int, void*, D
   fail("mma matmul: not available on this GPU vendor");
 }
 void mma_matmul_experts(DType, const void*, size_t, size_t, int, int, const void*, void*, DType, const int32_t*,
-                        const int32_t*, int, const LaunchCtx&) {
+                        const int32_t*, int, int, const LaunchCtx&) {
   fail("mma matmul: not available on this GPU vendor");
 }
 void mma_sum_splits(const float*, int, int64_t, void*, DType, const LaunchCtx&) {

@@ -26,20 +26,23 @@ namespace rf::gpu {
 #if !defined(RF_PORTABLE)
 namespace {
 
-constexpr int kCols = 64;                  // activation rows a launch: wgmma's N
+constexpr int kCols = 64;                  // activation rows a launch at most: wgmma's N
 constexpr int kGroups = 4;                 // warpgroups a block, 64 weight rows each
 constexpr int kRows = 64 * kGroups;        // weight rows a block
 constexpr int kThreads = 128 * kGroups;
 constexpr int kChunk = kQuantGemmChunk;    // k a stage (one k-quant super-block)
-constexpr int kAtomBytes = kCols * 128;    // a swizzle atom: 64 k (128 bytes) of all kCols rows
-constexpr int kXStage = kChunk / 64 * kAtomBytes;  // 32 KB of activations a stage
+// A kernel of N activation columns (wgmma's N: 64, or 16 for launches of
+// 16 rows at most: a quarter of the tensor work and of the activations'
+// shared memory, which goes to more stages).
+template <int N> constexpr int kAtomBytes = N * 128;  // a swizzle atom: 64 k (128 bytes) of all N rows
+template <int N> constexpr int kXStage = kChunk / 64 * kAtomBytes<N>;  // 32 KB of activations a stage (N = 64)
 
 // Per format: bytes a weight row takes in a stage (a stride free of bank
 // conflicts for the fragment loads), 16-byte copies a row, ring depth, and
 // whether rows' super-blocks start on 16-byte boundaries.
 template <DType T> struct WgFormat;
 template <> struct WgFormat<DType::Q4_K> {
-  static constexpr int kRowStride = 144, kUnits = 9, kStages = 3;
+  static constexpr int kRowStride = 144, kUnits = 9;
   static constexpr bool kAligned = true;  // 144-byte super-blocks
 };
 // Q6_K super-blocks are 210 bytes: a row's stage copy takes the 224 bytes
@@ -48,13 +51,17 @@ template <> struct WgFormat<DType::Q4_K> {
 // 16-byte boundary, inside the allocation (CudaBackend::alloc: whole 256-byte
 // units).
 template <> struct WgFormat<DType::Q6_K> {
-  static constexpr int kRowStride = 240, kUnits = 14, kStages = 2;
+  static constexpr int kRowStride = 240, kUnits = 14;
   static constexpr bool kAligned = false;
 };
-template <DType T>
+// Ring depth: as many stages as fit 220 KB (Q4_K 3, Q6_K 2 at N = 64).
+template <DType T, int N>
+constexpr int kStages = int((220 << 10) / (kXStage<N> + kRows * WgFormat<T>::kRowStride));
+template <DType T, int N>
 constexpr size_t smem_bytes() {
-  return 1024 + size_t(WgFormat<T>::kStages) * (kXStage + size_t(kRows) * WgFormat<T>::kRowStride);
+  return 1024 + size_t(kStages<T, N>) * (kXStage<N> + size_t(kRows) * WgFormat<T>::kRowStride);
 }
+static_assert(kStages<DType::Q4_K, 64> == 3 && kStages<DType::Q6_K, 64> == 2, "the measured ring depths");
 
 // Shared-memory loads by shared-window address (ld.shared, whatever the
 // compiler could prove about a generic pointer).
@@ -108,10 +115,21 @@ __device__ __forceinline__ void wgmma_64x64x16(float (&d)[32], const uint32_t (&
         "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
 }
+// The same for B 16 x 16 (launches of 16 activation rows at most).
+__device__ __forceinline__ void wgmma_64x16x16(float (&d)[8], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7}, "
+      "{%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
+}
 // Keeps the compiler from moving accumulator accesses across wgmma calls.
-__device__ __forceinline__ void fence_acc(float (&d)[32]) {
+template <int A>
+__device__ __forceinline__ void fence_acc(float (&d)[A]) {
 #pragma unroll
-  for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < A; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 // Makes this thread's generic-proxy shared-memory writes (cp.async) visible
 // to the async proxy that wgmma reads through.
@@ -120,10 +138,14 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 // Issues k step q of the stage (its activation columns) with the A
 // fragment a; the caller filled a after wgmma_wait<1>() (the step two back,
 // which read the same registers, is done).
-__device__ __forceinline__ void issue_step(float (&acc)[32], const uint32_t (&a)[4], uint64_t desc0, int q) {
-  const uint64_t desc = desc0 + uint64_t(((q / 4) * kAtomBytes + (q % 4) * 32) >> 4);
+template <int N>
+__device__ __forceinline__ void issue_step(float (&acc)[N / 2], const uint32_t (&a)[4], uint64_t desc0, int q) {
+  const uint64_t desc = desc0 + uint64_t(((q / 4) * kAtomBytes<N> + (q % 4) * 32) >> 4);
   wgmma_fence();
-  wgmma_64x64x16(acc, a, desc);
+  if constexpr (N == 64)
+    wgmma_64x64x16(acc, a, desc);
+  else
+    wgmma_64x16x16(acc, a, desc);
   wgmma_commit();
 }
 
@@ -155,8 +177,9 @@ struct Q4KScales {
 // Q4_K: sub-block j (32 k) of a row is d * sc_j * q - dmin * m_j; k step 2j + s
 // holds its elements 16 s .. 16 s + 15, whose quants are the low (j even) or
 // high (j odd) nibbles of qs[32 (j / 2) + 16 s + i].
+template <int N>
 __device__ __forceinline__ void q4k_stage(uint32_t r0, uint32_t r8, int t, uint64_t desc0,
-                                          float (&acc)[32]) {
+                                          float (&acc)[N / 2]) {
   uint32_t a[2][4];  // two A fragments in flight: buffer = issue order % 2
   const Q4KScales s0(lds_v4(r0)), s8(lds_v4(r8));
   const __half2 k1024 = __float2half2_rn(1024.0f);
@@ -179,7 +202,7 @@ __device__ __forceinline__ void q4k_stage(uint32_t r0, uint32_t r8, int t, uint6
         f[1] = h2_bits(__hfma2(__hsub2(magic_h2(x8[s] >> sh, 0x000f000fu), k1024), d8, m8));
         f[2] = h2_bits(__hfma2(__hsub2(magic_h2(x0[s] >> (sh + 8), 0x000f000fu), k1024), d0, m0));
         f[3] = h2_bits(__hfma2(__hsub2(magic_h2(x8[s] >> (sh + 8), 0x000f000fu), k1024), d8, m8));
-        issue_step(acc, f, desc0, 2 * j + s);
+        issue_step<N>(acc, f, desc0, 2 * j + s);
       }
     }
   }
@@ -204,8 +227,9 @@ struct Q6KRow {
   }
 };
 
+template <int N>
 __device__ __forceinline__ void q6k_stage(uint32_t r0, uint32_t r8, int t, uint64_t desc0,
-                                          float (&acc)[32]) {
+                                          float (&acc)[N / 2]) {
   constexpr int kQh = int(offsetof(BlockQ6_K, qh));
   uint32_t a[2][4];  // two A fragments in flight: buffer = issue order % 2
   const Q6KRow w0(r0), w8(r8);
@@ -236,7 +260,7 @@ __device__ __forceinline__ void q6k_stage(uint32_t r0, uint32_t r8, int t, uint6
         f[1] = h2_bits(__hmul2(__hsub2(magic_h2(v8, 0x00ff00ffu), k1056), s8));
         f[2] = h2_bits(__hmul2(__hsub2(magic_h2(v0 >> 8, 0x00ff00ffu), k1056), s0));
         f[3] = h2_bits(__hmul2(__hsub2(magic_h2(v8 >> 8, 0x00ff00ffu), k1056), s8));
-        issue_step(acc, f, desc0, q);
+        issue_step<N>(acc, f, desc0, q);
       }
     }
   }
@@ -248,18 +272,21 @@ using WgArgs = QuantGemmArgs;  // dense and expert mode
 
 // A thread's share of the stage copies, fixed for the whole k range: weight
 // pieces tid + kThreads j of a stage (row-major, so a warp's copies are
-// contiguous runs of rows) and four 16-byte pieces of one activation row
-// (row tid / 8, pieces tid % 8 + 8 j: one in each 64-wide swizzle atom, at
-// the same swizzled column). Source addresses are computed once.
-template <DType T>
+// contiguous runs of rows) and the 16-byte pieces tid % kTpr + kTpr j of
+// activation row tid / kTpr (N = 64: one in each 64-wide swizzle atom, at
+// the same swizzled column; N = 16: one piece). Source addresses are
+// computed once.
+template <DType T, int N>
 struct StageCopier {
+  static constexpr int kTpr = kThreads / N;       // threads an activation row
+  static constexpr int kXPieces = kChunk / 8 / kTpr;  // 16-byte pieces a thread a stage
   using F = WgFormat<T>;
   static constexpr int kPieces = (kRows * F::kUnits + kThreads - 1) / kThreads;
   static constexpr size_t kBlockBytes = T == DType::Q4_K ? sizeof(BlockQ4_K) : sizeof(BlockQ6_K);
   const uint8_t* w[kPieces];  // this thread's pieces' rows at super-block 0 (aligned formats: the pieces)
   uint32_t w_dst[kPieces];    // ... their offsets in a weight stage
-  const uint8_t* x;           // its first activation piece of chunk 0
-  uint32_t x_dst;             // ... its offset in an activation stage
+  const uint8_t* x;           // its activation row at chunk 0
+  int x_row, x_piece0;        // ... the row, the first piece
   bool x_valid;
   __device__ __forceinline__ StageCopier(const WgArgs& a, int row0) {
     const int tid = threadIdx.x;
@@ -270,10 +297,10 @@ struct StageCopier {
       w[j] = a.w + size_t(min(row0 + r, a.m - 1)) * a.row_bytes + (F::kAligned ? 16 * u : 0);
       w_dst[j] = uint32_t(r * F::kRowStride + 16 * u);
     }
-    const int xr = tid / 8, u = tid % 8;
-    x_valid = xr < a.n;  // rows past n are zeros
-    x = reinterpret_cast<const uint8_t*>(a.x + size_t(x_valid ? xr : 0) * a.k + 8 * u);
-    x_dst = uint32_t(xr * 128 + ((u ^ (xr & 7)) << 4));
+    x_row = tid / kTpr;
+    x_piece0 = tid % kTpr;
+    x_valid = x_row < a.n;  // rows past n are zeros
+    x = reinterpret_cast<const uint8_t*>(a.x + size_t(x_valid ? x_row : 0) * a.k);
   }
   __device__ __forceinline__ void weights(int c, uint8_t* ws) const {
 #pragma unroll
@@ -290,7 +317,11 @@ struct StageCopier {
   __device__ __forceinline__ void activations(int c, uint8_t* xs) const {
     const uint8_t* src = x + size_t(c) * kChunk * 2;
 #pragma unroll
-    for (int j = 0; j < kChunk / 64; ++j) copy16_async_or_zero(xs + x_dst + j * kAtomBytes, src + 128 * j, x_valid);
+    for (int j = 0; j < kXPieces; ++j) {
+      const int u = x_piece0 + kTpr * j;  // piece u: swizzle atom u / 8, column u % 8
+      const uint32_t dst = uint32_t((u / 8) * kAtomBytes<N> + x_row * 128 + (((u % 8) ^ (x_row & 7)) << 4));
+      copy16_async_or_zero(xs + dst, src + 16 * u, x_valid);
+    }
   }
 };
 // Where super-block c of a thread's row starts in its stage row (0 for the
@@ -300,20 +331,21 @@ __device__ __forceinline__ uint32_t block_in_window(uint32_t row_addr_lo, int c)
   if constexpr (WgFormat<T>::kAligned) return 0;
   return (row_addr_lo + uint32_t(c) * uint32_t(sizeof(BlockQ6_K))) & 15u;
 }
-static_assert(kThreads == 8 * kCols, "a thread copies 4 pieces of one activation row a stage");
+static_assert(kThreads % 64 == 0 && kChunk / 8 % (kThreads / 16) == 0, "activation pieces share out evenly");
 
 // kExperts: expert mode (a.tiles set; compiled apart so that the dense
 // kernel's registers stay as measured).
-template <DType T, typename OutT, bool kExperts>
+template <DType T, typename OutT, bool kExperts, int N>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
   using F = WgFormat<T>;
-  constexpr int S = F::kStages;
+  constexpr int S = kStages<T, N>;
+  constexpr int kXS = kXStage<N>;
   constexpr int kWStage = kRows * F::kRowStride;
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   uint8_t* xs = smem_raw + ((1024 - (raw_addr & 1023)) & 1023);  // swizzle atoms 1024-byte aligned
-  uint8_t* ws = xs + S * kXStage;
-  const uint32_t xs_addr = static_cast<uint32_t>(__cvta_generic_to_shared(xs)), ws_addr = xs_addr + S * kXStage;
+  uint8_t* ws = xs + S * kXS;
+  const uint32_t xs_addr = static_cast<uint32_t>(__cvta_generic_to_shared(xs)), ws_addr = xs_addr + S * kXS;
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
@@ -335,7 +367,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
   // Weights are constant: the first stages' copies start before the wait on
   // the previous kernel (in expert mode, after it: the tile names the expert). Group s holds stage s's activations (group 0 also
   // the weights of stages 0 .. S - 2).
-  const StageCopier<T> copier(a, row0);
+  const StageCopier<T, N> copier(a, row0);
 #pragma unroll
   for (int s = 0; s < S - 1; ++s)
     if (s < count) copier.weights(c_begin + s, ws + s * kWStage);
@@ -343,13 +375,13 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
   pdl_trigger();
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
-    if (s < count) copier.activations(c_begin + s, xs + s * kXStage);
+    if (s < count) copier.activations(c_begin + s, xs + s * kXS);
     copy_commit();
   }
 
-  float acc[32];
+  float acc[N / 2];
 #pragma unroll
-  for (int i = 0; i < 32; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < N / 2; ++i) acc[i] = 0.0f;
   const int r_local = warp * 16 + g;
   // Low address bits of this thread's two rows (where unaligned super-blocks sit in their windows).
   const auto row_lo = [&](int r) {
@@ -364,25 +396,25 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
     if (i + S - 1 < count) {
       const int refill = (i + S - 1) % S;
       copier.weights(c_begin + i + S - 1, ws + refill * kWStage);
-      copier.activations(c_begin + i + S - 1, xs + refill * kXStage);
+      copier.activations(c_begin + i + S - 1, xs + refill * kXS);
     }
     copy_commit();
     const uint32_t wst = ws_addr + slot * kWStage;
     const uint32_t r0 = wst + r_local * F::kRowStride + block_in_window<T>(row_lo0, c_begin + i);
     const uint32_t r8 = wst + (r_local + 8) * F::kRowStride + block_in_window<T>(row_lo8, c_begin + i);
-    const uint64_t desc0 = swizzled_desc(xs_addr + slot * kXStage);
+    const uint64_t desc0 = swizzled_desc(xs_addr + slot * kXS);
     fence_acc(acc);
     if constexpr (T == DType::Q4_K)
-      q4k_stage(r0, r8, t, desc0, acc);
+      q4k_stage<N>(r0, r8, t, desc0, acc);
     else
-      q6k_stage(r0, r8, t, desc0, acc);
+      q6k_stage<N>(r0, r8, t, desc0, acc);
     wgmma_wait<0>();  // the slot is refilled after the next barrier
     fence_acc(acc);
   }
 
   // D fragment: acc[4 i + e] = out^T row g (e < 2) or g + 8, column 8 i + 2 t + (e & 1).
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < N / 8; ++i) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int col = 8 * i + 2 * t + (e & 1), row = row0 + r_local + (e < 2 ? 0 : 8);
@@ -398,20 +430,25 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
 
 template <DType T, typename OutT>
 void opt_in_smem() {
-  auto* dense = wgmma_matmul_kernel<T, OutT, false>;
-  auto* experts = wgmma_matmul_kernel<T, OutT, true>;
-  RF_GPU_CHECK(gpuFuncSetAttribute(dense, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes<T>())));
-  RF_GPU_CHECK(gpuFuncSetAttribute(experts, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes<T>())));
+  const auto opt_in = [](auto* kernel, size_t bytes) {
+    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  };
+  opt_in(wgmma_matmul_kernel<T, OutT, false, 64>, smem_bytes<T, 64>());
+  opt_in(wgmma_matmul_kernel<T, OutT, true, 64>, smem_bytes<T, 64>());
+  opt_in(wgmma_matmul_kernel<T, OutT, false, 16>, smem_bytes<T, 16>());
+  opt_in(wgmma_matmul_kernel<T, OutT, true, 16>, smem_bytes<T, 16>());
 }
 
-template <DType T>
-void launch_wgmma(const WgArgs& a, int splits, DType out_type, const LaunchCtx& ctx) {
-  const dim3 grid(unsigned((a.m + kRows - 1) / kRows), unsigned(splits));
-  if (out_type == DType::F32)
-    launch(wgmma_matmul_kernel<T, float, false>, grid, dim3(kThreads), smem_bytes<T>(), ctx, a);
-  else
-    launch(wgmma_matmul_kernel<T, __half, false>, grid, dim3(kThreads), smem_bytes<T>(), ctx, a);
-  if (splits > 1) mma_sum_splits(a.partials, splits, int64_t(a.n) * a.m, a.out, out_type, ctx);
+// The kernel for a launch of up to `cols` activation rows a tile.
+template <DType T, bool kExperts>
+void launch_wgmma(const WgArgs& a, dim3 grid, int cols, DType out_type, const LaunchCtx& ctx) {
+  const bool f32 = out_type == DType::F32;
+  if (cols <= 16 && ctx.options.wgmma_narrow)
+    return f32 ? launch(wgmma_matmul_kernel<T, float, kExperts, 16>, grid, dim3(kThreads), smem_bytes<T, 16>(), ctx, a)
+               : launch(wgmma_matmul_kernel<T, __half, kExperts, 16>, grid, dim3(kThreads), smem_bytes<T, 16>(), ctx,
+                        a);
+  f32 ? launch(wgmma_matmul_kernel<T, float, kExperts, 64>, grid, dim3(kThreads), smem_bytes<T, 64>(), ctx, a)
+      : launch(wgmma_matmul_kernel<T, __half, kExperts, 64>, grid, dim3(kThreads), smem_bytes<T, 64>(), ctx, a);
 }
 
 }  // namespace
@@ -420,9 +457,10 @@ bool wgmma_experts_supported(DType w_type, int k) { return wgmma_matmul_supporte
 
 void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k,
                           const void* x, void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles,
-                          int max_tiles, const LaunchCtx& ctx) {
+                          int max_tiles, int tile_rows, const LaunchCtx& ctx) {
   RF_CHECK(wgmma_experts_supported(w_type, k), "wgmma matmul: unsupported expert weight type ", dtype_name(w_type),
            " or width ", k);
+  RF_CHECK(tile_rows >= 1 && tile_rows <= kCols, "wgmma matmul: expert tiles of ", tile_rows, " rows");
   if (max_tiles <= 0) return;
   int splits = 1;
   WgArgs a = quant_gemm_args("wgmma matmul", w, row_bytes, m, k, x, kCols, kCols, out, out_type, splits, nullptr);
@@ -430,14 +468,8 @@ void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size
   a.n_tiles = n_tiles;
   a.expert_bytes = expert_bytes;
   const dim3 grid(unsigned((m + kRows - 1) / kRows), unsigned(max_tiles));
-  const auto go = [&](auto* kernel) {
-    launch(kernel, grid, dim3(kThreads), w_type == DType::Q4_K ? smem_bytes<DType::Q4_K>() : smem_bytes<DType::Q6_K>(),
-           ctx, a);
-  };
-  const bool f32 = out_type == DType::F32;
-  if (w_type == DType::Q4_K)
-    return f32 ? go(wgmma_matmul_kernel<DType::Q4_K, float, true>) : go(wgmma_matmul_kernel<DType::Q4_K, __half, true>);
-  return f32 ? go(wgmma_matmul_kernel<DType::Q6_K, float, true>) : go(wgmma_matmul_kernel<DType::Q6_K, __half, true>);
+  if (w_type == DType::Q4_K) return launch_wgmma<DType::Q4_K, true>(a, grid, tile_rows, out_type, ctx);
+  launch_wgmma<DType::Q6_K, true>(a, grid, tile_rows, out_type, ctx);
 }
 
 void wgmma_device_setup() {
@@ -477,8 +509,12 @@ void wgmma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, c
   RF_CHECK(wgmma_matmul_supported(w_type, k), "wgmma matmul: unsupported weight type ", dtype_name(w_type),
            " or width ", k);
   const WgArgs a = quant_gemm_args("wgmma matmul", w, row_bytes, m, k, x, n, kCols, out, out_type, splits, partials);
-  if (w_type == DType::Q4_K) return launch_wgmma<DType::Q4_K>(a, splits, out_type, ctx);
-  return launch_wgmma<DType::Q6_K>(a, splits, out_type, ctx);
+  const dim3 grid(unsigned((a.m + kRows - 1) / kRows), unsigned(splits));
+  if (w_type == DType::Q4_K)
+    launch_wgmma<DType::Q4_K, false>(a, grid, a.n, out_type, ctx);
+  else
+    launch_wgmma<DType::Q6_K, false>(a, grid, a.n, out_type, ctx);
+  if (splits > 1) mma_sum_splits(a.partials, splits, int64_t(a.n) * a.m, a.out, out_type, ctx);
 }
 
 #else  // no wgmma: the mma.sync kernel (gemm_mma.cu) or dequantization + BLAS
@@ -492,7 +528,7 @@ void wgmma_matmul(DType, const void*, size_t, int, int, const void*, int, void*,
 }
 bool wgmma_experts_supported(DType, int) { return false; }
 void wgmma_matmul_experts(DType, const void*, size_t, size_t, int, int, const void*, void*, DType, const int32_t*,
-                          const int32_t*, int, const LaunchCtx&) {
+                          const int32_t*, int, int, const LaunchCtx&) {
   fail("wgmma matmul: not available on this GPU");
 }
 

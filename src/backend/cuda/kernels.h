@@ -79,9 +79,10 @@ void mma_sum_splits(const float* partials, int splits, int64_t count, void* out,
 // Expert mode: gemv_experts' contract with tiles of up to 64 rows, on
 // tensor cores (mma_experts_supported: those of mma_matmul and f16).
 bool mma_experts_supported(DType w_type, int k);
+// tile_rows: the most rows a tile of the plan has (moe_plan's mma tiles).
 void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k, const void* x,
                         void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles, int max_tiles,
-                        const LaunchCtx& ctx);
+                        int tile_rows, const LaunchCtx& ctx);
 
 // ---- gemm_wgmma.cu
 // mma_matmul's contract on Hopper's asynchronous warpgroup tensor-core
@@ -93,13 +94,15 @@ bool wgmma_matmul_supported(DType w_type, int k);
 int wgmma_matmul_splits(DType w_type, int m, int k, int n, int n_sms, int split_cost);
 void wgmma_matmul(DType w_type, const void* w, size_t w_row_bytes, int m, int k, const void* x, int n, void* out,
                   DType out_type, int splits, float* partials, const LaunchCtx& ctx);
+// Launches of up to 16 rows (tiles of up to 16 in expert mode) take a
+// 16-column variant where CudaOptions::wgmma_narrow.
 // Expert mode: mma_matmul_experts' contract (tiles of up to 64 rows) on the
 // same kernel; mma_matmul_experts hands its Q4_K / Q6_K calls here where
 // CudaOptions::wgmma is on.
 bool wgmma_experts_supported(DType w_type, int k);
 void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k,
                           const void* x, void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles,
-                          int max_tiles, const LaunchCtx& ctx);
+                          int max_tiles, int tile_rows, const LaunchCtx& ctx);
 
 // ---- dequant.cu
 // dst[r, :] = dequant(w[r, :]) as f16, for rows [row0, row0 + rows).
