@@ -4,7 +4,8 @@
 // warpgroup dequantizes its 64 weight rows into the A-fragment layout (k in
 // natural order) while the tensor cores work on the previous 16-wide k step
 // asynchronously. The activations are the shared-memory operand, staged
-// K-major with the 128-byte swizzle. Weights (packed) and activations stream
+// K-major with the 128-byte swizzle: 64 columns, or 16 for launches (and
+// MoE expert tiles) of up to 16 rows. Weights (packed) and activations stream
 // through a ring of shared-memory stages by cp.async, so the latency of DRAM
 // is covered by the ring instead of registers: gemm_mma.cu's mma.sync kernel
 // held a chunk of weights in registers and waited on it every chunk. Long k
