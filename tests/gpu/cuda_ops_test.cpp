@@ -85,21 +85,26 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
                                            DType::Q6_K, DType::F8_E4M3_ROW),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
-// Batches of 9..64 rows on Q4_K / Q6_K weights: Hopper's wgmma kernel (its k
-// range split by the rule, wherever that costs no more (split cost 0), and
-// never (1000)) and the mma.sync kernel, each against the CPU. Shapes: one
-// super-block (k = 256); partial 256-row blocks (m = 257, 300, 513); k split
-// over blocks (4096; 14336: 56 super-blocks, an uneven split; 1280: two
-// splits of 3 and 2 stages); Q6_K super-blocks at every 2-byte alignment
-// (210 bytes each; rows of 3 and 5 super-blocks start unaligned too, and
-// the last one's copy window reaches past the matrix); 9, 16, 33 and 64
-// rows (wgmma pads to 16 or 64; 9 and 16 on both variants).
+// Batches of 9..64 rows on Q4_K / Q6_K / Q8_0 weights: Hopper's wgmma kernel
+// (its k range split by the rule, wherever that costs no more (split cost
+// 0), and never (1000)) and the mma.sync kernel (Q8_0: dequantize + BLAS),
+// each against the CPU. Shapes: one super-block (k = 256); partial 256-row
+// blocks (m = 257, 300, 513); k split over blocks (4096; 14336: 56
+// super-blocks, an uneven split; 1280: two splits of 3 and 2 stages); Q6_K
+// super-blocks at every 2-byte alignment (210 bytes each; rows of 3 and 5
+// super-blocks start unaligned too, and the last one's copy window reaches
+// past the matrix); 9, 16, 33 and 64 rows (wgmma pads to 16 or 64; 9 and 16
+// on both variants). Q8_0 stages are four 34-byte blocks (128 k): also one
+// stage (k = 128), three (384, the 16-column variant), and glm4-9b's
+// 13,696-wide down rows (107 stages; rows start 8 bytes off a 16-byte
+// boundary every other row, each stage 8 bytes on from the last).
 TEST(CudaOps, KQuantTensorCoreMatmulKernels) {
   RF_REQUIRE_GPU();
 #if defined(ROCMFORGE_PORTABLE_KERNELS)
   GTEST_SKIP() << "the portable kernels have no tensor-core matmul";
 #else
-  ASSERT_TRUE(gpu::wgmma_matmul_supported(DType::Q4_K, 256) && gpu::wgmma_matmul_supported(DType::Q6_K, 768));
+  ASSERT_TRUE(gpu::wgmma_matmul_supported(DType::Q4_K, 256) && gpu::wgmma_matmul_supported(DType::Q6_K, 768) &&
+              gpu::wgmma_matmul_supported(DType::Q8_0, 13696));
   std::mt19937 rng(31);
   CpuBackend cpu(2);
   const std::vector<std::array<int, 3>> shapes = {{9, 256, 257}, {64, 4096, 300}, {33, 14336, 64},
@@ -114,8 +119,11 @@ TEST(CudaOps, KQuantTensorCoreMatmulKernels) {
     o.wgmma_narrow = narrow;
     auto gpu = std::make_unique<CudaBackend>(o);
     gpu->reserve(BackendLimits{128, 4, 4, 4, 100, 4096 * 512, 1, 1});
-    for (DType type : {DType::Q4_K, DType::Q6_K}) {
-      for (auto [n, k, m] : shapes) {
+    for (DType type : {DType::Q4_K, DType::Q6_K, DType::Q8_0}) {
+      auto type_shapes = shapes;
+      if (type == DType::Q8_0)
+        type_shapes.insert(type_shapes.end(), {{9, 128, 257}, {16, 384, 300}, {64, 13696, 300}, {24, 13696, 64}});
+      for (auto [n, k, m] : type_shapes) {
         const DType out_type = n % 2 ? DType::F32 : DType::F16;
         auto wq = test::random_weight(type, m, k, rng, 0.3f);
         auto x = test::round_f16(test::randn(size_t(n) * k, rng));

@@ -429,8 +429,9 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
   RF_CHECK(out.cols() == m && out.rows() >= n, "cuda matmul: out is ", out.shape_string());
   RF_CHECK(reserved_, "cuda: reserve() must precede matmul");
   const int fp8_chunk = fp8_matmul_chunk(w, n, out.type);
-  const bool mma =
-      fp8_chunk == 0 && n > 8 && n <= options_.mma_max_rows_quant && gpu::mma_matmul_supported(w.type, k);
+  const bool wgmma = options_.wgmma && gpu::wgmma_matmul_supported(w.type, k);
+  const bool mma = fp8_chunk == 0 && n > 8 && n <= options_.mma_max_rows_quant &&
+                   (wgmma || gpu::mma_matmul_supported(w.type, k));
   OpTimer timer(profiler(),
                 profiler() ? str("matmul ",
                                  n <= 8                 ? "gemv"
@@ -453,7 +454,6 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
     // 64 activation rows per launch; the k-split partials live in the
     // dequantization scratch (unused on this path).
     const size_t out_elem = out.type == DType::F32 ? 4 : 2;
-    const bool wgmma = options_.wgmma && gpu::wgmma_matmul_supported(w.type, k);
     for (int c0 = 0; c0 < n; c0 += 64) {
       const int rows = std::min(64, n - c0);
       const auto* xc = static_cast<const uint8_t*>(x.data) + size_t(c0) * k * 2;

@@ -126,8 +126,11 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
     // Tensor cores where the active experts average more than
     // CudaOptions::moe_mma_rows rows (at most min(E, P) experts are active).
     const bool many = nt > 1 && P > options_.moe_mma_rows * std::min(E, P);
-    const bool mma_gate = many && gpu::mma_experts_supported(w.gate.type, d);
-    const bool mma_down = many && gpu::mma_experts_supported(w.down.type, ff);
+    const auto tensor_cores = [&](DType type, int width) {
+      return gpu::mma_experts_supported(type, width) || (options_.wgmma && gpu::wgmma_experts_supported(type, width));
+    };
+    const bool mma_gate = many && tensor_cores(w.gate.type, d);
+    const bool mma_down = many && tensor_cores(w.down.type, ff);
     // Tiles of 16 rows where the active experts average at most 8 and the
     // wgmma kernel takes them (its 16-column variant: a quarter of the
     // tensor work and more stages); an expert past 16 rows takes more tiles.

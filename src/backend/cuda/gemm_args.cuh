@@ -12,7 +12,7 @@
 
 namespace rf::gpu {
 
-constexpr int kQuantGemmChunk = 256;  // k a stage: one k-quant super-block
+constexpr int kQuantGemmChunk = 256;  // k a stage: one k-quant super-block (Q8_0 on wgmma: 128)
 
 struct QuantGemmArgs {
   const uint8_t* w;
@@ -32,13 +32,14 @@ struct QuantGemmArgs {
 };
 
 // Dense mode: out[n, m] = x[n, k] . w^T over `splits` parts of k (clamped to
-// 1..k / 256 and cut so that none is empty: the count is updated), partials
+// 1..k / chunk and cut so that none is empty: the count is updated), partials
 // holding splits * n * m floats when split. `what` names the kernel in errors.
 inline QuantGemmArgs quant_gemm_args(const char* what, const void* w, size_t row_bytes, int m, int k, const void* x,
-                                     int n, int max_n, void* out, DType out_type, int& splits, float* partials) {
-  RF_CHECK(k % kQuantGemmChunk == 0 && n >= 1 && n <= max_n, what, ": unsupported shape");
+                                     int n, int max_n, void* out, DType out_type, int& splits, float* partials,
+                                     int chunk = kQuantGemmChunk) {
+  RF_CHECK(k % chunk == 0 && n >= 1 && n <= max_n, what, ": unsupported shape");
   RF_CHECK(out_type == DType::F32 || out_type == DType::F16, what, ": output must be f32 or f16");
-  const int n_chunks = k / kQuantGemmChunk;
+  const int n_chunks = k / chunk;
   splits = std::clamp(splits, 1, n_chunks);
   QuantGemmArgs a{};
   a.w = static_cast<const uint8_t*>(w);

@@ -1,5 +1,5 @@
 // Hopper tensor-core GEMM for batched decode (9..64 activation rows a launch)
-// straight from Q4_K and Q6_K weights: wgmma_matmul_kernel, its launcher and
+// straight from Q4_K, Q6_K and Q8_0 weights: wgmma_matmul_kernel, its launcher and
 // shared-memory opt-in. The weights are wgmma's register operand: each
 // warpgroup dequantizes its 64 weight rows into the A-fragment layout (k in
 // natural order) while the tensor cores work on the previous 16-wide k step
@@ -31,36 +31,48 @@ constexpr int kCols = 64;                  // activation rows a launch at most: 
 constexpr int kGroups = 4;                 // warpgroups a block, 64 weight rows each
 constexpr int kRows = 64 * kGroups;        // weight rows a block
 constexpr int kThreads = 128 * kGroups;
-constexpr int kChunk = kQuantGemmChunk;    // k a stage (one k-quant super-block)
 // A kernel of N activation columns (wgmma's N: 64, or 16 for launches of
 // 16 rows at most: a quarter of the tensor work and of the activations'
 // shared memory, which goes to more stages).
 template <int N> constexpr int kAtomBytes = N * 128;  // a swizzle atom: 64 k (128 bytes) of all N rows
-template <int N> constexpr int kXStage = kChunk / 64 * kAtomBytes<N>;  // 32 KB of activations a stage (N = 64)
 
-// Per format: bytes a weight row takes in a stage (a stride free of bank
-// conflicts for the fragment loads), 16-byte copies a row, ring depth, and
-// whether rows' super-blocks start on 16-byte boundaries.
+// Per format: k a stage (kChunk: a k-quant super-block, four Q8_0 blocks)
+// and a row's bytes of it (kStageBytes), bytes a weight row takes in a
+// stage (a stride free of bank conflicts for the fragment loads), 16-byte
+// copies a row, and whether each row's stage bytes start on 16-byte
+// boundaries.
 template <DType T> struct WgFormat;
 template <> struct WgFormat<DType::Q4_K> {
+  static constexpr int kChunk = kQuantGemmChunk, kStageBytes = sizeof(BlockQ4_K);
   static constexpr int kRowStride = 144, kUnits = 9;
   static constexpr bool kAligned = true;  // 144-byte super-blocks
 };
-// Q6_K super-blocks are 210 bytes: a row's stage copy takes the 224 bytes
-// from the 16-byte boundary at or below its super-block (which starts 0..14
-// bytes in). The copy past the matrix's last byte stays below the next
-// 16-byte boundary, inside the allocation (CudaBackend::alloc: whole 256-byte
-// units).
+// Unaligned formats: a row's stage copy takes the 16-byte units from the
+// boundary at or below its stage bytes (which start 0..14 bytes in) that
+// hold any of them, so the copy past the matrix's last byte stays below the
+// next 16-byte boundary, inside the allocation (CudaBackend::alloc: whole
+// 256-byte units). Q6_K super-blocks are 210 bytes (14 units always).
 template <> struct WgFormat<DType::Q6_K> {
+  static constexpr int kChunk = kQuantGemmChunk, kStageBytes = sizeof(BlockQ6_K);
   static constexpr int kRowStride = 240, kUnits = 14;
   static constexpr bool kAligned = false;
 };
-// Ring depth: as many stages as fit 220 KB (Q4_K 3, Q6_K 2 at N = 64).
+// Q8_0: four 34-byte blocks (128 k) a stage, 9 or 10 units; k need only be
+// a multiple of 128 (glm4-9b's 13,696-wide down rows, which k-quants cannot
+// take). The stride keeps the 8 rows of a fragment load on distinct banks
+// when alternate rows start 8 bytes apart in their windows.
+template <> struct WgFormat<DType::Q8_0> {
+  static constexpr int kChunk = 4 * kQK, kStageBytes = 4 * sizeof(BlockQ8_0);
+  static constexpr int kRowStride = 176, kUnits = 10;
+  static constexpr bool kAligned = false;
+};
+template <DType T, int N> constexpr int kXStage = WgFormat<T>::kChunk / 64 * kAtomBytes<N>;  // activations a stage
+// Ring depth: as many stages as fit 220 KB (Q4_K 3, Q6_K 2, Q8_0 3 at N = 64).
 template <DType T, int N>
-constexpr int kStages = int((220 << 10) / (kXStage<N> + kRows * WgFormat<T>::kRowStride));
+constexpr int kStages = int((220 << 10) / (kXStage<T, N> + kRows * WgFormat<T>::kRowStride));
 template <DType T, int N>
 constexpr size_t smem_bytes() {
-  return 1024 + size_t(kStages<T, N>) * (kXStage<N> + size_t(kRows) * WgFormat<T>::kRowStride);
+  return 1024 + size_t(kStages<T, N>) * (kXStage<T, N> + size_t(kRows) * WgFormat<T>::kRowStride);
 }
 static_assert(kStages<DType::Q4_K, 64> == 3 && kStages<DType::Q6_K, 64> == 2, "the measured ring depths");
 
@@ -267,6 +279,32 @@ __device__ __forceinline__ void q6k_stage(uint32_t r0, uint32_t r8, int t, uint6
   }
 }
 
+// Q8_0: block b of the stage is d * q over its 32 int8 quants; k step 2b + s
+// holds quants 16 s .. 16 s + 15 (after the block's 2-byte scale).
+template <int N>
+__device__ __forceinline__ void q8_0_stage(uint32_t r0, uint32_t r8, int t, uint64_t desc0, float (&acc)[N / 2]) {
+  uint32_t a[2][4];  // two A fragments in flight: buffer = issue order % 2
+  const __half2 k1152 = __float2half2_rn(1152.0f);  // 1024 + 128: the quants' sign bits flipped
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    const int blk = b * int(sizeof(BlockQ8_0));
+    const uint32_t dr0 = lds_u16(r0 + blk), dr8 = lds_u16(r8 + blk);
+    const __half2 d0 = bits_h2(dr0 | (dr0 << 16)), d8 = bits_h2(dr8 | (dr8 << 16));
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      const int o = blk + int(offsetof(BlockQ8_0, qs)) + 16 * s + 2 * t;
+      const uint32_t v0 = lds_quad(r0 + o) ^ 0x80808080u, v8 = lds_quad(r8 + o) ^ 0x80808080u;
+      uint32_t(&f)[4] = a[s];  // issue order 2 b + s
+      wgmma_wait<1>();
+      f[0] = h2_bits(__hmul2(__hsub2(magic_h2(v0, 0x00ff00ffu), k1152), d0));
+      f[1] = h2_bits(__hmul2(__hsub2(magic_h2(v8, 0x00ff00ffu), k1152), d8));
+      f[2] = h2_bits(__hmul2(__hsub2(magic_h2(v0 >> 8, 0x00ff00ffu), k1152), d0));
+      f[3] = h2_bits(__hmul2(__hsub2(magic_h2(v8 >> 8, 0x00ff00ffu), k1152), d8));
+      issue_step<N>(acc, f, desc0, 2 * b + s);
+    }
+  }
+}
+
 // ---- stage copies ---------------------------------------------------------------------
 
 using WgArgs = QuantGemmArgs;  // dense and expert mode
@@ -275,15 +313,15 @@ using WgArgs = QuantGemmArgs;  // dense and expert mode
 // pieces tid + kThreads j of a stage (row-major, so a warp's copies are
 // contiguous runs of rows) and the 16-byte pieces tid % kTpr + kTpr j of
 // activation row tid / kTpr (N = 64: one in each 64-wide swizzle atom, at
-// the same swizzled column; N = 16: one piece). Source addresses are
-// computed once.
+// the same swizzled column; N = 16: one piece, threads past the stage's
+// pieces idle). Source addresses are computed once.
 template <DType T, int N>
 struct StageCopier {
-  static constexpr int kTpr = kThreads / N;       // threads an activation row
-  static constexpr int kXPieces = kChunk / 8 / kTpr;  // 16-byte pieces a thread a stage
   using F = WgFormat<T>;
+  static constexpr int kTpr = std::min(kThreads / N, F::kChunk / 8);  // threads an activation row
+  static constexpr int kXPieces = F::kChunk / 8 / kTpr;                // 16-byte pieces a thread a stage
+  static_assert(F::kChunk / 8 % kTpr == 0, "activation pieces share out evenly");
   static constexpr int kPieces = (kRows * F::kUnits + kThreads - 1) / kThreads;
-  static constexpr size_t kBlockBytes = T == DType::Q4_K ? sizeof(BlockQ4_K) : sizeof(BlockQ6_K);
   const uint8_t* w[kPieces];  // this thread's pieces' rows at super-block 0 (aligned formats: the pieces)
   uint32_t w_dst[kPieces];    // ... their offsets in a weight stage
   const uint8_t* x;           // its activation row at chunk 0
@@ -303,20 +341,25 @@ struct StageCopier {
     x_valid = x_row < a.n;  // rows past n are zeros
     x = reinterpret_cast<const uint8_t*>(a.x + size_t(x_valid ? x_row : 0) * a.k);
   }
+  __device__ __forceinline__ bool copies_activations() const { return N * kTpr == kThreads || x_row < N; }
   __device__ __forceinline__ void weights(int c, uint8_t* ws) const {
 #pragma unroll
     for (int j = 0; j < kPieces; ++j) {
       if (kThreads * (j + 1) <= kRows * F::kUnits || int(threadIdx.x) + kThreads * j < kRows * F::kUnits) {
-        const uint8_t* src = w[j] + size_t(c) * kBlockBytes;
-        if constexpr (!F::kAligned)  // the piece's place in the window from the boundary below
-          src = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(src) & ~uintptr_t(15)) +
-                w_dst[j] % F::kRowStride;
+        const uint8_t* src = w[j] + size_t(c) * F::kStageBytes;
+        if constexpr (!F::kAligned) {  // the piece's place in the window from the boundary below
+          const uint32_t unit = w_dst[j] % F::kRowStride, lo = uint32_t(reinterpret_cast<uintptr_t>(src) & 15);
+          // (A row's last unit can lie wholly past its stage bytes: then it is not copied.)
+          if (16 * (F::kUnits - 1) >= F::kStageBytes && unit >= lo + F::kStageBytes) continue;
+          src = src - lo + unit;
+        }
         copy16_async(ws + w_dst[j], src);
       }
     }
   }
   __device__ __forceinline__ void activations(int c, uint8_t* xs) const {
-    const uint8_t* src = x + size_t(c) * kChunk * 2;
+    if (!copies_activations()) return;
+    const uint8_t* src = x + size_t(c) * F::kChunk * 2;
 #pragma unroll
     for (int j = 0; j < kXPieces; ++j) {
       const int u = x_piece0 + kTpr * j;  // piece u: swizzle atom u / 8, column u % 8
@@ -325,14 +368,13 @@ struct StageCopier {
     }
   }
 };
-// Where super-block c of a thread's row starts in its stage row (0 for the
-// aligned formats): the row's address modulo 16, moved on c blocks.
+// Where stage c of a thread's row starts in its stage row (0 for the
+// aligned formats): the row's address modulo 16, moved on c stages.
 template <DType T>
 __device__ __forceinline__ uint32_t block_in_window(uint32_t row_addr_lo, int c) {
   if constexpr (WgFormat<T>::kAligned) return 0;
-  return (row_addr_lo + uint32_t(c) * uint32_t(sizeof(BlockQ6_K))) & 15u;
+  return (row_addr_lo + uint32_t(c) * uint32_t(WgFormat<T>::kStageBytes)) & 15u;
 }
-static_assert(kThreads % 64 == 0 && kChunk / 8 % (kThreads / 16) == 0, "activation pieces share out evenly");
 
 // kExperts: expert mode (a.tiles set; compiled apart so that the dense
 // kernel's registers stay as measured).
@@ -340,7 +382,7 @@ template <DType T, typename OutT, bool kExperts, int N>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
   using F = WgFormat<T>;
   constexpr int S = kStages<T, N>;
-  constexpr int kXS = kXStage<N>;
+  constexpr int kXS = kXStage<T, N>;
   constexpr int kWStage = kRows * F::kRowStride;
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
@@ -351,7 +393,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
   const int row0 = blockIdx.x * kRows;
-  const int n_chunks = a.k / kChunk;
+  const int n_chunks = a.k / F::kChunk;
   if constexpr (kExperts) {  // the tiles are the previous kernel's output
     pdl_wait();
     if (int(blockIdx.y) >= *a.n_tiles) return;
@@ -407,8 +449,10 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
     fence_acc(acc);
     if constexpr (T == DType::Q4_K)
       q4k_stage<N>(r0, r8, t, desc0, acc);
-    else
+    else if constexpr (T == DType::Q6_K)
       q6k_stage<N>(r0, r8, t, desc0, acc);
+    else
+      q8_0_stage<N>(r0, r8, t, desc0, acc);
     wgmma_wait<0>();  // the slot is refilled after the next barrier
     fence_acc(acc);
   }
@@ -452,6 +496,13 @@ void launch_wgmma(const WgArgs& a, dim3 grid, int cols, DType out_type, const La
       : launch(wgmma_matmul_kernel<T, __half, kExperts, 64>, grid, dim3(kThreads), smem_bytes<T, 64>(), ctx, a);
 }
 
+// k a stage and a row's bytes of it, by weight format (Q4_K, Q6_K or Q8_0).
+int stage_k(DType t) { return t == DType::Q8_0 ? WgFormat<DType::Q8_0>::kChunk : kQuantGemmChunk; }
+int stage_row_bytes(DType t) {
+  return t == DType::Q8_0 ? WgFormat<DType::Q8_0>::kStageBytes
+                          : t == DType::Q6_K ? WgFormat<DType::Q6_K>::kStageBytes : WgFormat<DType::Q4_K>::kStageBytes;
+}
+
 }  // namespace
 
 bool wgmma_experts_supported(DType w_type, int k) { return wgmma_matmul_supported(w_type, k); }
@@ -464,13 +515,17 @@ void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size
   RF_CHECK(tile_rows >= 1 && tile_rows <= kCols, "wgmma matmul: expert tiles of ", tile_rows, " rows");
   if (max_tiles <= 0) return;
   int splits = 1;
-  WgArgs a = quant_gemm_args("wgmma matmul", w, row_bytes, m, k, x, kCols, kCols, out, out_type, splits, nullptr);
+  WgArgs a = quant_gemm_args("wgmma matmul", w, row_bytes, m, k, x, kCols, kCols, out, out_type, splits, nullptr,
+                             stage_k(w_type));
   a.tiles = reinterpret_cast<const int4*>(tiles);
   a.n_tiles = n_tiles;
   a.expert_bytes = expert_bytes;
   const dim3 grid(unsigned((m + kRows - 1) / kRows), unsigned(max_tiles));
-  if (w_type == DType::Q4_K) return launch_wgmma<DType::Q4_K, true>(a, grid, tile_rows, out_type, ctx);
-  launch_wgmma<DType::Q6_K, true>(a, grid, tile_rows, out_type, ctx);
+  switch (w_type) {
+    case DType::Q4_K: return launch_wgmma<DType::Q4_K, true>(a, grid, tile_rows, out_type, ctx);
+    case DType::Q6_K: return launch_wgmma<DType::Q6_K, true>(a, grid, tile_rows, out_type, ctx);
+    default: return launch_wgmma<DType::Q8_0, true>(a, grid, tile_rows, out_type, ctx);
+  }
 }
 
 void wgmma_device_setup() {
@@ -478,10 +533,12 @@ void wgmma_device_setup() {
   opt_in_smem<DType::Q4_K, __half>();
   opt_in_smem<DType::Q6_K, float>();
   opt_in_smem<DType::Q6_K, __half>();
+  opt_in_smem<DType::Q8_0, float>();
+  opt_in_smem<DType::Q8_0, __half>();
 }
 
 bool wgmma_matmul_supported(DType w_type, int k) {
-  return (w_type == DType::Q4_K || w_type == DType::Q6_K) && k % kChunk == 0;
+  return (w_type == DType::Q4_K || w_type == DType::Q6_K || w_type == DType::Q8_0) && k % stage_k(w_type) == 0;
 }
 
 int wgmma_matmul_splits(DType w_type, int m, int k, int n, int n_sms, int split_cost) {
@@ -490,8 +547,8 @@ int wgmma_matmul_splits(DType w_type, int m, int k, int n, int n_sms, int split_
   // the partials' sum and the stage-times their bytes (written and read
   // back) would stream in. Each split keeps >= 2 stages; ties go to fewer
   // splits.
-  const int row_blocks = (m + kRows - 1) / kRows, n_chunks = k / kChunk;
-  const double block_bytes = double(w_type == DType::Q6_K ? sizeof(BlockQ6_K) : sizeof(BlockQ4_K));
+  const int row_blocks = (m + kRows - 1) / kRows, n_chunks = k / stage_k(w_type);
+  const double block_bytes = double(stage_row_bytes(w_type));
   const double wave_stage_bytes = double(n_sms) * kRows * block_bytes;
   int best = 1;
   double best_cost = -1;
@@ -509,12 +566,14 @@ void wgmma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, c
                   DType out_type, int splits, float* partials, const LaunchCtx& ctx) {
   RF_CHECK(wgmma_matmul_supported(w_type, k), "wgmma matmul: unsupported weight type ", dtype_name(w_type),
            " or width ", k);
-  const WgArgs a = quant_gemm_args("wgmma matmul", w, row_bytes, m, k, x, n, kCols, out, out_type, splits, partials);
+  const WgArgs a =
+      quant_gemm_args("wgmma matmul", w, row_bytes, m, k, x, n, kCols, out, out_type, splits, partials, stage_k(w_type));
   const dim3 grid(unsigned((a.m + kRows - 1) / kRows), unsigned(splits));
-  if (w_type == DType::Q4_K)
-    launch_wgmma<DType::Q4_K, false>(a, grid, a.n, out_type, ctx);
-  else
-    launch_wgmma<DType::Q6_K, false>(a, grid, a.n, out_type, ctx);
+  switch (w_type) {
+    case DType::Q4_K: launch_wgmma<DType::Q4_K, false>(a, grid, a.n, out_type, ctx); break;
+    case DType::Q6_K: launch_wgmma<DType::Q6_K, false>(a, grid, a.n, out_type, ctx); break;
+    default: launch_wgmma<DType::Q8_0, false>(a, grid, a.n, out_type, ctx);
+  }
   if (splits > 1) mma_sum_splits(a.partials, splits, int64_t(a.n) * a.m, a.out, out_type, ctx);
 }
 
