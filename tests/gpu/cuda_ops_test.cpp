@@ -85,9 +85,9 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
                                            DType::Q6_K, DType::F8_E4M3_ROW),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
-// Batches of 9..64 rows on Q4_K / Q6_K / Q8_0 weights: Hopper's wgmma kernel
+// Batches of 9..64 rows on Q4_K / Q5_K / Q6_K / Q8_0 weights: Hopper's wgmma kernel
 // (its k range split by the rule, wherever that costs no more (split cost
-// 0), and never (1000)) and the mma.sync kernel (Q8_0: dequantize + BLAS),
+// 0), and never (1000)) and the mma.sync kernel (Q5_K, Q8_0: dequantize + BLAS),
 // each against the CPU. Shapes: one super-block (k = 256); partial 256-row
 // blocks (m = 257, 300, 513); k split over blocks (4096; 14336: 56
 // super-blocks, an uneven split; 1280: two splits of 3 and 2 stages); Q6_K
@@ -104,7 +104,7 @@ TEST(CudaOps, KQuantTensorCoreMatmulKernels) {
   GTEST_SKIP() << "the portable kernels have no tensor-core matmul";
 #else
   ASSERT_TRUE(gpu::wgmma_matmul_supported(DType::Q4_K, 256) && gpu::wgmma_matmul_supported(DType::Q6_K, 768) &&
-              gpu::wgmma_matmul_supported(DType::Q8_0, 13696));
+              gpu::wgmma_matmul_supported(DType::Q5_K, 3072) && gpu::wgmma_matmul_supported(DType::Q8_0, 13696));
   std::mt19937 rng(31);
   CpuBackend cpu(2);
   const std::vector<std::array<int, 3>> shapes = {{9, 256, 257}, {64, 4096, 300}, {33, 14336, 64},
@@ -119,7 +119,7 @@ TEST(CudaOps, KQuantTensorCoreMatmulKernels) {
     o.wgmma_narrow = narrow;
     auto gpu = std::make_unique<CudaBackend>(o);
     gpu->reserve(BackendLimits{128, 4, 4, 4, 100, 4096 * 512, 1, 1});
-    for (DType type : {DType::Q4_K, DType::Q6_K, DType::Q8_0}) {
+    for (DType type : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0}) {
       auto type_shapes = shapes;
       if (type == DType::Q8_0)
         type_shapes.insert(type_shapes.end(), {{9, 128, 257}, {16, 384, 300}, {64, 13696, 300}, {24, 13696, 64}});

@@ -1,5 +1,5 @@
 // Hopper tensor-core GEMM for batched decode (9..64 activation rows a launch)
-// straight from Q4_K, Q6_K and Q8_0 weights: wgmma_matmul_kernel, its launcher and
+// straight from Q4_K, Q5_K, Q6_K and Q8_0 weights: wgmma_matmul_kernel, its launcher and
 // shared-memory opt-in. The weights are wgmma's register operand: each
 // warpgroup dequantizes its 64 weight rows into the A-fragment layout (k in
 // natural order) while the tensor cores work on the previous 16-wide k step
@@ -47,6 +47,11 @@ template <> struct WgFormat<DType::Q4_K> {
   static constexpr int kRowStride = 144, kUnits = 9;
   static constexpr bool kAligned = true;  // 144-byte super-blocks
 };
+template <> struct WgFormat<DType::Q5_K> {
+  static constexpr int kChunk = kQuantGemmChunk, kStageBytes = sizeof(BlockQ5_K);
+  static constexpr int kRowStride = 176, kUnits = 11;
+  static constexpr bool kAligned = true;  // 176-byte super-blocks
+};
 // Unaligned formats: a row's stage copy takes the 16-byte units from the
 // boundary at or below its stage bytes (which start 0..14 bytes in) that
 // hold any of them, so the copy past the matrix's last byte stays below the
@@ -67,7 +72,7 @@ template <> struct WgFormat<DType::Q8_0> {
   static constexpr bool kAligned = false;
 };
 template <DType T, int N> constexpr int kXStage = WgFormat<T>::kChunk / 64 * kAtomBytes<N>;  // activations a stage
-// Ring depth: as many stages as fit 220 KB (Q4_K 3, Q6_K 2, Q8_0 3 at N = 64).
+// Ring depth: as many stages as fit 220 KB (Q4_K 3, Q5_K 2, Q6_K 2, Q8_0 3 at N = 64).
 template <DType T, int N>
 constexpr int kStages = int((220 << 10) / (kXStage<T, N> + kRows * WgFormat<T>::kRowStride));
 template <DType T, int N>
@@ -189,16 +194,30 @@ struct Q4KScales {
 
 // Q4_K: sub-block j (32 k) of a row is d * sc_j * q - dmin * m_j; k step 2j + s
 // holds its elements 16 s .. 16 s + 15, whose quants are the low (j even) or
-// high (j odd) nibbles of qs[32 (j / 2) + 16 s + i].
-template <int N>
-__device__ __forceinline__ void q4k_stage(uint32_t r0, uint32_t r8, int t, uint64_t desc0,
-                                          float (&acc)[N / 2]) {
+// high (j odd) nibbles of qs[32 (j / 2) + 16 s + i]. Q5_K (kFifthBit): the
+// same header and nibbles (qs after the fifth bits), element i of the pair's
+// 32 taking bit j of qh[i] as its bit 4.
+template <bool kFifthBit, int N>
+__device__ __forceinline__ void q45k_stage(uint32_t r0, uint32_t r8, int t, uint64_t desc0, float (&acc)[N / 2]) {
+  constexpr int kQs = kFifthBit ? int(offsetof(BlockQ5_K, qs)) : int(offsetof(BlockQ4_K, qs));
+  constexpr uint32_t kMask = kFifthBit ? 0x001f001fu : 0x000f000fu;
   uint32_t a[2][4];  // two A fragments in flight: buffer = issue order % 2
   const Q4KScales s0(lds_v4(r0)), s8(lds_v4(r8));
   const __half2 k1024 = __float2half2_rn(1024.0f);
+  uint32_t h0[2] = {0, 0}, h8[2] = {0, 0};  // fifth bits of the same elements of every pair
+  if constexpr (kFifthBit) {
+    constexpr int kQh = int(offsetof(BlockQ5_K, qh));
+    h0[0] = lds_quad(r0 + kQh + 2 * t), h0[1] = lds_quad(r0 + kQh + 16 + 2 * t);
+    h8[0] = lds_quad(r8 + kQh + 2 * t), h8[1] = lds_quad(r8 + kQh + 16 + 2 * t);
+  }
+  // Bytes 0 and 2 of x >> sh (their low nibbles) with bit j of h's bytes 0 and 2 as bit 4.
+  const auto quants = [](uint32_t x, int sh, uint32_t h, int j) {
+    if constexpr (!kFifthBit) return x >> sh;
+    return ((x >> sh) & 0x000f000fu) | (((h >> j) << 4) & 0x00100010u);
+  };
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
-    const int o = 16 + 32 * p + 2 * t;
+    const int o = kQs + 32 * p + 2 * t;
     const uint32_t x0[2] = {lds_quad(r0 + o), lds_quad(r0 + o + 16)};
     const uint32_t x8[2] = {lds_quad(r8 + o), lds_quad(r8 + o + 16)};
 #pragma unroll
@@ -211,10 +230,10 @@ __device__ __forceinline__ void q4k_stage(uint32_t r0, uint32_t r8, int t, uint6
         const int sh = 4 * hi;
         uint32_t(&f)[4] = a[s];  // issue order 2 j + s
         wgmma_wait<1>();
-        f[0] = h2_bits(__hfma2(__hsub2(magic_h2(x0[s] >> sh, 0x000f000fu), k1024), d0, m0));
-        f[1] = h2_bits(__hfma2(__hsub2(magic_h2(x8[s] >> sh, 0x000f000fu), k1024), d8, m8));
-        f[2] = h2_bits(__hfma2(__hsub2(magic_h2(x0[s] >> (sh + 8), 0x000f000fu), k1024), d0, m0));
-        f[3] = h2_bits(__hfma2(__hsub2(magic_h2(x8[s] >> (sh + 8), 0x000f000fu), k1024), d8, m8));
+        f[0] = h2_bits(__hfma2(__hsub2(magic_h2(quants(x0[s], sh, h0[s], j), kMask), k1024), d0, m0));
+        f[1] = h2_bits(__hfma2(__hsub2(magic_h2(quants(x8[s], sh, h8[s], j), kMask), k1024), d8, m8));
+        f[2] = h2_bits(__hfma2(__hsub2(magic_h2(quants(x0[s], sh + 8, h0[s], j + 8), kMask), k1024), d0, m0));
+        f[3] = h2_bits(__hfma2(__hsub2(magic_h2(quants(x8[s], sh + 8, h8[s], j + 8), kMask), k1024), d8, m8));
         issue_step<N>(acc, f, desc0, 2 * j + s);
       }
     }
@@ -447,8 +466,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
     const uint32_t r8 = wst + (r_local + 8) * F::kRowStride + block_in_window<T>(row_lo8, c_begin + i);
     const uint64_t desc0 = swizzled_desc(xs_addr + slot * kXS);
     fence_acc(acc);
-    if constexpr (T == DType::Q4_K)
-      q4k_stage<N>(r0, r8, t, desc0, acc);
+    if constexpr (T == DType::Q4_K || T == DType::Q5_K)
+      q45k_stage<T == DType::Q5_K, N>(r0, r8, t, desc0, acc);
     else if constexpr (T == DType::Q6_K)
       q6k_stage<N>(r0, r8, t, desc0, acc);
     else
@@ -496,11 +515,15 @@ void launch_wgmma(const WgArgs& a, dim3 grid, int cols, DType out_type, const La
       : launch(wgmma_matmul_kernel<T, __half, kExperts, 64>, grid, dim3(kThreads), smem_bytes<T, 64>(), ctx, a);
 }
 
-// k a stage and a row's bytes of it, by weight format (Q4_K, Q6_K or Q8_0).
+// k a stage and a row's bytes of it, by weight format.
 int stage_k(DType t) { return t == DType::Q8_0 ? WgFormat<DType::Q8_0>::kChunk : kQuantGemmChunk; }
 int stage_row_bytes(DType t) {
-  return t == DType::Q8_0 ? WgFormat<DType::Q8_0>::kStageBytes
-                          : t == DType::Q6_K ? WgFormat<DType::Q6_K>::kStageBytes : WgFormat<DType::Q4_K>::kStageBytes;
+  switch (t) {
+    case DType::Q5_K: return WgFormat<DType::Q5_K>::kStageBytes;
+    case DType::Q6_K: return WgFormat<DType::Q6_K>::kStageBytes;
+    case DType::Q8_0: return WgFormat<DType::Q8_0>::kStageBytes;
+    default: return WgFormat<DType::Q4_K>::kStageBytes;
+  }
 }
 
 }  // namespace
@@ -523,6 +546,7 @@ void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size
   const dim3 grid(unsigned((m + kRows - 1) / kRows), unsigned(max_tiles));
   switch (w_type) {
     case DType::Q4_K: return launch_wgmma<DType::Q4_K, true>(a, grid, tile_rows, out_type, ctx);
+    case DType::Q5_K: return launch_wgmma<DType::Q5_K, true>(a, grid, tile_rows, out_type, ctx);
     case DType::Q6_K: return launch_wgmma<DType::Q6_K, true>(a, grid, tile_rows, out_type, ctx);
     default: return launch_wgmma<DType::Q8_0, true>(a, grid, tile_rows, out_type, ctx);
   }
@@ -531,6 +555,8 @@ void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size
 void wgmma_device_setup() {
   opt_in_smem<DType::Q4_K, float>();
   opt_in_smem<DType::Q4_K, __half>();
+  opt_in_smem<DType::Q5_K, float>();
+  opt_in_smem<DType::Q5_K, __half>();
   opt_in_smem<DType::Q6_K, float>();
   opt_in_smem<DType::Q6_K, __half>();
   opt_in_smem<DType::Q8_0, float>();
@@ -538,7 +564,8 @@ void wgmma_device_setup() {
 }
 
 bool wgmma_matmul_supported(DType w_type, int k) {
-  return (w_type == DType::Q4_K || w_type == DType::Q6_K || w_type == DType::Q8_0) && k % stage_k(w_type) == 0;
+  return (w_type == DType::Q4_K || w_type == DType::Q5_K || w_type == DType::Q6_K || w_type == DType::Q8_0) &&
+         k % stage_k(w_type) == 0;
 }
 
 int wgmma_matmul_splits(DType w_type, int m, int k, int n, int n_sms, int split_cost) {
@@ -571,6 +598,7 @@ void wgmma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, c
   const dim3 grid(unsigned((a.m + kRows - 1) / kRows), unsigned(splits));
   switch (w_type) {
     case DType::Q4_K: launch_wgmma<DType::Q4_K, false>(a, grid, a.n, out_type, ctx); break;
+    case DType::Q5_K: launch_wgmma<DType::Q5_K, false>(a, grid, a.n, out_type, ctx); break;
     case DType::Q6_K: launch_wgmma<DType::Q6_K, false>(a, grid, a.n, out_type, ctx); break;
     default: launch_wgmma<DType::Q8_0, false>(a, grid, a.n, out_type, ctx);
   }
