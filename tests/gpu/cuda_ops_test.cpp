@@ -218,10 +218,11 @@ TEST(CudaOps, Fp8TensorCoreMatmul) {
   }
 }
 
-// Batch-1 Q4_K, Q5_K and Q6_K GEMVs read their activations as 8-bit quants
-// (one scale per 32; gemv_stream.cu). Against the CPU with the same
+// Batch-1 Q4_K, Q5_K, Q6_K and Q8_0 GEMVs read their activations as 8-bit
+// quants (one scale per 32; gemv_stream.cu). Against the CPU with the same
 // quantized activations they agree as closely as any GEMV (every
-// rows-per-warp and warps-per-row variant (Q5_K: always two rows), a
+// rows-per-warp and warps-per-row variant (Q5_K, Q8_0: always two rows;
+// Q8_0 also glm4-9b's 13,696-wide rows, 214 chunks), a
 // partial last block, rows of an odd number of super-blocks (so Q6_K's at
 // both 2-byte alignments), gate*up fused with SiLU); against the CPU with
 // the f16 activations themselves the normalized mean squared error
@@ -238,7 +239,7 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
     for (int r = 0; r < m; ++r) quantize_row(type, wf.data() + size_t(r) * k, wq.data() + r * rb, size_t(k));
     return wq;
   };
-  for (const DType type : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
+  for (const DType type : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0})
   for (const int rows_per_warp : {1, 2, 4})
   for (const int split : {0, 1, 2, 4}) {
     CudaOptions o;
@@ -249,8 +250,9 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
     gpu.reserve(BackendLimits{64, 4, 4, 4, 100, 14336 * 64, 1, 1});
     const std::string variant = str(dtype_name(type), ", rows per warp ", rows_per_warp, ", split ", split);
     // (3072: lane groups of 16 at two rows per warp.)
-    for (const auto& [k, m] : {std::pair{4096, 67}, std::pair{14336, 130}, std::pair{2304, 40}, std::pair{3072, 70},
-                               std::pair{3584, 45}}) {
+    std::vector<std::pair<int, int>> shapes = {{4096, 67}, {14336, 130}, {2304, 40}, {3072, 70}, {3584, 45}};
+    if (type == DType::Q8_0) shapes.push_back({13696, 50});
+    for (const auto& [k, m] : shapes) {
       ASSERT_TRUE(gpu.gemv_quantizes_activations(type, 1, k)) << variant << ", k=" << k;
       auto wq = quantized(type, m, k);
       auto x = test::round_f16(test::randn(size_t(k), rng));

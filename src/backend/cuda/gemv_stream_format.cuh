@@ -1,4 +1,4 @@
-// The streaming k-quant GEMVs' weight formats (gemv_stream.cu, and one
+// The streaming GEMVs' weight formats (k-quants and Q8_0; gemv_stream.cu, and one
 // token's expert down + combine in moe_down.cu): how a lane loads its 64-weight
 // chunk of a row straight into registers (StreamFormat<T>::load), the
 // chunk's activations from a row's 8-bit quants (load_x) and their integer
@@ -135,6 +135,41 @@ template <bool kFifthBit> struct StreamQ45K {
 };
 template <> struct StreamFormat<DType::Q4_K> : StreamQ45K<false> {};
 template <> struct StreamFormat<DType::Q5_K> : StreamQ45K<true> {};
+
+// Q8_0 (34-byte blocks; a row of whole chunks is 4-aligned, 68 bytes a
+// chunk): chunk c is blocks 2c and 2c + 1, loaded as 17 words. Block 2c's
+// scale is the low half of word 0 and its quants start two bytes on
+// (realigned by a byte permute); block 2c + 1's scale is the high half of
+// word 8, its quants words 9..16. The activations are Q4_K's: the quants of
+// the two blocks' 64 elements and (d, d * sum) of each 32.
+template <> struct StreamFormat<DType::Q8_0> {
+  struct Chunk {
+    uint32_t w[17];
+  };
+  using XChunk = StreamQ45K<false>::XChunk;
+  __device__ static Chunk load(const uint8_t* row, int c, bool /*l1: always*/) {
+    const uint8_t* p = row + size_t(c) * (2 * sizeof(BlockQ8_0));
+    Chunk q;
+#pragma unroll
+    for (int j = 0; j < 17; ++j) q.w[j] = load_weights4(p + 4 * j);
+    return q;
+  }
+  __device__ static XChunk load_x(const int8_t* xq, const float2* xds, int c) {
+    return StreamQ45K<false>::load_x(xq, xds, c);
+  }
+  __device__ static float dot(const Chunk& q, const XChunk& x, int /*p*/) {
+    const uint32_t xa[8] = {x.xl[0].x, x.xl[0].y, x.xl[0].z, x.xl[0].w, x.xl[1].x, x.xl[1].y, x.xl[1].z, x.xl[1].w};
+    const uint32_t xb[8] = {x.xh[0].x, x.xh[0].y, x.xh[0].z, x.xh[0].w, x.xh[1].x, x.xh[1].y, x.xh[1].z, x.xh[1].w};
+    int lo = 0, hi = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      lo = dot4_i8(int(__byte_perm(q.w[i], q.w[i + 1], 0x5432)), int(xa[i]), lo);
+      hi = dot4_i8(int(q.w[9 + i]), int(xb[i]), hi);
+    }
+    // Element = d * q; activation = scale * quant.
+    return h2f(uint16_t(q.w[0])) * x.ds.x * float(lo) + h2f(uint16_t(q.w[8] >> 16)) * x.ds.z * float(hi);
+  }
+};
 
 // Q6_K (210-byte super-blocks, so only 2-byte aligned: words are loaded
 // from the 4-aligned address below and realigned with a byte permute).
