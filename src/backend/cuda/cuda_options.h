@@ -18,7 +18,7 @@
 //   ROCMFORGE_GEMV_ROW_SETS=0 one-row k-quant GEMVs on short rows (k <= 2048)
 //                            do not split a block's warps between row sets
 //                                                           (gemv_row_sets)
-//   ROCMFORGE_MMA=0          Q4_K/Q6_K batches of 9..256 rows take
+//   ROCMFORGE_MMA=0          k-quant / Q8_0 batches of 9..256 rows take
 //                            dequantize + BLAS instead of the tensor-core
 //                            matmul                          (mma_max_rows_quant = 0)
 //   ROCMFORGE_WGMMA=0        that matmul on the mma.sync kernel, not
@@ -138,8 +138,9 @@ struct CudaOptions {
   // the combine kernel.
   int attention_cluster = 8;
   bool graphs = true;
-  // Batches of 9..N rows on Q4_K / Q6_K weights use the tensor-core matmul
-  // reading the stored format (0: dequantize + BLAS instead).
+  // Batches of 9..N rows on Q4_K / Q6_K (Hopper: also Q5_K, Q8_0) weights
+  // use the tensor-core matmul reading the stored format (0: dequantize +
+  // BLAS instead).
   int mma_max_rows_quant = 256;
   // ... on Hopper, the wgmma kernel (gemm_wgmma.cu) where it takes the
   // format (off: the mma.sync kernel of gemm_mma.cu), its k range split

@@ -16,7 +16,7 @@
 // both operands' loads contiguous (a dot product does not depend on the
 // order of its terms).
 //
-// On Hopper, dense Q4_K / Q6_K batches take gemm_wgmma.cu instead
+// On Hopper, dense Q4_K / Q6_K batches (and Q5_K, Q8_0) take gemm_wgmma.cu instead
 // (CudaOptions::wgmma); this kernel keeps expert mode and FP8 rows there.
 // Formats: Q4_K, Q6_K, FP8 rows (k % 256 == 0), and f16 in expert mode. NVIDIA only (mma.sync, cp.async);
 // other formats and HIP use dequantization to f16 + BLAS. (F16 weights read
