@@ -68,7 +68,11 @@ DType plan_tensor_type(const QuantPlan& plan, const std::string& name, int64_t c
              more_bits)
       t = DType::Q6_K;
   }
-  for (DType cand : {t, DType::Q8_0, DType::F16})
+  // A width the type's blocks do not divide (GLM-4's 13,696-wide down rows)
+  // falls back as llama.cpp's quantizer does: Q4_K to Q5_0, Q5_K to Q5_1,
+  // the rest (Q6_K) to Q8_0; then f16.
+  const DType fallback = t == DType::Q4_K ? DType::Q5_0 : t == DType::Q5_K ? DType::Q5_1 : DType::Q8_0;
+  for (DType cand : {t, fallback, DType::Q8_0, DType::F16})
     if (cols % info(cand).block_size == 0) return cand;
   return DType::F16;
 }

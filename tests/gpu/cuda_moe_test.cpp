@@ -381,6 +381,7 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                            MoeCase{DType::Q6_K, DType::Q6_K, 128, 8, false},
                                            MoeCase{DType::Q8_0, DType::Q8_0, 4, 2, false},
                                            MoeCase{DType::Q5_K, DType::Q6_K, 8, 2, false},
+                                           MoeCase{DType::Q5_0, DType::Q5_0, 4, 2, false},
                                            MoeCase{DType::F8_E4M3_ROW, DType::F8_E4M3_ROW, 8, 2, false},
                                            MoeCase{DType::F32, DType::F32, 8, 2, false}),
                          [](const auto& info) {

@@ -111,8 +111,12 @@ TEST(SyntheticFamily, QuantMixtureRules) {
   EXPECT_EQ(plan_tensor_type(plan, "blk.3.attn_qkv.weight", 3072, 2, 32), DType::Q5_K);
   EXPECT_EQ(plan_tensor_type(*quant_plan("q5_k_m"), "blk.3.attn_qkv.weight", 3072, 2, 32), DType::Q6_K);
   EXPECT_EQ(plan_tensor_type(plan, "blk.0.attn_q.bias", 4096, 1, 32), DType::F32);
-  // GLM-4's FFN of 13696 is no multiple of 256: ffn_down falls back to Q8_0.
+  // GLM-4's FFN of 13696 is no multiple of 256: ffn_down falls back as
+  // llama.cpp's does, Q6_K layers (the first eighth, ...) to Q8_0, Q4_K
+  // ones to Q5_0; Q5_K (q5_k_m) to Q5_1.
   EXPECT_EQ(plan_tensor_type(plan, "blk.1.ffn_down.weight", 13696, 2, 40), DType::Q8_0);
+  EXPECT_EQ(plan_tensor_type(plan, "blk.6.ffn_down.weight", 13696, 2, 40), DType::Q5_0);
+  EXPECT_EQ(plan_tensor_type(*quant_plan("q5_k_m"), "blk.6.ffn_down.weight", 13696, 2, 40), DType::Q5_1);
   // Mixtures of experts (llama.cpp's llama_tensor_get_type): routers stay
   // f32 under every plan; the experts' ffn_down_exps follow ffn_down's
   // "more bits" layers; 8-expert models get Q8_0 attn_k / attn_v and, under

@@ -1,4 +1,4 @@
-// The streaming GEMVs' weight formats (k-quants and Q8_0; gemv_stream.cu, and one
+// The streaming GEMVs' weight formats (k-quants, Q5_0 and Q8_0; gemv_stream.cu, and one
 // token's expert down + combine in moe_down.cu): how a lane loads its 64-weight
 // chunk of a row straight into registers (StreamFormat<T>::load), the
 // chunk's activations from a row's 8-bit quants (load_x) and their integer
@@ -135,6 +135,55 @@ template <bool kFifthBit> struct StreamQ45K {
 };
 template <> struct StreamFormat<DType::Q4_K> : StreamQ45K<false> {};
 template <> struct StreamFormat<DType::Q5_K> : StreamQ45K<true> {};
+
+// Q5_0 (22-byte blocks; a row of whole chunks is 4-aligned, 44 bytes a
+// chunk): chunk c is blocks 2c and 2c + 1, loaded as 11 words. Block 2c: its
+// scale the low half of word 0, its 32 fifth bits (qh) and 16 quant bytes
+// two bytes on (realigned by byte permutes); block 2c + 1: its scale the
+// high half of word 5, qh word 6, quants words 7..10. Quant byte j holds
+// element j (low nibble) and j + 16 (high); bit j of qh is element j's bit
+// 4. The activations are Q4_K's.
+template <> struct StreamFormat<DType::Q5_0> {
+  struct Chunk {
+    uint32_t w[11];
+  };
+  using XChunk = StreamQ45K<false>::XChunk;
+  __device__ static Chunk load(const uint8_t* row, int c, bool /*l1: always*/) {
+    const uint8_t* p = row + size_t(c) * (2 * sizeof(BlockQ5_0));
+    Chunk q;
+#pragma unroll
+    for (int j = 0; j < 11; ++j) q.w[j] = load_weights4(p + 4 * j);
+    return q;
+  }
+  __device__ static XChunk load_x(const int8_t* xq, const float2* xds, int c) {
+    return StreamQ45K<false>::load_x(xq, xds, c);
+  }
+  // Bits 0..3 of b as bit 4 of bytes 0..3.
+  __device__ static uint32_t fifth_bits(uint32_t b) {
+    return ((b << 4) & 0x10u) | ((b << 11) & 0x1000u) | ((b << 18) & 0x100000u) | ((b << 25) & 0x10000000u);
+  }
+  // Sum over one block of quant (0..31) x activation quant.
+  __device__ static int block_dot(uint32_t qh, const uint32_t (&qs)[4], const uint4 (&x)[2]) {
+    const uint32_t xw[8] = {x[0].x, x[0].y, x[0].z, x[0].w, x[1].x, x[1].y, x[1].z, x[1].w};
+    int acc = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {  // word i: elements 4i .. 4i + 3 and 16 + 4i ..
+      acc = dot4_i8(int((qs[i] & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i))), int(xw[i]), acc);
+      acc = dot4_i8(int(((qs[i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i))), int(xw[4 + i]), acc);
+    }
+    return acc;
+  }
+  __device__ static float dot(const Chunk& q, const XChunk& x, int /*p*/) {
+    const uint32_t qs0[4] = {__byte_perm(q.w[1], q.w[2], 0x5432), __byte_perm(q.w[2], q.w[3], 0x5432),
+                             __byte_perm(q.w[3], q.w[4], 0x5432), __byte_perm(q.w[4], q.w[5], 0x5432)};
+    const uint32_t qs1[4] = {q.w[7], q.w[8], q.w[9], q.w[10]};
+    const int a0 = block_dot(__byte_perm(q.w[0], q.w[1], 0x5432), qs0, x.xl);
+    const int a1 = block_dot(q.w[6], qs1, x.xh);
+    // Element = d * (q - 16); activation = scale * quant.
+    return h2f(uint16_t(q.w[0])) * (x.ds.x * float(a0) - 16.0f * x.ds.y) +
+           h2f(uint16_t(q.w[5] >> 16)) * (x.ds.z * float(a1) - 16.0f * x.ds.w);
+  }
+};
 
 // Q8_0 (34-byte blocks; a row of whole chunks is 4-aligned, 68 bytes a
 // chunk): chunk c is blocks 2c and 2c + 1, loaded as 17 words. Block 2c's
