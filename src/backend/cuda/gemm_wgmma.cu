@@ -96,6 +96,11 @@ __device__ __forceinline__ uint32_t lds_u16(uint32_t a) {
   asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a));
   return v;
 }
+// The f16 at a in both halves.
+__device__ __forceinline__ __half2 lds_h2_splat(uint32_t a) {
+  const uint32_t d = lds_u16(a);
+  return bits_h2(d | (d << 16));
+}
 __device__ __forceinline__ uint4 lds_v4(uint32_t a) {
   uint4 v;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
@@ -111,6 +116,16 @@ __device__ __forceinline__ uint32_t lds_quad(uint32_t p) {
 // The fields x & mask at bits 0 and 16 (values v < 1024) -> half2(v_lo,
 // v_hi) + 1024, exactly.
 __device__ __forceinline__ __half2 magic_h2(uint32_t x, uint32_t mask) { return bits_h2((x & mask) | 0x64006400u); }
+// An A fragment of two rows' quants in lds_quad's byte order (v0: row g,
+// v8: row g + 8; the fields at bytes 0 and 2, then 1 and 3, below mask + 1):
+// (quant + 1024 - bias) * scale, each product rounded once.
+__device__ __forceinline__ void scaled_fragment(uint32_t (&f)[4], uint32_t v0, uint32_t v8, uint32_t mask,
+                                                __half2 bias, __half2 s0, __half2 s8) {
+  f[0] = h2_bits(__hmul2(__hsub2(magic_h2(v0, mask), bias), s0));
+  f[1] = h2_bits(__hmul2(__hsub2(magic_h2(v8, mask), bias), s8));
+  f[2] = h2_bits(__hmul2(__hsub2(magic_h2(v0 >> 8, mask), bias), s0));
+  f[3] = h2_bits(__hmul2(__hsub2(magic_h2(v8 >> 8, mask), bias), s8));
+}
 
 // ---- wgmma (PTX ISA: asynchronous warpgroup matrix multiply) -----------------------
 
@@ -256,8 +271,7 @@ struct Q6KRow {
   uint32_t b;  // shared-window address of the super-block
   __half2 d2;
   __device__ __forceinline__ explicit Q6KRow(uint32_t row) : b(row) {
-    const uint32_t d = lds_u16(row + offsetof(BlockQ6_K, d));
-    d2 = bits_h2(d | (d << 16));
+    d2 = lds_h2_splat(row + uint32_t(offsetof(BlockQ6_K, d)));
   }
   // half2(d * scales[q], d * scales[q + 1]) for even q: each product of an
   // f16 and an 8-bit integer rounded once.
@@ -296,10 +310,7 @@ __device__ __forceinline__ void q6k_stage(uint32_t r0, uint32_t r8, int t, uint6
         const uint32_t v8 = (l8v & 0x0f0f0f0fu) | (((h8 >> (2 * kk)) & 0x03030303u) << 4);
         uint32_t(&f)[4] = a[kk % 2];  // issue order 8 n + 4 par + kk
         wgmma_wait<1>();
-        f[0] = h2_bits(__hmul2(__hsub2(magic_h2(v0, 0x00ff00ffu), k1056), s0));
-        f[1] = h2_bits(__hmul2(__hsub2(magic_h2(v8, 0x00ff00ffu), k1056), s8));
-        f[2] = h2_bits(__hmul2(__hsub2(magic_h2(v0 >> 8, 0x00ff00ffu), k1056), s0));
-        f[3] = h2_bits(__hmul2(__hsub2(magic_h2(v8 >> 8, 0x00ff00ffu), k1056), s8));
+        scaled_fragment(f, v0, v8, 0x00ff00ffu, k1056, s0, s8);
         issue_step<N>(acc, f, desc0, q);
       }
     }
@@ -315,18 +326,14 @@ __device__ __forceinline__ void q8_0_stage(uint32_t r0, uint32_t r8, int t, uint
 #pragma unroll
   for (int b = 0; b < 4; ++b) {
     const int blk = b * int(sizeof(BlockQ8_0));
-    const uint32_t dr0 = lds_u16(r0 + blk), dr8 = lds_u16(r8 + blk);
-    const __half2 d0 = bits_h2(dr0 | (dr0 << 16)), d8 = bits_h2(dr8 | (dr8 << 16));
+    const __half2 d0 = lds_h2_splat(r0 + blk), d8 = lds_h2_splat(r8 + blk);
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
       const int o = blk + int(offsetof(BlockQ8_0, qs)) + 16 * s + 2 * t;
       const uint32_t v0 = lds_quad(r0 + o) ^ 0x80808080u, v8 = lds_quad(r8 + o) ^ 0x80808080u;
       uint32_t(&f)[4] = a[s];  // issue order 2 b + s
       wgmma_wait<1>();
-      f[0] = h2_bits(__hmul2(__hsub2(magic_h2(v0, 0x00ff00ffu), k1152), d0));
-      f[1] = h2_bits(__hmul2(__hsub2(magic_h2(v8, 0x00ff00ffu), k1152), d8));
-      f[2] = h2_bits(__hmul2(__hsub2(magic_h2(v0 >> 8, 0x00ff00ffu), k1152), d0));
-      f[3] = h2_bits(__hmul2(__hsub2(magic_h2(v8 >> 8, 0x00ff00ffu), k1152), d8));
+      scaled_fragment(f, v0, v8, 0x00ff00ffu, k1152, d0, d8);
       issue_step<N>(acc, f, desc0, 2 * b + s);
     }
   }
@@ -346,8 +353,7 @@ __device__ __forceinline__ void q5_0_stage(uint32_t r0, uint32_t r8, int t, uint
 #pragma unroll
   for (int b = 0; b < 4; ++b) {
     const int blk = b * int(sizeof(BlockQ5_0));
-    const uint32_t dr0 = lds_u16(r0 + blk), dr8 = lds_u16(r8 + blk);
-    const __half2 d0 = bits_h2(dr0 | (dr0 << 16)), d8 = bits_h2(dr8 | (dr8 << 16));
+    const __half2 d0 = lds_h2_splat(r0 + blk), d8 = lds_h2_splat(r8 + blk);
     constexpr int kQh = int(offsetof(BlockQ5_0, qh)), kQs = int(offsetof(BlockQ5_0, qs));
     const uint32_t h0 = (lds_u16(r0 + blk + kQh) | (lds_u16(r0 + blk + kQh + 2) << 16)) >> (2 * t);
     const uint32_t h8 = (lds_u16(r8 + blk + kQh) | (lds_u16(r8 + blk + kQh + 2) << 16)) >> (2 * t);
@@ -358,10 +364,7 @@ __device__ __forceinline__ void q5_0_stage(uint32_t r0, uint32_t r8, int t, uint
       const uint32_t v8 = ((x8 >> (4 * s)) & 0x0f0f0f0fu) | fifth(h8 >> (16 * s));
       uint32_t(&f)[4] = a[s];  // issue order 2 b + s
       wgmma_wait<1>();
-      f[0] = h2_bits(__hmul2(__hsub2(magic_h2(v0, 0x001f001fu), k1040), d0));
-      f[1] = h2_bits(__hmul2(__hsub2(magic_h2(v8, 0x001f001fu), k1040), d8));
-      f[2] = h2_bits(__hmul2(__hsub2(magic_h2(v0 >> 8, 0x001f001fu), k1040), d0));
-      f[3] = h2_bits(__hmul2(__hsub2(magic_h2(v8 >> 8, 0x001f001fu), k1040), d8));
+      scaled_fragment(f, v0, v8, 0x001f001fu, k1040, d0, d8);
       issue_step<N>(acc, f, desc0, 2 * b + s);
     }
   }

@@ -136,28 +136,36 @@ template <bool kFifthBit> struct StreamQ45K {
 template <> struct StreamFormat<DType::Q4_K> : StreamQ45K<false> {};
 template <> struct StreamFormat<DType::Q5_K> : StreamQ45K<true> {};
 
-// Q5_0 (22-byte blocks; a row of whole chunks is 4-aligned, 44 bytes a
-// chunk): chunk c is blocks 2c and 2c + 1, loaded as 11 words. Block 2c: its
-// scale the low half of word 0, its 32 fifth bits (qh) and 16 quant bytes
-// two bytes on (realigned by byte permutes); block 2c + 1: its scale the
-// high half of word 5, qh word 6, quants words 7..10. Quant byte j holds
-// element j (low nibble) and j + 16 (high); bit j of qh is element j's bit
-// 4. The activations are Q4_K's.
-template <> struct StreamFormat<DType::Q5_0> {
+// The 32-wide block formats (Q5_0, Q8_0): chunk c is blocks 2c and 2c + 1,
+// loaded as raw 4-byte words (a row of whole chunks is 4-aligned); the
+// activations are Q4_K's (the quants of the two blocks' 64 elements and
+// (d, d * sum) of each 32).
+template <typename Block>
+struct StreamBlockPair {
+  static constexpr int kWords = int(2 * sizeof(Block) / 4);
   struct Chunk {
-    uint32_t w[11];
+    uint32_t w[kWords];
   };
   using XChunk = StreamQ45K<false>::XChunk;
   __device__ static Chunk load(const uint8_t* row, int c, bool /*l1: always*/) {
-    const uint8_t* p = row + size_t(c) * (2 * sizeof(BlockQ5_0));
+    const uint8_t* p = row + size_t(c) * (2 * sizeof(Block));
     Chunk q;
 #pragma unroll
-    for (int j = 0; j < 11; ++j) q.w[j] = load_weights4(p + 4 * j);
+    for (int j = 0; j < kWords; ++j) q.w[j] = load_weights4(p + 4 * j);
     return q;
   }
   __device__ static XChunk load_x(const int8_t* xq, const float2* xds, int c) {
     return StreamQ45K<false>::load_x(xq, xds, c);
   }
+};
+
+// Q5_0 (22-byte blocks, 44 bytes a chunk: 11 words). Block 2c: its
+// scale the low half of word 0, its 32 fifth bits (qh) and 16 quant bytes
+// two bytes on (realigned by byte permutes); block 2c + 1: its scale the
+// high half of word 5, qh word 6, quants words 7..10. Quant byte j holds
+// element j (low nibble) and j + 16 (high); bit j of qh is element j's bit
+// 4.
+template <> struct StreamFormat<DType::Q5_0> : StreamBlockPair<BlockQ5_0> {
   // Bits 0..3 of b as bit 4 of bytes 0..3.
   __device__ static uint32_t fifth_bits(uint32_t b) {
     return ((b << 4) & 0x10u) | ((b << 11) & 0x1000u) | ((b << 18) & 0x100000u) | ((b << 25) & 0x10000000u);
@@ -185,27 +193,11 @@ template <> struct StreamFormat<DType::Q5_0> {
   }
 };
 
-// Q8_0 (34-byte blocks; a row of whole chunks is 4-aligned, 68 bytes a
-// chunk): chunk c is blocks 2c and 2c + 1, loaded as 17 words. Block 2c's
-// scale is the low half of word 0 and its quants start two bytes on
-// (realigned by a byte permute); block 2c + 1's scale is the high half of
-// word 8, its quants words 9..16. The activations are Q4_K's: the quants of
-// the two blocks' 64 elements and (d, d * sum) of each 32.
-template <> struct StreamFormat<DType::Q8_0> {
-  struct Chunk {
-    uint32_t w[17];
-  };
-  using XChunk = StreamQ45K<false>::XChunk;
-  __device__ static Chunk load(const uint8_t* row, int c, bool /*l1: always*/) {
-    const uint8_t* p = row + size_t(c) * (2 * sizeof(BlockQ8_0));
-    Chunk q;
-#pragma unroll
-    for (int j = 0; j < 17; ++j) q.w[j] = load_weights4(p + 4 * j);
-    return q;
-  }
-  __device__ static XChunk load_x(const int8_t* xq, const float2* xds, int c) {
-    return StreamQ45K<false>::load_x(xq, xds, c);
-  }
+// Q8_0 (34-byte blocks, 68 bytes a chunk: 17 words). Block 2c's scale is
+// the low half of word 0 and its quants start two bytes on (realigned by a
+// byte permute); block 2c + 1's scale is the high half of word 8, its
+// quants words 9..16.
+template <> struct StreamFormat<DType::Q8_0> : StreamBlockPair<BlockQ8_0> {
   __device__ static float dot(const Chunk& q, const XChunk& x, int /*p*/) {
     const uint32_t xa[8] = {x.xl[0].x, x.xl[0].y, x.xl[0].z, x.xl[0].w, x.xl[1].x, x.xl[1].y, x.xl[1].z, x.xl[1].w};
     const uint32_t xb[8] = {x.xh[0].x, x.xh[0].y, x.xh[0].z, x.xh[0].w, x.xh[1].x, x.xh[1].y, x.xh[1].z, x.xh[1].w};
