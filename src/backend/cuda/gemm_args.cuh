@@ -12,7 +12,7 @@
 
 namespace rf::gpu {
 
-constexpr int kQuantGemmChunk = 256;  // k a stage: one k-quant super-block (Q8_0 on wgmma: 128)
+constexpr int kQuantGemmChunk = 256;  // k a stage: one k-quant super-block (Q5_0 / Q8_0 on wgmma: 128)
 
 struct QuantGemmArgs {
   const uint8_t* w;
