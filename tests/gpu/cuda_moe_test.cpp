@@ -382,6 +382,8 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                            MoeCase{DType::Q8_0, DType::Q8_0, 4, 2, false},
                                            MoeCase{DType::Q5_K, DType::Q6_K, 8, 2, false},
                                            MoeCase{DType::Q5_0, DType::Q5_0, 4, 2, false},
+                                           MoeCase{DType::Q4_0, DType::Q5_1, 4, 2, false},
+                                           MoeCase{DType::Q4_1, DType::Q4_0, 4, 2, false},
                                            MoeCase{DType::F8_E4M3_ROW, DType::F8_E4M3_ROW, 8, 2, false},
                                            MoeCase{DType::F32, DType::F32, 8, 2, false}),
                          [](const auto& info) {

@@ -85,9 +85,10 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
                                            DType::Q6_K, DType::F8_E4M3_ROW),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
-// Batches of 9..64 rows on Q4_K / Q5_K / Q6_K / Q5_0 / Q8_0 weights: Hopper's wgmma kernel
+// Batches of 9..64 rows on Q4_K / Q5_K / Q6_K weights and the 32-wide block
+// formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): Hopper's wgmma kernel
 // (its k range split by the rule, wherever that costs no more (split cost
-// 0), and never (1000)) and the mma.sync kernel (Q5_K, Q5_0, Q8_0:
+// 0), and never (1000)) and the mma.sync kernel (formats past Q4_K, Q6_K:
 // dequantize + BLAS),
 // each against the CPU. Shapes: one super-block (k = 256); partial 256-row
 // blocks (m = 257, 300, 513); k split over blocks (4096; 14336: 56
@@ -95,8 +96,8 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul,
 // super-blocks at every 2-byte alignment (210 bytes each; rows of 3 and 5
 // super-blocks start unaligned too, and the last one's copy window reaches
 // past the matrix); 9, 16, 33 and 64 rows (wgmma pads to 16 or 64; 9 and 16
-// on both variants). Q8_0 and Q5_0 stages are four blocks (128 k; 34 and
-// 22 bytes each): also one stage (k = 128), three (384, the 16-column
+// on both variants). The 32-wide formats' stages are four blocks (128 k;
+// 18 to 34 bytes each): also one stage (k = 128), three (384, the 16-column
 // variant), and glm4-9b's 13,696-wide down rows (107 stages; rows start 8
 // bytes off a 16-byte boundary every other row, each stage 8 bytes on from
 // the last).
@@ -122,9 +123,10 @@ TEST(CudaOps, KQuantTensorCoreMatmulKernels) {
     o.wgmma_narrow = narrow;
     auto gpu = std::make_unique<CudaBackend>(o);
     gpu->reserve(BackendLimits{128, 4, 4, 4, 100, 4096 * 512, 1, 1});
-    for (DType type : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q5_0, DType::Q8_0}) {
+    for (DType type : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                       DType::Q8_0}) {
       auto type_shapes = shapes;
-      if (type == DType::Q5_0 || type == DType::Q8_0)
+      if (info(type).block_size == 32)
         type_shapes.insert(type_shapes.end(), {{9, 128, 257}, {16, 384, 300}, {64, 13696, 300}, {24, 13696, 64}});
       for (auto [n, k, m] : type_shapes) {
         const DType out_type = n % 2 ? DType::F32 : DType::F16;
@@ -221,11 +223,12 @@ TEST(CudaOps, Fp8TensorCoreMatmul) {
   }
 }
 
-// Batch-1 Q4_K, Q5_K, Q6_K, Q5_0 and Q8_0 GEMVs read their activations as
-// 8-bit quants (one scale per 32; gemv_stream.cu). Against the CPU with the
-// same quantized activations they agree as closely as any GEMV (every
-// rows-per-warp and warps-per-row variant (Q5_K, Q5_0, Q8_0: always two
-// rows; Q5_0 and Q8_0 also glm4-9b's 13,696-wide rows, 214 chunks), a
+// Batch-1 Q4_K, Q5_K, Q6_K and 32-wide block format (Q4_0, Q4_1, Q5_0,
+// Q5_1, Q8_0) GEMVs read their activations as 8-bit quants (one scale per
+// 32; gemv_stream.cu). Against the CPU with the same quantized activations
+// they agree as closely as any GEMV (every rows-per-warp and warps-per-row
+// variant (Q5_K and the 32-wide formats: always two rows; the 32-wide
+// formats also glm4-9b's 13,696-wide rows, 214 chunks), a
 // partial last block, rows of an odd number of super-blocks (so Q6_K's at
 // both 2-byte alignments), gate*up fused with SiLU); against the CPU with
 // the f16 activations themselves the normalized mean squared error
@@ -242,7 +245,8 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
     for (int r = 0; r < m; ++r) quantize_row(type, wf.data() + size_t(r) * k, wq.data() + r * rb, size_t(k));
     return wq;
   };
-  for (const DType type : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q5_0, DType::Q8_0})
+  for (const DType type :
+       {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0})
   for (const int rows_per_warp : {1, 2, 4})
   for (const int split : {0, 1, 2, 4}) {
     CudaOptions o;
@@ -254,7 +258,7 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
     const std::string variant = str(dtype_name(type), ", rows per warp ", rows_per_warp, ", split ", split);
     // (3072: lane groups of 16 at two rows per warp.)
     std::vector<std::pair<int, int>> shapes = {{4096, 67}, {14336, 130}, {2304, 40}, {3072, 70}, {3584, 45}};
-    if (type == DType::Q5_0 || type == DType::Q8_0) shapes.push_back({13696, 50});
+    if (info(type).block_size == 32) shapes.push_back({13696, 50});
     for (const auto& [k, m] : shapes) {
       ASSERT_TRUE(gpu.gemv_quantizes_activations(type, 1, k)) << variant << ", k=" << k;
       auto wq = quantized(type, m, k);

@@ -52,9 +52,9 @@
 //                            shared-memory kernel)   (kq_stream_q6k_rows)
 //   ROCMFORGE_KQ_STREAM_L1=0 that GEMV's Q4_K weight loads bypass L1
 //                                                         (kq_stream_l1)
-//   ROCMFORGE_BLOCK32_STREAM=0 batch-1 Q5_0 / Q8_0 GEMVs on gemv.cu's
-//                            kernel (f16 activations), not the streaming
-//                            one                        (block32_stream)
+//   ROCMFORGE_BLOCK32_STREAM=0 batch-1 GEMVs of the 32-wide block formats
+//                            on gemv.cu's kernel (f16 activations), not
+//                            the streaming one          (block32_stream)
 //   ROCMFORGE_FUSED_Q8=0     that GEMV quantizes its activations itself,
 //                            not the RMSNorm / attention combine before it
 //                                                         (fused_act_q8)
@@ -203,8 +203,9 @@ struct CudaOptions {
   // ... and for Q6_K, this many rows per warp (1, 2 or 4; 0: the kernel of
   // gemv.cu). Measured as above: 0: 339.0, 1: 353.1, 2: 355.8 tok/s.
   int kq_stream_q6k_rows = 2;
-  // ... and Q5_0 and Q8_0 stream (two rows per warp, rows of whole
-  // 64-weight chunks) wherever Q4_K does.
+  // ... and the 32-wide block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0)
+  // stream (two rows per warp, rows of whole 64-weight chunks) wherever
+  // Q4_K does.
   bool block32_stream = true;
   // ... Q4_K weight loads through L1 (Q6_K's always). Measured on the H200
   // (llama3-8b q4_k_m tg128 b1): 360.5 past L1, 365.4 through it.

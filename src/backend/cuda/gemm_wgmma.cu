@@ -1,5 +1,6 @@
 // Hopper tensor-core GEMM for batched decode (9..64 activation rows a launch)
-// straight from Q4_K, Q5_K, Q6_K, Q5_0 and Q8_0 weights: wgmma_matmul_kernel, its launcher and
+// straight from Q4_K, Q5_K, Q6_K and the 32-wide block formats (Q4_0, Q4_1,
+// Q5_0, Q5_1, Q8_0): wgmma_matmul_kernel, its launcher and
 // shared-memory opt-in. The weights are wgmma's register operand: each
 // warpgroup dequantizes its 64 weight rows into the A-fragment layout (k in
 // natural order) while the tensor cores work on the previous 16-wide k step
@@ -71,16 +72,35 @@ template <> struct WgFormat<DType::Q8_0> {
   static constexpr int kRowStride = 176, kUnits = 10;
   static constexpr bool kAligned = false;
 };
-// Q5_0: four 22-byte blocks (128 k) a stage, 6 or 7 units, rows and stages
-// at any even byte; the stride as Q8_0's (distinct banks with alternate
-// rows 8 bytes apart: glm4-9b's down rows as llama.cpp's Q4_K_M stores them).
+// Q5_0 and Q4_0: four 22- or 18-byte blocks (128 k) a stage, 6 or 7 units,
+// rows and stages at any even byte; a stride that keeps a fragment load's
+// rows on distinct banks with alternate rows 8 bytes apart (glm4-9b's down
+// rows as llama.cpp's Q4_K_M stores them).
 template <> struct WgFormat<DType::Q5_0> {
   static constexpr int kChunk = 4 * kQK, kStageBytes = 4 * sizeof(BlockQ5_0);
   static constexpr int kRowStride = 112, kUnits = 7;
   static constexpr bool kAligned = false;
 };
+template <> struct WgFormat<DType::Q4_0> {
+  static constexpr int kChunk = 4 * kQK, kStageBytes = 4 * sizeof(BlockQ4_0);
+  static constexpr int kRowStride = 112, kUnits = 6;
+  static constexpr bool kAligned = false;
+};
+// Q4_1 and Q5_1: 20- and 24-byte blocks, so 80 and 96 bytes a stage and
+// rows of whole stages on 16-byte boundaries.
+template <> struct WgFormat<DType::Q4_1> {
+  static constexpr int kChunk = 4 * kQK, kStageBytes = 4 * sizeof(BlockQ4_1);
+  static constexpr int kRowStride = 80, kUnits = 5;
+  static constexpr bool kAligned = true;
+};
+template <> struct WgFormat<DType::Q5_1> {
+  static constexpr int kChunk = 4 * kQK, kStageBytes = 4 * sizeof(BlockQ5_1);
+  static constexpr int kRowStride = 112, kUnits = 6;
+  static constexpr bool kAligned = true;
+};
 template <DType T, int N> constexpr int kXStage = WgFormat<T>::kChunk / 64 * kAtomBytes<N>;  // activations a stage
-// Ring depth: as many stages as fit 220 KB (Q4_K 3, Q5_K 2, Q6_K 2, Q5_0 5, Q8_0 3 at N = 64).
+// Ring depth: as many stages as fit 220 KB (Q4_K 3, Q5_K 2, Q6_K 2, Q4_0 / Q5_0 / Q5_1 5, Q4_1 6, Q8_0 3
+// at N = 64).
 template <DType T, int N>
 constexpr int kStages = int((220 << 10) / (kXStage<T, N> + kRows * WgFormat<T>::kRowStride));
 template <DType T, int N>
@@ -94,6 +114,11 @@ static_assert(kStages<DType::Q4_K, 64> == 3 && kStages<DType::Q6_K, 64> == 2, "t
 __device__ __forceinline__ uint32_t lds_u16(uint32_t a) {
   uint16_t v;
   asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ uint32_t lds_u32(uint32_t a) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(a));
   return v;
 }
 // The f16 at a in both halves.
@@ -125,6 +150,15 @@ __device__ __forceinline__ void scaled_fragment(uint32_t (&f)[4], uint32_t v0, u
   f[1] = h2_bits(__hmul2(__hsub2(magic_h2(v8, mask), bias), s8));
   f[2] = h2_bits(__hmul2(__hsub2(magic_h2(v0 >> 8, mask), bias), s0));
   f[3] = h2_bits(__hmul2(__hsub2(magic_h2(v8 >> 8, mask), bias), s8));
+}
+// ... quant * d + m instead, rounded once (an FMA).
+__device__ __forceinline__ void affine_fragment(uint32_t (&f)[4], uint32_t v0, uint32_t v8, uint32_t mask,
+                                                __half2 d0, __half2 m0, __half2 d8, __half2 m8) {
+  const __half2 k1024 = __float2half2_rn(1024.0f);
+  f[0] = h2_bits(__hfma2(__hsub2(magic_h2(v0, mask), k1024), d0, m0));
+  f[1] = h2_bits(__hfma2(__hsub2(magic_h2(v8, mask), k1024), d8, m8));
+  f[2] = h2_bits(__hfma2(__hsub2(magic_h2(v0 >> 8, mask), k1024), d0, m0));
+  f[3] = h2_bits(__hfma2(__hsub2(magic_h2(v8 >> 8, mask), k1024), d8, m8));
 }
 
 // ---- wgmma (PTX ISA: asynchronous warpgroup matrix multiply) -----------------------
@@ -339,32 +373,74 @@ __device__ __forceinline__ void q8_0_stage(uint32_t r0, uint32_t r8, int t, uint
   }
 }
 
-// Q5_0: block b of the stage is d * (q - 16), q's low 4 bits in the nibbles
-// of qs (element i < 16 low, i + 16 high) and bit 4 in bit i of qh (a
-// 2-aligned 32-bit word); k step 2b + s holds elements 16 s .. 16 s + 15.
-template <int N>
-__device__ __forceinline__ void q5_0_stage(uint32_t r0, uint32_t r8, int t, uint64_t desc0, float (&acc)[N / 2]) {
+// The 4/5-bit 32-wide block formats: element d * (q - offset) (Q4_0, Q5_0)
+// or d * q + m (Q4_1, Q5_1); q's low 4 bits in the nibbles of qs (element
+// i < 16 low, i + 16 high) and bit 4 (Q5_0, Q5_1) in bit i of qh.
+template <DType T> struct NibbleBlock;
+template <> struct NibbleBlock<DType::Q4_0> {
+  using Block = BlockQ4_0;
+  static constexpr bool kFifthBit = false, kMin = false;
+  static constexpr float kOffset = 8.0f;
+};
+template <> struct NibbleBlock<DType::Q5_0> {
+  using Block = BlockQ5_0;
+  static constexpr bool kFifthBit = true, kMin = false;
+  static constexpr float kOffset = 16.0f;
+};
+template <> struct NibbleBlock<DType::Q4_1> {
+  using Block = BlockQ4_1;
+  static constexpr bool kFifthBit = false, kMin = true;
+  static constexpr float kOffset = 0.0f;
+};
+template <> struct NibbleBlock<DType::Q5_1> {
+  using Block = BlockQ5_1;
+  static constexpr bool kFifthBit = true, kMin = true;
+  static constexpr float kOffset = 0.0f;
+};
+// qh >> (2t + 16 s) in lds_quad's byte order: bit 4 of bytes 0..3 = bits 0, 8, 1, 9.
+__device__ __forceinline__ uint32_t fifth_bits_quad(uint32_t h) {
+  return ((h << 4) & 0x10u) | ((h << 4) & 0x1000u) | ((h << 19) & 0x100000u) | ((h << 19) & 0x10000000u);
+}
+
+// Block b of the stage; k step 2b + s holds elements 16 s .. 16 s + 15.
+template <DType T, int N>
+__device__ __forceinline__ void nibble_stage(uint32_t r0, uint32_t r8, int t, uint64_t desc0, float (&acc)[N / 2]) {
+  using F = NibbleBlock<T>;
+  using Block = typename F::Block;
+  constexpr uint32_t kMask = F::kFifthBit ? 0x001f001fu : 0x000f000fu;
+  constexpr int kQs = int(offsetof(Block, qs));
   uint32_t a[2][4];  // two A fragments in flight: buffer = issue order % 2
-  const __half2 k1040 = __float2half2_rn(1040.0f);  // 1024 + 16: quants are q - 16
-  // qh >> (2t + 16 s) as lds_quad's byte order: bit 4 of bytes 0..3 = bits 0, 8, 1, 9.
-  const auto fifth = [](uint32_t h) {
-    return ((h << 4) & 0x10u) | ((h << 4) & 0x1000u) | ((h << 19) & 0x100000u) | ((h << 19) & 0x10000000u);
-  };
+  const __half2 bias = __float2half2_rn(1024.0f + F::kOffset);
 #pragma unroll
   for (int b = 0; b < 4; ++b) {
-    const int blk = b * int(sizeof(BlockQ5_0));
-    const __half2 d0 = lds_h2_splat(r0 + blk), d8 = lds_h2_splat(r8 + blk);
-    constexpr int kQh = int(offsetof(BlockQ5_0, qh)), kQs = int(offsetof(BlockQ5_0, qs));
-    const uint32_t h0 = (lds_u16(r0 + blk + kQh) | (lds_u16(r0 + blk + kQh + 2) << 16)) >> (2 * t);
-    const uint32_t h8 = (lds_u16(r8 + blk + kQh) | (lds_u16(r8 + blk + kQh + 2) << 16)) >> (2 * t);
+    const int blk = b * int(sizeof(Block));
+    __half2 d0, d8, m0 = __float2half2_rn(0.0f), m8 = m0;
+    if constexpr (F::kMin) {  // (d, m): 4-aligned (whole 20- or 24-byte blocks from a 16-byte boundary)
+      const __half2 dm0 = bits_h2(lds_u32(r0 + blk)), dm8 = bits_h2(lds_u32(r8 + blk));
+      d0 = __low2half2(dm0), m0 = __high2half2(dm0), d8 = __low2half2(dm8), m8 = __high2half2(dm8);
+    } else {
+      d0 = lds_h2_splat(r0 + blk), d8 = lds_h2_splat(r8 + blk);
+    }
+    uint32_t h0 = 0, h8 = 0;
+    if constexpr (F::kFifthBit) {  // (a 2-aligned word in Q5_0)
+      constexpr int kQh = int(offsetof(Block, qh));
+      h0 = (lds_u16(r0 + blk + kQh) | (lds_u16(r0 + blk + kQh + 2) << 16)) >> (2 * t);
+      h8 = (lds_u16(r8 + blk + kQh) | (lds_u16(r8 + blk + kQh + 2) << 16)) >> (2 * t);
+    }
     const uint32_t x0 = lds_quad(r0 + blk + kQs + 2 * t), x8 = lds_quad(r8 + blk + kQs + 2 * t);
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
-      const uint32_t v0 = ((x0 >> (4 * s)) & 0x0f0f0f0fu) | fifth(h0 >> (16 * s));
-      const uint32_t v8 = ((x8 >> (4 * s)) & 0x0f0f0f0fu) | fifth(h8 >> (16 * s));
+      uint32_t v0 = (x0 >> (4 * s)) & 0x0f0f0f0fu, v8 = (x8 >> (4 * s)) & 0x0f0f0f0fu;
+      if constexpr (F::kFifthBit) {
+        v0 |= fifth_bits_quad(h0 >> (16 * s));
+        v8 |= fifth_bits_quad(h8 >> (16 * s));
+      }
       uint32_t(&f)[4] = a[s];  // issue order 2 b + s
       wgmma_wait<1>();
-      scaled_fragment(f, v0, v8, 0x001f001fu, k1040, d0, d8);
+      if constexpr (F::kMin)
+        affine_fragment(f, v0, v8, kMask, d0, m0, d8, m8);
+      else
+        scaled_fragment(f, v0, v8, kMask, bias, d0, d8);
       issue_step<N>(acc, f, desc0, 2 * b + s);
     }
   }
@@ -516,8 +592,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
       q45k_stage<T == DType::Q5_K, N>(r0, r8, t, desc0, acc);
     else if constexpr (T == DType::Q6_K)
       q6k_stage<N>(r0, r8, t, desc0, acc);
-    else if constexpr (T == DType::Q5_0)
-      q5_0_stage<N>(r0, r8, t, desc0, acc);
+    else if constexpr (T == DType::Q4_0 || T == DType::Q4_1 || T == DType::Q5_0 || T == DType::Q5_1)
+      nibble_stage<T, N>(r0, r8, t, desc0, acc);
     else
       q8_0_stage<N>(r0, r8, t, desc0, acc);
     wgmma_wait<0>();  // the slot is refilled after the next barrier
@@ -564,13 +640,19 @@ void launch_wgmma(const WgArgs& a, dim3 grid, int cols, DType out_type, const La
 }
 
 // k a stage and a row's bytes of it, by weight format.
-int stage_k(DType t) { return t == DType::Q8_0 || t == DType::Q5_0 ? 4 * kQK : kQuantGemmChunk; }
+bool block32(DType t) {
+  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0;
+}
+int stage_k(DType t) { return block32(t) ? 4 * kQK : kQuantGemmChunk; }
 int stage_row_bytes(DType t) {
   switch (t) {
     case DType::Q5_K: return WgFormat<DType::Q5_K>::kStageBytes;
     case DType::Q6_K: return WgFormat<DType::Q6_K>::kStageBytes;
     case DType::Q8_0: return WgFormat<DType::Q8_0>::kStageBytes;
     case DType::Q5_0: return WgFormat<DType::Q5_0>::kStageBytes;
+    case DType::Q4_0: return WgFormat<DType::Q4_0>::kStageBytes;
+    case DType::Q4_1: return WgFormat<DType::Q4_1>::kStageBytes;
+    case DType::Q5_1: return WgFormat<DType::Q5_1>::kStageBytes;
     default: return WgFormat<DType::Q4_K>::kStageBytes;
   }
 }
@@ -598,6 +680,9 @@ void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size
     case DType::Q5_K: return launch_wgmma<DType::Q5_K, true>(a, grid, tile_rows, out_type, ctx);
     case DType::Q6_K: return launch_wgmma<DType::Q6_K, true>(a, grid, tile_rows, out_type, ctx);
     case DType::Q5_0: return launch_wgmma<DType::Q5_0, true>(a, grid, tile_rows, out_type, ctx);
+    case DType::Q4_0: return launch_wgmma<DType::Q4_0, true>(a, grid, tile_rows, out_type, ctx);
+    case DType::Q4_1: return launch_wgmma<DType::Q4_1, true>(a, grid, tile_rows, out_type, ctx);
+    case DType::Q5_1: return launch_wgmma<DType::Q5_1, true>(a, grid, tile_rows, out_type, ctx);
     default: return launch_wgmma<DType::Q8_0, true>(a, grid, tile_rows, out_type, ctx);
   }
 }
@@ -613,11 +698,16 @@ void wgmma_device_setup() {
   opt_in_smem<DType::Q8_0, __half>();
   opt_in_smem<DType::Q5_0, float>();
   opt_in_smem<DType::Q5_0, __half>();
+  opt_in_smem<DType::Q4_0, float>();
+  opt_in_smem<DType::Q4_0, __half>();
+  opt_in_smem<DType::Q4_1, float>();
+  opt_in_smem<DType::Q4_1, __half>();
+  opt_in_smem<DType::Q5_1, float>();
+  opt_in_smem<DType::Q5_1, __half>();
 }
 
 bool wgmma_matmul_supported(DType w_type, int k) {
-  return (w_type == DType::Q4_K || w_type == DType::Q5_K || w_type == DType::Q6_K || w_type == DType::Q5_0 ||
-          w_type == DType::Q8_0) &&
+  return (w_type == DType::Q4_K || w_type == DType::Q5_K || w_type == DType::Q6_K || block32(w_type)) &&
          k % stage_k(w_type) == 0;
 }
 
@@ -654,6 +744,9 @@ void wgmma_matmul(DType w_type, const void* w, size_t row_bytes, int m, int k, c
     case DType::Q5_K: launch_wgmma<DType::Q5_K, false>(a, grid, a.n, out_type, ctx); break;
     case DType::Q6_K: launch_wgmma<DType::Q6_K, false>(a, grid, a.n, out_type, ctx); break;
     case DType::Q5_0: launch_wgmma<DType::Q5_0, false>(a, grid, a.n, out_type, ctx); break;
+    case DType::Q4_0: launch_wgmma<DType::Q4_0, false>(a, grid, a.n, out_type, ctx); break;
+    case DType::Q4_1: launch_wgmma<DType::Q4_1, false>(a, grid, a.n, out_type, ctx); break;
+    case DType::Q5_1: launch_wgmma<DType::Q5_1, false>(a, grid, a.n, out_type, ctx); break;
     default: launch_wgmma<DType::Q8_0, false>(a, grid, a.n, out_type, ctx);
   }
   if (splits > 1) mma_sum_splits(a.partials, splits, int64_t(a.n) * a.m, a.out, out_type, ctx);

@@ -1,5 +1,5 @@
-// Streaming GEMV for one activation row (batch-1 decode; Q4_K, Q5_K, Q6_K,
-// Q5_0 and Q8_0): the weights go straight from memory into registers, no shared memory, no
+// Streaming GEMV for one activation row (batch-1 decode; Q4_K, Q5_K, Q6_K
+// and the 32-wide block formats Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): the weights go straight from memory into registers, no shared memory, no
 // block barrier (but for long rows, below), so each warp computes as soon
 // as its own bytes land and the loads of every warp overlap the others'
 // arithmetic.
@@ -254,7 +254,7 @@ void launch_stream_type(const GemvArgs& a, DType out_type, bool paired, int rows
   }
 }
 
-// Two rows per warp only (Q5_K, Q5_0, Q8_0).
+// Two rows per warp only (Q5_K, the 32-wide block formats).
 template <DType T>
 void launch_stream_rows_2(const GemvArgs& a, DType out_type, bool paired, int m, int grid_y, const LaunchCtx& ctx) {
   const int split = stream_split(a.k / 64, ctx);
@@ -282,14 +282,22 @@ void quantize_act_q8_rows(const void* x, int elems, const LaunchCtx& ctx) {
 }
 
 namespace {
+// The 32-wide block formats (rows of whole 64-weight chunks; no expert
+// rows of their own).
+bool block32(DType t) {
+  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0;
+}
 // Rows per warp of the streaming kernel for this format (0: not streamed).
-// (Q5_K, Q5_0 and Q8_0: two, where Q4_K streams at all; fewer kernels to
-// build.)
+// (Q5_K and the 32-wide block formats: two, where Q4_K streams at all;
+// fewer kernels to build.)
 int stream_rows(const CudaOptions& options, DType w_type) {
   switch (w_type) {
     case DType::Q4_K: return options.kq_stream_rows;
     case DType::Q5_K: return options.kq_stream_rows > 0 ? 2 : 0;
+    case DType::Q4_0:
+    case DType::Q4_1:
     case DType::Q5_0:
+    case DType::Q5_1:
     case DType::Q8_0: return options.kq_stream_rows > 0 && options.block32_stream ? 2 : 0;
     case DType::Q6_K: return options.kq_stream_q6k_rows;
     default: return 0;
@@ -298,14 +306,14 @@ int stream_rows(const CudaOptions& options, DType w_type) {
 }  // namespace
 
 bool gemv_quantizes_activations(const CudaOptions& options, int warp_size, DType w_type, int n, int k) {
-  // Whole super-blocks (Q5_0, Q8_0: whole chunks of 64; glm4-9b's 13,696-wide rows).
-  const int unit = w_type == DType::Q5_0 || w_type == DType::Q8_0 ? 64 : 256;
+  // Whole super-blocks (32-wide blocks: whole chunks of 64; glm4-9b's 13,696-wide rows).
+  const int unit = block32(w_type) ? 64 : 256;
   return stream_rows(options, w_type) > 0 && n == 1 && k % unit == 0 && k <= kActQ8MaxK && k / 64 >= warp_size;
 }
 
 bool gemv_expert_rows_quantize_activations(const CudaOptions& options, int warp_size, DType w_type, int k) {
   if (!options.kq_stream_expert_rows || stream_rows(options, w_type) != 2 || w_type == DType::Q5_K ||
-      w_type == DType::Q5_0 || w_type == DType::Q8_0)
+      block32(w_type))
     return false;
   if (gemv_quantizes_activations(options, warp_size, w_type, 1, k)) return true;
   return options.kq_stream_short_expert_rows && k % 256 == 0 && k >= 256;  // lane groups
@@ -340,10 +348,10 @@ namespace {
 
 // Whether a's weights (and up rows when paired) and activations suit the
 // streaming loads of format w_type: Q4_K / Q5_K rows are read in 16-byte
-// pieces, Q6_K ones in 4-byte words from 2-aligned super-blocks, Q5_0 and
-// Q8_0 ones in 4-byte words.
+// pieces, Q6_K ones in 4-byte words from 2-aligned super-blocks, the
+// 32-wide block formats in 4-byte words.
 bool stream_aligned(DType w_type, const GemvArgs& a, bool paired) {
-  const uintptr_t align = w_type == DType::Q6_K ? 2 : w_type == DType::Q5_0 || w_type == DType::Q8_0 ? 4 : 16;
+  const uintptr_t align = w_type == DType::Q6_K ? 2 : block32(w_type) ? 4 : 16;
   bool aligned = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.row_bytes % align == 0 &&
                  a.expert_bytes % align == 0 && (!paired || reinterpret_cast<uintptr_t>(a.w_up) % align == 0);
   for (int i = 0; i < a.n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(a.w[i]) % align == 0;
@@ -379,8 +387,7 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
   // Expert tiles of one shared token (x_one_row: quantized once), or of one
   // row each of x's x_rows (kq_stream_expert_rows: quantized together).
   const bool own_rows = args.tiles && !args.x_one_row;
-  if (own_rows && (!ctx.options.kq_stream_expert_rows || w_type == DType::Q5_K || w_type == DType::Q5_0 ||
-                   w_type == DType::Q8_0 ||
+  if (own_rows && (!ctx.options.kq_stream_expert_rows || w_type == DType::Q5_K || block32(w_type) ||
                    size_t(x_rows) * args.k > kActQ8MaxK ||
                    out_type != DType::F32 || paired || stream_rows(ctx.options, w_type) != 2))
     return false;
@@ -409,6 +416,12 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
     launch_stream_rows_2<DType::Q8_0>(a, out_type, paired, m, grid_y, ctx);
   } else if (w_type == DType::Q5_0) {
     launch_stream_rows_2<DType::Q5_0>(a, out_type, paired, m, grid_y, ctx);
+  } else if (w_type == DType::Q4_0) {
+    launch_stream_rows_2<DType::Q4_0>(a, out_type, paired, m, grid_y, ctx);
+  } else if (w_type == DType::Q4_1) {
+    launch_stream_rows_2<DType::Q4_1>(a, out_type, paired, m, grid_y, ctx);
+  } else if (w_type == DType::Q5_1) {
+    launch_stream_rows_2<DType::Q5_1>(a, out_type, paired, m, grid_y, ctx);
   } else {
     launch_stream_type<DType::Q6_K>(a, out_type, paired, rows, m, grid_y, ctx);
   }

@@ -1,4 +1,4 @@
-// The streaming GEMVs' weight formats (k-quants, Q5_0 and Q8_0; gemv_stream.cu, and one
+// The streaming GEMVs' weight formats (k-quants and the 32-wide block formats; gemv_stream.cu, and one
 // token's expert down + combine in moe_down.cu): how a lane loads its 64-weight
 // chunk of a row straight into registers (StreamFormat<T>::load), the
 // chunk's activations from a row's 8-bit quants (load_x) and their integer
@@ -136,10 +136,10 @@ template <bool kFifthBit> struct StreamQ45K {
 template <> struct StreamFormat<DType::Q4_K> : StreamQ45K<false> {};
 template <> struct StreamFormat<DType::Q5_K> : StreamQ45K<true> {};
 
-// The 32-wide block formats (Q5_0, Q8_0): chunk c is blocks 2c and 2c + 1,
-// loaded as raw 4-byte words (a row of whole chunks is 4-aligned); the
-// activations are Q4_K's (the quants of the two blocks' 64 elements and
-// (d, d * sum) of each 32).
+// The 32-wide block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): chunk c is
+// blocks 2c and 2c + 1, loaded as raw 4-byte words (a row of whole chunks
+// is 4-aligned); the activations are Q4_K's (the quants of the two blocks'
+// 64 elements and (d, d * sum) of each 32).
 template <typename Block>
 struct StreamBlockPair {
   static constexpr int kWords = int(2 * sizeof(Block) / 4);
@@ -159,39 +159,78 @@ struct StreamBlockPair {
   }
 };
 
-// Q5_0 (22-byte blocks, 44 bytes a chunk: 11 words). Block 2c: its
-// scale the low half of word 0, its 32 fifth bits (qh) and 16 quant bytes
-// two bytes on (realigned by byte permutes); block 2c + 1: its scale the
-// high half of word 5, qh word 6, quants words 7..10. Quant byte j holds
-// element j (low nibble) and j + 16 (high); bit j of qh is element j's bit
-// 4.
-template <> struct StreamFormat<DType::Q5_0> : StreamBlockPair<BlockQ5_0> {
-  // Bits 0..3 of b as bit 4 of bytes 0..3.
-  __device__ static uint32_t fifth_bits(uint32_t b) {
-    return ((b << 4) & 0x10u) | ((b << 11) & 0x1000u) | ((b << 18) & 0x100000u) | ((b << 25) & 0x10000000u);
-  }
-  // Sum over one block of quant (0..31) x activation quant.
-  __device__ static int block_dot(uint32_t qh, const uint32_t (&qs)[4], const uint4 (&x)[2]) {
-    const uint32_t xw[8] = {x[0].x, x[0].y, x[0].z, x[0].w, x[1].x, x[1].y, x[1].z, x[1].w};
-    int acc = 0;
+// Bits 0..3 of b as bit 4 of bytes 0..3.
+__device__ __forceinline__ uint32_t fifth_bits(uint32_t b) {
+  return ((b << 4) & 0x10u) | ((b << 11) & 0x1000u) | ((b << 18) & 0x100000u) | ((b << 25) & 0x10000000u);
+}
+// Sum over one 4/5-bit block of quant (0..15 or 0..31) x activation quant:
+// quant byte j holds element j (low nibble) and j + 16 (high), bit j of qh
+// element j's bit 4 (kFifthBit).
+template <bool kFifthBit>
+__device__ __forceinline__ int nibble_block_dot(uint32_t qh, const uint32_t (&qs)[4], const uint4 (&x)[2]) {
+  const uint32_t xw[8] = {x[0].x, x[0].y, x[0].z, x[0].w, x[1].x, x[1].y, x[1].z, x[1].w};
+  int acc = 0;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {  // word i: elements 4i .. 4i + 3 and 16 + 4i ..
-      acc = dot4_i8(int((qs[i] & 0x0F0F0F0Fu) | fifth_bits(qh >> (4 * i))), int(xw[i]), acc);
-      acc = dot4_i8(int(((qs[i] >> 4) & 0x0F0F0F0Fu) | fifth_bits(qh >> (16 + 4 * i))), int(xw[4 + i]), acc);
+  for (int i = 0; i < 4; ++i) {  // word i: elements 4i .. 4i + 3 and 16 + 4i ..
+    uint32_t lo = qs[i] & 0x0F0F0F0Fu, hi = (qs[i] >> 4) & 0x0F0F0F0Fu;
+    if constexpr (kFifthBit) {
+      lo |= fifth_bits(qh >> (4 * i));
+      hi |= fifth_bits(qh >> (16 + 4 * i));
     }
-    return acc;
+    acc = dot4_i8(int(lo), int(xw[i]), acc);
+    acc = dot4_i8(int(hi), int(xw[4 + i]), acc);
   }
+  return acc;
+}
+
+// Q4_0 (18-byte blocks, 36 bytes a chunk: 9 words) and Q5_0 (22, 44: 11),
+// element d * (q - offset). Block 2c: its scale the low half of word 0, its
+// fifth bits (Q5_0) and quants two bytes on (realigned by byte permutes);
+// block 2c + 1 from the middle word's high half on, word-aligned.
+template <bool kFifthBit>
+struct StreamQ40Q50 : StreamBlockPair<std::conditional_t<kFifthBit, BlockQ5_0, BlockQ4_0>> {
+  using Base = StreamBlockPair<std::conditional_t<kFifthBit, BlockQ5_0, BlockQ4_0>>;
+  using typename Base::Chunk;
+  using typename Base::XChunk;
   __device__ static float dot(const Chunk& q, const XChunk& x, int /*p*/) {
-    const uint32_t qs0[4] = {__byte_perm(q.w[1], q.w[2], 0x5432), __byte_perm(q.w[2], q.w[3], 0x5432),
-                             __byte_perm(q.w[3], q.w[4], 0x5432), __byte_perm(q.w[4], q.w[5], 0x5432)};
-    const uint32_t qs1[4] = {q.w[7], q.w[8], q.w[9], q.w[10]};
-    const int a0 = block_dot(__byte_perm(q.w[0], q.w[1], 0x5432), qs0, x.xl);
-    const int a1 = block_dot(q.w[6], qs1, x.xh);
-    // Element = d * (q - 16); activation = scale * quant.
-    return h2f(uint16_t(q.w[0])) * (x.ds.x * float(a0) - 16.0f * x.ds.y) +
-           h2f(uint16_t(q.w[5] >> 16)) * (x.ds.z * float(a1) - 16.0f * x.ds.w);
+    constexpr int H = kFifthBit ? 1 : 0;  // words of fifth bits
+    constexpr int M = Base::kWords / 2;   // the word whose high half is block 2c + 1's scale
+    constexpr float kOffset = kFifthBit ? 16.0f : 8.0f;
+    const uint32_t qs0[4] = {__byte_perm(q.w[H], q.w[H + 1], 0x5432), __byte_perm(q.w[H + 1], q.w[H + 2], 0x5432),
+                             __byte_perm(q.w[H + 2], q.w[H + 3], 0x5432), __byte_perm(q.w[H + 3], q.w[H + 4], 0x5432)};
+    const uint32_t qs1[4] = {q.w[M + 1 + H], q.w[M + 2 + H], q.w[M + 3 + H], q.w[M + 4 + H]};
+    const uint32_t qh0 = kFifthBit ? __byte_perm(q.w[0], q.w[1], 0x5432) : 0u, qh1 = kFifthBit ? q.w[M + 1] : 0u;
+    const int a0 = nibble_block_dot<kFifthBit>(qh0, qs0, x.xl);
+    const int a1 = nibble_block_dot<kFifthBit>(qh1, qs1, x.xh);
+    // Element = d * (q - offset); activation = scale * quant.
+    return h2f(uint16_t(q.w[0])) * (x.ds.x * float(a0) - kOffset * x.ds.y) +
+           h2f(uint16_t(q.w[M] >> 16)) * (x.ds.z * float(a1) - kOffset * x.ds.w);
   }
 };
+template <> struct StreamFormat<DType::Q4_0> : StreamQ40Q50<false> {};
+template <> struct StreamFormat<DType::Q5_0> : StreamQ40Q50<true> {};
+
+// Q4_1 (20-byte blocks, 40 bytes a chunk) and Q5_1 (24, 48), element d * q +
+// m: every field word-aligned, a block's words (d, m), [qh,] quants.
+template <bool kFifthBit>
+struct StreamQ41Q51 : StreamBlockPair<std::conditional_t<kFifthBit, BlockQ5_1, BlockQ4_1>> {
+  using Base = StreamBlockPair<std::conditional_t<kFifthBit, BlockQ5_1, BlockQ4_1>>;
+  using typename Base::Chunk;
+  using typename Base::XChunk;
+  __device__ static float dot(const Chunk& q, const XChunk& x, int /*p*/) {
+    constexpr int H = kFifthBit ? 1 : 0, B = Base::kWords / 2;  // words of fifth bits, of a block
+    const uint32_t qs0[4] = {q.w[1 + H], q.w[2 + H], q.w[3 + H], q.w[4 + H]};
+    const uint32_t qs1[4] = {q.w[B + 1 + H], q.w[B + 2 + H], q.w[B + 3 + H], q.w[B + 4 + H]};
+    const int a0 = nibble_block_dot<kFifthBit>(kFifthBit ? q.w[1] : 0u, qs0, x.xl);
+    const int a1 = nibble_block_dot<kFifthBit>(kFifthBit ? q.w[B + 1] : 0u, qs1, x.xh);
+    const float2 dm0 = __half22float2(*reinterpret_cast<const __half2*>(&q.w[0]));
+    const float2 dm1 = __half22float2(*reinterpret_cast<const __half2*>(&q.w[B]));
+    // Element = d * q + m; activation = scale * quant.
+    return dm0.x * x.ds.x * float(a0) + dm0.y * x.ds.y + dm1.x * x.ds.z * float(a1) + dm1.y * x.ds.w;
+  }
+};
+template <> struct StreamFormat<DType::Q4_1> : StreamQ41Q51<false> {};
+template <> struct StreamFormat<DType::Q5_1> : StreamQ41Q51<true> {};
 
 // Q8_0 (34-byte blocks, 68 bytes a chunk: 17 words). Block 2c's scale is
 // the low half of word 0 and its quants start two bytes on (realigned by a

@@ -86,8 +86,8 @@ void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t
 
 // ---- gemm_wgmma.cu
 // mma_matmul's contract on Hopper's asynchronous warpgroup tensor-core
-// instructions (Q4_K, Q5_K and Q6_K with k % 256 == 0, Q8_0 with k % 128 ==
-// 0: more than mma_matmul takes; supported() false elsewhere;
+// instructions (Q4_K, Q5_K and Q6_K with k % 256 == 0, the 32-wide block
+// formats with k % 128 == 0: more than mma_matmul takes; supported() false elsewhere;
 // the weights must lie in an allocation of whole 16-byte units).
 // wgmma_matmul_splits() picks the split count for n activation rows,
 // charging split_cost stage-times and the partials' bytes for splitting.
@@ -99,7 +99,8 @@ void wgmma_matmul(DType w_type, const void* w, size_t w_row_bytes, int m, int k,
 // 16-column variant where CudaOptions::wgmma_narrow.
 // Expert mode: mma_matmul_experts' contract (tiles of up to 64 rows) on the
 // same kernel; mma_matmul_experts hands its calls here where CudaOptions::wgmma
-// is on and this kernel takes the format (Q5_K and Q8_0 only here).
+// is on and this kernel takes the format (Q5_K and the 32-wide formats only
+// here).
 bool wgmma_experts_supported(DType w_type, int k);
 void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k,
                           const void* x, void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles,
