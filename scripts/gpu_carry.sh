@@ -19,8 +19,8 @@ strip "$BIN_DIR"/*
 if [ -n "${RF_CARRY_BIN:-}" ]; then
   tar -cJf "$BIN_DIR.tar.xz" -C "$(dirname "$BIN_DIR")" "$(basename "$BIN_DIR")"
   rm -rf "$BIN_DIR"
-else  # test_gpu_serial xz-packed (gpu_check.sh unpacks it): within a call's 64 MB
-  rm -f "$BIN_DIR/test_gpu_serial.xz" && xz -T2 -3 "$BIN_DIR/test_gpu_serial"
+else  # the test binaries xz-packed (gpu_check.sh unpacks them): within a call's 64 MB
+  rm -f "$BIN_DIR/test_gpu.xz" "$BIN_DIR/test_gpu_serial.xz" && xz -T2 -3 "$BIN_DIR/test_gpu" "$BIN_DIR/test_gpu_serial"
 fi
 T=../shared/testdata
 cp $T/stories260K.gguf $T/stories260K.golden.jsonl $T/stories.txt .carry/testdata/

@@ -90,12 +90,17 @@ alternated_b1() {
   done
 }
 
-# gpu_carry.sh packs test_gpu_serial with xz: unpacked beside it once.
-unpack_serial() {
-  if [ -f "$BIN/test_gpu_serial.xz" ] && [ ! -f "$BIN/test_gpu_serial" ]; then
-    unxz -k "$BIN/test_gpu_serial.xz" && chmod +x "$BIN/test_gpu_serial"
-  fi
+# gpu_carry.sh packs the test binaries with xz: unpacked beside them once
+# (here, for every stage).
+unpack_tests() {
+  local t
+  for t in test_gpu test_gpu_serial; do
+    if [ -f "$BIN/$t.xz" ] && [ ! -f "$BIN/$t" ]; then
+      unxz -k "$BIN/$t.xz" && chmod +x "$BIN/$t"
+    fi
+  done
 }
+unpack_tests
 
 # test_gpu in RF_TEST_SHARDS (default 3) processes at once, gtest's shards
 # (the GPU tests may run in parallel and in any order: this checks that
@@ -103,6 +108,7 @@ unpack_serial() {
 # $OUT/test_gpu.N.log; prints each shard's result; fails if any failed.
 sharded_test_gpu() {
   local n="${RF_TEST_SHARDS:-3}" i rc=0 pids=()
+  unpack_tests
   for i in $(seq 0 $((n - 1))); do
     GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i "$BIN/test_gpu" > "$OUT/test_gpu.$i.log" 2>&1 &
     pids+=($!)
@@ -119,7 +125,7 @@ if [ "$stage" = ctest ]; then
   # ctest -L gpu over the build tree's test lists (carried in .carry/ctest;
   # they hold this checkout's absolute paths).
   mkdir -p build/cuda && cp -r .carry/ctest/. build/cuda/
-  unpack_serial
+  unpack_tests
   mkdir -p build/cuda/tests && cp "$BIN/test_gpu" "$BIN/test_gpu_serial" build/cuda/tests/
   ctest --test-dir build/cuda -L gpu -j 4 --output-on-failure > "$OUT/ctest_gpu.log" 2>&1; echo "ctest -L gpu rc=$?"
   grep -E "tests passed|tests failed|Total Test" "$OUT/ctest_gpu.log"
@@ -130,7 +136,7 @@ if [ "$stage" = all ] || [ "$stage" = tests ]; then
   sharded_test_gpu; echo "test_gpu rc=$?"
   # test_gpu_serial (allocation counting, graphs: one process alone), carried
   # as is or xz-packed (gpu_carry.sh's binaries fill most of a call's 64 MB).
-  unpack_serial
+  unpack_tests
   if [ -f "$BIN/test_gpu_serial" ]; then
     timeout 300 "$BIN/test_gpu_serial" > "$OUT/test_gpu_serial.log" 2>&1; echo "test_gpu_serial rc=$?"
     grep -E "^\[  (PASSED|FAILED)  \]" "$OUT/test_gpu_serial.log" | head -5
