@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <unordered_set>
 #include <vector>
 
 #include "core/error.h"
 #include "core/quant.h"
+#include "core/thread_pool.h"
 #include "model/synthetic.h"
 
 namespace rf {
@@ -24,6 +26,7 @@ struct Loader {
   uint64_t done = 0, total = 0;  // file bytes read, of all
   uint64_t loaded = 0;           // bytes on the backend
   std::unordered_set<std::string> used;
+  std::unique_ptr<ThreadPool> fill_pool;  // dummy weights' quantization, made on first use
 
   const gguf::TensorInfo& info(const std::string& name, std::vector<uint64_t> shape) {
     const gguf::TensorInfo* t = f.find_tensor(name);
@@ -72,12 +75,17 @@ struct Loader {
     const int64_t pattern_rows = std::clamp<int64_t>(int64_t((size_t(2) << 20) / size_t(cols)), 1, n_rows);
     const int64_t chunk_rows = std::max<int64_t>(1, int64_t((size_t(64) << 20) / rb)) / pattern_rows * pattern_rows;
     std::vector<uint8_t> chunk(rb * size_t(std::min(chunk_rows, n_rows)));
-    std::vector<float> row(static_cast<size_t>(cols));
     const uint64_t seed = std::hash<std::string>{}(name);
-    for (int64_t r = 0; r < pattern_rows; ++r) {
-      synthetic_values(seed, uint64_t(r * cols), std::sqrt(3.0f / float(cols)), row.data(), row.size());
-      quantize_row(t.type, row.data(), chunk.data() + size_t(r) * rb, row.size());
-    }
+    // The pattern's rows on every host thread (a 9B model's ~300 tensors of
+    // 2M values each take ~30 s of quantization on one).
+    if (!fill_pool) fill_pool = std::make_unique<ThreadPool>();
+    fill_pool->parallel_for(size_t(pattern_rows), 1, [&](size_t r0, size_t r1) {
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (size_t r = r0; r < r1; ++r) {
+        synthetic_values(seed, uint64_t(r) * uint64_t(cols), std::sqrt(3.0f / float(cols)), row.data(), row.size());
+        quantize_row(t.type, row.data(), chunk.data() + r * rb, row.size());
+      }
+    });
     for (size_t at = size_t(pattern_rows) * rb; at < chunk.size(); at += size_t(pattern_rows) * rb)
       std::memcpy(chunk.data() + at, chunk.data(), std::min(size_t(pattern_rows) * rb, chunk.size() - at));
     for (size_t done = 0; done < bytes; done += chunk.size())
