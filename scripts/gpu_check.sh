@@ -102,12 +102,13 @@ unpack_tests() {
 }
 unpack_tests
 
-# test_gpu in RF_TEST_SHARDS (default 3) processes at once, gtest's shards
+# test_gpu in RF_TEST_SHARDS (default 6) processes at once, gtest's shards
 # (the GPU tests may run in parallel and in any order: this checks that
-# too; one process took ~5 minutes, three ~1.5 on the H100). Logs
+# too; one process took ~5 minutes, three 166 s for the slowest shard on the
+# H100). Logs
 # $OUT/test_gpu.N.log; prints each shard's result; fails if any failed.
 sharded_test_gpu() {
-  local n="${RF_TEST_SHARDS:-3}" i rc=0 pids=()
+  local n="${RF_TEST_SHARDS:-6}" i rc=0 pids=()
   unpack_tests
   for i in $(seq 0 $((n - 1))); do
     GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i "$BIN/test_gpu" > "$OUT/test_gpu.$i.log" 2>&1 &

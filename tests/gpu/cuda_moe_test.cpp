@@ -85,13 +85,9 @@ struct Experts {
 Experts make_experts(DType type, int rows, int cols, std::mt19937& rng) {
   Experts w;
   auto f = test::randn(size_t(rows) * cols, rng, 0.2f);
-  const size_t rb = row_bytes(type, uint64_t(cols));
-  w.bytes.resize(rb * size_t(rows));
+  w.bytes.resize(row_bytes(type, uint64_t(cols)) * size_t(rows));
   w.values.resize(f.size());
-  for (int r = 0; r < rows; ++r) {
-    quantize_row(type, f.data() + size_t(r) * cols, w.bytes.data() + r * rb, size_t(cols));
-    dequantize_row(type, w.bytes.data() + r * rb, w.values.data() + size_t(r) * cols, size_t(cols));
-  }
+  test::quantize_rows(type, f.data(), rows, cols, w.bytes.data(), w.values.data());
   w.host = make_tensor(w.bytes.data(), type, cols, rows);
   return w;
 }

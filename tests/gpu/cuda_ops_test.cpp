@@ -240,9 +240,8 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
   CpuBackend cpu(2);
   const auto quantized = [&](DType type, int m, int k) {
     auto wf = test::randn(size_t(m) * k, rng, 0.3f);
-    const size_t rb = row_bytes(type, uint64_t(k));
-    std::vector<uint8_t> wq(rb * size_t(m));
-    for (int r = 0; r < m; ++r) quantize_row(type, wf.data() + size_t(r) * k, wq.data() + r * rb, size_t(k));
+    std::vector<uint8_t> wq(row_bytes(type, uint64_t(k)) * size_t(m));
+    test::quantize_rows(type, wf.data(), m, k, wq.data());
     return wq;
   };
   for (const DType type :

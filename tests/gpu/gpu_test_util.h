@@ -17,6 +17,7 @@
 #include "core/fp16.h"
 #include "core/fp8.h"
 #include "core/quant.h"
+#include "core/thread_pool.h"
 #include "testdata.h"
 #include "random_values.h"
 
@@ -73,12 +74,25 @@ inline std::vector<float> matmul_activations(CudaBackend& gpu, const Tensor& w, 
   return e4m3_rows(std::move(x), k);
 }
 
+// rows x cols values `f` stored as `type` at `out`, row after row, on every
+// host thread (the MoE cases' experts hold ~10^8 values: seconds on one);
+// with `values`, each row dequantized back there too.
+inline void quantize_rows(DType type, const float* f, int rows, int cols, uint8_t* out, float* values = nullptr) {
+  const size_t rb = row_bytes(type, uint64_t(cols));
+  ThreadPool pool;
+  pool.parallel_for(size_t(rows), 16, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      quantize_row(type, f + r * size_t(cols), out + r * rb, size_t(cols));
+      if (values) dequantize_row(type, out + r * rb, values + r * size_t(cols), size_t(cols));
+    }
+  });
+}
+
 // rows x cols values from N(0, scale^2) stored as `type`, row after row.
 inline std::vector<uint8_t> random_weight(DType type, int rows, int cols, std::mt19937& rng, float scale) {
   const auto f = randn(size_t(rows) * size_t(cols), rng, scale);
-  const size_t rb = row_bytes(type, uint64_t(cols));
-  std::vector<uint8_t> w(rb * size_t(rows));
-  for (int r = 0; r < rows; ++r) quantize_row(type, f.data() + size_t(r) * cols, w.data() + size_t(r) * rb, size_t(cols));
+  std::vector<uint8_t> w(row_bytes(type, uint64_t(cols)) * size_t(rows));
+  quantize_rows(type, f.data(), rows, cols, w.data());
   return w;
 }
 
