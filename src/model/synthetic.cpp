@@ -166,6 +166,18 @@ void synthetic_values(uint64_t seed, uint64_t first, float scale, float* out, si
   }
 }
 
+void synthetic_rows(ThreadPool& pool, DType type, uint64_t seed, int64_t cols, int64_t n_rows, float scale,
+                    uint8_t* dst) {
+  const size_t rb = row_bytes(type, uint64_t(cols));
+  pool.parallel_for(size_t(n_rows), 1, [&](size_t r0, size_t r1) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (size_t r = r0; r < r1; ++r) {
+      synthetic_values(seed, r * uint64_t(cols), scale, row.data(), row.size());
+      quantize_row(type, row.data(), dst + r * rb, row.size());
+    }
+  });
+}
+
 namespace {
 
 // The model's metadata and tensors (filled when written).
@@ -242,16 +254,8 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
     std::vector<uint64_t> dims = {uint64_t(cols), uint64_t(rows)};
     if (stack > 0) dims.push_back(uint64_t(stack));
     const int64_t all_rows = rows * std::max<int64_t>(stack, 1);
-    w.add_tensor(name, t, dims, [=, &pool](uint8_t* dst) {
-      const size_t rb = row_bytes(t, uint64_t(cols));
-      pool.parallel_for(size_t(all_rows), 64, [&](size_t r0, size_t r1) {
-        std::vector<float> row(static_cast<size_t>(cols));
-        for (size_t r = r0; r < r1; ++r) {
-          synthetic_values(tseed, r * uint64_t(cols), scale, row.data(), row.size());
-          quantize_row(t, row.data(), dst + r * rb, row.size());
-        }
-      });
-    });
+    w.add_tensor(name, t, dims,
+                 [=, &pool](uint8_t* dst) { synthetic_rows(pool, t, tseed, cols, all_rows, scale, dst); });
   };
   // Norm weights near 1; biases near 0.
   auto vec = [&](const std::string& name, int64_t n, float offset) {

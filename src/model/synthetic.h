@@ -61,4 +61,10 @@ std::vector<uint8_t> synthetic_header(const SyntheticPreset& p, const QuantPlan&
 // numbers however the work is split.
 void synthetic_values(uint64_t seed, uint64_t first, float scale, float* out, size_t n);
 
+// Rows [0, n_rows) of a `cols`-wide matrix of synthetic_values (row r from
+// index r * cols) stored as `type` at `dst`, row after row, on pool's
+// threads.
+void synthetic_rows(ThreadPool& pool, DType type, uint64_t seed, int64_t cols, int64_t n_rows, float scale,
+                    uint8_t* dst);
+
 }  // namespace rf

@@ -79,13 +79,7 @@ struct Loader {
     // The pattern's rows on every host thread (a 9B model's ~300 tensors of
     // 2M values each take ~30 s of quantization on one).
     if (!fill_pool) fill_pool = std::make_unique<ThreadPool>();
-    fill_pool->parallel_for(size_t(pattern_rows), 1, [&](size_t r0, size_t r1) {
-      std::vector<float> row(static_cast<size_t>(cols));
-      for (size_t r = r0; r < r1; ++r) {
-        synthetic_values(seed, uint64_t(r) * uint64_t(cols), std::sqrt(3.0f / float(cols)), row.data(), row.size());
-        quantize_row(t.type, row.data(), chunk.data() + r * rb, row.size());
-      }
-    });
+    synthetic_rows(*fill_pool, t.type, seed, cols, pattern_rows, std::sqrt(3.0f / float(cols)), chunk.data());
     for (size_t at = size_t(pattern_rows) * rb; at < chunk.size(); at += size_t(pattern_rows) * rb)
       std::memcpy(chunk.data() + at, chunk.data(), std::min(size_t(pattern_rows) * rb, chunk.size() - at));
     for (size_t done = 0; done < bytes; done += chunk.size())
@@ -212,7 +206,7 @@ IndexRange offset(IndexRange r, int64_t by) { return IndexRange{r.first + by, r.
 ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Backend& backend,
                                 const std::function<void(uint64_t, uint64_t)>& progress, ShardSpec shard) {
   ModelWeights w;
-  Loader L{f, backend, shard, w.host_parts, progress, 0, 0, 0, {}};
+  Loader L{f, backend, shard, w.host_parts, progress, 0, 0, 0, {}, {}};
   for (const auto& t : f.tensors()) L.total += t.n_bytes;
   // The rank's shapes, and what of each split dimension it holds (all of it
   // when not split: every range list below is then empty, the whole tensor).
