@@ -19,7 +19,8 @@
 # serve-budget: the serving benchmark against the engine's token budget
 # per step; stage prefill-split: prefill query tiles split over their
 # keys, off against on; stage wgmma: 64-sequence q4_k_m decode of each
-# family on the wgmma matmul against the mma.sync one).
+# family on the wgmma matmul against the mma.sync one; stage ab: batch-1
+# decode of a build against the one before it, alternated).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -410,6 +411,25 @@ if [ "$stage" = wgmma ]; then
   timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_gpu" \
     --gtest_filter='*KQuantTensorCoreMatmulKernels*' > "$OUT/sanitizer-wgmma.log" 2>&1
   echo "memcheck rc=$?"; grep -E "ERROR SUMMARY" "$OUT/sanitizer-wgmma.log" | tail -1
+fi
+
+if [ "$stage" = ab ]; then
+  # A build against the one before it (any issue): batch-1 decode (or
+  # RF_PARALLEL sequences) of RF_PRESETS (preset:type), two rounds, the
+  # previous build's rocmforge (RF_BASE, default .carry/base; an xz-packed
+  # rocmforge.xz there is unpacked) alternated with $BIN's.
+  base="${RF_BASE:-.carry/base}"
+  if [ -f "$base/rocmforge.xz" ] && [ ! -f "$base/rocmforge" ]; then unxz -k "$base/rocmforge.xz"; fi
+  chmod +x "$base/rocmforge"
+  for round in 1 2; do
+    for model in ${RF_PRESETS:-llama3-8b:q4_k_m}; do
+      for b in "$base" "$BIN"; do
+        printf "round %s %-22s %-12s " "$round" "$model" "$b"
+        timeout 120 "$b/rocmforge" bench --load-format dummy -m "$model" -p 512 -n 128 -r 1 \
+          --parallel "${RF_PARALLEL:-1}" 2>/dev/null | grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{print $4 " tok/s"}'
+      done
+    done
+  done
 fi
 
 if [ "$stage" = bench-families ]; then
