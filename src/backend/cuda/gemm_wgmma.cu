@@ -63,41 +63,28 @@ template <> struct WgFormat<DType::Q6_K> {
   static constexpr int kRowStride = 240, kUnits = 14;
   static constexpr bool kAligned = false;
 };
+// The 32-wide block formats: four blocks (128 k) a stage.
+template <typename Block, int kStride, int kUnitCount, bool kWholeUnits>
+struct WgBlock32Format {
+  static constexpr int kChunk = 4 * kQK, kStageBytes = 4 * sizeof(Block);
+  static constexpr int kRowStride = kStride, kUnits = kUnitCount;
+  static constexpr bool kAligned = kWholeUnits;
+};
 // Q8_0: four 34-byte blocks (128 k) a stage, 9 or 10 units; k need only be
 // a multiple of 128 (glm4-9b's 13,696-wide down rows, which k-quants cannot
 // take). The stride keeps the 8 rows of a fragment load on distinct banks
 // when alternate rows start 8 bytes apart in their windows.
-template <> struct WgFormat<DType::Q8_0> {
-  static constexpr int kChunk = 4 * kQK, kStageBytes = 4 * sizeof(BlockQ8_0);
-  static constexpr int kRowStride = 176, kUnits = 10;
-  static constexpr bool kAligned = false;
-};
+template <> struct WgFormat<DType::Q8_0> : WgBlock32Format<BlockQ8_0, 176, 10, false> {};
 // Q5_0 and Q4_0: four 22- or 18-byte blocks (128 k) a stage, 6 or 7 units,
 // rows and stages at any even byte; a stride that keeps a fragment load's
 // rows on distinct banks with alternate rows 8 bytes apart (glm4-9b's down
 // rows as llama.cpp's Q4_K_M stores them).
-template <> struct WgFormat<DType::Q5_0> {
-  static constexpr int kChunk = 4 * kQK, kStageBytes = 4 * sizeof(BlockQ5_0);
-  static constexpr int kRowStride = 112, kUnits = 7;
-  static constexpr bool kAligned = false;
-};
-template <> struct WgFormat<DType::Q4_0> {
-  static constexpr int kChunk = 4 * kQK, kStageBytes = 4 * sizeof(BlockQ4_0);
-  static constexpr int kRowStride = 112, kUnits = 6;
-  static constexpr bool kAligned = false;
-};
+template <> struct WgFormat<DType::Q5_0> : WgBlock32Format<BlockQ5_0, 112, 7, false> {};
+template <> struct WgFormat<DType::Q4_0> : WgBlock32Format<BlockQ4_0, 112, 6, false> {};
 // Q4_1 and Q5_1: 20- and 24-byte blocks, so 80 and 96 bytes a stage and
 // rows of whole stages on 16-byte boundaries.
-template <> struct WgFormat<DType::Q4_1> {
-  static constexpr int kChunk = 4 * kQK, kStageBytes = 4 * sizeof(BlockQ4_1);
-  static constexpr int kRowStride = 80, kUnits = 5;
-  static constexpr bool kAligned = true;
-};
-template <> struct WgFormat<DType::Q5_1> {
-  static constexpr int kChunk = 4 * kQK, kStageBytes = 4 * sizeof(BlockQ5_1);
-  static constexpr int kRowStride = 112, kUnits = 6;
-  static constexpr bool kAligned = true;
-};
+template <> struct WgFormat<DType::Q4_1> : WgBlock32Format<BlockQ4_1, 80, 5, true> {};
+template <> struct WgFormat<DType::Q5_1> : WgBlock32Format<BlockQ5_1, 112, 6, true> {};
 template <DType T, int N> constexpr int kXStage = WgFormat<T>::kChunk / 64 * kAtomBytes<N>;  // activations a stage
 // Ring depth: as many stages as fit 220 KB (Q4_K 3, Q5_K 2, Q6_K 2, Q4_0 / Q5_0 / Q5_1 5, Q4_1 6, Q8_0 3
 // at N = 64).
