@@ -308,6 +308,43 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
   }
 }
 
+// Q6_K rows of one warp each on a grid past one wave of the unbounded
+// kernel (4,100 rows: 513 blocks of 8 on a 132-SM H100 that holds 3 an SM)
+// take the kernel bounded to 128 registers (gemv_stream_q6k_bounded_kernel),
+// f16 outputs (down projections) and f32 (the output matrix); against the
+// CPU on the same 8-bit activations, and a one-wave grid (the unbounded
+// kernel) beside them.
+TEST(CudaOps, Q6kGemvPastOneWave) {
+  RF_REQUIRE_GPU();
+  std::mt19937 rng(23);
+  CpuBackend cpu(2);
+  auto gpu = test::make_gpu();
+  gpu->reserve(BackendLimits{64, 4, 4, 4, 100, 4096 * 64, 1, 1});
+  const int k = 4096;
+  for (const DType out_type : {DType::F16, DType::F32})
+  for (const int m : {4100, 1000}) {
+    auto wf = test::randn(size_t(m) * k, rng, 0.3f);
+    std::vector<uint8_t> wq(row_bytes(DType::Q6_K, uint64_t(k)) * size_t(m));
+    test::quantize_rows(DType::Q6_K, wf.data(), m, k, wq.data());
+    auto x = test::round_f16(test::randn(size_t(k), rng));
+    auto xq = test::gemv_activations(*gpu, DType::Q6_K, 1, k, x);
+    std::vector<float> ref(static_cast<size_t>(m));
+    Tensor cw = make_tensor(wq.data(), DType::Q6_K, k, m);
+    Tensor cxq = make_tensor(xq.data(), DType::F32, k, 1), co = make_tensor(ref.data(), DType::F32, m, 1);
+    cpu.matmul(cxq, cw, co);
+    Tensor gw = gpu->load_weight(cw, "w");
+    void* gx = test::upload(*gpu, test::to_f16(x));
+    Tensor tx = make_tensor(gx, DType::F16, k, 1, DeviceKind::CUDA);
+    const size_t out_bytes = size_t(m) * (out_type == DType::F16 ? 2 : 4);
+    Tensor to = make_tensor(gpu->alloc(out_bytes, "out"), out_type, m, 1, DeviceKind::CUDA);
+    gpu->matmul(tx, gw, to);
+    const auto got = out_type == DType::F16 ? test::from_f16(test::download<uint16_t>(*gpu, to.data, size_t(m)))
+                                            : test::download<float>(*gpu, to.data, size_t(m));
+    EXPECT_LT(test::rel_l2(got, ref), 2e-3) << dtype_name(out_type) << ", m=" << m;
+    for (void* p : {gw.data, gx, to.data}) gpu->free(p);
+  }
+}
+
 TEST(CudaOps, MatmulOddWidthF32Weights) {
   RF_REQUIRE_GPU();  // stories260K's ffn_down has k = 172 (not a multiple of 32)
   std::mt19937 rng(7);

@@ -39,7 +39,7 @@ gpu::LaunchCtx CudaBackend::ctx() const {
   // Each call numbers the launches it serves: a record of act_q8_state made
   // under number N is trusted under N and N + 1 (the producing op and the
   // one after it), never later.
-  return {S(stream_), options_, warp_size_, act_q8_, &impl_->act_q8_state, ++impl_->op_seq};
+  return {S(stream_), options_, warp_size_, act_q8_, &impl_->act_q8_state, ++impl_->op_seq, n_sms_};
 }
 
 void CudaBackend::forget_act_q8() {

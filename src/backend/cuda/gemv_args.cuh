@@ -113,10 +113,12 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& a, DType out_type, bool
 // (CudaOptions::gemv_two_formats); false if it did not launch.
 bool launch_gemv_kq_stream_two(DType t0, const GemvArgs& a0, DType t1, const GemvArgs& a1, const LaunchCtx& ctx);
 
-// Warps per set of rows of the streaming kernels: 1 for rows of up to 2
-// warp widths of 64-weight chunks, 2 up to 4, else 4
-// (CudaOptions::kq_stream_split overrides).
-int stream_split(int chunks, const LaunchCtx& ctx);
+// Warps per set of rows of the streaming kernels for rows of `chunks`
+// 64-weight chunks in format t: k-quants 1 up to 8 warp widths (14336-wide
+// down projections: 7 chunks a lane), else 4; the 32-wide block formats 1
+// up to 2 warp widths, 2 up to 4, else 4 (CudaOptions::kq_stream_split
+// overrides).
+int stream_split(DType t, int chunks, const LaunchCtx& ctx);
 // elems f16 activations (rows end to end, each a multiple of 32 wide) as
 // 8-bit quants into ctx.act_q8; the record of a single row there is
 // dropped.

@@ -165,6 +165,17 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
   gemv_stream_rows<T, OutT, kPaired, kRows, kSplit, kOwnRows, kGroup>(a, int(blockIdx.x));
 }
 
+// Q6_K's plain two-row kernel (one warp a row set) bounded to 128
+// registers, four blocks an SM where 165 leave room for three (no spills):
+// for grids past one wave of the unbounded kernel, such as a down
+// projection's 448-512 blocks on 132 SMs or the output matrix
+// (launch_stream_rows). Below a wave the bound only costs (Phi-3's 384
+// blocks).
+template <typename OutT>
+__global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE, 4) gemv_stream_q6k_bounded_kernel(GemvArgs a) {
+  gemv_stream_rows<DType::Q6_K, OutT, false, 2, 1>(a, int(blockIdx.x));
+}
+
 // Two formats of one width in one launch (q4_k_m's q/k/v where V is Q6_K):
 // blocks [0, blocks0) take a0's rows in format T0, the rest a1's in T1; two
 // rows per warp, f16 outputs, one shared row of activation quants.
@@ -190,6 +201,13 @@ int stream_group(int chunks, int rows_per_warp, const LaunchCtx& ctx) {
   return chunks % 16 == 0 ? 16 : 0;
 }
 
+// Whether `blocks` of `kernel` need more than one wave on the device.
+bool past_one_wave(void (*kernel)(GemvArgs), dim3 blocks, unsigned threads, const LaunchCtx& ctx) {
+  int per_sm = 0;
+  RF_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, int(threads), 0));
+  return size_t(blocks.x) * blocks.y > size_t(per_sm) * size_t(ctx.n_sms);
+}
+
 template <DType T, typename OutT, bool kPaired, int kRows>
 void launch_stream_rows(const GemvArgs& a, int split, int m, int grid_y, const LaunchCtx& ctx) {
   const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
@@ -203,6 +221,12 @@ void launch_stream_rows(const GemvArgs& a, int split, int m, int grid_y, const L
   }
   const int rows_per_block = kStreamWarps / split * kRows;
   const dim3 blocks(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
+  if constexpr (T == DType::Q6_K && !kPaired && kRows == 2) {
+    if (split == 1 && past_one_wave(gemv_stream_kernel<T, OutT, kPaired, kRows, 1>, blocks, threads, ctx)) {
+      launch(gemv_stream_q6k_bounded_kernel<OutT>, blocks, threads, 0, ctx, a);
+      return;
+    }
+  }
   if (split == 1) launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 1>, blocks, threads, 0, ctx, a);
   else if (split == 2) launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 2>, blocks, threads, 0, ctx, a);
   else launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 4>, blocks, threads, 0, ctx, a);
@@ -225,7 +249,7 @@ void launch_stream_own_rows(const GemvArgs& a, int m, int grid_y, const LaunchCt
     else launch(gemv_stream_kernel<T, float, false, kRows, 1, true, 16>, blocks, threads, 0, ctx, a);
     return;
   }
-  const int split = stream_split(chunks, ctx);
+  const int split = stream_split(T, chunks, ctx);
   const int rows_per_block = kStreamWarps / split * kRows;
   const dim3 blocks(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
   const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
@@ -236,7 +260,7 @@ void launch_stream_own_rows(const GemvArgs& a, int m, int grid_y, const LaunchCt
 
 template <DType T, typename OutT, bool kPaired>
 void launch_stream(const GemvArgs& a, int rows_per_warp, int m, int grid_y, const LaunchCtx& ctx) {
-  const int split = stream_split(a.k / 64, ctx);
+  const int split = stream_split(T, a.k / 64, ctx);
   if (rows_per_warp == 1) launch_stream_rows<T, OutT, kPaired, 1>(a, split, m, grid_y, ctx);
   else if (rows_per_warp == 2) launch_stream_rows<T, OutT, kPaired, 2>(a, split, m, grid_y, ctx);
   else launch_stream_rows<T, OutT, kPaired, 4>(a, split, m, grid_y, ctx);
@@ -257,7 +281,7 @@ void launch_stream_type(const GemvArgs& a, DType out_type, bool paired, int rows
 // Two rows per warp only (Q5_K, the 32-wide block formats).
 template <DType T>
 void launch_stream_rows_2(const GemvArgs& a, DType out_type, bool paired, int m, int grid_y, const LaunchCtx& ctx) {
-  const int split = stream_split(a.k / 64, ctx);
+  const int split = stream_split(T, a.k / 64, ctx);
   if (out_type == DType::F32) {
     if (paired) launch_stream_rows<T, float, true, 2>(a, split, m, grid_y, ctx);
     else launch_stream_rows<T, float, false, 2>(a, split, m, grid_y, ctx);
@@ -269,9 +293,20 @@ void launch_stream_rows_2(const GemvArgs& a, DType out_type, bool paired, int m,
 
 }  // namespace
 
-int stream_split(int chunks, const LaunchCtx& ctx) {
+int stream_split(DType t, int chunks, const LaunchCtx& ctx) {
   if (ctx.options.kq_stream_split > 0) return ctx.options.kq_stream_split;
-  return chunks <= 2 * ctx.warp_size ? 1 : chunks <= 4 * ctx.warp_size ? 2 : 4;
+  const int w = ctx.warp_size;
+  // k-quants: one warp a row set up to 8 warp widths (with Q6_K's bounded
+  // kernel past one wave, launch_stream_rows). Measured on the H100 (tg128
+  // b1 q4_k_m, the rule below for every format before it, two rounds):
+  // llama3-8b 382.5 / 380.4 -> 387.3 / 383.5 tok/s, gemma2-9b 263.0 / 265.1
+  // -> 266.7 / 264.9, phi3-mini 545.9 / 540.0 -> 550.9 / 540.5, glm4-9b
+  // 298.0 / 298.3 -> 300.4 / 300.8, gemma3-12b 223.6 / 223.1 -> 224.4 /
+  // 225.2. The 32-wide block formats at one warp up to 8 widths cost
+  // glm4-9b (13,696-wide down rows in one of them) 1%: they keep the rule
+  // below.
+  if (t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K) return chunks <= 8 * w ? 1 : 4;
+  return chunks <= 2 * w ? 1 : chunks <= 4 * w ? 2 : 4;
 }
 
 void quantize_act_q8_rows(const void* x, int elems, const LaunchCtx& ctx) {
@@ -441,7 +476,7 @@ bool launch_gemv_kq_stream_two(DType t0, const GemvArgs& a0, DType t1, const Gem
   if (!stream_aligned(t0, a0, false) || !stream_aligned(t1, a1, false)) return false;
   act_q8_row(a0, ctx);
   const GemvArgs b0 = with_act_q8(a0, ctx), b1 = with_act_q8(a1, ctx);
-  const int split = stream_split(a0.k / 64, ctx);
+  const int split = stream_split(t0, a0.k / 64, ctx);
   const int rows_per_block = kStreamWarps / split * 2;
   const int m0 = a0.row_end[a0.n_segs - 1], m1 = a1.row_end[a1.n_segs - 1];
   const int blocks0 = (m0 + rows_per_block - 1) / rows_per_block;

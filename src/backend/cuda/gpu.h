@@ -220,6 +220,7 @@ struct LaunchCtx {
   void* act_q8 = nullptr;    // kActQ8MaxK activations' worth (act_q8_bytes)
   ActQ8State* act_q8_state = nullptr;  // the backend's (null: never reused)
   uint64_t op = 0;                     // this backend op's number (CudaBackend::ctx counts them)
+  int n_sms = 1;                       // the device's multiprocessors
 };
 // The 8-bit activation buffer: per 32 activations a float2 (scale d, d *
 // sum of the quants), then the quants; rows of up to kActQ8MaxK.

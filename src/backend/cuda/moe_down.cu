@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) moe_down_combined_
 
 template <DType T>
 void launch_down(const MoeDownArgs& a, const LaunchCtx& ctx) {
-  const int split = stream_split(a.ff / 64 * a.n_used, ctx);
+  const int split = stream_split(T, a.ff / 64 * a.n_used, ctx);
   const int rows_per_block = kStreamWarps / split * kDownRows;
   const unsigned blocks = unsigned((a.m + rows_per_block - 1) / rows_per_block);
   const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
