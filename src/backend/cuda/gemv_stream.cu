@@ -193,11 +193,14 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE)
 // 2), else 0 (the whole warp; CudaOptions::kq_stream_lane_groups). Two rows
 // per warp only. (Groups of 8 for Gemma 2's 3584-wide rows, 8 lanes of 7
 // chunks each, measured slower: a lane's chunks come two at a time.)
-int stream_group(int chunks, int rows_per_warp, const LaunchCtx& ctx) {
+// Expert tiles whose rows are one chunk a lane (Qwen3-MoE's 2,048-wide
+// gate and up rows) take groups of 16 too with
+// CudaOptions::kq_stream_expert_groups: two chunks a lane, half the blocks.
+int stream_group(int chunks, int rows_per_warp, bool expert_tiles, const LaunchCtx& ctx) {
   const int w = ctx.warp_size;
-  if (!ctx.options.kq_stream_lane_groups || rows_per_warp != 2 || chunks >= 2 * w || chunks % w == 0 ||
-      ctx.options.kq_stream_split > 1)
-    return 0;
+  if (rows_per_warp != 2 || ctx.options.kq_stream_split > 1) return 0;
+  if (expert_tiles && ctx.options.kq_stream_expert_groups && chunks == w && w % 16 == 0) return 16;
+  if (!ctx.options.kq_stream_lane_groups || chunks >= 2 * w || chunks % w == 0) return 0;
   return chunks % 16 == 0 ? 16 : 0;
 }
 
@@ -212,7 +215,7 @@ template <DType T, typename OutT, bool kPaired, int kRows>
 void launch_stream_rows(const GemvArgs& a, int split, int m, int grid_y, const LaunchCtx& ctx) {
   const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
   if constexpr (kRows == 2) {
-    if (const int group = stream_group(a.k / 64, kRows, ctx); group > 0) {
+    if (const int group = stream_group(a.k / 64, kRows, a.tiles != nullptr, ctx); group > 0) {
       const int rows_per_block = kStreamWarps * (ctx.warp_size / group) * kRows;
       const dim3 blocks(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
       launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 1, false, 16>, blocks, threads, 0, ctx, a);
@@ -471,7 +474,7 @@ bool launch_gemv_kq_stream_two(DType t0, const GemvArgs& a0, DType t1, const Gem
       a0.k != a1.k || a0.n != 1 || a1.n != 1 || a0.x != a1.x || a0.tiles || a1.tiles ||
       !gemv_quantizes_activations(ctx.options, ctx.warp_size, t0, 1, a0.k) ||
       !gemv_quantizes_activations(ctx.options, ctx.warp_size, t1, 1, a1.k) ||
-      stream_group(a0.k / 64, 2, ctx) != 0)
+      stream_group(a0.k / 64, 2, false, ctx) != 0)
     return false;
   if (!stream_aligned(t0, a0, false) || !stream_aligned(t1, a1, false)) return false;
   act_q8_row(a0, ctx);
