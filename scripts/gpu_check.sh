@@ -22,7 +22,7 @@
 # family on the wgmma matmul against the mma.sync one; stage ab: batch-1
 # decode of a build against the one before it, alternated; stage
 # expert-groups: one token's 2,048-wide expert rows in lane groups of 16
-# or 8, against whole warps).
+# against whole warps).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -435,22 +435,23 @@ if [ "$stage" = ab ]; then
 fi
 
 if [ "$stage" = expert-groups ]; then
-  # ROCMFORGE_KQ_STREAM_EXPERT_GROUPS (issue 13): the MoE tests with groups
-  # of 16 and of 8 under compute-sanitizer memcheck, each expert GEMV alone
-  # (Nsight Compute, qwen3-30b-a3b-4l batch 1), batch-1 decode alternated.
-  for g in 16 8; do
+  # ROCMFORGE_KQ_STREAM_EXPERT_GROUPS (issue 13): the MoE tests with lane
+  # groups and whole warps under compute-sanitizer memcheck, each expert
+  # GEMV alone (Nsight Compute, qwen3-30b-a3b-4l batch 1), batch-1 decode
+  # alternated.
+  for g in 1 0; do
     ROCMFORGE_KQ_STREAM_EXPERT_GROUPS=$g timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
       "$BIN/test_gpu" --gtest_filter='*Moe*' > "$OUT/sanitizer-expert-groups-$g.log" 2>&1
     echo "memcheck groups=$g rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer-expert-groups-$g.log" | tail -3
   done
-  for g in 0 16 8; do
+  for g in 0 1; do
     ROCMFORGE_KQ_STREAM_EXPERT_GROUPS=$g timeout 90 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
       -k regex:gemv_stream -s 100 -c 24 "$BIN/rocmforge" bench --load-format dummy -m qwen3-30b-a3b-4l:q4_k_m -p 64 \
       -n 64 -r 1 --parallel 1 > "$OUT/ncu-expert-groups-$g.csv" 2>/dev/null
     python3 scripts/ncu_summary.py "$OUT/ncu-expert-groups-$g.csv" "streaming GEMVs, expert groups=$g" 8
   done
   alternated_b1 512 "qwen3-30b-a3b:q4_k_m mixtral-8x7b-4l:q4_k_m" ROCMFORGE_KQ_STREAM_EXPERT_GROUPS=0 \
-    ROCMFORGE_KQ_STREAM_EXPERT_GROUPS=16 ROCMFORGE_KQ_STREAM_EXPERT_GROUPS=8
+    ROCMFORGE_KQ_STREAM_EXPERT_GROUPS=1
 fi
 
 if [ "$stage" = bench-families ]; then

@@ -248,6 +248,9 @@ struct MoeCase {
   // One token's down rows and their weighted sum in one launch
   // (CudaOptions::fused_moe_down).
   bool combined = false;
+  // One token's 2,048-wide gate and up rows (one chunk a lane) in lane
+  // groups of 16, else whole warps (CudaOptions::kq_stream_expert_groups).
+  bool expert_groups = true;
 };
 
 class CudaMoeFfn : public ::testing::TestWithParam<MoeCase> {};
@@ -263,6 +266,7 @@ void check_moe_case(const MoeCase& c, bool wgmma) {
   o.kq_stream_expert_rows = c.stream_rows;
   o.kq_stream_short_expert_rows = c.short_rows;
   o.fused_moe_down = c.combined;
+  o.kq_stream_expert_groups = c.expert_groups;
   auto gpu = std::make_unique<CudaBackend>(o);
   // moe_ffn works in chunks of at most max_tokens tokens.
   const BackendLimits lim = test::moe_limits(128, E, k, ff, d);
@@ -363,6 +367,8 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                            MoeCase{DType::Q4_K, DType::Q6_K, 8, 2, false},
                                            MoeCase{DType::Q4_K, DType::Q4_K, 16, 4, true},
                                            MoeCase{DType::Q4_K, DType::Q6_K, 8, 2, false, 2048},
+                                           MoeCase{DType::Q4_K, DType::Q6_K, 8, 2, false, 2048, 512, false, false,
+                                                   false, false},
                                            MoeCase{DType::Q6_K, DType::Q6_K, 16, 4, true, 2048},
                                            MoeCase{DType::Q4_K, DType::Q6_K, 8, 2, false, 2048, 2048, true},
                                            MoeCase{DType::Q4_K, DType::Q4_K, 2, 2, true, 2048, 8192, true},
@@ -390,7 +396,8 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                   (info.param.ff != 512 ? "_ff" + std::to_string(info.param.ff) : "") +
                                   (info.param.stream_rows ? "_stream_rows" : "") +
                                   (info.param.short_rows ? "_short" : "") +
-                                  (info.param.combined ? "_combined" : "");
+                                  (info.param.combined ? "_combined" : "") +
+                                  (info.param.expert_groups ? "" : "_whole_warps");
                          });
 
 }  // namespace

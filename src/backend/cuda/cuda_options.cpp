@@ -36,6 +36,7 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
                               std::pair{"ROCMFORGE_PACKED_GATE_UP", &o.packed_gate_up},
                               std::pair{"ROCMFORGE_GEMV_TWO_FORMATS", &o.gemv_two_formats},
                               std::pair{"ROCMFORGE_KQ_STREAM_GROUPS", &o.kq_stream_lane_groups},
+                              std::pair{"ROCMFORGE_KQ_STREAM_EXPERT_GROUPS", &o.kq_stream_expert_groups},
                               std::pair{"ROCMFORGE_BLOCK32_STREAM", &o.block32_stream}}) {
     if (const char* p = std::getenv(name); p && *p) *field = std::string(p) != "0";
   }
@@ -44,8 +45,6 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   o.peer_early_trigger = o.peer_early_trigger && switch_on("ROCMFORGE_PEER_EARLY_TRIGGER");
   if (const char* p = std::getenv("ROCMFORGE_GEMV_TMA_ROWS"); p && (std::atoi(p) == 2 || std::atoi(p) == 4))
     o.gemv_tma_rows = std::atoi(p);
-  if (const char* p = std::getenv("ROCMFORGE_KQ_STREAM_EXPERT_GROUPS"); p && *p)
-    o.kq_stream_expert_group = std::atoi(p) == 8 || std::atoi(p) == 16 ? std::atoi(p) : 0;
   if (const char* p = std::getenv("ROCMFORGE_GEMV_FOUR_MIN_BLOCKS"); p && std::atoi(p) > 0)
     o.gemv_four_row_min_blocks = std::atoi(p);
   for (auto [name, field] : {std::pair{"ROCMFORGE_KQ_STREAM_ROWS", &o.kq_stream_rows},

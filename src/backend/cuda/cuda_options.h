@@ -78,9 +78,9 @@
 //   ROCMFORGE_KQ_STREAM_GROUPS=0 rows whose chunks fill a warp's lanes
 //                            unevenly (3072 wide) take the whole warp,
 //                            not lane groups of 16 (kq_stream_lane_groups)
-//   ROCMFORGE_KQ_STREAM_EXPERT_GROUPS=N one token's expert rows of one
-//                            chunk a lane in lane groups of N (8, 16)
-//                                                (kq_stream_expert_group)
+//   ROCMFORGE_KQ_STREAM_EXPERT_GROUPS=0 one token's expert rows of one
+//                            chunk a lane take whole warps, not lane
+//                            groups of 16        (kq_stream_expert_groups)
 //   ROCMFORGE_KQ_STREAM_SPLIT=N warps per set of rows of that GEMV (1, 2, 4)
 //                            instead of the rule by row length
 //                                                         (kq_stream_split)
@@ -264,11 +264,11 @@ struct CudaOptions {
   bool kq_stream_lane_groups = true;
   // ... and expert tiles of rows one chunk a lane (Qwen3-MoE's 2,048-wide
   // expert gate and up rows: 1,536 blocks of one round trip each, ~3.9
-  // waves at 3 blocks an SM) in lane groups of this many lanes: 16, two
-  // chunks a lane and half the blocks; 8, four chunks a lane and a quarter
-  // (one wave); 0: whole warps. To measure (scripts/gpu_check.sh
-  // expert-groups).
-  int kq_stream_expert_group = 0;
+  // waves at 3 blocks an SM) in lane groups of 16: two chunks a lane, half
+  // the blocks. H100 qwen3-30b-a3b q4_k_m b1, whole warps beside it:
+  // 415.8 / 419.7 -> 423.6 / 424.8 tok/s; the gate*up alone 10.9 -> 10.2
+  // us. (Groups of 8, four chunks a lane and one wave: 412.2 / 412.3.)
+  bool kq_stream_expert_groups = true;
   // One activation row's q/k/v of two formats (q4_k_m keeps V in Q6_K in
   // half the layers) in one streaming-GEMV launch, each block in its
   // segment's format, where each format's run took a launch. Measured on

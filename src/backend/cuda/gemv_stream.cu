@@ -194,13 +194,12 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE)
 // per warp only. (Groups of 8 for Gemma 2's 3584-wide rows, 8 lanes of 7
 // chunks each, measured slower: a lane's chunks come two at a time.)
 // Expert tiles whose rows are one chunk a lane (Qwen3-MoE's 2,048-wide
-// gate and up rows) take groups of CudaOptions::kq_stream_expert_group
-// lanes (16: two chunks a lane, half the blocks; 8: four, a quarter; paired
-// f16 outputs only for 8, the gate*up's case).
+// gate and up rows) take groups of 16 lanes, two chunks a lane and half the
+// blocks (CudaOptions::kq_stream_expert_groups).
 int stream_group(int chunks, int rows_per_warp, bool expert_tiles, const LaunchCtx& ctx) {
-  const int w = ctx.warp_size, eg = ctx.options.kq_stream_expert_group;
+  const int w = ctx.warp_size;
   if (rows_per_warp != 2 || ctx.options.kq_stream_split > 1) return 0;
-  if (expert_tiles && eg > 0 && chunks == w && w % eg == 0) return eg;
+  if (expert_tiles && ctx.options.kq_stream_expert_groups && chunks == w && w % 16 == 0) return 16;
   if (!ctx.options.kq_stream_lane_groups || chunks >= 2 * w || chunks % w == 0) return 0;
   return chunks % 16 == 0 ? 16 : 0;
 }
@@ -219,16 +218,8 @@ void launch_stream_rows(const GemvArgs& a, int split, int m, int grid_y, const L
     if (const int group = stream_group(a.k / 64, kRows, a.tiles != nullptr, ctx); group > 0) {
       const int rows_per_block = kStreamWarps * (ctx.warp_size / group) * kRows;
       const dim3 blocks(unsigned((m + rows_per_block - 1) / rows_per_block), unsigned(grid_y));
-      if constexpr (kPaired && std::is_same_v<OutT, __half>) {
-        if (group == 8) {
-          launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 1, false, 8>, blocks, threads, 0, ctx, a);
-          return;
-        }
-      }
-      if (group == 16) {
-        launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 1, false, 16>, blocks, threads, 0, ctx, a);
-        return;
-      }
+      launch(gemv_stream_kernel<T, OutT, kPaired, kRows, 1, false, 16>, blocks, threads, 0, ctx, a);
+      return;
     }
   }
   const int rows_per_block = kStreamWarps / split * kRows;
