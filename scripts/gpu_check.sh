@@ -22,7 +22,8 @@
 # family on the wgmma matmul against the mma.sync one; stage ab: batch-1
 # decode of a build against the one before it, alternated; stage
 # expert-groups: one token's 2,048-wide expert rows in lane groups of 16
-# against whole warps).
+# against whole warps; stage switch: batch-1 decode under settings of any
+# switch, alternated).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -452,6 +453,13 @@ if [ "$stage" = expert-groups ]; then
   done
   alternated_b1 512 "qwen3-30b-a3b:q4_k_m mixtral-8x7b-4l:q4_k_m" ROCMFORGE_KQ_STREAM_EXPERT_GROUPS=0 \
     ROCMFORGE_KQ_STREAM_EXPERT_GROUPS=1
+fi
+
+if [ "$stage" = switch ]; then
+  # Any switch (issues 12, 13, 16): batch-1 decode of RF_PRESETS
+  # (preset:type) under each of RF_SETTINGS (space-separated VAR=value, one
+  # setting each), alternated, two rounds; RF_PROMPT prompt tokens (512).
+  alternated_b1 "${RF_PROMPT:-512}" "${RF_PRESETS:-llama3-8b:q4_k_m}" ${RF_SETTINGS:-ROCMFORGE_PDL=1}
 fi
 
 if [ "$stage" = bench-families ]; then
