@@ -221,6 +221,9 @@ struct LaunchCtx {
   ActQ8State* act_q8_state = nullptr;  // the backend's (null: never reused)
   uint64_t op = 0;                     // this backend op's number (CudaBackend::ctx counts them)
   int n_sms = 1;                       // the device's multiprocessors
+  // A block-quantized weight is loaded (CudaBackend::load_weight): the
+  // model's GEMVs stream quants, not f16 / FP8 rows.
+  bool quantized_weights = false;
 };
 // The 8-bit activation buffer: per 32 activations a float2 (scale d, d *
 // sum of the quants), then the quants; rows of up to kActQ8MaxK.
@@ -251,6 +254,16 @@ __device__ __forceinline__ void pdl_trigger() {
 #if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+// pdl_wait then pdl_trigger; with trigger_first (a short kernel's,
+// CudaOptions::pdl_early_rope) the trigger first, so that the next
+// kernel's blocks launch, and load what they may before their own wait,
+// while this one waits. Safe where the next kernel reads before its wait
+// only what the kernels before this one's predecessor wrote.
+__device__ __forceinline__ void pdl_wait_trigger(bool trigger_first) {
+  if (trigger_first) pdl_trigger();
+  pdl_wait();
+  if (!trigger_first) pdl_trigger();
 }
 // A word another kernel wrote, read past this SM's L1 (which may still hold
 // an older copy): for reads before pdl_wait of what earlier kernels wrote.

@@ -17,6 +17,10 @@ namespace {
 
 constexpr int kThreads = 128;
 
+// Whether the kernel triggers the attention's launch before its own wait
+// (CudaOptions::pdl_early_rope).
+bool early_trigger(const LaunchCtx& ctx) { return ctx.options.pdl_early_rope && !ctx.quantized_weights; }
+
 // The elements of rotated pair i of a head: (2i, 2i+1), or (i, i + n_rot/2)
 // in the NeoX layout; dimensions past n_rot pass through, a pair at a time.
 __device__ __forceinline__ void rope_pair(int i, const RopeParams& rope, int& a, int& b) {
@@ -46,9 +50,9 @@ __device__ __forceinline__ void rope_rotate(int i, int pos, const RopeParams& ro
 __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
                                      const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
                                      int n_heads, int n_kv, int hd, RopeParams rope, YarnCorrDims corr,
-                                     __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots) {
-  pdl_wait();
-  pdl_trigger();
+                                     __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots,
+                                     bool trigger_first) {
+  pdl_wait_trigger(trigger_first);
   const int t = blockIdx.x;
   const int item = blockIdx.y * blockDim.x + threadIdx.x;
   const int half_hd = hd / 2;
@@ -150,7 +154,8 @@ __global__ void __launch_bounds__(kNormRopeThreads)
                                  __half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
                                  const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
                                  int n_heads, int n_kv, int hd, int rows, RopeParams rope, YarnCorrDims corr,
-                                 __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots) {
+                                 __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots,
+                                 bool trigger_first) {
   __shared__ float warp_ss[kNormRopeThreads / 32];
   const int t = blockIdx.x, half_hd = hd / 2;
   const int r = threadIdx.x / half_hd, i = threadIdx.x % half_hd;  // row of the block, pair of the row
@@ -166,8 +171,7 @@ __global__ void __launch_bounds__(kNormRopeThreads)
     wa = w[a];
     wb = w[b];
   }
-  pdl_wait();
-  pdl_trigger();
+  pdl_wait_trigger(trigger_first);
   const int kv_dim = n_kv * hd;
   const size_t off = kind == 0 ? (size_t(t) * n_heads + head) * hd : size_t(t) * kv_dim + size_t(head) * hd;
   float x0 = 0.0f, x1 = 0.0f;
@@ -228,7 +232,8 @@ void qk_norm_rope_store_kv(const void* q_raw, const float* wq, const void* k_raw
          static_cast<const __half*>(q_raw), wq, static_cast<const __half*>(k_raw), wk, eps, static_cast<__half*>(q),
          static_cast<__half*>(k), static_cast<const __half*>(v), m.positions, m.slot_mapping, n_heads,
          cache.n_kv_heads, cache.head_dim, rows_per_block, rope, corr, static_cast<__half*>(cache.k),
-         static_cast<__half*>(cache.v), int64_t(cache.num_blocks) * cache.block_size);
+         static_cast<__half*>(cache.v), int64_t(cache.num_blocks) * cache.block_size,
+         early_trigger(ctx));
   RF_GPU_CHECK_LAUNCH();
 }
 
@@ -260,7 +265,8 @@ void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tok
   launch(rope_store_kv_kernel, grid, kThreads, 0, ctx, 
       static_cast<__half*>(q), static_cast<__half*>(k), static_cast<const __half*>(v), m.positions, m.slot_mapping,
       n_heads, cache.n_kv_heads, cache.head_dim, rope, corr, static_cast<__half*>(cache.k),
-      static_cast<__half*>(cache.v), int64_t(cache.num_blocks) * cache.block_size);
+      static_cast<__half*>(cache.v), int64_t(cache.num_blocks) * cache.block_size,
+      early_trigger(ctx));
   RF_GPU_CHECK_LAUNCH();
 }
 
