@@ -215,8 +215,10 @@ TEST(CudaFusedOps, MixedFormatProjectionsMatchCpu) {
   auto gpu = test::make_gpu();
   gpu->reserve(BackendLimits{64, 4, 4, 8, 100, 2048 * 512, 1, 1});
   CpuBackend cpu(2);
-  const int k = 2048;
   const int rows[3] = {256, 64, 64};
+  // 2048 wide: one chunk a lane; 3584: 56 chunks, a lane's first two
+  // loaded before the PDL wait (CudaOptions::kq_stream_early_two).
+  for (const int k : {2048, 3584})
   for (const auto& types : {std::array<DType, 3>{DType::Q4_K, DType::Q4_K, DType::Q6_K},
                             std::array<DType, 3>{DType::Q6_K, DType::Q4_K, DType::Q4_K}}) {
     std::vector<Weight> ws;
@@ -255,7 +257,8 @@ TEST(CudaFusedOps, MixedFormatProjectionsMatchCpu) {
         EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gouts[size_t(i)].data, ref[size_t(i)].size())),
                          ref[size_t(i)]),
                   4e-3)
-            << "n=" << n << " output " << i << " " << dtype_name(types[size_t(i)]) << (with_bias ? " with bias" : "");
+            << "n=" << n << " output " << i << " " << dtype_name(types[size_t(i)]) << (with_bias ? " with bias" : "")
+            << ", k=" << k;
         gpu->free(gouts[size_t(i)].data);
       }
       gpu->free(gx);

@@ -78,6 +78,9 @@
 //   ROCMFORGE_KQ_STREAM_GROUPS=0 rows whose chunks fill a warp's lanes
 //                            unevenly (3072 wide) take the whole warp,
 //                            not lane groups of 16 (kq_stream_lane_groups)
+//   ROCMFORGE_KQ_STREAM_EARLY_TWO=0 streaming GEMV lanes of rows that fill
+//                            a warp unevenly load one chunk before the PDL
+//                            wait, not two           (kq_stream_early_two)
 //   ROCMFORGE_PDL_EARLY_ROPE=0 RoPE + KV store triggers the attention's
 //                            launch after its own wait  (pdl_early_rope)
 //   ROCMFORGE_KQ_STREAM_EXPERT_GROUPS=0 one token's expert rows of one
@@ -283,6 +286,14 @@ struct CudaOptions {
   // add + RMSNorm: phi3-mini f16 -0.9%, with 8-bit outputs llama3-8b q4_k_m
   // -2.7%; the 8-bit quantize -1.6%; the RoPE with k-quants -0.4%).
   bool pdl_early_rope = true;
+  // The streaming GEMV's lanes load their first two chunks before the PDL
+  // wait, not one, where a row's chunks do not fill a warp's lanes evenly
+  // (3584 wide: 56 chunks; two-row launches of one warp a row set, Q4_K and
+  // Q6_K). H100 tg128 b1 q4_k_m, off -> on, two rounds: gemma2-9b 269.6 /
+  // 270.3 -> 275.1 / 274.0 tok/s, qwen2.5-7b 397.2 / 396.8 -> 404.0 /
+  // 405.3. For every row (llama3-8b's 4096-wide too): llama3-8b 388.9 /
+  // 388.1 -> 382.7 / 385.0, phi3-mini -0.5%; not taken.
+  bool kq_stream_early_two = true;
   // One activation row's q/k/v of two formats (q4_k_m keeps V in Q6_K in
   // half the layers) in one streaming-GEMV launch, each block in its
   // segment's format, where each format's run took a launch. Measured on

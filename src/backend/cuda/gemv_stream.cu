@@ -84,9 +84,13 @@ __global__ void quantize_act_q8_kernel(const __half* x, int k, int8_t* xq, float
 // warp's lanes split into groups of kGroup (a multiple of 4), each taking
 // its own set of rows, so that no lane idles; 0: the whole warp one set.
 //
+// kEarlyTwo (CudaOptions::kq_stream_early_two): a lane's first two chunks
+// load before the PDL wait, not one (stream_chunks_two_loaded).
+//
 // The body, for block `block` of a's rows (gemv_stream_kernel; the
 // two-format kernel below runs two of them).
-template <DType T, typename OutT, bool kPaired, int kRows, int kSplit, bool kOwnRows = false, int kGroup = 0>
+template <DType T, typename OutT, bool kPaired, int kRows, int kSplit, bool kOwnRows = false, int kGroup = 0,
+          bool kEarlyTwo = false>
 __device__ __forceinline__ void gemv_stream_rows(const GemvArgs& a, int block) {
   using F = StreamFormat<T>;
   constexpr int S = kRows * (kPaired ? 2 : 1);  // rows a warp reads: gate (or plain) rows, then up rows
@@ -122,6 +126,12 @@ __device__ __forceinline__ void gemv_stream_rows(const GemvArgs& a, int block) {
 #pragma unroll
     for (int s = 0; s < S; ++s) cur[s] = F::load(rows[s], first, a.weights_l1);
   }
+  if constexpr (kEarlyTwo) {
+    if (first + kStride < chunks) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) next[s] = F::load(rows[s], first + kStride, a.weights_l1);
+    }
+  }
   pdl_wait();
   pdl_trigger();
   float acc[S];
@@ -138,7 +148,8 @@ __device__ __forceinline__ void gemv_stream_rows(const GemvArgs& a, int block) {
 #pragma unroll
     for (int s = 0; s < S; ++s) q[s] = F::load(rows[s], c, a.weights_l1);
   };
-  stream_chunks(first, chunks, kStride, cur, next, load, step);
+  if constexpr (kEarlyTwo) stream_chunks_two_loaded(first, chunks, kStride, cur, next, load, step);
+  else stream_chunks(first, chunks, kStride, cur, next, load, step);
 #pragma unroll
   for (int s = 0; s < S; ++s) {
     if constexpr (kGroup > 0) {
@@ -165,6 +176,20 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
   gemv_stream_rows<T, OutT, kPaired, kRows, kSplit, kOwnRows, kGroup>(a, int(blockIdx.x));
 }
 
+// The two-row kernel (one warp a row set) with a lane's first two chunks
+// loaded before the PDL wait (CudaOptions::kq_stream_early_two).
+template <DType T, typename OutT, bool kPaired>
+__global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_early_two_kernel(GemvArgs a) {
+  gemv_stream_rows<T, OutT, kPaired, 2, 1, false, 0, true>(a, int(blockIdx.x));
+}
+
+// Whether a launch of rows of `chunks` chunks takes the early-two kernel
+// (CudaOptions::kq_stream_early_two: rows whose chunks do not fill a warp's
+// lanes evenly).
+bool stream_early_two(int chunks, const LaunchCtx& ctx) {
+  return ctx.options.kq_stream_early_two && chunks % ctx.warp_size != 0;
+}
+
 // Q6_K's plain two-row kernel (one warp a row set) bounded to 128
 // registers, four blocks an SM where 165 leave room for three (no spills):
 // for grids past one wave of the unbounded kernel, such as a down
@@ -179,11 +204,13 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE, 4) gemv_stream_q6k
 // Two formats of one width in one launch (q4_k_m's q/k/v where V is Q6_K):
 // blocks [0, blocks0) take a0's rows in format T0, the rest a1's in T1; two
 // rows per warp, f16 outputs, one shared row of activation quants.
-template <DType T0, DType T1, int kSplit>
+// kEarlyTwo: as gemv_stream_rows'.
+template <DType T0, DType T1, int kSplit, bool kEarlyTwo = false>
 __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE)
     gemv_stream_two_kernel(GemvArgs a0, GemvArgs a1, int blocks0) {
-  if (int(blockIdx.x) < blocks0) gemv_stream_rows<T0, __half, false, 2, kSplit>(a0, int(blockIdx.x));
-  else gemv_stream_rows<T1, __half, false, 2, kSplit>(a1, int(blockIdx.x) - blocks0);
+  if (int(blockIdx.x) < blocks0)
+    gemv_stream_rows<T0, __half, false, 2, kSplit, false, 0, kEarlyTwo>(a0, int(blockIdx.x));
+  else gemv_stream_rows<T1, __half, false, 2, kSplit, false, 0, kEarlyTwo>(a1, int(blockIdx.x) - blocks0);
 }
 
 // Lanes per set of rows (gemv_stream_kernel's kGroup) for rows of `chunks`
@@ -227,6 +254,12 @@ void launch_stream_rows(const GemvArgs& a, int split, int m, int grid_y, const L
   if constexpr (T == DType::Q6_K && !kPaired && kRows == 2) {
     if (split == 1 && past_one_wave(gemv_stream_kernel<T, OutT, kPaired, kRows, 1>, blocks, threads, ctx)) {
       launch(gemv_stream_q6k_bounded_kernel<OutT>, blocks, threads, 0, ctx, a);
+      return;
+    }
+  }
+  if constexpr ((T == DType::Q4_K || T == DType::Q6_K) && kRows == 2) {
+    if (split == 1 && stream_early_two(a.k / 64, ctx)) {
+      launch(gemv_stream_early_two_kernel<T, OutT, kPaired>, blocks, threads, 0, ctx, a);
       return;
     }
   }
@@ -487,7 +520,9 @@ bool launch_gemv_kq_stream_two(DType t0, const GemvArgs& a0, DType t1, const Gem
   const unsigned threads = unsigned(kStreamWarps * ctx.warp_size);
   const auto go = [&](auto t0c, auto t1c) {
     constexpr DType A = decltype(t0c)::value, B = decltype(t1c)::value;
-    if (split == 1) launch(gemv_stream_two_kernel<A, B, 1>, blocks, threads, 0, ctx, b0, b1, blocks0);
+    if (split == 1 && stream_early_two(a0.k / 64, ctx))
+      launch(gemv_stream_two_kernel<A, B, 1, true>, blocks, threads, 0, ctx, b0, b1, blocks0);
+    else if (split == 1) launch(gemv_stream_two_kernel<A, B, 1>, blocks, threads, 0, ctx, b0, b1, blocks0);
     else if (split == 2) launch(gemv_stream_two_kernel<A, B, 2>, blocks, threads, 0, ctx, b0, b1, blocks0);
     else launch(gemv_stream_two_kernel<A, B, 4>, blocks, threads, 0, ctx, b0, b1, blocks0);
   };

@@ -362,6 +362,21 @@ __device__ __forceinline__ void stream_chunks(int first, int chunks, int stride,
   }
 }
 
+// The same loop where cur and next already hold the first two chunks'
+// loads (both issued before the PDL wait: a row of two chunks a lane is
+// then wholly in flight before it; CudaOptions::kq_stream_early_two).
+template <typename Buf, typename Load, typename Step>
+__device__ __forceinline__ void stream_chunks_two_loaded(int first, int chunks, int stride, Buf& cur, Buf& next,
+                                                         const Load& load, const Step& step) {
+  for (int c = first; c < chunks; c += 2 * stride) {
+    step(c, cur);
+    if (c + stride >= chunks) break;
+    if (c + 2 * stride < chunks) load(c + 2 * stride, cur);
+    step(c + stride, next);
+    if (c + 3 * stride < chunks) load(c + 3 * stride, next);
+  }
+}
+
 // kSplit warps of a block sharing row sets (warp w: part w % kSplit of set
 // w / kSplit) add their S sums (each already summed over the warp) through
 // shared memory, in a fixed order, into the set's first warp; every thread
