@@ -39,8 +39,7 @@ gpu::LaunchCtx CudaBackend::ctx() const {
   // Each call numbers the launches it serves: a record of act_q8_state made
   // under number N is trusted under N and N + 1 (the producing op and the
   // one after it), never later.
-  return {S(stream_), options_, warp_size_, act_q8_, &impl_->act_q8_state, ++impl_->op_seq, n_sms_,
-          impl_->quantized_weights};
+  return {S(stream_), options_, warp_size_, act_q8_, &impl_->act_q8_state, ++impl_->op_seq, n_sms_};
 }
 
 void CudaBackend::forget_act_q8() {
@@ -179,9 +178,6 @@ Tensor CudaBackend::load_weight(const Tensor& host, const std::string& name) {
   t.data = alloc(host.bytes(), name);
   t.device = DeviceKind::CUDA;
   copy_to_device(t.data, host.data, host.bytes());
-  if (host.type != DType::F16 && host.type != DType::F32 && host.type != DType::BF16 &&
-      host.type != DType::F8_E4M3_ROW)
-    impl_->quantized_weights = true;
   return t;
 }
 

@@ -25,7 +25,6 @@ struct CudaBackend::Impl {
   // them): LaunchCtx::act_q8_state, LaunchCtx::op.
   gpu::ActQ8State act_q8_state;
   uint64_t op_seq = 0;
-  bool quantized_weights = false;  // LaunchCtx::quantized_weights
   std::unique_ptr<gpu::Blas> blas;
   void* blas_workspace = nullptr;
   void* staging = nullptr;  // pinned, for weight uploads

@@ -274,17 +274,16 @@ struct CudaOptions {
   // 415.8 / 419.7 -> 423.6 / 424.8 tok/s; the gate*up alone 10.9 -> 10.2
   // us. (Groups of 8, four chunks a lane and one wave: 412.2 / 412.3.)
   bool kq_stream_expert_groups = true;
-  // The RoPE + KV store kernel triggers the attention's launch before its
-  // own PDL wait (pdl_wait_trigger) where the step's GEMVs are f16 / FP8
-  // (no block-quantized weight loaded: LaunchCtx::quantized_weights), so
-  // the attention starts copying older K/V, and the o GEMV after it
-  // launches and bulk-copies its rows, earlier. H100, off -> on, two
-  // rounds: tg128 b1 llama3-8b f16 178.1 / 177.6 -> 178.5 / 178.9 tok/s,
-  // phi3-mini f16 313.7 / 314.1 -> 317.5 / 315.3, gemma2-9b f16 133.6 /
-  // 134.7 -> 134.3 / 134.3; llama3-8b f16 64 sequences 7,491 / 7,502 ->
-  // 7,559 / 7,588. Not for k-quant models, nor other short kernels (the
-  // add + RMSNorm: phi3-mini f16 -0.9%, with 8-bit outputs llama3-8b q4_k_m
-  // -2.7%; the 8-bit quantize -1.6%; the RoPE with k-quants -0.4%).
+  // The RoPE + KV store kernel (f16 cache) triggers the attention's launch
+  // before its own PDL wait (pdl_wait_trigger), so the attention starts
+  // copying older K/V, and the GEMV after it launches, earlier. H100, off
+  // -> on, two rounds: tg128 b1 llama3-8b f16 178.1 / 177.6 -> 178.5 /
+  // 178.9 tok/s, phi3-mini f16 313.7 / 314.1 -> 317.5 / 315.3, gemma2-9b
+  // f16 133.6 / 134.7 -> 134.3 / 134.3, llama3-8b q4_k_m 387.2 / 382.8 ->
+  // 389.4 / 389.6 (another call: 390.4 / 393.3 -> 388.4 / 392.4); llama3-8b
+  // f16 64 sequences 7,491 / 7,502 -> 7,559 / 7,588. Not other short
+  // kernels: the add + RMSNorm (phi3-mini f16 -0.9%; with 8-bit outputs
+  // llama3-8b q4_k_m -2.7%), the 8-bit quantize (-1.6%).
   bool pdl_early_rope = true;
   // The streaming GEMV's lanes load their first two chunks before the PDL
   // wait, not one, where a row's chunks do not fill a warp's lanes evenly

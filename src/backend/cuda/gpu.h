@@ -221,9 +221,6 @@ struct LaunchCtx {
   ActQ8State* act_q8_state = nullptr;  // the backend's (null: never reused)
   uint64_t op = 0;                     // this backend op's number (CudaBackend::ctx counts them)
   int n_sms = 1;                       // the device's multiprocessors
-  // A block-quantized weight is loaded (CudaBackend::load_weight): the
-  // model's GEMVs stream quants, not f16 / FP8 rows.
-  bool quantized_weights = false;
 };
 // The 8-bit activation buffer: per 32 activations a float2 (scale d, d *
 // sum of the quants), then the quants; rows of up to kActQ8MaxK.

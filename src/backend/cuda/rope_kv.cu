@@ -17,10 +17,6 @@ namespace {
 
 constexpr int kThreads = 128;
 
-// Whether the kernel triggers the attention's launch before its own wait
-// (CudaOptions::pdl_early_rope).
-bool early_trigger(const LaunchCtx& ctx) { return ctx.options.pdl_early_rope && !ctx.quantized_weights; }
-
 // The elements of rotated pair i of a head: (2i, 2i+1), or (i, i + n_rot/2)
 // in the NeoX layout; dimensions past n_rot pass through, a pair at a time.
 __device__ __forceinline__ void rope_pair(int i, const RopeParams& rope, int& a, int& b) {
@@ -233,7 +229,7 @@ void qk_norm_rope_store_kv(const void* q_raw, const float* wq, const void* k_raw
          static_cast<__half*>(k), static_cast<const __half*>(v), m.positions, m.slot_mapping, n_heads,
          cache.n_kv_heads, cache.head_dim, rows_per_block, rope, corr, static_cast<__half*>(cache.k),
          static_cast<__half*>(cache.v), int64_t(cache.num_blocks) * cache.block_size,
-         early_trigger(ctx));
+         ctx.options.pdl_early_rope);
   RF_GPU_CHECK_LAUNCH();
 }
 
@@ -266,7 +262,7 @@ void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tok
       static_cast<__half*>(q), static_cast<__half*>(k), static_cast<const __half*>(v), m.positions, m.slot_mapping,
       n_heads, cache.n_kv_heads, cache.head_dim, rope, corr, static_cast<__half*>(cache.k),
       static_cast<__half*>(cache.v), int64_t(cache.num_blocks) * cache.block_size,
-      early_trigger(ctx));
+      ctx.options.pdl_early_rope);
   RF_GPU_CHECK_LAUNCH();
 }
 
