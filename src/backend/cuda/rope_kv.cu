@@ -7,6 +7,8 @@
 // computes them. With per-head q/k RMSNorms before the rotation (Qwen3,
 // Gemma 3; f16 cache): rows of a head kept whole in a block, as for e4m3,
 // for the row's sum of squares.
+// Each kernel reads the step's metadata (positions, slots) and works out
+// its rotation before its PDL wait: only the q/k/v loads follow it.
 // Slot -1 (padding) stores nothing.
 #include "backend/cuda/kernels.h"
 #include "backend/rope_math.h"
@@ -30,15 +32,24 @@ __device__ __forceinline__ void rope_pair(int i, const RopeParams& rope, int& a,
   }
 }
 
-// Rotates pair i (i < n_rot / 2) of a head at position pos.
-__device__ __forceinline__ void rope_rotate(int i, int pos, const RopeParams& rope, const YarnCorrDims& corr,
-                                            float& x0, float& x1) {
+// The rotation of pair i (i < n_rot / 2) of a head at position pos: its
+// cosine and sine. It depends on the step's metadata and constants only,
+// so the kernels work it out before their PDL wait.
+struct RopeAngle {
+  float c = 1.0f, s = 0.0f;
+};
+__device__ __forceinline__ RopeAngle rope_angle(int i, int pos, const RopeParams& rope, const YarnCorrDims& corr) {
   const int i0 = 2 * i;
   float theta = float(pos) * powf(rope.freq_base, -float(i0) / float(rope.n_rot));
   if (rope.freq_factors) theta /= rope.freq_factors[i];
-  float c, sn;
-  rope_cos_sin<float>(theta, i0, rope, corr, &c, &sn);
-  const float r0 = x0 * c - x1 * sn, r1 = x0 * sn + x1 * c;
+  RopeAngle r;
+  rope_cos_sin<float>(theta, i0, rope, corr, &r.c, &r.s);
+  return r;
+}
+
+// Rotates a pair by an angle.
+__device__ __forceinline__ void rope_rotate(const RopeAngle& r, float& x0, float& x1) {
+  const float r0 = x0 * r.c - x1 * r.s, r1 = x0 * r.s + x1 * r.c;
   x0 = r0;
   x1 = r1;
 }
@@ -48,7 +59,8 @@ __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict_
                                      int n_heads, int n_kv, int hd, RopeParams rope, YarnCorrDims corr,
                                      __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots,
                                      bool trigger_first) {
-  pdl_wait_trigger(trigger_first);
+  // Before the wait: the step's metadata (uploaded before the step's
+  // kernels) and the rotation it gives.
   const int t = blockIdx.x;
   const int item = blockIdx.y * blockDim.x + threadIdx.x;
   const int half_hd = hd / 2;
@@ -57,22 +69,25 @@ __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict_
   const int kv_dim = n_kv * hd;
   const int64_t slot = slots[t];
   const bool store = slot >= 0 && slot < n_slots;
-  if (item >= q_items + k_items) {  // v: copy a pair
+  const bool is_v = item >= q_items + k_items, is_q = item < q_items;
+  const int it = is_q ? item : item - q_items;
+  const int head = it / half_hd, i = it % half_hd;  // pair index within the head (q, k)
+  const bool rotated = !is_v && i < rope.n_rot / 2;
+  const RopeAngle angle = rotated ? rope_angle(i, positions[t], rope, corr) : RopeAngle{};
+  pdl_wait_trigger(trigger_first);
+  if (is_v) {  // v: copy a pair
     if (!store) return;
     const int e = 2 * (item - q_items - k_items);
     const __half2 pair = *reinterpret_cast<const __half2*>(v + size_t(t) * kv_dim + e);
     *reinterpret_cast<__half2*>(vc + slot * kv_dim + e) = pair;
     return;
   }
-  const bool is_q = item < q_items;
-  const int it = is_q ? item : item - q_items;
-  const int head = it / half_hd, i = it % half_hd;  // pair index within the head
   __half* base = (is_q ? q + size_t(t) * n_heads * hd : k + size_t(t) * kv_dim) + size_t(head) * hd;
   int a, b;
   rope_pair(i, rope, a, b);
   float x0 = __half2float(base[a]), x1 = __half2float(base[b]);
-  if (i < rope.n_rot / 2) {
-    rope_rotate(i, positions[t], rope, corr, x0, x1);
+  if (rotated) {
+    rope_rotate(angle, x0, x1);
     base[a] = __float2half_rn(x0);
     base[b] = __float2half_rn(x1);
   }
@@ -121,7 +136,7 @@ __global__ void __launch_bounds__(kFp8BlockThreads)
     x0 = __half2float(src[a]);
     x1 = __half2float(src[b]);
     if (kind < 2 && i < rope.n_rot / 2) {
-      rope_rotate(i, positions[t], rope, corr, x0, x1);
+      rope_rotate(rope_angle(i, positions[t], rope, corr), x0, x1);
       base[a] = __float2half_rn(x0);
       base[b] = __float2half_rn(x1);
     }
@@ -161,12 +176,17 @@ __global__ void __launch_bounds__(kNormRopeThreads)
   const int head = kind == 0 ? row : kind == 1 ? row - n_heads : row - n_heads - n_kv;
   int a = 2 * i, b = 2 * i + 1;
   if (kind < 2) rope_pair(i, rope, a, b);
-  float wa = 0.0f, wb = 0.0f;  // the norm weights (constant: read before the wait)
+  // Before the wait: the norm weights (constant) and the step's metadata
+  // (uploaded before the step's kernels) with the rotation it gives.
+  float wa = 0.0f, wb = 0.0f;
+  RopeAngle angle;
   if (active && kind < 2) {
     const float* w = kind == 0 ? wq : wk;
     wa = w[a];
     wb = w[b];
+    if (i < rope.n_rot / 2) angle = rope_angle(i, positions[t], rope, corr);
   }
+  const int64_t slot = active ? slots[t] : -1;
   pdl_wait_trigger(trigger_first);
   const int kv_dim = n_kv * hd;
   const size_t off = kind == 0 ? (size_t(t) * n_heads + head) * hd : size_t(t) * kv_dim + size_t(head) * hd;
@@ -181,7 +201,6 @@ __global__ void __launch_bounds__(kNormRopeThreads)
   if (threadIdx.x % RF_WARP_SIZE == 0) warp_ss[warp] = ss;
   __syncthreads();
   if (!active) return;
-  const int64_t slot = slots[t];
   const bool store = slot >= 0 && slot < n_slots;
   if (kind == 2) {  // v: copied as it is
     if (store) {
@@ -195,7 +214,7 @@ __global__ void __launch_bounds__(kNormRopeThreads)
   const float scale = rsqrtf(sum / float(hd) + eps);
   x0 = __half2float(__float2half_rn(x0 * scale * wa));
   x1 = __half2float(__float2half_rn(x1 * scale * wb));
-  if (i < rope.n_rot / 2) rope_rotate(i, positions[t], rope, corr, x0, x1);
+  if (i < rope.n_rot / 2) rope_rotate(angle, x0, x1);
   __half* dst = (kind == 0 ? q : k) + off;
   dst[a] = __float2half_rn(x0);
   dst[b] = __float2half_rn(x1);
