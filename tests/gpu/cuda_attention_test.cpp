@@ -176,7 +176,7 @@ TEST_P(CudaAttention, DecodeClusterSumMatchesCombineKernel) {
       o.dequant_scratch_bytes = size_t(32) << 20;
       o.max_attention_splits = splits;
       o.attention_target_blocks = 4096;  // every step takes all the splits
-      o.attention_cluster = cluster ? splits : 0;
+      o.attention_cluster = o.attention_cluster_hd256 = cluster ? splits : 0;
       CudaBackend gpu(o);
       gpu.reserve(BackendLimits{512, 16, max_blocks, 16, 100, 1, sh.n_heads, sh.hd});
       KVLayer cache{test::upload(gpu, kc), test::upload(gpu, vc), DType::F16, num_blocks, bs, sh.n_kv, sh.hd};

@@ -183,17 +183,20 @@ void attention_device_setup() {
   attention_prefill_device_setup();
 }
 
-int decode_cluster_limit(const CudaOptions& options) {
+int decode_cluster_limit(const CudaOptions& options, int head_dim) {
 #ifdef RF_PORTABLE
   (void)options;
+  (void)head_dim;
   return 0;  // no clusters
 #else
-  return options.attention_cluster >= 2 ? std::min(options.attention_cluster, kMaxDecodeCluster) : 0;
+  if (options.attention_cluster < 2) return 0;
+  const int slices = head_dim == 256 ? options.attention_cluster_hd256 : options.attention_cluster;
+  return std::clamp(slices, 2, kMaxDecodeCluster);
 #endif
 }
 
-bool decode_cluster_sums(const LaunchCtx& ctx, int n_splits) {
-  return n_splits >= 2 && n_splits <= decode_cluster_limit(ctx.options);
+bool decode_cluster_sums(const LaunchCtx& ctx, int n_splits, int head_dim) {
+  return n_splits >= 2 && n_splits <= decode_cluster_limit(ctx.options, head_dim);
 }
 
 void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tokens, const AttentionParams& p,
@@ -269,7 +272,7 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   a.xds = nullptr;
   // The decode kernel's splits summed in a cluster of their blocks
   // (CudaOptions::attention_cluster) rather than by the combine kernel.
-  const bool cluster = decode_cluster_sums(ctx, n_splits);
+  const bool cluster = decode_cluster_sums(ctx, n_splits, p.head_dim);
   if (prefill_mma || tiled) {
     int n_tiles = m.n_q_tiles;
     if (mixed_decode) {

@@ -76,6 +76,8 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
     o.attention_target_blocks = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_ATTN_CLUSTER"); p && *p && std::atoi(p) >= 0 && std::atoi(p) <= 16)
     o.attention_cluster = std::atoi(p) >= 2 ? std::atoi(p) : 0;
+  if (const char* p = std::getenv("ROCMFORGE_ATTN_CLUSTER_HD256"); p && std::atoi(p) >= 2 && std::atoi(p) <= 16)
+    o.attention_cluster_hd256 = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_ATTN_MIN_SPLIT"); p && std::atoi(p) > 0)
     o.attention_min_split_keys = std::atoi(p);
   if (const char* p = std::getenv("ROCMFORGE_PROFILE"); p && *p && std::string(p) != "0") o.profile = true;

@@ -95,6 +95,8 @@
 //                            (2..16) summed by a cluster of their blocks;
 //                            0: up to max_attention_splits slices and the
 //                            combine kernel              (attention_cluster)
+//   ROCMFORGE_ATTN_CLUSTER_HD256=N the same for head size 256 (2..16)
+//                                                (attention_cluster_hd256)
 //   ROCMFORGE_ATTN_MIN_SPLIT=N decode-attention key slices of at least N
 //                            keys, N > 0           (attention_min_split_keys)
 //   ROCMFORGE_FP8_GEMM_ROWS=N FP8 weights: batches of >= N rows (default
@@ -112,7 +114,7 @@
 //                            at exit; graphs are off    (profile: any value
 //                            but empty or "0")
 // A switch set to "0" turns its field off whatever the caller chose;
-// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_ATTN_CLUSTER, ROCMFORGE_FP8_GEMM_ROWS,
+// ROCMFORGE_ATTN_BLOCKS, ROCMFORGE_ATTN_CLUSTER(_HD256), ROCMFORGE_FP8_GEMM_ROWS,
 // ROCMFORGE_WGMMA, ROCMFORGE_WGMMA_SPLIT_COST,
 // ROCMFORGE_PREFILL_MMA, ROCMFORGE_PACKED_QKV,
 // ROCMFORGE_GEMV_TMA_ROWS,
@@ -145,6 +147,12 @@ struct CudaOptions {
   // kernel launch followed; 0: the slices up to max_attention_splits and
   // the combine kernel.
   int attention_cluster = 8;
+  // The same for head size 256 (Gemma 2 and 3), whose blocks score and
+  // sum twice the dims a key: more, shorter slices (H100, tg128 b1 q4_k_m
+  // gemma2-9b at 8 -> 16: 273.0 / 273.1 -> 278.0 / 278.8 tok/s, where
+  // llama3-8b and qwen3-30b-a3b measured slower at 16). Used only while
+  // attention_cluster is on.
+  int attention_cluster_hd256 = 16;
   bool graphs = true;
   // Batches of 9..N rows on Q4_K / Q6_K (Hopper: also Q5_K, Q8_0) weights
   // use the tensor-core matmul reading the stored format (0: dequantize +

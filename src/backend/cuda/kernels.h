@@ -222,8 +222,10 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
 // combine kernel: clusters of at most kMaxDecodeCluster blocks (past the
 // portable 8: an opt-in of the kernels).
 constexpr int kMaxDecodeCluster = 16;
-int decode_cluster_limit(const CudaOptions& options);  // the most slices so summed; 0: none
-bool decode_cluster_sums(const LaunchCtx& ctx, int n_splits);
+// The most slices so summed for a head size (attention_cluster, or
+// attention_cluster_hd256 at 256); 0: none.
+int decode_cluster_limit(const CudaOptions& options, int head_dim);
+bool decode_cluster_sums(const LaunchCtx& ctx, int n_splits, int head_dim);
 
 // ---- moe.cu
 constexpr int kMoeMaxExperts = 256;
