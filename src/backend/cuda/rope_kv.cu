@@ -7,8 +7,8 @@
 // computes them. With per-head q/k RMSNorms before the rotation (Qwen3,
 // Gemma 3; f16 cache): rows of a head kept whole in a block, as for e4m3,
 // for the row's sum of squares.
-// Each kernel reads the step's metadata (positions, slots) and works out
-// its rotation before its PDL wait: only the q/k/v loads follow it.
+// The f16 kernels read the step's metadata (positions, slots) and work out
+// their rotation before their PDL wait: only the q/k/v loads follow it.
 // Slot -1 (padding) stores nothing.
 #include "backend/cuda/kernels.h"
 #include "backend/rope_math.h"
