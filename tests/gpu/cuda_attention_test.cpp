@@ -222,52 +222,62 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
                                            AttnShape{128, 32, 2, 37, 2.0f}, AttnShape{96, 16, 4, 37, 2.0f}),
                          [](const auto& info) { return test::attn_shape_name(info.param); });
 
+// A few tokens (a block per token) and a long prompt (past
+// rope_kv.cu's kMaxTokenBlocks: each block loops over several tokens).
 TEST(CudaOps, RopeStoreKvMatchesCpu) {
   RF_REQUIRE_GPU();
-  std::mt19937 rng(12);
-  auto gpu = test::make_gpu();
-  CpuBackend cpu(2);
-  const int hd = 128, n_heads = 8, n_kv = 2, bs = 16, num_blocks = 8, n = 6;
-  RopeParams rope;
-  rope.n_rot = hd;
-  rope.freq_base = 500000.0f;
-  rope.n_ctx_orig = 8192;
-  std::vector<float> ff(hd / 2);
-  for (auto& f : ff) f = 1.0f + std::uniform_real_distribution<float>(0, 7)(rng);
-  rope.freq_factors = ff.data();
-  Batch b;
-  b.reset(bs, num_blocks);
-  std::vector<int32_t> toks(n, 0);
-  b.add_sequence(toks, 100, std::vector<int32_t>{3, 1, 4, 5, 6, 7, 0, 2}, false);
-  BackendLimits lim{64, 4, num_blocks, 4, 10, 1, n_heads, hd};
-  gpu->reserve(lim);
-  auto q = test::round_f16(test::randn(size_t(n) * n_heads * hd, rng)), k = test::round_f16(test::randn(size_t(n) * n_kv * hd, rng)),
-       v = test::round_f16(test::randn(size_t(n) * n_kv * hd, rng));
-  std::vector<float> kc(size_t(num_blocks) * bs * n_kv * hd, 0), vc(kc.size(), 0);
-  auto cq = q, ck = k;
-  Tensor tq = make_tensor(cq.data(), DType::F32, n_heads * hd, n), tk = make_tensor(ck.data(), DType::F32, n_kv * hd, n),
-         tv = make_tensor(v.data(), DType::F32, n_kv * hd, n);
-  KVLayer ccache{kc.data(), vc.data(), DType::F32, num_blocks, bs, n_kv, hd};
-  cpu.rope_store_kv(tq, tk, tv, cpu.upload_step(b), rope, ccache);
+  for (const int n : {6, 1100}) {
+    SCOPED_TRACE(n);
+    std::mt19937 rng(12);
+    auto gpu = test::make_gpu();
+    CpuBackend cpu(2);
+    const int hd = 128, n_heads = 8, n_kv = 2, bs = 16, first = 100;
+    const int num_blocks = (first + n + bs - 1) / bs;
+    RopeParams rope;
+    rope.n_rot = hd;
+    rope.freq_base = 500000.0f;
+    rope.n_ctx_orig = 8192;
+    std::vector<float> ff(hd / 2);
+    for (auto& f : ff) f = 1.0f + std::uniform_real_distribution<float>(0, 7)(rng);
+    rope.freq_factors = ff.data();
+    Batch b;
+    b.reset(bs, num_blocks);
+    std::vector<int32_t> toks(n, 0), table(num_blocks);
+    for (int i = 0; i < num_blocks; ++i) table[i] = num_blocks - 1 - i;  // blocks out of order
+    b.add_sequence(toks, first, table, false);
+    BackendLimits lim{n, 4, num_blocks, 4, 10, 1, n_heads, hd};
+    gpu->reserve(lim);
+    auto q = test::round_f16(test::randn(size_t(n) * n_heads * hd, rng)),
+         k = test::round_f16(test::randn(size_t(n) * n_kv * hd, rng)),
+         v = test::round_f16(test::randn(size_t(n) * n_kv * hd, rng));
+    std::vector<float> kc(size_t(num_blocks) * bs * n_kv * hd, 0), vc(kc.size(), 0);
+    auto cq = q, ck = k;
+    Tensor tq = make_tensor(cq.data(), DType::F32, n_heads * hd, n),
+           tk = make_tensor(ck.data(), DType::F32, n_kv * hd, n), tv = make_tensor(v.data(), DType::F32, n_kv * hd, n);
+    KVLayer ccache{kc.data(), vc.data(), DType::F32, num_blocks, bs, n_kv, hd};
+    cpu.rope_store_kv(tq, tk, tv, cpu.upload_step(b), rope, ccache);
 
-  void* gkc = gpu->alloc(kc.size() * 2, "k cache");
-  void* gvc = gpu->alloc(kc.size() * 2, "v cache");
-  KVLayer gcache{gkc, gvc, DType::F16, num_blocks, bs, n_kv, hd};
-  Tensor gff = gpu->load_f32(ff.data(), hd / 2, 1, "ff");
-  rope.freq_factors = gff.ptr<float>();
-  void* gq = test::upload(*gpu, test::to_f16(q));
-  void* gk = test::upload(*gpu, test::to_f16(k));
-  void* gv = test::upload(*gpu, test::to_f16(v));
-  Tensor uq = make_tensor(gq, DType::F16, n_heads * hd, n, DeviceKind::CUDA), uk = make_tensor(gk, DType::F16, n_kv * hd, n, DeviceKind::CUDA),
-         uv = make_tensor(gv, DType::F16, n_kv * hd, n, DeviceKind::CUDA);
-  gpu->rope_store_kv(uq, uk, uv, gpu->upload_step(b), rope, gcache);
-  EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gq, cq.size())), cq), 2e-3);
-  EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gk, ck.size())), ck), 2e-3);
-  // The cache holds the rotated k and the plain v at the slots of positions 100..105.
-  auto gkcache = test::from_f16(test::download<uint16_t>(*gpu, gkc, kc.size()));
-  auto gvcache = test::from_f16(test::download<uint16_t>(*gpu, gvc, vc.size()));
-  EXPECT_LT(rel_l2(gkcache, kc), 2e-3);
-  EXPECT_LT(rel_l2(gvcache, vc), 1e-6);
+    void* gkc = gpu->alloc(kc.size() * 2, "k cache");
+    void* gvc = gpu->alloc(kc.size() * 2, "v cache");
+    KVLayer gcache{gkc, gvc, DType::F16, num_blocks, bs, n_kv, hd};
+    Tensor gff = gpu->load_f32(ff.data(), hd / 2, 1, "ff");
+    rope.freq_factors = gff.ptr<float>();
+    void* gq = test::upload(*gpu, test::to_f16(q));
+    void* gk = test::upload(*gpu, test::to_f16(k));
+    void* gv = test::upload(*gpu, test::to_f16(v));
+    Tensor uq = make_tensor(gq, DType::F16, n_heads * hd, n, DeviceKind::CUDA),
+           uk = make_tensor(gk, DType::F16, n_kv * hd, n, DeviceKind::CUDA),
+           uv = make_tensor(gv, DType::F16, n_kv * hd, n, DeviceKind::CUDA);
+    gpu->rope_store_kv(uq, uk, uv, gpu->upload_step(b), rope, gcache);
+    EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gq, cq.size())), cq), 2e-3);
+    EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, gk, ck.size())), ck), 2e-3);
+    // The cache holds the rotated k and the plain v at the slots of
+    // positions first.. first + n - 1.
+    auto gkcache = test::from_f16(test::download<uint16_t>(*gpu, gkc, kc.size()));
+    auto gvcache = test::from_f16(test::download<uint16_t>(*gpu, gvc, vc.size()));
+    EXPECT_LT(rel_l2(gkcache, kc), 2e-3);
+    EXPECT_LT(rel_l2(gvcache, vc), 1e-6);
+  }
 }
 
 TEST(CudaOps, SamplingMatchesCpu) {

@@ -340,6 +340,7 @@ TEST(CudaFusedOps, AddPostNormRmsNormMatchesCpu) {
 struct QkNormRopeShape {
   int hd, n_heads, n_kv, n_rot;
   bool neox;
+  int n = 5;  // tokens (past 512 the kernel's blocks loop over several)
 };
 
 class CudaQkNormRope : public ::testing::TestWithParam<QkNormRopeShape> {};
@@ -347,7 +348,7 @@ class CudaQkNormRope : public ::testing::TestWithParam<QkNormRopeShape> {};
 TEST_P(CudaQkNormRope, MatchesCpuAndUnfused) {
   RF_REQUIRE_GPU();
   const QkNormRopeShape sh = GetParam();
-  const int hd = sh.hd, bs = 16, num_blocks = 8, n = 5;
+  const int hd = sh.hd, bs = 16, n = sh.n, first = 37, num_blocks = (first + n + bs - 1) / bs;
   std::mt19937 rng(29 + hd);
   RopeParams rope;
   rope.n_rot = sh.n_rot;
@@ -356,7 +357,9 @@ TEST_P(CudaQkNormRope, MatchesCpuAndUnfused) {
   rope.n_ctx_orig = 8192;
   Batch b;
   b.reset(bs, num_blocks);
-  b.add_sequence(std::vector<int32_t>(n, 0), 37, std::vector<int32_t>{3, 1, 4, 5, 6, 7, 0, 2}, false);
+  std::vector<int32_t> table(num_blocks);
+  for (int i = 0; i < num_blocks; ++i) table[i] = num_blocks - 1 - i;  // blocks out of order
+  b.add_sequence(std::vector<int32_t>(n, 0), first, table, false);
   const size_t q_n = size_t(n) * sh.n_heads * hd, k_n = size_t(n) * sh.n_kv * hd, cache_n = size_t(num_blocks) * bs * sh.n_kv * hd;
   const auto q_raw = test::round_f16(test::randn(q_n, rng, 2.0f)), k_raw = test::round_f16(test::randn(k_n, rng, 2.0f)),
              v = test::round_f16(test::randn(k_n, rng));
@@ -385,7 +388,7 @@ TEST_P(CudaQkNormRope, MatchesCpuAndUnfused) {
     CudaOptions o;
     o.fused_qk_norm_rope = fused;
     CudaBackend gpu(o);
-    gpu.reserve(BackendLimits{64, 4, num_blocks, 4, 10, 1, sh.n_heads, hd});
+    gpu.reserve(BackendLimits{std::max(n, 64), 4, num_blocks, 4, 10, 1, sh.n_heads, hd});
     void* gkc = gpu.alloc(cache_n * 2, "k cache");
     void* gvc = gpu.alloc(cache_n * 2, "v cache");
     const std::vector<uint16_t> zeros(cache_n, 0);
@@ -423,11 +426,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaQkNormRope,
                          ::testing::Values(QkNormRopeShape{128, 32, 8, 128, true},   // Qwen3-8B
                                            QkNormRopeShape{128, 32, 4, 128, true},   // Qwen3-30B-A3B
                                            QkNormRopeShape{256, 16, 8, 256, true},   // Gemma 3 12B
-                                           QkNormRopeShape{64, 8, 2, 32, false}),    // partial, interleaved
+                                           QkNormRopeShape{64, 8, 2, 32, false},     // partial, interleaved
+                                           QkNormRopeShape{128, 32, 8, 128, true, 700}),  // a long prompt
                          [](const auto& info) {
                            const QkNormRopeShape& s = info.param;
                            return "hd" + std::to_string(s.hd) + "_heads" + std::to_string(s.n_heads) + "_kv" +
-                                  std::to_string(s.n_kv) + "_rot" + std::to_string(s.n_rot);
+                                  std::to_string(s.n_kv) + "_rot" + std::to_string(s.n_rot) +
+                                  (s.n != 5 ? "_tokens" + std::to_string(s.n) : std::string());
                          });
 
 }  // namespace

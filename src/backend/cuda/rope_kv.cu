@@ -1,7 +1,8 @@
 // RoPE fused with the paged KV store. f16 cache: one thread per rotated
 // pair of q, per rotated pair of k (written to the activations and the
 // cache), and per pair of v elements (copied to the cache); grid.x is the
-// token, so every token is spread over many blocks. e4m3 cache: also a
+// token, so every token is spread over many blocks (past kMaxTokenBlocks
+// tokens each block loops over every gridDim.x-th one). e4m3 cache: also a
 // thread per pair, rows kept whole in a block, since a stored row needs its
 // largest magnitude for its scale (core/fp8.h). Angles in f32 as llama.cpp
 // computes them. With per-head q/k RMSNorms before the rotation (Qwen3,
@@ -10,6 +11,8 @@
 // The f16 kernels read the step's metadata (positions, slots) and work out
 // their rotation before their PDL wait: only the q/k/v loads follow it.
 // Slot -1 (padding) stores nothing.
+#include <algorithm>
+
 #include "backend/cuda/kernels.h"
 #include "backend/rope_math.h"
 #include "core/fp8.h"
@@ -18,6 +21,8 @@ namespace rf::gpu {
 namespace {
 
 constexpr int kThreads = 128;
+// Blocks along the tokens at most (the f16 kernels): more tokens loop.
+constexpr int kMaxTokenBlocks = 512;
 
 // The elements of rotated pair i of a head: (2i, 2i+1), or (i, i + n_rot/2)
 // in the NeoX layout; dimensions past n_rot pass through, a pair at a time.
@@ -38,13 +43,21 @@ __device__ __forceinline__ void rope_pair(int i, const RopeParams& rope, int& a,
 struct RopeAngle {
   float c = 1.0f, s = 0.0f;
 };
-__device__ __forceinline__ RopeAngle rope_angle(int i, int pos, const RopeParams& rope, const YarnCorrDims& corr) {
-  const int i0 = 2 * i;
-  float theta = float(pos) * powf(rope.freq_base, -float(i0) / float(rope.n_rot));
+// Pair i's frequency before any factor: base^(-2i / n_rot), the same for
+// every position.
+__device__ __forceinline__ float rope_freq(int i, const RopeParams& rope) {
+  return powf(rope.freq_base, -float(2 * i) / float(rope.n_rot));
+}
+__device__ __forceinline__ RopeAngle rope_angle(int i, int pos, float freq, const RopeParams& rope,
+                                                const YarnCorrDims& corr) {
+  float theta = float(pos) * freq;
   if (rope.freq_factors) theta /= rope.freq_factors[i];
   RopeAngle r;
-  rope_cos_sin<float>(theta, i0, rope, corr, &r.c, &r.s);
+  rope_cos_sin<float>(theta, 2 * i, rope, corr, &r.c, &r.s);
   return r;
+}
+__device__ __forceinline__ RopeAngle rope_angle(int i, int pos, const RopeParams& rope, const YarnCorrDims& corr) {
+  return rope_angle(i, pos, rope_freq(i, rope), rope, corr);
 }
 
 // Rotates a pair by an angle.
@@ -56,44 +69,54 @@ __device__ __forceinline__ void rope_rotate(const RopeAngle& r, float& x0, float
 
 __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
                                      const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
-                                     int n_heads, int n_kv, int hd, RopeParams rope, YarnCorrDims corr,
+                                     int n_tokens, int n_heads, int n_kv, int hd, RopeParams rope, YarnCorrDims corr,
                                      __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots,
                                      bool trigger_first) {
-  // Before the wait: the step's metadata (uploaded before the step's
-  // kernels) and the rotation it gives.
-  const int t = blockIdx.x;
   const int item = blockIdx.y * blockDim.x + threadIdx.x;
   const int half_hd = hd / 2;
   const int q_items = n_heads * half_hd, k_items = n_kv * half_hd, v_items = n_kv * half_hd;
   if (item >= q_items + k_items + v_items) return;
   const int kv_dim = n_kv * hd;
-  const int64_t slot = slots[t];
-  const bool store = slot >= 0 && slot < n_slots;
   const bool is_v = item >= q_items + k_items, is_q = item < q_items;
   const int it = is_q ? item : item - q_items;
   const int head = it / half_hd, i = it % half_hd;  // pair index within the head (q, k)
   const bool rotated = !is_v && i < rope.n_rot / 2;
-  const RopeAngle angle = rotated ? rope_angle(i, positions[t], rope, corr) : RopeAngle{};
+  int a = 0, b = 0;
+  if (!is_v) rope_pair(i, rope, a, b);
+  // Before the wait: the first token's metadata (uploaded before the step's
+  // kernels) and the rotation it gives.
+  int t = blockIdx.x;
+  int64_t slot = slots[t];
+  const float freq = rotated ? rope_freq(i, rope) : 0.0f;
+  RopeAngle angle = rotated ? rope_angle(i, positions[t], freq, rope, corr) : RopeAngle{};
   pdl_wait_trigger(trigger_first);
-  if (is_v) {  // v: copy a pair
-    if (!store) return;
-    const int e = 2 * (item - q_items - k_items);
-    const __half2 pair = *reinterpret_cast<const __half2*>(v + size_t(t) * kv_dim + e);
-    *reinterpret_cast<__half2*>(vc + slot * kv_dim + e) = pair;
-    return;
-  }
-  __half* base = (is_q ? q + size_t(t) * n_heads * hd : k + size_t(t) * kv_dim) + size_t(head) * hd;
-  int a, b;
-  rope_pair(i, rope, a, b);
-  float x0 = __half2float(base[a]), x1 = __half2float(base[b]);
-  if (rotated) {
-    rope_rotate(angle, x0, x1);
-    base[a] = __float2half_rn(x0);
-    base[b] = __float2half_rn(x1);
-  }
-  if (!is_q && store) {
-    kc[slot * kv_dim + head * hd + a] = __float2half_rn(x0);
-    kc[slot * kv_dim + head * hd + b] = __float2half_rn(x1);
+  // Long prompts: each block takes every gridDim.x-th token (a block per
+  // token would leave each thread one pair and the launch ~4x its bytes).
+  for (;;) {
+    const bool store = slot >= 0 && slot < n_slots;
+    if (is_v) {  // v: copy a pair
+      if (store) {
+        const int e = 2 * (item - q_items - k_items);
+        const __half2 pair = *reinterpret_cast<const __half2*>(v + size_t(t) * kv_dim + e);
+        *reinterpret_cast<__half2*>(vc + slot * kv_dim + e) = pair;
+      }
+    } else {
+      __half* base = (is_q ? q + size_t(t) * n_heads * hd : k + size_t(t) * kv_dim) + size_t(head) * hd;
+      float x0 = __half2float(base[a]), x1 = __half2float(base[b]);
+      if (rotated) {
+        rope_rotate(angle, x0, x1);
+        base[a] = __float2half_rn(x0);
+        base[b] = __float2half_rn(x1);
+      }
+      if (!is_q && store) {
+        kc[slot * kv_dim + head * hd + a] = __float2half_rn(x0);
+        kc[slot * kv_dim + head * hd + b] = __float2half_rn(x1);
+      }
+    }
+    t += gridDim.x;
+    if (t >= n_tokens) return;
+    slot = slots[t];
+    if (rotated) angle = rope_angle(i, positions[t], freq, rope, corr);
   }
 }
 
@@ -164,63 +187,72 @@ __global__ void __launch_bounds__(kNormRopeThreads)
                                  const __half* __restrict__ k_raw, const float* __restrict__ wk, float eps,
                                  __half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
                                  const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
-                                 int n_heads, int n_kv, int hd, int rows, RopeParams rope, YarnCorrDims corr,
-                                 __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots,
+                                 int n_tokens, int n_heads, int n_kv, int hd, int rows, RopeParams rope,
+                                 YarnCorrDims corr, __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots,
                                  bool trigger_first) {
   __shared__ float warp_ss[kNormRopeThreads / 32];
-  const int t = blockIdx.x, half_hd = hd / 2;
+  const int half_hd = hd / 2;
   const int r = threadIdx.x / half_hd, i = threadIdx.x % half_hd;  // row of the block, pair of the row
   const int row = blockIdx.y * rows + r;
   const bool active = r < rows && row < n_heads + 2 * n_kv;
   const int kind = !active ? 0 : row < n_heads ? 0 : row < n_heads + n_kv ? 1 : 2;  // q, k, v
   const int head = kind == 0 ? row : kind == 1 ? row - n_heads : row - n_heads - n_kv;
+  const bool rotated = active && kind < 2 && i < rope.n_rot / 2;
   int a = 2 * i, b = 2 * i + 1;
   if (kind < 2) rope_pair(i, rope, a, b);
-  // Before the wait: the norm weights (constant) and the step's metadata
-  // (uploaded before the step's kernels) with the rotation it gives.
+  // Before the wait: the norm weights (constant) and the first token's
+  // metadata (uploaded before the step's kernels) with the rotation it gives.
   float wa = 0.0f, wb = 0.0f;
-  RopeAngle angle;
   if (active && kind < 2) {
     const float* w = kind == 0 ? wq : wk;
     wa = w[a];
     wb = w[b];
-    if (i < rope.n_rot / 2) angle = rope_angle(i, positions[t], rope, corr);
   }
-  const int64_t slot = active ? slots[t] : -1;
+  int t = blockIdx.x;
+  const float freq = rotated ? rope_freq(i, rope) : 0.0f;
+  RopeAngle angle = rotated ? rope_angle(i, positions[t], freq, rope, corr) : RopeAngle{};
+  int64_t slot = active ? slots[t] : -1;
   pdl_wait_trigger(trigger_first);
   const int kv_dim = n_kv * hd;
-  const size_t off = kind == 0 ? (size_t(t) * n_heads + head) * hd : size_t(t) * kv_dim + size_t(head) * hd;
-  float x0 = 0.0f, x1 = 0.0f;
-  if (active) {
-    const __half* src = (kind == 0 ? q_raw : kind == 1 ? k_raw : v) + off;
-    x0 = __half2float(src[a]);
-    x1 = __half2float(src[b]);
-  }
-  const float ss = warp_sum(x0 * x0 + x1 * x1);
   const int warp = threadIdx.x / RF_WARP_SIZE, row_warps = half_hd / RF_WARP_SIZE;
-  if (threadIdx.x % RF_WARP_SIZE == 0) warp_ss[warp] = ss;
-  __syncthreads();
-  if (!active) return;
-  const bool store = slot >= 0 && slot < n_slots;
-  if (kind == 2) {  // v: copied as it is
-    if (store) {
-      vc[slot * kv_dim + size_t(head) * hd + a] = __float2half_rn(x0);
-      vc[slot * kv_dim + size_t(head) * hd + b] = __float2half_rn(x1);
+  // Long prompts: each block takes every gridDim.x-th token.
+  for (;;) {
+    const size_t off = kind == 0 ? (size_t(t) * n_heads + head) * hd : size_t(t) * kv_dim + size_t(head) * hd;
+    float x0 = 0.0f, x1 = 0.0f;
+    if (active) {
+      const __half* src = (kind == 0 ? q_raw : kind == 1 ? k_raw : v) + off;
+      x0 = __half2float(src[a]);
+      x1 = __half2float(src[b]);
     }
-    return;
-  }
-  float sum = 0.0f;
-  for (int w = 0; w < row_warps; ++w) sum += warp_ss[r * row_warps + w];
-  const float scale = rsqrtf(sum / float(hd) + eps);
-  x0 = __half2float(__float2half_rn(x0 * scale * wa));
-  x1 = __half2float(__float2half_rn(x1 * scale * wb));
-  if (i < rope.n_rot / 2) rope_rotate(angle, x0, x1);
-  __half* dst = (kind == 0 ? q : k) + off;
-  dst[a] = __float2half_rn(x0);
-  dst[b] = __float2half_rn(x1);
-  if (kind == 1 && store) {
-    kc[slot * kv_dim + size_t(head) * hd + a] = __float2half_rn(x0);
-    kc[slot * kv_dim + size_t(head) * hd + b] = __float2half_rn(x1);
+    const float ss = warp_sum(x0 * x0 + x1 * x1);
+    if (threadIdx.x % RF_WARP_SIZE == 0) warp_ss[warp] = ss;
+    __syncthreads();
+    const bool store = slot >= 0 && slot < n_slots;
+    if (active && kind == 2) {  // v: copied as it is
+      if (store) {
+        vc[slot * kv_dim + size_t(head) * hd + a] = __float2half_rn(x0);
+        vc[slot * kv_dim + size_t(head) * hd + b] = __float2half_rn(x1);
+      }
+    } else if (active) {
+      float sum = 0.0f;
+      for (int w = 0; w < row_warps; ++w) sum += warp_ss[r * row_warps + w];
+      const float scale = rsqrtf(sum / float(hd) + eps);
+      x0 = __half2float(__float2half_rn(x0 * scale * wa));
+      x1 = __half2float(__float2half_rn(x1 * scale * wb));
+      if (rotated) rope_rotate(angle, x0, x1);
+      __half* dst = (kind == 0 ? q : k) + off;
+      dst[a] = __float2half_rn(x0);
+      dst[b] = __float2half_rn(x1);
+      if (kind == 1 && store) {
+        kc[slot * kv_dim + size_t(head) * hd + a] = __float2half_rn(x0);
+        kc[slot * kv_dim + size_t(head) * hd + b] = __float2half_rn(x1);
+      }
+    }
+    t += gridDim.x;
+    if (t >= n_tokens) return;
+    __syncthreads();  // every row's sums read before the next token's
+    if (active) slot = slots[t];
+    if (rotated) angle = rope_angle(i, positions[t], freq, rope, corr);
   }
 }
 
@@ -242,10 +274,10 @@ void qk_norm_rope_store_kv(const void* q_raw, const float* wq, const void* k_raw
   const YarnCorrDims corr = yarn_corr_dims(rope.n_rot, rope.n_ctx_orig, rope.freq_base, rope.beta_fast, rope.beta_slow);
   const int half_hd = cache.head_dim / 2, rows_per_block = kNormRopeThreads / half_hd;
   const int rows = n_heads + 2 * cache.n_kv_heads;
-  const dim3 grid(unsigned(n_tokens), unsigned((rows + rows_per_block - 1) / rows_per_block));
+  const dim3 grid(unsigned(std::min(n_tokens, kMaxTokenBlocks)), unsigned((rows + rows_per_block - 1) / rows_per_block));
   launch(qk_norm_rope_store_kv_kernel, grid, dim3(unsigned(rows_per_block * half_hd)), 0, ctx,
          static_cast<const __half*>(q_raw), wq, static_cast<const __half*>(k_raw), wk, eps, static_cast<__half*>(q),
-         static_cast<__half*>(k), static_cast<const __half*>(v), m.positions, m.slot_mapping, n_heads,
+         static_cast<__half*>(k), static_cast<const __half*>(v), m.positions, m.slot_mapping, n_tokens, n_heads,
          cache.n_kv_heads, cache.head_dim, rows_per_block, rope, corr, static_cast<__half*>(cache.k),
          static_cast<__half*>(cache.v), int64_t(cache.num_blocks) * cache.block_size,
          ctx.options.pdl_early_rope);
@@ -276,12 +308,11 @@ void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tok
     return;
   }
   const int items = (n_heads + 2 * cache.n_kv_heads) * (cache.head_dim / 2);
-  const dim3 grid(unsigned(n_tokens), unsigned((items + kThreads - 1) / kThreads));
-  launch(rope_store_kv_kernel, grid, kThreads, 0, ctx, 
-      static_cast<__half*>(q), static_cast<__half*>(k), static_cast<const __half*>(v), m.positions, m.slot_mapping,
-      n_heads, cache.n_kv_heads, cache.head_dim, rope, corr, static_cast<__half*>(cache.k),
-      static_cast<__half*>(cache.v), int64_t(cache.num_blocks) * cache.block_size,
-      ctx.options.pdl_early_rope);
+  const dim3 grid(unsigned(std::min(n_tokens, kMaxTokenBlocks)), unsigned((items + kThreads - 1) / kThreads));
+  launch(rope_store_kv_kernel, grid, kThreads, 0, ctx, static_cast<__half*>(q), static_cast<__half*>(k),
+         static_cast<const __half*>(v), m.positions, m.slot_mapping, n_tokens, n_heads, cache.n_kv_heads,
+         cache.head_dim, rope, corr, static_cast<__half*>(cache.k), static_cast<__half*>(cache.v),
+         int64_t(cache.num_blocks) * cache.block_size, ctx.options.pdl_early_rope);
   RF_GPU_CHECK_LAUNCH();
 }
 
