@@ -73,20 +73,37 @@ __global__ void glu_kernel(const __half* __restrict__ gate, const __half* __rest
 }
 
 // Packed GLU input (gate_up: each row holds its ff gate values, then its ff
-// up values; 9..256 rows, CudaOptions::packed_gate_up): a thread per output
-// value, grid-stride. (glu_kernel<8> over the packed rows measured slower
-// inside the 64-sequence decode graph on the tensor-core matmuls, llama3-8b
-// q4_k_m 6,632 -> 6,360 tok/s on the H100, though it is the faster kernel
-// alone; docs/PERFORMANCE.md.)
-__global__ void glu_packed_kernel(const __half* __restrict__ gu, int64_t rows, int ff, __half* __restrict__ o,
+// up values; 9..256 rows, CudaOptions::packed_gate_up): grid-stride over
+// the output in pieces of kVec values (8: 16-byte loads and stores where ff
+// and the addresses allow), 32-bit index arithmetic. (glu_kernel<8>'s grid
+// of a block per 2048 columns per row measured slower inside the
+// 64-sequence decode graph on the tensor-core matmuls, llama3-8b q4_k_m
+// 6,632 -> 6,360 tok/s on the H100, though it is the faster kernel alone;
+// docs/PERFORMANCE.md.)
+template <int kVec>
+__global__ void glu_packed_kernel(const __half* __restrict__ gu, uint32_t rows, uint32_t ff, __half* __restrict__ o,
                                   bool gelu) {
   pdl_wait();
   pdl_trigger();
-  const int64_t n = rows * ff;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = i / ff, c = i % ff;
-    const float g = __half2float(gu[t * 2 * ff + c]), u = __half2float(gu[t * 2 * ff + ff + c]);
-    o[i] = __float2half_rn((gelu ? gelu_tanh_f16(g) : silu(g)) * u);
+  const uint32_t pieces = ff / kVec, n = rows * pieces;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const uint32_t t = i / pieces, c = (i - t * pieces) * kVec;
+    const __half* g_row = gu + size_t(t) * 2 * ff + c;
+    __half g[kVec], u[kVec], out[kVec];
+    if constexpr (kVec == 8) {
+      *reinterpret_cast<uint4*>(g) = *reinterpret_cast<const uint4*>(g_row);
+      *reinterpret_cast<uint4*>(u) = *reinterpret_cast<const uint4*>(g_row + ff);
+    } else {
+      g[0] = g_row[0];
+      u[0] = g_row[ff];
+    }
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      const float a = __half2float(g[j]);
+      out[j] = __float2half_rn((gelu ? gelu_tanh_f16(a) : silu(a)) * __half2float(u[j]));
+    }
+    if constexpr (kVec == 8) *reinterpret_cast<uint4*>(o + size_t(t) * ff + c) = *reinterpret_cast<const uint4*>(out);
+    else o[size_t(t) * ff + c] = out[0];
   }
 }
 
@@ -97,25 +114,25 @@ __global__ void add_bias_kernel(__half* __restrict__ x, const float* __restrict_
     x[i] = __float2half_rn(__half2float(x[i]) + bias[i % cols]);
 }
 
-// One block per row: row t's columns of `src` (width `width`) in groups of
-// eight halves, each group to the segment holding it, plus its bias.
+// Row t = blockIdx.y's columns of `src` (width `width`) in groups of eight
+// halves (a group a thread, blockIdx.x: which 256 groups), each group to
+// the segment holding it, plus its bias.
 __global__ void split_columns_kernel(const __half* __restrict__ src, int width, ColumnSegments segs) {
   pdl_wait();
   pdl_trigger();
-  const int t = blockIdx.x;
+  const int t = blockIdx.y, c = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
+  if (c >= width) return;
   const __half* row = src + size_t(t) * width;
-  for (int c = threadIdx.x * 8; c < width; c += blockDim.x * 8) {
-    int s = 0, first = 0;
-    while (s + 1 < segs.count && c >= first + segs.cols[s]) first += segs.cols[s++];
-    const int col = c - first;
-    uint4 v = *reinterpret_cast<const uint4*>(row + c);
-    if (const float* b = segs.bias[s]) {
-      __half* h = reinterpret_cast<__half*>(&v);
+  int s = 0, first = 0;
+  while (s + 1 < segs.count && c >= first + segs.cols[s]) first += segs.cols[s++];
+  const int col = c - first;
+  uint4 v = *reinterpret_cast<const uint4*>(row + c);
+  if (const float* b = segs.bias[s]) {
+    __half* h = reinterpret_cast<__half*>(&v);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) h[i] = __float2half_rn(__half2float(h[i]) + b[col + i]);
-    }
-    *reinterpret_cast<uint4*>(static_cast<__half*>(segs.dst[s]) + size_t(t) * segs.cols[s] + col) = v;
+    for (int i = 0; i < 8; ++i) h[i] = __float2half_rn(__half2float(h[i]) + b[col + i]);
   }
+  *reinterpret_cast<uint4*>(static_cast<__half*>(segs.dst[s]) + size_t(t) * segs.cols[s] + col) = v;
 }
 
 __global__ void scale_kernel(float* __restrict__ x, float s, int64_t n) {
@@ -209,8 +226,14 @@ void geglu(const void* gate, const void* up, void* out, int64_t n, const LaunchC
 
 void glu_packed(const void* gate_up, int64_t rows, int ff, void* out, bool gelu, const LaunchCtx& ctx) {
   if (rows == 0 || ff == 0) return;
-  launch(glu_packed_kernel, grid_for(rows * ff, 256), 256, 0, ctx, static_cast<const __half*>(gate_up), rows, ff,
-         static_cast<__half*>(out), gelu);
+  RF_CHECK(rows * ff < (int64_t(1) << 31), "glu_packed: ", rows, " rows of ", ff, " are too many");
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const auto* gu = static_cast<const __half*>(gate_up);
+  auto* o = static_cast<__half*>(out);
+  if (ff % 8 == 0 && aligned(gate_up) && aligned(out))
+    launch(glu_packed_kernel<8>, grid_for(rows * ff / 8, 256), 256, 0, ctx, gu, uint32_t(rows), uint32_t(ff), o, gelu);
+  else
+    launch(glu_packed_kernel<1>, grid_for(rows * ff, 256), 256, 0, ctx, gu, uint32_t(rows), uint32_t(ff), o, gelu);
   RF_GPU_CHECK_LAUNCH();
 }
 
@@ -230,7 +253,9 @@ void split_columns_f16(const void* src, int rows, int width, const ColumnSegment
   RF_CHECK(segs.count >= 1 && segs.count <= ColumnSegments::kMax && total == width,
            "split_columns_f16: segments must cover the row");
   if (rows == 0) return;
-  launch(split_columns_kernel, rows, 256, 0, ctx, static_cast<const __half*>(src), width, segs);
+  RF_CHECK(rows <= 65535, "split_columns_f16: ", rows, " rows are too many");
+  launch(split_columns_kernel, dim3(unsigned((width / 8 + 255) / 256), unsigned(rows)), 256, 0, ctx,
+         static_cast<const __half*>(src), width, segs);
   RF_GPU_CHECK_LAUNCH();
 }
 
