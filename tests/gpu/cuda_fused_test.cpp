@@ -268,33 +268,45 @@ TEST(CudaFusedOps, MixedFormatProjectionsMatchCpu) {
   }
 }
 
+// 5 rows: the decode kernel (values in registers); 100 rows of 4096: the
+// prefill variant in registers; 100 rows of 5120: the loop. A row's
+// result must not depend on the launch it is in (bit for bit).
 TEST(CudaFusedOps, AddRmsNormMatchesCpu) {
   RF_REQUIRE_GPU();
   std::mt19937 rng(31);
   auto gpu = test::make_gpu();
   CpuBackend cpu(2);
-  // 5 rows: the decode kernel (values in registers); 100 rows: the loop.
-  for (const int n : {5, 100}) {
-    const int d = 4096;
+  for (const int d : {4096, 5120}) {
+    const int n = 100, few = 5;
     auto x = test::randn(size_t(n) * d, rng, 4.0f), y = test::round_f16(test::randn(size_t(n) * d, rng)),
          w = test::randn(size_t(d), rng);
     std::vector<float> cx = x, out(x.size());
     Tensor tcx = make_tensor(cx.data(), DType::F32, d, n), ty = make_tensor(y.data(), DType::F32, d, n),
            tw = make_tensor(w.data(), DType::F32, d), to = make_tensor(out.data(), DType::F32, d, n);
     cpu.add_rms_norm(tcx, ty, tw, 1e-5f, to);
-    void* gx = test::upload(*gpu, x);
-    void* gy = test::upload(*gpu, test::to_f16(y));
     Tensor gw = gpu->load_f32(w.data(), d, 1, "w");
-    void* go = gpu->alloc(out.size() * 2, "o");
-    Tensor ugx = make_tensor(gx, DType::F32, d, n, DeviceKind::CUDA), ugy = make_tensor(gy, DType::F16, d, n, DeviceKind::CUDA),
-           ugo = make_tensor(go, DType::F16, d, n, DeviceKind::CUDA);
-    gpu->add_rms_norm(ugx, ugy, gw, 1e-5f, ugo);
-    EXPECT_LT(rel_l2(test::download<float>(*gpu, gx, x.size()), cx), 1e-6);
-    EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go, out.size())), out), 1e-3) << n << " rows";
-    gpu->free(gx);
-    gpu->free(gy);
+    const auto run = [&](int rows) {
+      void* gx = test::upload(*gpu, std::vector<float>(x.begin(), x.begin() + size_t(rows) * d));
+      void* gy = test::upload(*gpu, test::to_f16(std::vector<float>(y.begin(), y.begin() + size_t(rows) * d)));
+      void* go = gpu->alloc(size_t(rows) * d * 2, "o");
+      Tensor ugx = make_tensor(gx, DType::F32, d, rows, DeviceKind::CUDA),
+             ugy = make_tensor(gy, DType::F16, d, rows, DeviceKind::CUDA),
+             ugo = make_tensor(go, DType::F16, d, rows, DeviceKind::CUDA);
+      gpu->add_rms_norm(ugx, ugy, gw, 1e-5f, ugo);
+      std::pair<std::vector<float>, std::vector<uint16_t>> r{test::download<float>(*gpu, gx, size_t(rows) * d),
+                                                             test::download<uint16_t>(*gpu, go, size_t(rows) * d)};
+      gpu->free(gx);
+      gpu->free(gy);
+      gpu->free(go);
+      return r;
+    };
+    const auto [all_x, all_o] = run(n);
+    const auto [few_x, few_o] = run(few);
+    EXPECT_LT(rel_l2(all_x, cx), 1e-6) << d;
+    EXPECT_LT(rel_l2(test::from_f16(all_o), out), 1e-3) << d;
+    EXPECT_EQ(few_x, std::vector<float>(all_x.begin(), all_x.begin() + size_t(few) * d)) << d;
+    EXPECT_EQ(few_o, std::vector<uint16_t>(all_o.begin(), all_o.begin() + size_t(few) * d)) << d;
     gpu->free(gw.data);
-    gpu->free(go);
   }
 }
 

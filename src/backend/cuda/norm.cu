@@ -93,25 +93,29 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(const InT* __
 // instead of three (batch-1 f16 decode 211.7 -> 218.7 tok/s on the H200;
 // the residual row loads beside the added one, not after the post norm's
 // sum).
-// Many rows (prefill) keep the loop, whose fewer registers let two
-// 1024-thread blocks share an SM.
+// Many rows (prefill): rows of up to 4 elements a thread keep them in
+// registers too, bounded to 32 registers so that two 1024-thread blocks
+// share an SM (the 8-element variant holds one); longer rows and the
+// post-normed add keep the loop. Every variant sums a row in the same
+// order (thread i: elements i, i + blockDim.x, ...), so a row's result does
+// not depend on how many rows share the launch.
 constexpr int kNormPerThread = 8;
 
 // The residual add + RMSNorm kernel (above). With xq (one row, f16 out, cols a multiple of 32, kRegs): the row's 8-bit
 // quants and scales too (act_q8's layout; CudaOptions::fused_act_q8), for
 // the quantized GEMV after it.
-template <typename OutT, bool kRegs, bool kNormY>
-__global__ void __launch_bounds__(kNormMaxThreads) add_rms_norm_kernel(float* __restrict__ x, const __half* __restrict__ y, const float* __restrict__ wy,
+template <typename OutT, bool kRegs, bool kNormY, int kPer = kNormPerThread, int kMinBlocks = 1>
+__global__ void __launch_bounds__(kNormMaxThreads, kMinBlocks) add_rms_norm_kernel(float* __restrict__ x, const __half* __restrict__ y, const float* __restrict__ wy,
                                     const float* __restrict__ w, OutT* __restrict__ out, int cols, float eps,
                                     int8_t* __restrict__ xq, float2* __restrict__ xds) {
   __shared__ float scratch[32];
   float* xr = x + size_t(blockIdx.x) * cols;
   const __half* yr = y + size_t(blockIdx.x) * cols;
   OutT* o = out + size_t(blockIdx.x) * cols;
-  if (kRegs && cols <= kNormPerThread * int(blockDim.x)) {
-    float wv[kNormPerThread], wyv[kNormPerThread], xv[kNormPerThread], v[kNormPerThread];
+  if (kRegs && cols <= kPer * int(blockDim.x)) {
+    float wv[kPer], wyv[kPer], xv[kPer], v[kPer];
 #pragma unroll
-    for (int j = 0; j < kNormPerThread; ++j) {
+    for (int j = 0; j < kPer; ++j) {
       const int i = threadIdx.x + j * blockDim.x;
       wv[j] = i < cols ? w[i] : 0.0f;
       if constexpr (kNormY) wyv[j] = i < cols ? wy[i] : 0.0f;
@@ -119,7 +123,7 @@ __global__ void __launch_bounds__(kNormMaxThreads) add_rms_norm_kernel(float* __
     pdl_wait();
     pdl_trigger();
 #pragma unroll
-    for (int j = 0; j < kNormPerThread; ++j) {
+    for (int j = 0; j < kPer; ++j) {
       const int i = threadIdx.x + j * blockDim.x;
       v[j] = i < cols ? __half2float(yr[i]) : 0.0f;
       xv[j] = i < cols ? xr[i] : 0.0f;
@@ -127,28 +131,28 @@ __global__ void __launch_bounds__(kNormMaxThreads) add_rms_norm_kernel(float* __
     if constexpr (kNormY) {
       float ssy = 0.0f;
 #pragma unroll
-      for (int j = 0; j < kNormPerThread; ++j) ssy += v[j] * v[j];
+      for (int j = 0; j < kPer; ++j) ssy += v[j] * v[j];
       ssy = block_sum(ssy, scratch);
       const float scale_y = rsqrtf(ssy / float(cols) + eps);
 #pragma unroll
-      for (int j = 0; j < kNormPerThread; ++j) v[j] = __half2float(__float2half_rn(v[j] * scale_y * wyv[j]));
+      for (int j = 0; j < kPer; ++j) v[j] = __half2float(__float2half_rn(v[j] * scale_y * wyv[j]));
     }
     float ss = 0.0f;
 #pragma unroll
-    for (int j = 0; j < kNormPerThread; ++j) {
+    for (int j = 0; j < kPer; ++j) {
       const int i = threadIdx.x + j * blockDim.x;
       v[j] = i < cols ? xv[j] + v[j] : 0.0f;
       ss += v[j] * v[j];
     }
 #pragma unroll
-    for (int j = 0; j < kNormPerThread; ++j) {
+    for (int j = 0; j < kPer; ++j) {
       const int i = threadIdx.x + j * blockDim.x;
       if (i < cols) xr[i] = v[j];
     }
     ss = block_sum(ss, scratch);
     const float scale = rsqrtf(ss / float(cols) + eps);
 #pragma unroll
-    for (int j = 0; j < kNormPerThread; ++j) {
+    for (int j = 0; j < kPer; ++j) {
       const int i = threadIdx.x + j * blockDim.x;
       if (i < cols) o[i] = from_float<OutT>(v[j] * scale * wv[j]);
     }
@@ -157,7 +161,7 @@ __global__ void __launch_bounds__(kNormMaxThreads) add_rms_norm_kernel(float* __
         // Elements i of one 32-lane group are 32 consecutive ones (blockDim
         // and cols multiples of 32), all in range or all past it.
 #pragma unroll
-        for (int j = 0; j < kNormPerThread; ++j) {
+        for (int j = 0; j < kPer; ++j) {
           const int i = threadIdx.x + j * blockDim.x;
           if (i < cols) quantize32_q8(__half2float(__float2half_rn(v[j] * scale * wv[j])), i, xq, xds);
         }
@@ -181,6 +185,8 @@ void launch_add_rms_norm(float* x, const __half* y, const float* wy, const float
   float2* xds = q8 ? act_q8_scales(ctx.act_q8) : nullptr;
   if (rows <= 64)
     launch(add_rms_norm_kernel<OutT, true, kNormY>, rows, threads, 0, ctx, x, y, wy, w, o, cols, eps, xq, xds);
+  else if (!kNormY && cols <= 4 * threads)
+    launch(add_rms_norm_kernel<OutT, true, kNormY, 4, 2>, rows, threads, 0, ctx, x, y, wy, w, o, cols, eps, xq, xds);
   else
     launch(add_rms_norm_kernel<OutT, false, kNormY>, rows, threads, 0, ctx, x, y, wy, w, o, cols, eps, xq, xds);
   if (q8) act_q8_record(ctx, o, cols);
