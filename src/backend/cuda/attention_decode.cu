@@ -317,31 +317,75 @@ __device__ __forceinline__ void decode_accumulate_v(float (&acc)[kDecMaxHeads][8
 }
 
 #ifndef RF_PORTABLE
-// P.V on tensor cores (f16 caches; kPvMma): O^T (dims x heads) += V^T (dims x
+// P.V on tensor cores (kPvMma): O^T (dims x heads) += V^T (dims x
 // the group's 8 keys) . P^T (keys x heads) by mma m16n8k8. P^T's fragment is
 // the lane's two probabilities where the scores left them (head gid, keys
 // 2 tig + {0, 1}); V^T's come from the staged rows by ldmatrix.trans, two
 // 16-dim tiles per load. o[i]: dims 16 i + gid (c0: head 2 tig, c1: head
-// 2 tig + 1) and 16 i + gid + 8 (c2, c3).
+// 2 tig + 1) and 16 i + gid + 8 (c2, c3). e4m3 caches: the group's 8 V rows
+// first become f16 (value / kFp8HalfScale, exact) in its slice of sm.vh,
+// and the probabilities carry the V rows' scales (the softmax sum keeps
+// the unscaled ones), as on CUDA cores.
 template <typename KV>
-constexpr bool kPvMma = !kIsFp8<KV>;
+constexpr bool kPvMma = true;
 template <int HD>
 constexpr int kPvTiles = DecodeDims<HD>::kWidth / 16;
 
-template <int HD, bool kExt>
-__device__ __forceinline__ void decode_tile_mma(float& m, float& l, const uint4* qf, const __half* kt, const __half* vt,
-                                                float scale, float softcap, int k0, int k_end,
-                                                float (&o)[kPvTiles<HD>][4]) {
-  using L = DecodeLayout<HD, __half>;
+// The group's 8 staged e4m3 V rows (vt) as f16 rows of kVhRow halves at vh:
+// lane l converts a quarter of row l / 4.
+template <int HD>
+__device__ __forceinline__ void decode_v_rows_to_f16(const Fp8* vt, __half* vh) {
+  using L = DecodeLayout<HD, Fp8>;
+  constexpr int kPer = L::kWidth / 4;  // elements a lane converts: 16, 32 or 64
   const DecodeThread th = decode_thread<HD>();
-  const float2 x = decode_score_keys<HD, kExt>(qf, kt, static_cast<const float*>(nullptr), scale, softcap, k0, k_end);
+  const int r = th.lane / 4, part = th.lane % 4;
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(vt + r * L::kRow) + part * kPer;
+  __half* dst = vh + r * L::kVhRow + part * kPer;
+#pragma unroll
+  for (int c = 0; c < kPer / 16; ++c) {
+    const uint4 codes = *reinterpret_cast<const uint4*>(src + 16 * c);
+    const uint32_t w[4] = {codes.x, codes.y, codes.z, codes.w};
+    uint32_t h[8];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      h[2 * i] = e4m3x2_to_half2_bits(w[i]);
+      h[2 * i + 1] = e4m3x2_to_half2_bits(w[i] >> 16);
+    }
+    *reinterpret_cast<uint4*>(dst + 16 * c) = make_uint4(h[0], h[1], h[2], h[3]);
+    *reinterpret_cast<uint4*>(dst + 16 * c + 8) = make_uint4(h[4], h[5], h[6], h[7]);
+  }
+}
+
+// One tile for this thread's group: scores, the online softmax and P.V.
+// vh: the group's f16 V rows (e4m3 caches only).
+template <int HD, bool kExt, typename KV>
+__device__ __forceinline__ void decode_tile_mma(float& m, float& l, const uint4* qf, const KV* kt, const KV* vt,
+                                                const float* ksc, const float* vsc, __half* vh, float scale,
+                                                float softcap, int k0, int k_end, float (&o)[kPvTiles<HD>][4]) {
+  const DecodeThread th = decode_thread<HD>();
+  const float2 x = decode_score_keys<HD, kExt>(qf, kt, ksc, scale, softcap, k0, k_end);
   const SoftmaxStep st = decode_softmax_update(m, l, x);
   // The rescale factors of this lane's two accumulator heads (lanes 4 h hold head h's).
   const float c_lo = __shfl_sync(0xffffffffu, st.corr, 8 * th.tig);
   const float c_hi = __shfl_sync(0xffffffffu, st.corr, 8 * th.tig + 4);
-  const __half2 p2 = __floats2half2_rn(st.p0, st.p1);
+  float p0 = st.p0, p1 = st.p1;
+  const __half* vrows;  // the group's V rows as f16
+  int row_stride;
+  if constexpr (kIsFp8<KV>) {
+    const float2 sv = *reinterpret_cast<const float2*>(vsc + 2 * th.tig);
+    p0 *= sv.x * kFp8HalfScale;
+    p1 *= sv.y * kFp8HalfScale;
+    decode_v_rows_to_f16<HD>(vt, vh);
+    __syncwarp();
+    vrows = vh;
+    row_stride = DecodeLayout<HD, Fp8>::kVhRow;
+  } else {
+    vrows = vt;
+    row_stride = DecodeLayout<HD, __half>::kRow;
+  }
+  const __half2 p2 = __floats2half2_rn(p0, p1);
   const uint32_t p = *reinterpret_cast<const uint32_t*>(&p2);
-  const __half* vr = vt + (th.lane % 8) * L::kRow + (th.lane / 8) * 8;
+  const __half* vr = vrows + (th.lane % 8) * row_stride + (th.lane / 8) * 8;
 #pragma unroll
   for (int i = 0; i < kPvTiles<HD>; i += 2) {
     uint32_t v[4];
@@ -355,6 +399,7 @@ __device__ __forceinline__ void decode_tile_mma(float& m, float& l, const uint4*
       mma_1688(o[i + j], v[2 * j], v[2 * j + 1], p);
     }
   }
+  if constexpr (kIsFp8<KV>) __syncwarp();  // every lane's reads of vh done before the next tile's rows
 }
 
 // This lane's O^T fragments to merge [group][head][kWidth] (heads < group).
@@ -713,7 +758,8 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
     bool rescale = false;
 #ifndef RF_PORTABLE
     if constexpr (kPvMma<KV>) {
-      decode_tile_mma<HD, kExt>(m_h, l_h, qf, kt, vt, a.scale, a.softcap, k0, k_end, o);
+      __half* vh = sm.vh ? sm.vh + size_t(th.grp) * kDecKeysPerGroup * L::kVhRow : nullptr;
+      decode_tile_mma<HD, kExt>(m_h, l_h, qf, kt, vt, ksc, vsc, vh, a.scale, a.softcap, k0, k_end, o);
       continue;
     } else {
       decode_tile_softmax<HD, kExt>(m_h, l_h, qf, kt, ksc, vsc, a.scale, a.softcap, k0, k_end, group, sm.ps, sm.cs,

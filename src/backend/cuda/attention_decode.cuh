@@ -64,8 +64,16 @@ struct DecodeLayout : DecodeDims<HD> {
   // unnormalized sums [head][kWidth], then m [head] and l [head]; after the
   // merge's region (within the stages where they are larger).
   static constexpr size_t kCluster = (size_t(kDecMaxHeads) * kWidth + 2 * kDecMaxHeads) * 4;
+  // Fp8 on CUDA: each group's 8 V rows of the current tile as f16 (the
+  // f16 layout's rows), for P.V on tensor cores; after the scales.
+  static constexpr int kVhRow = kWidth + 8;
+#ifndef RF_PORTABLE
+  static constexpr size_t kVh = kIsFp8<KV> ? size_t(kDecGroups) * kDecKeysPerGroup * kVhRow * 2 : 0;
+#else
+  static constexpr size_t kVh = 0;
+#endif
   static constexpr size_t kBytes =
-      kHead + (kStages + kScales > kMerge + kCluster ? kStages + kScales : kMerge + kCluster);
+      kHead + (kStages + kScales + kVh > kMerge + kCluster ? kStages + kScales + kVh : kMerge + kCluster);
   static_assert(kDecTile % kRowsPerPass == 0 && kDecKeysPerGroup % DecodeDims<HD>::kSub == 0, "decode tile shape");
   static_assert(kHead % 16 == 0, "16-byte aligned stages");
 };
@@ -81,6 +89,7 @@ struct DecodeSmem {
   KV* vs;               // V stages, the same shape
   float* ksc;           // Fp8: K row scales [stage][key] (null for __half)
   float* vsc;           // Fp8: V row scales, the same shape
+  __half* vh;           // Fp8 on CUDA: V rows as f16 [group][key][kVhRow] (null otherwise)
   float* merge;         // [group][sub][head][kWidth], after the key loop (reuses the stages)
   float* cpart;         // the split's result for the cluster's sum (DecodeLayout::kCluster), after merge
 };
@@ -96,6 +105,7 @@ __device__ __forceinline__ DecodeSmem<KV> decode_smem(unsigned char* dsmem) {
   s.vs = s.ks + size_t(kDecStages) * kDecTile * L::kRow;
   s.ksc = kIsFp8<KV> ? reinterpret_cast<float*>(dsmem + L::kHead + L::kStages) : nullptr;
   s.vsc = kIsFp8<KV> ? s.ksc + kDecStages * kDecTile : nullptr;
+  s.vh = L::kVh > 0 ? reinterpret_cast<__half*>(dsmem + L::kHead + L::kStages + L::kScales) : nullptr;
   s.merge = reinterpret_cast<float*>(dsmem + L::kHead);
   s.cpart = reinterpret_cast<float*>(dsmem + L::kHead + L::kMerge);
   return s;
