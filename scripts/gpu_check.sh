@@ -248,18 +248,24 @@ if [ "$stage" = decode-pv ]; then
   # 128 and 256 with window + soft-cap), then decode beside a previous build
   # (RF_OLD, default .carry/old) alternated: llama3-8b f16 and q4_k_m, and
   # phi3-mini (MHA, head size 96) and gemma2-9b (256, soft-cap) f16.
+  # RF_KV=fp8: the e4m3 cache's kernels under the sanitizers, and every
+  # bench with --kv-cache-dtype fp8.
   OLD="${RF_OLD:-.carry/old}"
+  kv_args=() sanitize_cases='*CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8:*CudaAttention.MatchesCpuOnMixedBatch/hd256_h16_kv8_win100_cap'
+  if [ "${RF_KV:-}" = fp8 ]; then
+    kv_args=(--kv-cache-dtype fp8)
+    sanitize_cases='*CudaKvFp8Attention.MatchesCpuOverTheSameCache/hd128_h32_kv8:*CudaKvFp8Attention.MatchesCpuOverTheSameCache/hd256_h16_kv8_win100_cap'
+  fi
   "$BIN/test_gpu" --gtest_filter='*CudaAttention*:*CudaKvFp8*:*CudaModel*:*CudaEngineBatch*' > "$OUT/test_gpu_decode_pv.log" 2>&1
   echo "attention, model and engine tests rc=$?"; grep -E "^\[  FAILED|PASSED|Failure" "$OUT/test_gpu_decode_pv.log" | head -10
   for tool in memcheck racecheck; do
-    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_gpu" \
-      --gtest_filter='*CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8:*CudaAttention.MatchesCpuOnMixedBatch/hd256_h16_kv8_win100_cap' \
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_gpu" --gtest_filter="$sanitize_cases" \
       > "$OUT/sanitizer-decode-pv-$tool.log" 2>&1
     echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitizer-decode-pv-$tool.log" | tail -1
   done
   run_bench() {  # binary dir, model, parallel
     printf "%-12s %-18s " "$1" "$2"
-    timeout 100 "$1/rocmforge" bench --load-format dummy -m "$2" -p 512 -n 128 -r 1 --parallel "$3" 2>/dev/null |
+    timeout 100 "$1/rocmforge" bench --load-format dummy -m "$2" -p 512 -n 128 -r 1 --parallel "$3" "${kv_args[@]}" 2>/dev/null |
       grep -E "^\| [0-9]+ \| tg" | awk -F'|' '{printf "%s seqs %s tok/s  ", $2, $4}'
     echo
   }
