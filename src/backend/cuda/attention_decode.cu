@@ -27,15 +27,12 @@
 //  - scores, RF_PORTABLE (HIP): lane (key jl = lane % 8, part = lane / 8) sums q . k in
 //    f32 over the 16-byte chunks part, part + 4, ... of its key for every
 //    head (q scaled, f32 in shared memory), then two shuffles add the parts;
-//  - P.V, CUDA with f16 caches: on tensor cores, O^T (dims x heads) +=
-//    V^T . P^T by mma m16n8k8: the probabilities stay in the registers the
-//    scores left them in, V^T's fragments come by ldmatrix.trans
-//    (decode_tile_mma): far fewer instructions than the CUDA-core P.V
-//    below (256 FMAs a lane per tile), +1-2% decode measured, though not
-//    what holds 64-sequence decode at ~1.5 TB/s of K/V;
-//  - P.V, RF_PORTABLE and e4m3 caches: lane (chunk c = lane % (HD / 8), key
-//    subgroup) owns 8 output dims of every head for its keys; acc in f32
-//    registers.
+//  - P.V, CUDA: on tensor cores, O^T (dims x heads) += V^T . P^T by mma
+//    m16n8k8: the probabilities stay in the registers the scores left them
+//    in, V^T's fragments come by ldmatrix.trans (decode_tile_mma); an e4m3
+//    group first writes its 8 V rows as f16 to its own shared slice;
+//  - P.V, RF_PORTABLE: lane (chunk c = lane % (HD / 8), key subgroup) owns
+//    8 output dims of every head for its keys; acc in f32 registers.
 // The kernel reads as its steps: start the copies of the first tiles (those
 // of keys before this token's even before waiting for the kernels before:
 // earlier steps stored them), load q, then per tile: issue the copies of
@@ -160,43 +157,6 @@ __device__ __forceinline__ SoftmaxStep decode_softmax_update(float& m, float& l,
   return r;
 }
 
-// Scores and softmax of one tile for this thread's group: probabilities to
-// its slice of ps [group][key][head], each head's rescale factor to cs
-// [group][head] and back into corr (every lane needs all heads' factors for
-// P.V); rescale: any factor != 1. Fp8: ksc / vsc hold the group's 8 K / V
-// row scales, and the stored probabilities carry the V scales.
-template <int HD, bool kExt, typename KV>
-__device__ __forceinline__ void decode_tile_softmax(float& m, float& l, const uint4* qf, const KV* kt, const float* ksc,
-                                                    const float* vsc, float scale, float softcap, int k0, int k_end,
-                                                    int group, float* ps, float* cs, float (&corr)[kDecMaxHeads],
-                                                    bool& rescale) {
-  const DecodeThread th = decode_thread<HD>();
-  float* pg = ps + th.grp * kDecKeysPerGroup * kDecMaxHeads;
-  {
-    const float2 x = decode_score_keys<HD, kExt>(qf, kt, ksc, scale, softcap, k0, k_end);
-    const SoftmaxStep st = decode_softmax_update(m, l, x);
-    float p0 = st.p0, p1 = st.p1;
-    if constexpr (kIsFp8<KV>) {
-      const float2 sv = *reinterpret_cast<const float2*>(vsc + 2 * th.tig);
-      p0 *= sv.x * kFp8HalfScale;
-      p1 *= sv.y * kFp8HalfScale;
-    }
-    if (th.gid < group) {
-      pg[2 * th.tig * kDecMaxHeads + th.gid] = p0;
-      pg[(2 * th.tig + 1) * kDecMaxHeads + th.gid] = p1;
-      if (th.tig == 0) cs[th.grp * kDecMaxHeads + th.gid] = st.corr;
-    }
-  }
-  RF_SYNCWARP();
-  const float4 ca = *reinterpret_cast<const float4*>(cs + th.grp * kDecMaxHeads);
-  const float4 cb = *reinterpret_cast<const float4*>(cs + th.grp * kDecMaxHeads + 4);
-  const float cv[kDecMaxHeads] = {ca.x, ca.y, ca.z, ca.w, cb.x, cb.y, cb.z, cb.w};
-#pragma unroll
-  for (int h = 0; h < kDecMaxHeads; ++h) {
-    corr[h] = cv[h];
-    if (h < group) rescale |= cv[h] != 1.0f;
-  }
-}
 #else
 // Score of head h against key jl = lane % 8: this lane's chunks (part,
 // part + 4, ...) of kf, then the four parts summed.
@@ -282,6 +242,7 @@ __device__ __forceinline__ void decode_tile_softmax(float (&m)[kDecMaxHeads], fl
 
 // ---- P.V ---------------------------------------------------------------------
 
+#ifdef RF_PORTABLE
 // acc[h][0..8) (dims vc8 * 8.. of head h) = acc * corr + P . V over this
 // lane's keys (subgroup `sub`) of the group's 8 keys (V rows at vt,
 // probabilities in the group's slice of ps).
@@ -315,9 +276,8 @@ __device__ __forceinline__ void decode_accumulate_v(float (&acc)[kDecMaxHeads][8
       }
   }
 }
-
-#ifndef RF_PORTABLE
-// P.V on tensor cores (kPvMma): O^T (dims x heads) += V^T (dims x
+#else
+// P.V on tensor cores: O^T (dims x heads) += V^T (dims x
 // the group's 8 keys) . P^T (keys x heads) by mma m16n8k8. P^T's fragment is
 // the lane's two probabilities where the scores left them (head gid, keys
 // 2 tig + {0, 1}); V^T's come from the staged rows by ldmatrix.trans, two
@@ -326,8 +286,6 @@ __device__ __forceinline__ void decode_accumulate_v(float (&acc)[kDecMaxHeads][8
 // first become f16 (value / kFp8HalfScale, exact) in its slice of sm.vh,
 // and the probabilities carry the V rows' scales (the softmax sum keeps
 // the unscaled ones), as on CUDA cores.
-template <typename KV>
-constexpr bool kPvMma = true;
 template <int HD>
 constexpr int kPvTiles = DecodeDims<HD>::kWidth / 16;
 
@@ -458,6 +416,7 @@ __device__ __forceinline__ void decode_publish_ml(const float (&m)[kDecMaxHeads]
 }
 #endif
 
+#ifdef RF_PORTABLE
 // This lane's accumulators to merge [group][sub][head][kWidth].
 template <int HD>
 __device__ __forceinline__ void decode_stash_acc(const float (&acc)[kDecMaxHeads][8], int group, float* merge) {
@@ -471,6 +430,7 @@ __device__ __forceinline__ void decode_stash_acc(const float (&acc)[kDecMaxHeads
       *reinterpret_cast<float4*>(dst + 4) = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
     }
 }
+#endif
 
 // The four groups' (m, l, acc) combined per (head, dim): the normalized
 // output, or this split's unnormalized sum and (m, l) for the combine kernel.
@@ -671,17 +631,18 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
     l[h] = 0.0f;
   }
 #endif
+#ifndef RF_PORTABLE
+  float o[kPvTiles<HD>][4];  // P.V on tensor cores
+#pragma unroll
+  for (int i = 0; i < kPvTiles<HD>; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[i][e] = 0.0f;
+#else
   float acc[kDecMaxHeads][8];  // P.V on CUDA cores
 #pragma unroll
   for (int h = 0; h < kDecMaxHeads; ++h)
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[h][e] = 0.0f;
-#ifndef RF_PORTABLE
-  float o[kPvTiles<HD>][4];  // P.V on tensor cores (kPvMma)
-#pragma unroll
-  for (int i = 0; i < kPvTiles<HD>; ++i)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o[i][e] = 0.0f;
 #endif
 
   DecodeTiles<HD, KV> tiles;
@@ -754,21 +715,15 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
     const float* ksc = kIsFp8<KV> ? sm.ksc + tile_row : nullptr;
     const float* vsc = kIsFp8<KV> ? sm.vsc + tile_row : nullptr;
     const KV* vt = kt + size_t(kDecStages) * kDecTile * L::kRow;  // the group's V rows
+#ifndef RF_PORTABLE
+    __half* vh = sm.vh ? sm.vh + size_t(th.grp) * kDecKeysPerGroup * L::kVhRow : nullptr;
+    decode_tile_mma<HD, kExt>(m_h, l_h, qf, kt, vt, ksc, vsc, vh, a.scale, a.softcap, k0, k_end, o);
+#else
     float corr[kDecMaxHeads];
     bool rescale = false;
-#ifndef RF_PORTABLE
-    if constexpr (kPvMma<KV>) {
-      __half* vh = sm.vh ? sm.vh + size_t(th.grp) * kDecKeysPerGroup * L::kVhRow : nullptr;
-      decode_tile_mma<HD, kExt>(m_h, l_h, qf, kt, vt, ksc, vsc, vh, a.scale, a.softcap, k0, k_end, o);
-      continue;
-    } else {
-      decode_tile_softmax<HD, kExt>(m_h, l_h, qf, kt, ksc, vsc, a.scale, a.softcap, k0, k_end, group, sm.ps, sm.cs,
-                                    corr, rescale);
-    }
-#else
     decode_tile_softmax<HD, kExt>(m, l, qs, kt, ksc, vsc, a.softcap, k0, k_end, group, sm.ps, corr, rescale);
-#endif
     decode_accumulate_v<HD>(acc, corr, rescale, vt, sm.ps, group);
+#endif
   }
 
   // Merge the four groups through shared memory (the stage buffers, now free).
@@ -780,19 +735,14 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
   copy_wait<0>();
   __syncthreads();
 #ifndef RF_PORTABLE
-  if constexpr (kPvMma<KV>) {
-    decode_stash_mma<HD>(o, group, sm.merge);
-    __syncthreads();
-    decode_merge_store<HD, 1>(a, sm.mls, sm.merge, sm.cpart, t, row, head0, split, pos, group);
-    if (a.cluster) decode_cluster_combine<HD>(a, sm.cpart, t, head0, pos, group);
-    return;
-  }
-#endif
+  decode_stash_mma<HD>(o, group, sm.merge);
+  __syncthreads();
+  decode_merge_store<HD, 1>(a, sm.mls, sm.merge, sm.cpart, t, row, head0, split, pos, group);
+  if (a.cluster) decode_cluster_combine<HD>(a, sm.cpart, t, head0, pos, group);
+#else
   decode_stash_acc<HD>(acc, group, sm.merge);
   __syncthreads();
   decode_merge_store<HD, L::kSub>(a, sm.mls, sm.merge, sm.cpart, t, row, head0, split, pos, group);
-#ifndef RF_PORTABLE
-  if (a.cluster) decode_cluster_combine<HD>(a, sm.cpart, t, head0, pos, group);
 #endif
 }
 

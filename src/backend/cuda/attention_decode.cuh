@@ -21,7 +21,7 @@ constexpr int kDecMaxHeads = kDecodeMaxHeads;  // query heads per block
 #ifdef RF_PORTABLE
 constexpr int kDecMinBlocks = 1;
 #else
-constexpr int kDecMinBlocks = 4;  // 4 x 128 threads x 128 registers, 4 x 55.7 KB shared memory per SM (sm_90)
+constexpr int kDecMinBlocks = 4;  // 4 x 128 threads x 128 registers, 4 x 54.5 KB shared memory per SM (sm_90)
 #endif
 
 // Head sizes whose 8-dim chunks do not divide 32 lanes (96) are laid out
@@ -44,16 +44,18 @@ struct DecodeLayout : DecodeDims<HD> {
   static constexpr int kHeadCopyChunks = HD / kPerCopy;    // of them, the head's
   static constexpr int kRowsPerPass = kDecThreads / kCopyChunks;
   static constexpr int kPasses = kDecTile / kRowsPerPass;  // rows each thread copies per tile
-  // Shared memory (bytes): probabilities [group][key][head], rescale
-  // factors [group][head], per-group (m, l), q (f16 mma fragments on CUDA,
-  // f32 scaled with RF_PORTABLE), then the K/V stages, which the final merge of the
-  // groups' accumulators reuses. CUDA: 55,680 (HD 128) / 37,312 (HD 64).
-  static constexpr size_t kP = size_t(kDecGroups) * kDecMaxHeads * kDecKeysPerGroup * 4;
-  static constexpr size_t kC = size_t(kDecGroups) * kDecMaxHeads * 4;
+  // Shared memory (bytes): with RF_PORTABLE probabilities [group][key][head]
+  // and rescale factors [group][head] (P.V on CUDA cores), per-group (m, l),
+  // q (f16 mma fragments on CUDA, f32 scaled with RF_PORTABLE), then the
+  // K/V stages, which the final merge of the groups' accumulators reuses.
+  // CUDA, f16: 54,528 (HD 128) / 36,160 (HD 64).
   static constexpr size_t kML = size_t(2) * kDecGroups * kDecMaxHeads * 4;
 #ifdef RF_PORTABLE
+  static constexpr size_t kP = size_t(kDecGroups) * kDecMaxHeads * kDecKeysPerGroup * 4;
+  static constexpr size_t kC = size_t(kDecGroups) * kDecMaxHeads * 4;
   static constexpr size_t kQ = size_t(kDecMaxHeads) * HD * 4;
 #else
+  static constexpr size_t kP = 0, kC = 0;
   static constexpr size_t kQ = size_t(HD) * 16;  // f16 mma fragments: [HD / 32][lane] x 16 bytes
 #endif
   static constexpr size_t kHead = kP + kC + kML + kQ;
@@ -81,8 +83,8 @@ struct DecodeLayout : DecodeDims<HD> {
 // The pieces of a block's shared memory (DecodeLayout).
 template <typename KV>
 struct DecodeSmem {
-  float* ps;            // probabilities [group][key][head]
-  float* cs;            // rescale factors [group][head]
+  float* ps;            // RF_PORTABLE: probabilities [group][key][head]
+  float* cs;            // RF_PORTABLE: rescale factors [group][head]
   float* mls;           // m [group][head], then l
   unsigned char* q;     // q: mma fragments [HD / 32][lane] (CUDA) or scaled f32 [head][HD] (RF_PORTABLE)
   KV* ks;               // K stages [stage][key][kRow]
