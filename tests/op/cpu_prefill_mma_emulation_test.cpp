@@ -44,32 +44,38 @@ struct HostEnv {
   int rows() const { return tokens * heads; }
   int pos(int r) const { return positions[size_t(r / heads)]; }
   float q(int r, int d) const { return qs[(size_t(r / heads) * heads + size_t(r % heads)) * hd + size_t(d)]; }
-  void stage(int p, int c, uint16_t* k8, uint16_t* v8) {
+  // Row r: rows are [token][head], so its values start at r * hd.
+  struct Row {
+    HostEnv* env = nullptr;
+    int r = 0;
+    void q_pair(int d, float& v0, float& v1) const {
+      v0 = env->q(r, d);
+      v1 = env->q(r, d + 1);
+    }
+    void store(int d, float v0, float v1) const { put(env->out, d, v0, v1); }
+    void store_partial(int d, float v0, float v1) const { put(env->part_out, d, v0, v1); }
+    void store_stats(float m, float l) const {
+      env->part_m[size_t(r)] = m;
+      env->part_l[size_t(r)] = l;
+    }
+    void put(std::vector<float>& v, int d, float v0, float v1) const {
+      v[size_t(r) * size_t(env->hd) + size_t(d)] = v0;
+      v[size_t(r) * size_t(env->hd) + size_t(d) + 1] = v1;
+    }
+  };
+  Row row(int r) { return Row{this, r}; }
+  int64_t key_row(int p) const { return p; }
+  void stage(int64_t p, int c, uint16_t* k8, uint16_t* v8) {
     for (int i = 0; i < 8; ++i) {
       k8[i] = kc[size_t(p) * hd + size_t(8 * c + i)];
       v8[i] = vc[size_t(p) * hd + size_t(8 * c + i)];
     }
-  }
-  void store(int r, int d, float v0, float v1) {
-    const size_t at = (size_t(r / heads) * heads + size_t(r % heads)) * hd + size_t(d);
-    out[at] = v0;
-    out[at + 1] = v1;
   }
   // A key part of a split tile: unnormalized sums and (max, sum) per row.
   bool split = false;
   std::vector<float> part_out;  // [token][head][hd]
   std::vector<float> part_m, part_l;  // [token][head]
   bool partial() const { return split; }
-  void store_partial(int r, int d, float v0, float v1) { store_into(part_out, r, d, v0, v1); }
-  void store_stats(int r, float m, float l) {
-    part_m[size_t(r)] = m;
-    part_l[size_t(r)] = l;
-  }
-  void store_into(std::vector<float>& v, int r, int d, float v0, float v1) const {
-    const size_t at = (size_t(r / heads) * heads + size_t(r % heads)) * hd + size_t(d);
-    v[at] = v0;
-    v[at + 1] = v1;
-  }
 };
 
 float f16_round(float v) { return f16_to_f32(f32_to_f16(v)); }

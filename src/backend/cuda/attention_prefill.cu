@@ -243,44 +243,64 @@ struct PrefillMmaEnv {
 
   __device__ int rows() const { return nq * hb; }
   __device__ int pos(int r) const { return a.positions[t0 + r / hb]; }
-  __device__ size_t at(int r) const { return (size_t(t0 + r / hb) * a.n_heads + size_t(h0 + r % hb)) * HD; }
-  __device__ float q(int r, int d) const { return __half2float(a.q[at(r) + size_t(d)]) * a.scale; }
-  __device__ void stage(int p, int c, uint16_t* k8, uint16_t* v8) const {
+  // Row r (token t0 + r / hb, head h0 + r % hb): its query and output, and
+  // with partial() its [token in tile][head] partial slot.
+  struct Row {
+    const __half2* q = nullptr;
+    __half2* out = nullptr;
+    float2* part = nullptr;   // unnormalized sums
+    float2* stats = nullptr;  // (max, sum)
+    float scale = 0.0f;
+    __device__ void q_pair(int d, float& v0, float& v1) const {
+      const float2 v = __half22float2(q[d / 2]);
+      v0 = v.x * scale;
+      v1 = v.y * scale;
+    }
+    __device__ void store(int d, float v0, float v1) const { out[d / 2] = __floats2half2_rn(v0, v1); }
+    __device__ void store_partial(int d, float v0, float v1) const { part[d / 2] = make_float2(v0, v1); }
+    __device__ void store_stats(float m, float l) const { *stats = make_float2(m, l); }
+  };
+  __device__ Row row(int r) const {
+    const size_t at = (size_t(t0 + r / hb) * a.n_heads + size_t(h0 + r % hb)) * HD;
+    Row w;
+    w.q = reinterpret_cast<const __half2*>(a.q + at);
+    w.out = reinterpret_cast<__half2*>(a.out + at);
+    w.scale = a.scale;
+    if (part_out) {
+      const size_t pr = size_t(r / hb) * a.n_heads + size_t(h0 + r % hb);
+      w.part = reinterpret_cast<float2*>(part_out + pr * HD);
+      w.stats = reinterpret_cast<float2*>(part_ml + pr * 2);
+    }
+    return w;
+  }
+  // Key p's row for this KV head: its element offset in the cache.
+  __device__ int64_t key_row(int p) const {
     const int blk = a.block_shift >= 0 ? p >> a.block_shift : p / a.block_size;
     const int off = a.block_shift >= 0 ? p & (a.block_size - 1) : p % a.block_size;
     const int64_t slot = int64_t(table[blk]) * a.block_size + off;
-    const size_t row = size_t(slot) * size_t(a.n_kv * HD) + size_t(kvh) * HD;
+    return slot * (a.n_kv * HD) + int64_t(kvh) * HD;
+  }
+  __device__ void stage(int64_t row, int c, uint16_t* k8, uint16_t* v8) const {
     if constexpr (kIsFp8<KV>) {
       const uint8_t* kb = static_cast<const uint8_t*>(a.kc) + row + 8 * c;
       const uint8_t* vb = static_cast<const uint8_t*>(a.vc) + row + 8 * c;
-      e4m3x8_to_half(*reinterpret_cast<const uint2*>(kb), a.k_scale[slot * a.n_kv + kvh], k8);
-      e4m3x8_to_half(*reinterpret_cast<const uint2*>(vb), a.v_scale[slot * a.n_kv + kvh], v8);
+      const int64_t scale_at = row / HD;  // slot * n_kv + kvh
+      e4m3x8_to_half(*reinterpret_cast<const uint2*>(kb), a.k_scale[scale_at], k8);
+      e4m3x8_to_half(*reinterpret_cast<const uint2*>(vb), a.v_scale[scale_at], v8);
     } else {  // in flight until the tile's copy_wait
       copy16_async(k8, static_cast<const __half*>(a.kc) + row + 8 * c);
       copy16_async(v8, static_cast<const __half*>(a.vc) + row + 8 * c);
     }
   }
-  __device__ void store(int r, int d, float v0, float v1) const {
-    *reinterpret_cast<__half2*>(a.out + at(r) + size_t(d)) = __floats2half2_rn(v0, v1);
-  }
-  // A part of a split tile: row r's unnormalized sums and (max, sum) into
-  // its partial slot, [token in tile][head] rows.
-  float* part_out = nullptr;
+  float* part_out = nullptr;  // a part of a split tile: its partial slot
   float* part_ml = nullptr;
   __device__ bool partial() const { return part_out != nullptr; }
-  __device__ size_t part_row(int r) const { return size_t(r / hb) * a.n_heads + size_t(h0 + r % hb); }
-  __device__ void store_partial(int r, int d, float v0, float v1) const {
-    *reinterpret_cast<float2*>(part_out + part_row(r) * HD + size_t(d)) = make_float2(v0, v1);
-  }
-  __device__ void store_stats(int r, float m, float l) const {
-    *reinterpret_cast<float2*>(part_ml + part_row(r) * 2) = make_float2(m, l);
-  }
 };
 
 // Grid: one block per (entry, KV head, head chunk), the entry slowest, so
 // blocks start in the entries' order (longest first: query_tiles.h).
 template <int HD, typename KV>
-__global__ void __launch_bounds__(32 * prefill_mma::kMaxWarps)
+__global__ void __maxnreg__(prefill_mma::kMaxRegisters<HD>)
     attention_prefill_mma_kernel(AttnArgs a, const QueryTile* __restrict__ tiles, int heads_per_block) {
   extern __shared__ __align__(16) uint16_t prefill_smem[];  // prefill_mma::kSmemBytes<HD>
   pdl_wait();
@@ -323,8 +343,12 @@ void launch_prefill_mma_kv(const AttnArgs& a, const QueryTile* tiles, int n_tile
 
 template <int HD>
 void opt_in_prefill_mma() {
-  for (auto* kernel : {attention_prefill_mma_kernel<HD, __half>, attention_prefill_mma_kernel<HD, Fp8>})
+  for (auto* kernel : {attention_prefill_mma_kernel<HD, __half>, attention_prefill_mma_kernel<HD, Fp8>}) {
     RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, prefill_mma::kSmemBytes<HD>));
+    // Three 4-warp blocks an SM need the largest shared-memory carveout.
+    RF_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                      int(cudaSharedmemCarveoutMaxShared)));
+  }
 }
 #endif
 

@@ -22,13 +22,15 @@
 //    for staging copies that may be asynchronous (cp.async groups: wait
 //    until at most n of this thread's groups are in flight, n 0 or 1);
 //  - Env, the tile's data: rows() (<= 16 warps), pos(r) (the query position
-//    of row r, -1 for padding), q(r, d) (its query, scaled), stage(p, c, k8,
-//    v8) (dims [8 c, 8 c + 8) of key p's K and V rows as f16 bits, possibly
-//    asynchronously: they land by the next copy_wait), store(r,
-//    d, v0, v1) (output dims d, d + 1 of row r), partial() (whether this
-//    block is one key part of a split tile: then store_partial(r, d, v0,
-//    v1) takes the unnormalized sums and store_stats(r, m, l) the row's
-//    running max and sum instead of store), and the fields k_lo (the
+//    of row r, -1 for padding), row(r) (row r resolved once: q_pair(d, v0,
+//    v1) gives its query's dims d, d + 1, scaled; store(d, v0, v1) takes
+//    output dims d, d + 1; when partial() (this block is one key part of a
+//    split tile) store_partial(d, v0, v1) takes the unnormalized sums and
+//    store_stats(m, l) the row's running max and sum instead of store),
+//    key_row(p) (where key p's K and V rows are, resolved once: an int64_t
+//    handle), stage(key_row, c, k8, v8) (dims [8 c, 8 c + 8) of that key's
+//    K and V rows as f16 bits, possibly asynchronously: they land by the
+//    next copy_wait), and the fields k_lo (the
 //    first key any row sees), max_pos (the last), window (> 0: a row at pos
 //    sees keys pos - window < j <= pos) and softcap (> 0: scores become
 //    softcap tanh(s / softcap)). A part's keys are [k_lo, max_pos], k_lo a
@@ -65,6 +67,12 @@ constexpr int kStageHalves = kKeys<HD> * kRowHalves<HD>;  // one of the K and V 
 static_assert(kRowHalves<64> % 8 == 0 && kRowHalves<96> % 8 == 0 && kRowHalves<128> % 8 == 0 &&
                   kRowHalves<256> % 8 == 0,
               "staged K/V rows: whole 16-byte units");
+
+// Registers a thread may use (the kernel's bound; kMaxWarps warps a block
+// must fit an SM): at head sizes up to 128, 168 lets three 4-warp blocks
+// share an SM (65,536 registers) where the unbounded 179 held two.
+template <int HD>
+constexpr int kMaxRegisters = HD > 128 ? 255 : 168;
 
 // Shared memory of a block: two stages (double buffering) of K and V tiles.
 template <int HD>
@@ -113,16 +121,25 @@ RF_WAVE_FN void attend(Env& e, uint16_t* smem, Lanes& x) {
 RF_WAVE_UNROLL
   for (int i = 0; i < 2; ++i) pos[i] = rows[i] < n_rows ? e.pos(rows[i]) : -1;
 
-  // This warp's queries as A fragments, HD / 16 steps of 16 dims.
+  // This warp's queries as A fragments, HD / 16 steps of 16 dims (padding
+  // rows: zeros).
   uint32_t qa[kSteps][4];
-  auto qv = [&](int i, int d) { return pos[i] >= 0 ? e.q(rows[i], d) : 0.0f; };
+  {
+    using Row = decltype(e.row(0));
+    const Row q0 = pos[0] >= 0 ? e.row(rows[0]) : Row{}, q1 = pos[1] >= 0 ? e.row(rows[1]) : Row{};
+    auto pair = [&](const Row& q, int i, int d) {
+      float v0 = 0.0f, v1 = 0.0f;
+      if (pos[i] >= 0) q.q_pair(d, v0, v1);
+      return x.pack2(v0, v1);
+    };
 RF_WAVE_UNROLL
-  for (int s = 0; s < kSteps; ++s) {
-    const int d = 16 * s + 2 * t;
-    qa[s][0] = x.pack2(qv(0, d), qv(0, d + 1));
-    qa[s][1] = x.pack2(qv(1, d), qv(1, d + 1));
-    qa[s][2] = x.pack2(qv(0, d + 8), qv(0, d + 9));
-    qa[s][3] = x.pack2(qv(1, d + 8), qv(1, d + 9));
+    for (int s = 0; s < kSteps; ++s) {
+      const int d = 16 * s + 2 * t;
+      qa[s][0] = pair(q0, 0, d);
+      qa[s][1] = pair(q1, 1, d);
+      qa[s][2] = pair(q0, 0, d + 8);
+      qa[s][3] = pair(q1, 1, d + 8);
+    }
   }
   float o[kDimBlocks][4];
 RF_WAVE_UNROLL
@@ -131,18 +148,38 @@ RF_WAVE_UNROLL
 
   // Stage b of the K and V tiles: K at smem + 2 b kStageHalves, V after it.
   auto stage_k = [&](int b) { return smem + 2 * b * kStageHalves<HD>; };
+  // This thread's copies: chunk c of staged rows j_first, j_first + j_step,
+  // ... (a row's chunks rounded up to a power of two, so that the block's
+  // threads cover whole rows a pass; at head size 96 a quarter of them
+  // idle), their keys' rows looked up kBatch at a time before any copy
+  // (the lookups' loads in flight together).
+  constexpr int kPadChunks = kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32, kBatch = HD > 128 ? 2 : 4;
+  static_assert(kChunks <= 32, "a staged row: at most 32 chunks");
+  const int c = tid % kPadChunks, j_first = tid / kPadChunks, j_step = threads / kPadChunks;
   auto issue = [&](int k0, int b) {  // this thread's copies of the tile at k0 into stage b
     uint16_t* ks = stage_k(b);
     uint16_t* vs = ks + kStageHalves<HD>;
-    for (int i = tid; i < kK * kChunks; i += threads) {
-      const int j = i / kChunks, c = i % kChunks, p = k0 + j;
-      uint16_t* kd = ks + j * kRow + 8 * c;
-      uint16_t* vd = vs + j * kRow + 8 * c;
-      if (p >= e.k_lo && p <= e.max_pos) {
-        e.stage(p, c, kd, vd);
-      } else {
+    if (c < kChunks) {
+      for (int j0 = j_first; j0 < kK; j0 += kBatch * j_step) {
+        int64_t key_rows[kBatch];
 RF_WAVE_UNROLL
-        for (int h = 0; h < 8; ++h) kd[h] = vd[h] = 0;
+        for (int u = 0; u < kBatch; ++u) {
+          const int j = j0 + u * j_step, p = k0 + j;
+          key_rows[u] = j < kK && p >= e.k_lo && p <= e.max_pos ? e.key_row(p) : int64_t(-1);
+        }
+RF_WAVE_UNROLL
+        for (int u = 0; u < kBatch; ++u) {
+          const int j = j0 + u * j_step;
+          if (j >= kK) continue;
+          uint16_t* kd = ks + j * kRow + 8 * c;
+          uint16_t* vd = vs + j * kRow + 8 * c;
+          if (key_rows[u] >= 0) {
+            e.stage(key_rows[u], c, kd, vd);
+          } else {
+RF_WAVE_UNROLL
+            for (int h = 0; h < 8; ++h) kd[h] = vd[h] = 0;
+          }
+        }
       }
     }
     x.copy_commit();
@@ -269,15 +306,16 @@ RF_WAVE_UNROLL
     l[i] += x.shfl_xor(l[i], 1);
     l[i] += x.shfl_xor(l[i], 2);
     if (rows[i] >= n_rows) continue;
+    const auto out = e.row(rows[i]);
     if (e.partial()) {
-      if (t == 0) e.store_stats(rows[i], m[i], l[i]);
+      if (t == 0) out.store_stats(m[i], l[i]);
 RF_WAVE_UNROLL
-      for (int d = 0; d < kDimBlocks; ++d) e.store_partial(rows[i], 8 * d + 2 * t, o[d][2 * i], o[d][2 * i + 1]);
+      for (int d = 0; d < kDimBlocks; ++d) out.store_partial(8 * d + 2 * t, o[d][2 * i], o[d][2 * i + 1]);
       continue;
     }
     const float inv = pos[i] >= 0 && l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
 RF_WAVE_UNROLL
-    for (int d = 0; d < kDimBlocks; ++d) e.store(rows[i], 8 * d + 2 * t, o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
+    for (int d = 0; d < kDimBlocks; ++d) out.store(8 * d + 2 * t, o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
   }
 }
 
