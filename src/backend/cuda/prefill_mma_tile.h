@@ -148,29 +148,30 @@ RF_WAVE_UNROLL
 
   // Stage b of the K and V tiles: K at smem + 2 b kStageHalves, V after it.
   auto stage_k = [&](int b) { return smem + 2 * b * kStageHalves<HD>; };
-  // This thread's copies: chunk c of staged rows j_first, j_first + j_step,
-  // ... (a row's chunks rounded up to a power of two, so that the block's
-  // threads cover whole rows a pass; at head size 96 a quarter of them
-  // idle), their keys' rows looked up kBatch at a time before any copy
-  // (the lookups' loads in flight together).
-  constexpr int kPadChunks = kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32, kBatch = HD > 128 ? 2 : 4;
-  static_assert(kChunks <= 32, "a staged row: at most 32 chunks");
-  const int c = tid % kPadChunks, j_first = tid / kPadChunks, j_step = threads / kPadChunks;
+  // This thread's copies: chunks c0, c0 + 4, ... of staged rows j_first,
+  // j_first + j_step, ... (four lanes a row: a warp's copy instruction
+  // covers 64 contiguous bytes of each of 8 rows), each row looked up once,
+  // kBatch of them before any copy (the lookups' loads in flight together).
+  constexpr int kLanesPerRow = 4, kChunksPerLane = kChunks / kLanesPerRow, kBatch = 2;
+  static_assert(kChunks % kLanesPerRow == 0, "a staged row: whole chunks per lane");
+  const int c0 = tid % kLanesPerRow, j_first = tid / kLanesPerRow, j_step = threads / kLanesPerRow;
   auto issue = [&](int k0, int b) {  // this thread's copies of the tile at k0 into stage b
     uint16_t* ks = stage_k(b);
     uint16_t* vs = ks + kStageHalves<HD>;
-    if (c < kChunks) {
-      for (int j0 = j_first; j0 < kK; j0 += kBatch * j_step) {
-        int64_t key_rows[kBatch];
+    for (int j0 = j_first; j0 < kK; j0 += kBatch * j_step) {
+      int64_t key_rows[kBatch];
 RF_WAVE_UNROLL
-        for (int u = 0; u < kBatch; ++u) {
-          const int j = j0 + u * j_step, p = k0 + j;
-          key_rows[u] = j < kK && p >= e.k_lo && p <= e.max_pos ? e.key_row(p) : int64_t(-1);
-        }
+      for (int u = 0; u < kBatch; ++u) {
+        const int j = j0 + u * j_step, p = k0 + j;
+        key_rows[u] = j < kK && p >= e.k_lo && p <= e.max_pos ? e.key_row(p) : int64_t(-1);
+      }
 RF_WAVE_UNROLL
-        for (int u = 0; u < kBatch; ++u) {
-          const int j = j0 + u * j_step;
-          if (j >= kK) continue;
+      for (int u = 0; u < kBatch; ++u) {
+        const int j = j0 + u * j_step;
+        if (j >= kK) continue;
+RF_WAVE_UNROLL
+        for (int i = 0; i < kChunksPerLane; ++i) {
+          const int c = c0 + kLanesPerRow * i;
           uint16_t* kd = ks + j * kRow + 8 * c;
           uint16_t* vd = vs + j * kRow + 8 * c;
           if (key_rows[u] >= 0) {
