@@ -201,7 +201,7 @@ class Backend {
   virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   // out = a + b (out may alias a).
   virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
-  // out[i, :] = x[logits_rows[i], :].
+  // out[i, :] = x[logits_rows[i], :] (rows of one type: f32 or f16).
   virtual void gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) = 0;
   // Samples one token per row of f32 logits [n_rows, vocab]; results on the host.
   virtual void sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,

@@ -4,7 +4,9 @@
 // GeGLU FFN — or router logits (f32) -> top-k routing -> the chosen
 // experts' FFNs, weighted — [-> post norm], residual) -> gather the rows
 // that need logits -> final norm -> LM head [-> soft-cap]. Bracketed steps
-// run where the model's configuration has them.
+// run where the model's configuration has them. Where only some of a step's
+// rows need logits (prompts), the last layer gathers them after its
+// attention: the other rows only store their K and V there.
 #include "model/transformer.h"
 
 #include <algorithm>
@@ -68,6 +70,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     k_raw_ = alloc_act(c_.kv_dim(), T, act, "k before norm");
   }
   if (c_.post_ffn_norm) post_ = alloc_act(c_.n_embd, T, act, "post norm");  // the last layer's post-FFN norm
+  last_attn_ = alloc_act(c_.q_dim(), limits.max_logits, act, "last attention out");
   last_ = alloc_act(c_.n_embd, limits.max_logits, res, "last hidden");
   last_n_ = alloc_act(c_.n_embd, limits.max_logits, act, "last normed");
   logits_ = alloc_act(vocab_.count, limits.max_logits, DType::F32, "logits");
@@ -142,12 +145,10 @@ Tensor Transformer::forward(const Batch& batch, KVCache& kv) {
   return logits_.slice_rows(0, nl);
 }
 
-Tensor Transformer::attention_block(int32_t il, const StepMeta& m, KVCache& kv) {
+Tensor Transformer::project_qkv(int32_t il, const StepMeta& m, const KVLayer& cache) {
   const int32_t n = m.n_tokens;
   const LayerWeights& l = w_.layers[size_t(il)];
-  const KVLayer& cache = kv.layer(il);
   Tensor xn = xn_.slice_rows(0, n), q = q_.slice_rows(0, n), k = k_.slice_rows(0, n), v = v_.slice_rows(0, n);
-  Tensor attn = attn_.slice_rows(0, n), proj = proj_.slice_rows(0, n);
   // Projections, into the pre-norm buffers when q and k get a per-head norm.
   Tensor qp = c_.qk_norm ? q_raw_.slice_rows(0, n) : q, kp = c_.qk_norm ? k_raw_.slice_rows(0, n) : k;
   const Tensor qkv_w[3] = {l.wq, l.wk, l.wv}, qkv_b[3] = {l.bq, l.bk, l.bv};
@@ -158,6 +159,11 @@ Tensor Transformer::attention_block(int32_t il, const StepMeta& m, KVCache& kv) 
   } else {
     backend_.rope_store_kv(q, k, v, m, c_.rope_for(il), cache);
   }
+  return q;
+}
+
+Tensor Transformer::attend(int32_t il, const StepMeta& m, const KVLayer& cache, const Tensor& q) {
+  Tensor attn = attn_.slice_rows(0, m.n_tokens);
   AttentionParams ap;
   ap.n_heads = c_.n_head;
   ap.n_kv_heads = c_.n_head_kv;
@@ -170,13 +176,13 @@ Tensor Transformer::attention_block(int32_t il, const StepMeta& m, KVCache& kv) 
   } else {
     backend_.attention(q, cache, m, ap, attn);
   }
-  backend_.matmul(attn, l.wo, proj);
-  return proj;
+  return attn;
 }
 
-Tensor Transformer::ffn_block(int32_t il, int32_t n) {
+Tensor Transformer::ffn_block(int32_t il, const Tensor& xn) {
+  const int32_t n = int32_t(xn.rows());
   const LayerWeights& l = w_.layers[size_t(il)];
-  Tensor xn = xn_.slice_rows(0, n), proj = proj_.slice_rows(0, n);
+  Tensor proj = proj_.slice_rows(0, n);
   if (c_.has_experts()) {
     Tensor logits = router_logits_.slice_rows(0, n), ids = expert_ids_.slice_rows(0, n);
     Tensor weights = expert_weights_.slice_rows(0, n);
@@ -204,8 +210,44 @@ void Transformer::residual_and_norm(Tensor& x, Tensor& block_out, const Tensor& 
   else backend_.add_rms_norm(x, block_out, next_norm, c_.rms_eps, xn);
 }
 
+void Transformer::add_last_residual(int32_t il, Tensor& x, Tensor& ffn_out) {
+  const LayerWeights& l = w_.layers[size_t(il)];
+  reduce(ffn_out);
+  if (l.post_ffn_norm.data) {
+    Tensor post = post_.slice_rows(0, x.rows());
+    backend_.rms_norm(ffn_out, l.post_ffn_norm, c_.rms_eps, post);
+    backend_.add(x, post, x);
+  } else {
+    backend_.add(x, ffn_out, x);
+  }
+}
+
+void Transformer::last_layer_for_logits(int32_t il, const StepMeta& m, const KVLayer& cache, const Tensor& q,
+                                        const Tensor& x) {
+  const int32_t nl = m.n_logits;
+  if (nl == 0) return;  // a prompt's chunk before its last: its K and V were all it needed
+  const LayerWeights& l = w_.layers[size_t(il)];
+  const Tensor attn = attend(il, m, cache, q);
+  Tensor attn_l = last_attn_.slice_rows(0, nl), last = last_.slice_rows(0, nl), xn = last_n_.slice_rows(0, nl);
+  Tensor proj = proj_.slice_rows(0, nl);
+  backend_.gather_rows(attn, m, attn_l);
+  backend_.gather_rows(x, m, last);
+  backend_.matmul(attn_l, l.wo, proj);
+  residual_and_norm(last, proj, l.post_attn_norm, l.ffn_norm, xn);
+  Tensor ffn_out = ffn_block(il, xn);
+  add_last_residual(il, last, ffn_out);
+  logits_of(last, nl);
+}
+
+void Transformer::logits_of(const Tensor& last, int32_t nl) {
+  Tensor last_n = last_n_.slice_rows(0, nl), logits = logits_.slice_rows(0, nl);
+  backend_.rms_norm(last, w_.output_norm, c_.rms_eps, last_n);
+  backend_.matmul(last_n, w_.output, logits);
+  if (c_.final_softcap > 0.0f) backend_.softcap(logits, c_.final_softcap);
+}
+
 void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
-  const int32_t n = m.n_tokens;
+  const int32_t n = m.n_tokens, nl = m.n_logits;
   Tensor x = x_.slice_rows(0, n), xn = xn_.slice_rows(0, n);
   if (comm_) {
     backend_.embed_range(w_.tok_embd, vocab_.first, m, x);
@@ -217,30 +259,29 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
   backend_.rms_norm(x, w_.layers[0].attn_norm, c_.rms_eps, xn);
   for (int32_t il = 0; il < c_.n_layer; ++il) {
     const LayerWeights& l = w_.layers[size_t(il)];
+    const bool last_layer = il + 1 == c_.n_layer;
     // The layer's slots and block tables are its KV group's.
-    Tensor attn_out = attention_block(il, m.for_group(kv.groups().group_of(il)), kv);
-    residual_and_norm(x, attn_out, l.post_attn_norm, l.ffn_norm, xn);
-    Tensor ffn_out = ffn_block(il, n);
-    if (il + 1 < c_.n_layer) {
+    const StepMeta lm = m.for_group(kv.groups().group_of(il));
+    const KVLayer& cache = kv.layer(il);
+    const Tensor q = project_qkv(il, lm, cache);
+    if (last_layer && nl < n) {
+      last_layer_for_logits(il, lm, cache, q, x);
+      return;
+    }
+    Tensor proj = proj_.slice_rows(0, n);
+    backend_.matmul(attend(il, lm, cache, q), l.wo, proj);
+    residual_and_norm(x, proj, l.post_attn_norm, l.ffn_norm, xn);
+    Tensor ffn_out = ffn_block(il, xn);
+    if (!last_layer) {
       residual_and_norm(x, ffn_out, l.post_ffn_norm, w_.layers[size_t(il) + 1].attn_norm, xn);
       continue;
     }
-    reduce(ffn_out);  // the last layer: no next norm to fuse the sum with
-    if (l.post_ffn_norm.data) {
-      Tensor post = post_.slice_rows(0, n);
-      backend_.rms_norm(ffn_out, l.post_ffn_norm, c_.rms_eps, post);
-      backend_.add(x, post, x);
-    } else {
-      backend_.add(x, ffn_out, x);
-    }
+    add_last_residual(il, x, ffn_out);
   }
-  const int32_t nl = m.n_logits;
-  if (nl == 0) return;
-  Tensor last = last_.slice_rows(0, nl), last_n = last_n_.slice_rows(0, nl), logits = logits_.slice_rows(0, nl);
+  // Every row needs logits (decode steps), possibly in another order.
+  Tensor last = last_.slice_rows(0, nl);
   backend_.gather_rows(x, m, last);
-  backend_.rms_norm(last, w_.output_norm, c_.rms_eps, last_n);
-  backend_.matmul(last_n, w_.output, logits);
-  if (c_.final_softcap > 0.0f) backend_.softcap(logits, c_.final_softcap);
+  logits_of(last, nl);
 }
 
 }  // namespace rf

@@ -46,16 +46,28 @@ class Transformer {
  private:
   Tensor alloc_act(int64_t cols, int64_t rows, DType type, const char* what);
   void run_layers(const StepMeta& m, KVCache& kv);
-  // One layer's attention block on the normed input in xn_: returns its
-  // output projection (rows of proj_), before any post-attention norm and,
-  // under tensor parallelism, before the sum over ranks.
-  Tensor attention_block(int32_t il, const StepMeta& m, KVCache& kv);
+  // Layer il's q/k/v projections of the normed input in xn_, [q/k norms,]
+  // RoPE and the store of K and V into the layer's cache: returns q.
+  Tensor project_qkv(int32_t il, const StepMeta& m, const KVLayer& cache);
+  // Paged attention of q over the layer's cache into rows of attn_.
+  Tensor attend(int32_t il, const StepMeta& m, const KVLayer& cache, const Tensor& q);
   // Sums a row-parallel product over the ranks (tensor parallel only).
   void reduce(Tensor& x);
-  // The FFN of the normed input in xn_ (dense, or router -> top-k experts):
+  // The FFN of the normed rows xn (dense, or router -> top-k experts):
   // returns its down projection (rows of proj_), before any post-FFN norm
   // and the sum over ranks.
-  Tensor ffn_block(int32_t il, int32_t n);
+  Tensor ffn_block(int32_t il, const Tensor& xn);
+  // The last layer's x += ffn_out (summed over the ranks, post-normed
+  // where the model has it): no next norm to fuse it with.
+  void add_last_residual(int32_t il, Tensor& x, Tensor& ffn_out);
+  // The last layer past its KV store for the rows that need logits only
+  // (m.n_logits < m.n_tokens: a prompt's other tokens only leave their K
+  // and V), then the logits: attention of every token, its rows that need
+  // logits gathered with their residuals, then the output projection and
+  // the FFN on those rows alone.
+  void last_layer_for_logits(int32_t il, const StepMeta& m, const KVLayer& cache, const Tensor& q, const Tensor& x);
+  // The final norm, the LM head [and soft-cap] of the gathered rows in last.
+  void logits_of(const Tensor& last, int32_t nl);
   // x += block_out (summed over the ranks, then post-normed when post_norm
   // is present), then xn = the next RMSNorm of x: one fused op either way
   // (with the sum too where the communicator fuses it).
@@ -86,6 +98,7 @@ class Transformer {
   Tensor expert_weights_;         // [n_expert_used] f32: their weights
   Tensor q_raw_, k_raw_;  // [q_dim], [kv_dim]: q and k before their per-head norm (qk_norm only)
   Tensor post_;     // a post-norm's output [n_embd] (post norms only)
+  Tensor last_attn_;  // [max_logits rows, q_dim]: the last layer's attention rows that need logits
   Tensor last_;     // [max_logits rows, n_embd]
   Tensor last_n_;   // [max_logits rows, n_embd]
   Tensor logits_;   // [max_logits rows, n_vocab] f32

@@ -218,10 +218,11 @@ void CpuBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weigh
 }
 
 void CpuBackend::gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) {
-  RF_CHECK(out.cols() == x.cols() && out.rows() >= m.n_logits, "cpu gather_rows: bad shapes");
-  for (int32_t i = 0; i < m.n_logits; ++i)
-    std::memcpy(out.ptr<float>() + i * x.cols(), x.ptr<float>() + int64_t(m.logits_rows[i]) * x.cols(),
-                size_t(x.cols()) * 4);
+  RF_CHECK(out.type == x.type && out.cols() == x.cols() && out.rows() >= m.n_logits, "cpu gather_rows: bad shapes");
+  const size_t bytes = row_bytes(x.type, uint64_t(x.cols()));
+  const auto* src = static_cast<const unsigned char*>(x.data);
+  auto* dst = static_cast<unsigned char*>(out.data);
+  for (int32_t i = 0; i < m.n_logits; ++i) std::memcpy(dst + size_t(i) * bytes, src + size_t(m.logits_rows[i]) * bytes, bytes);
 }
 
 void CpuBackend::sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,

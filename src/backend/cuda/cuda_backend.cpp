@@ -621,9 +621,12 @@ void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
 }
 
 void CudaBackend::gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) {
-  RF_CHECK(x.type == DType::F32 && out.type == DType::F32, "cuda gather_rows: f32 only");
+  const size_t bytes = row_bytes(x.type, uint64_t(x.cols()));
+  RF_CHECK((x.type == DType::F32 || x.type == DType::F16) && out.type == x.type && out.cols() == x.cols() &&
+               out.rows() >= m.n_logits && bytes % 4 == 0,
+           "cuda gather_rows: f32 or f16 rows of 4-byte words, the same on both sides");
   OpTimer timer(profiler(), "gather");
-  gpu::gather_rows_f32(x.ptr<float>(), m.logits_rows, m.n_logits, int(x.cols()), out.ptr<float>(), ctx());
+  gpu::gather_rows(x.data, m.logits_rows, m.n_logits, int(bytes / 4), out.data, ctx());
 }
 
 void CudaBackend::upload_sample_rows(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties) {

@@ -156,12 +156,12 @@ __global__ void add_kernel(float* __restrict__ x, const __half* __restrict__ y, 
     x[i] += __half2float(y[i]);
 }
 
-__global__ void gather_kernel(const float* __restrict__ x, const int32_t* __restrict__ rows, int cols,
-                              float* __restrict__ out) {
+__global__ void gather_kernel(const uint32_t* __restrict__ x, const int32_t* __restrict__ rows, int words,
+                              uint32_t* __restrict__ out) {
   pdl_wait();
   pdl_trigger();
-  const float* src = x + size_t(rows[blockIdx.x]) * cols;
-  for (int i = threadIdx.x; i < cols; i += blockDim.x) out[size_t(blockIdx.x) * cols + i] = src[i];
+  const uint32_t* src = x + size_t(rows[blockIdx.x]) * words;
+  for (int i = threadIdx.x; i < words; i += blockDim.x) out[size_t(blockIdx.x) * words + i] = src[i];
 }
 
 __global__ void f32_to_f16_kernel(const float* __restrict__ x, __half* __restrict__ o, int64_t n) {
@@ -277,9 +277,10 @@ void add_f16_to_f32(float* x, const void* y, int64_t n, const LaunchCtx& ctx) {
   RF_GPU_CHECK_LAUNCH();
 }
 
-void gather_rows_f32(const float* x, const int32_t* rows, int n_rows, int cols, float* out, const LaunchCtx& ctx) {
+void gather_rows(const void* x, const int32_t* rows, int n_rows, int row_words, void* out, const LaunchCtx& ctx) {
   if (n_rows == 0) return;
-  launch(gather_kernel, n_rows, 256, 0, ctx, x, rows, cols, out);
+  launch(gather_kernel, n_rows, 256, 0, ctx, static_cast<const uint32_t*>(x), rows, row_words,
+         static_cast<uint32_t*>(out));
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -257,14 +257,15 @@ RF_WAVE_UNROLL
     // p = e^(s - m) = 2^(s log2 e - m log2 e): a multiply-add and an exp2
     // per score; masked scores (-inf, only outside whole tiles) weigh 0.
     constexpr float kLog2e = 1.4426950408889634f;
-    const float mb[2] = {m[0] * kLog2e, m[1] * kLog2e};
+    // A row that has seen no visible key yet (m -inf) subtracts 0, so its
+    // masked scores too give 2^-inf = 0 rather than NaN.
+    const float mb[2] = {m[0] == -INFINITY ? 0.0f : m[0] * kLog2e, m[1] == -INFINITY ? 0.0f : m[1] * kLog2e};
 RF_WAVE_UNROLL
     for (int nb = 0; nb < kK / 8; ++nb)
 RF_WAVE_UNROLL
       for (int c = 0; c < 4; ++c) {
         const int i = c / 2;
-        const float e2 = exp2_(fmaf(s[nb][c], kLog2e, -mb[i]));
-        const float p = whole || s[nb][c] != -INFINITY ? e2 : 0.0f;
+        const float p = exp2_(fmaf(s[nb][c], kLog2e, -mb[i]));
         s[nb][c] = p;
         l[i] += p;
       }
