@@ -23,7 +23,8 @@
 # decode of a build against the one before it, alternated; stage
 # expert-groups: one token's 2,048-wide expert rows in lane groups of 16
 # against whole warps; stage switch: batch-1 decode under settings of any
-# switch, alternated).
+# switch, alternated; stage h200-table: the tests, issue 16's table and
+# issue 12's batch-1 table, only on an H200).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -54,6 +55,13 @@ for line in open(os.environ["ROCMFORGE_TESTDATA"] + "/stories260K.golden.jsonl")
     print("MATCH" if ok else "DIFF", repr(g["prompt"]), out.stderr.strip().splitlines()[-1:] )
 print("golden mismatches:", bad)
 PY
+}
+
+# A previous build's rocmforge in directory $1, carried xz-packed
+# (rocmforge.xz) to fit a call's 64 MB: unpacked once, made executable.
+previous_build() {
+  if [ -f "$1/rocmforge.xz" ] && [ ! -f "$1/rocmforge" ]; then unxz -k "$1/rocmforge.xz"; fi
+  chmod +x "$1/rocmforge"
 }
 
 # The GPU tests matching gtest filter $1 (attention and the models over it).
@@ -197,6 +205,20 @@ if [ "$stage" = fp8 ]; then
   done
 fi
 
+if [ "$stage" = h200-table ]; then
+  # The tables the issues measure on an H200, in one call: a call that names
+  # nvidia-h200 may still get an H100, so any other card stops here at once
+  # (only the machine's start spent). RF_OLD as for issue16.
+  name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  case "$name" in
+    *H200*) echo "== $name" ;;
+    *) echo "$name: not an H200, nothing run"; exit 0 ;;
+  esac
+  bash scripts/gpu_check.sh tests
+  RF_REPS="${RF_REPS:-2}" bash scripts/gpu_check.sh issue16
+  RF_PARALLEL=1 RF_REPS=1 bash scripts/gpu_check.sh bench-families
+fi
+
 if [ "$stage" = issue16 ]; then
   # Issue 16's table in one call, this build beside a previous one
   # (RF_OLD, default .carry/old: its rocmforge, carried by hand): llama3-8b
@@ -204,6 +226,7 @@ if [ "$stage" = issue16 ]; then
   # served through `serve` + loadgen (64 clients, 256 x (512 + 128); one
   # client, 16 requests).
   OLD="${RF_OLD:-.carry/old}"
+  previous_build "$OLD"
   for t in f16 q4_k_m; do
     for b in "$OLD" "$BIN"; do
       echo "== $b llama3-8b:$t"
@@ -251,6 +274,7 @@ if [ "$stage" = decode-pv ]; then
   # RF_KV=fp8: the e4m3 cache's kernels under the sanitizers, and every
   # bench with --kv-cache-dtype fp8.
   OLD="${RF_OLD:-.carry/old}"
+  previous_build "$OLD"
   kv_args=() sanitize_cases='*CudaAttention.MatchesCpuOnMixedBatch/hd128_h32_kv8:*CudaAttention.MatchesCpuOnMixedBatch/hd256_h16_kv8_win100_cap'
   if [ "${RF_KV:-}" = fp8 ]; then
     kv_args=(--kv-cache-dtype fp8)
@@ -428,8 +452,7 @@ if [ "$stage" = ab ]; then
   # previous build's rocmforge (RF_BASE, default .carry/base; an xz-packed
   # rocmforge.xz there is unpacked) alternated with $BIN's.
   base="${RF_BASE:-.carry/base}"
-  if [ -f "$base/rocmforge.xz" ] && [ ! -f "$base/rocmforge" ]; then unxz -k "$base/rocmforge.xz"; fi
-  chmod +x "$base/rocmforge"
+  previous_build "$base"
   for round in 1 2; do
     for model in ${RF_PRESETS:-llama3-8b:q4_k_m}; do
       for b in "$base" "$BIN"; do
@@ -691,6 +714,7 @@ if [ "$stage" = router ]; then
   # previous one (RF_OLD, default .carry/old; RF_OLD_ENV: settings that
   # make the old build match this one's other defaults).
   OLD="${RF_OLD:-.carry/old}"
+  previous_build "$OLD"
   moe_tests_memcheck router '*CudaMoe*:*qwen3moe*:*mixtral*:*CudaFusedQ8*' '*RouterAndRouteInOneLaunch*'
   for round in 1 2; do
     for model in ${RF_MODELS_ROUTER:-qwen3-30b-a3b:q4_k_m mixtral-8x7b-4l:q4_k_m}; do
