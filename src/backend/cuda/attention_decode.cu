@@ -17,10 +17,14 @@
 // of the GQA group (<= 8), so K and V are read from memory once. The block's
 // keys go through tiles of kDecTile keys staged as f16 in shared memory
 // (padded rows: no bank conflicts), kDecStages deep: the loads of the next
-// tiles are in flight (cp.async on CUDA) while a tile is computed. The block
-// works as four groups of 32 lanes ("warps"; two of them per wavefront on
-// 64-wide HIP hardware), each taking 8 keys of every tile with its own online
-// softmax per head; the groups are merged at the end.
+// tiles are in flight while a tile is computed. The block works as four
+// groups of 32 lanes ("warps"; two of them per wavefront on 64-wide HIP
+// hardware), each taking 8 keys of every tile with its own online softmax
+// per head; the groups are merged at the end. Head size 256 with an f16
+// cache on CUDA: each group bulk-copies its own 8 K and V rows of a tile (a
+// row a lane) and waits on its own mbarriers, no block barrier per tile
+// (decode_keys_bulk); otherwise every thread copies 16-byte pieces of the
+// tile (cp.async on CUDA) and the block meets at a barrier per tile.
 //  - scores, CUDA: one mma.sync m16n8k16 (f16 in, f32 accumulation) per 16
 //    dims gives [heads (rows 0-7 of 16)] x [the group's 8 keys]; lane
 //    (head = lane / 4) holds keys 2 * (lane % 4) + {0, 1};
@@ -590,6 +594,84 @@ __device__ __forceinline__ void decode_cluster_combine(const AttnArgs& a, float*
 }
 #endif
 
+// ---- the keys of a block, f16 caches on CUDA ------------------------------------
+
+#ifndef RF_PORTABLE
+// The block's keys through DecodeGroupTiles (kDecBulk<HD, KV>): the barriers set
+// up, the first tiles' copies started (those of keys before this token's
+// even before the wait for the kernels before), q loaded, then per tile:
+// wait for the group's rows, start the copies of the tile kDecStages - 1
+// on (into the stage this group has just finished with), score, softmax and
+// P.V for the group's 8 keys. No block barrier inside the loop.
+template <int HD, bool kExt>
+__device__ __forceinline__ void decode_keys_bulk(const AttnArgs& a, const DecodeSmem<__half>& sm, int t, int kvh,
+                                                 int head0, int group, int pos, int k_begin, int k_end, int n_tiles,
+                                                 float& m_h, float& l_h, float (&o)[kPvTiles<HD>][4]) {
+  using L = DecodeLayout<HD, __half>;
+  const DecodeThread th = decode_thread<HD>();
+  // A group's barriers are its own: its first lane sets them up.
+  if (th.lane == 0) {
+#pragma unroll
+    for (int st = 0; st < kDecStages; ++st) mbar_init(sm.bars + th.grp * kDecStages + st, 1);
+    mbar_init_fence();
+  }
+  __syncwarp();
+
+  DecodeGroupTiles<HD, __half> tiles;
+  tiles.table = a.block_tables + size_t(a.token_seq[t]) * a.max_blocks_per_seq;
+  tiles.lane = th.lane;
+  tiles.row = th.lane % kDecKeysPerGroup;
+  const bool v_lane = th.lane >= kDecKeysPerGroup;
+  tiles.src = static_cast<const __half*>(v_lane ? a.vc : a.kc) + size_t(kvh) * HD;
+  tiles.dst = (v_lane ? sm.vs : sm.ks) + size_t(th.grp * kDecKeysPerGroup + tiles.row) * L::kRow;
+  tiles.bars = sm.bars + th.grp * kDecStages;
+  tiles.first = k_begin + th.grp * kDecKeysPerGroup;
+  tiles.k_end = k_end;
+  tiles.n_tiles = n_tiles;
+  tiles.bs = a.block_size;
+  tiles.block_shift = a.block_shift;
+  tiles.kv_dim = a.n_kv * HD;
+
+  int first[kDecStages - 1] = {};
+#pragma unroll
+  for (int st = 0; st < kDecStages - 1; ++st) tiles.fetch(st, first[st]);
+  // The first tiles whose keys all come before this token's: their K/V were
+  // stored by earlier steps (the kernel just before stores this token's, and q).
+  int early = 0;
+#pragma unroll
+  for (int st = 0; st < kDecStages - 1; ++st) {
+    if (early == st && st < n_tiles && min(k_begin + (st + 1) * kDecTile, k_end) <= pos) {
+      tiles.issue(st, first[st]);
+      ++early;
+    }
+  }
+  pdl_wait();
+  pdl_trigger();
+#pragma unroll
+  for (int st = 0; st < kDecStages - 1; ++st)
+    if (st >= early && st < n_tiles) tiles.issue(st, first[st]);
+  uint4* qf = reinterpret_cast<uint4*>(sm.q);
+  decode_load_q<HD>(a.q, a.n_heads, t, head0, group, qf);
+  __syncthreads();  // q's fragments (written by the first group) and the first tiles' zeroed rows
+  int blk = 0;
+  tiles.fetch(kDecStages - 1, blk);
+  for (int it = 0; it < n_tiles; ++it) {
+    mbar_wait(tiles.bars + it % kDecStages, uint32_t(it / kDecStages) & 1u);
+    __syncwarp();  // every lane is done with tile it - 1, whose stage is refilled next
+    if (it + kDecStages - 1 < n_tiles) {
+      tiles.issue(it + kDecStages - 1, blk);
+      tiles.fetch(it + kDecStages, blk);
+    }
+    const int st = it % kDecStages;
+    const int k0 = tiles.first + it * kDecTile;  // this group's first key
+    const __half* kt = sm.ks + size_t(st * kDecTile + th.grp * kDecKeysPerGroup) * L::kRow;
+    const __half* vt = kt + size_t(kDecStages) * kDecTile * L::kRow;
+    decode_tile_mma<HD, kExt, __half>(m_h, l_h, qf, kt, vt, nullptr, nullptr, nullptr, a.scale, a.softcap, k0, k_end,
+                                      o);
+  }
+}
+#endif
+
 // ---- the kernels ---------------------------------------------------------------
 
 // Head size 256 stages 107 KB of K/V per block: two blocks per SM.
@@ -645,85 +727,92 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
     for (int e = 0; e < 8; ++e) acc[h][e] = 0.0f;
 #endif
 
-  DecodeTiles<HD, KV> tiles;
-  tiles.cc = th.tid % L::kCopyChunks;
-  tiles.r0 = th.tid / L::kCopyChunks;
-  tiles.table = a.block_tables + size_t(a.token_seq[t]) * a.max_blocks_per_seq;
-  tiles.kbase = static_cast<const KV*>(a.kc) + size_t(kvh) * HD + tiles.cc * L::kPerCopy;
-  tiles.vbase = static_cast<const KV*>(a.vc) + size_t(kvh) * HD + tiles.cc * L::kPerCopy;
-  tiles.ks = sm.ks;
-  tiles.vs = sm.vs;
-  tiles.kscale = kIsFp8<KV> ? a.k_scale + kvh : nullptr;
-  tiles.vscale = kIsFp8<KV> ? a.v_scale + kvh : nullptr;
-  tiles.ksc = sm.ksc;
-  tiles.vsc = sm.vsc;
-  tiles.n_kv = a.n_kv;
-  tiles.k_begin = k_begin;
-  tiles.k_end = k_end;
-  tiles.n_tiles = n_tiles;
-  tiles.bs = a.block_size;
-  tiles.block_shift = a.block_shift;
-  tiles.kv_dim = a.n_kv * HD;
-
-  int blk[L::kPasses];  // block-table entries of the next tile to issue
+#ifndef RF_PORTABLE
+  if constexpr (kDecBulk<HD, KV>) {
+    decode_keys_bulk<HD, kExt>(a, sm, t, kvh, head0, group, pos, k_begin, k_end, n_tiles, m_h, l_h, o);
+  } else
+#endif
   {
-    int first[kDecStages - 1][L::kPasses];
-#pragma unroll
-    for (int st = 0; st < kDecStages - 1; ++st) tiles.fetch(st, first[st]);
-    // The first tiles whose keys all come before this token's: their K/V
-    // were stored by earlier steps, so their copies start before the wait
-    // (the kernel just before stores this token's K/V, and q).
-    int early = 0;
-#pragma unroll
-    for (int st = 0; st < kDecStages - 1; ++st) {
-      if (early == st && st < n_tiles && min(k_begin + (st + 1) * kDecTile, k_end) <= pos) {
-        tiles.issue(st, first[st]);
+    DecodeTiles<HD, KV> tiles;
+    tiles.cc = th.tid % L::kCopyChunks;
+    tiles.r0 = th.tid / L::kCopyChunks;
+    tiles.table = a.block_tables + size_t(a.token_seq[t]) * a.max_blocks_per_seq;
+    tiles.kbase = static_cast<const KV*>(a.kc) + size_t(kvh) * HD + tiles.cc * L::kPerCopy;
+    tiles.vbase = static_cast<const KV*>(a.vc) + size_t(kvh) * HD + tiles.cc * L::kPerCopy;
+    tiles.ks = sm.ks;
+    tiles.vs = sm.vs;
+    tiles.kscale = kIsFp8<KV> ? a.k_scale + kvh : nullptr;
+    tiles.vscale = kIsFp8<KV> ? a.v_scale + kvh : nullptr;
+    tiles.ksc = sm.ksc;
+    tiles.vsc = sm.vsc;
+    tiles.n_kv = a.n_kv;
+    tiles.k_begin = k_begin;
+    tiles.k_end = k_end;
+    tiles.n_tiles = n_tiles;
+    tiles.bs = a.block_size;
+    tiles.block_shift = a.block_shift;
+    tiles.kv_dim = a.n_kv * HD;
+
+    int blk[L::kPasses];  // block-table entries of the next tile to issue
+    {
+      int first[kDecStages - 1][L::kPasses];
+  #pragma unroll
+      for (int st = 0; st < kDecStages - 1; ++st) tiles.fetch(st, first[st]);
+      // The first tiles whose keys all come before this token's: their K/V
+      // were stored by earlier steps, so their copies start before the wait
+      // (the kernel just before stores this token's K/V, and q).
+      int early = 0;
+  #pragma unroll
+      for (int st = 0; st < kDecStages - 1; ++st) {
+        if (early == st && st < n_tiles && min(k_begin + (st + 1) * kDecTile, k_end) <= pos) {
+          tiles.issue(st, first[st]);
+          copy_commit();
+          ++early;
+        }
+      }
+      pdl_wait();
+      pdl_trigger();
+  #pragma unroll
+      for (int st = 0; st < kDecStages - 1; ++st) {
+        if (st < early) continue;
+        if (st < n_tiles) tiles.issue(st, first[st]);
         copy_commit();
-        ++early;
       }
     }
-    pdl_wait();
-    pdl_trigger();
-#pragma unroll
-    for (int st = 0; st < kDecStages - 1; ++st) {
-      if (st < early) continue;
-      if (st < n_tiles) tiles.issue(st, first[st]);
+  #ifndef RF_PORTABLE
+    uint4* qf = reinterpret_cast<uint4*>(sm.q);
+    decode_load_q<HD>(a.q, a.n_heads, t, head0, group, qf);
+  #else
+    float* qs = reinterpret_cast<float*>(sm.q);
+    decode_load_q<HD>(a.q, a.n_heads, a.scale, t, head0, group, qs);
+  #endif
+    tiles.fetch(kDecStages - 1, blk);
+    for (int it = 0; it < n_tiles; ++it) {
+      copy_wait<kDecStages - 2>();
+      __syncthreads();  // tile `it` visible to all; tile it - 1 done with (its stage is refilled next)
+      if (it + kDecStages - 1 < n_tiles) {
+        tiles.issue(it + kDecStages - 1, blk);
+        tiles.fetch(it + kDecStages, blk);
+      }
       copy_commit();
-    }
-  }
-#ifndef RF_PORTABLE
-  uint4* qf = reinterpret_cast<uint4*>(sm.q);
-  decode_load_q<HD>(a.q, a.n_heads, t, head0, group, qf);
-#else
-  float* qs = reinterpret_cast<float*>(sm.q);
-  decode_load_q<HD>(a.q, a.n_heads, a.scale, t, head0, group, qs);
-#endif
-  tiles.fetch(kDecStages - 1, blk);
-  for (int it = 0; it < n_tiles; ++it) {
-    copy_wait<kDecStages - 2>();
-    __syncthreads();  // tile `it` visible to all; tile it - 1 done with (its stage is refilled next)
-    if (it + kDecStages - 1 < n_tiles) {
-      tiles.issue(it + kDecStages - 1, blk);
-      tiles.fetch(it + kDecStages, blk);
-    }
-    copy_commit();
 
-    const int st = it % kDecStages;
-    const int k0 = k_begin + it * kDecTile + th.grp * kDecKeysPerGroup;  // this group's first key
-    const int tile_row = st * kDecTile + th.grp * kDecKeysPerGroup;  // the group's first staged row
-    const KV* kt = sm.ks + size_t(tile_row) * L::kRow;
-    const float* ksc = kIsFp8<KV> ? sm.ksc + tile_row : nullptr;
-    const float* vsc = kIsFp8<KV> ? sm.vsc + tile_row : nullptr;
-    const KV* vt = kt + size_t(kDecStages) * kDecTile * L::kRow;  // the group's V rows
-#ifndef RF_PORTABLE
-    __half* vh = sm.vh ? sm.vh + size_t(th.grp) * kDecKeysPerGroup * L::kVhRow : nullptr;
-    decode_tile_mma<HD, kExt>(m_h, l_h, qf, kt, vt, ksc, vsc, vh, a.scale, a.softcap, k0, k_end, o);
-#else
-    float corr[kDecMaxHeads];
-    bool rescale = false;
-    decode_tile_softmax<HD, kExt>(m, l, qs, kt, ksc, vsc, a.softcap, k0, k_end, group, sm.ps, corr, rescale);
-    decode_accumulate_v<HD>(acc, corr, rescale, vt, sm.ps, group);
-#endif
+      const int st = it % kDecStages;
+      const int k0 = k_begin + it * kDecTile + th.grp * kDecKeysPerGroup;  // this group's first key
+      const int tile_row = st * kDecTile + th.grp * kDecKeysPerGroup;  // the group's first staged row
+      const KV* kt = sm.ks + size_t(tile_row) * L::kRow;
+      const float* ksc = kIsFp8<KV> ? sm.ksc + tile_row : nullptr;
+      const float* vsc = kIsFp8<KV> ? sm.vsc + tile_row : nullptr;
+      const KV* vt = kt + size_t(kDecStages) * kDecTile * L::kRow;  // the group's V rows
+  #ifndef RF_PORTABLE
+      __half* vh = sm.vh ? sm.vh + size_t(th.grp) * kDecKeysPerGroup * L::kVhRow : nullptr;
+      decode_tile_mma<HD, kExt>(m_h, l_h, qf, kt, vt, ksc, vsc, vh, a.scale, a.softcap, k0, k_end, o);
+  #else
+      float corr[kDecMaxHeads];
+      bool rescale = false;
+      decode_tile_softmax<HD, kExt>(m, l, qs, kt, ksc, vsc, a.softcap, k0, k_end, group, sm.ps, corr, rescale);
+      decode_accumulate_v<HD>(acc, corr, rescale, vt, sm.ps, group);
+  #endif
+    }
   }
 
   // Merge the four groups through shared memory (the stage buffers, now free).
