@@ -594,6 +594,18 @@ __device__ __forceinline__ void decode_cluster_combine(const AttnArgs& a, float*
 }
 #endif
 
+// ---- the first tiles -----------------------------------------------------------
+
+// How many of the first kDecStages - 1 tiles hold only keys before this
+// token's: their K/V were stored by earlier steps, so their copies start
+// before the wait for the kernels before (the one just before stores this
+// token's K/V, and q).
+__device__ __forceinline__ int decode_early_tiles(int k_begin, int k_end, int pos, int n_tiles) {
+  int early = 0;
+  while (early < kDecStages - 1 && early < n_tiles && min(k_begin + (early + 1) * kDecTile, k_end) <= pos) ++early;
+  return early;
+}
+
 // ---- the keys of a block, f16 caches on CUDA ------------------------------------
 
 #ifndef RF_PORTABLE
@@ -635,16 +647,10 @@ __device__ __forceinline__ void decode_keys_bulk(const AttnArgs& a, const Decode
   int first[kDecStages - 1] = {};
 #pragma unroll
   for (int st = 0; st < kDecStages - 1; ++st) tiles.fetch(st, first[st]);
-  // The first tiles whose keys all come before this token's: their K/V were
-  // stored by earlier steps (the kernel just before stores this token's, and q).
-  int early = 0;
+  const int early = decode_early_tiles(k_begin, k_end, pos, n_tiles);
 #pragma unroll
-  for (int st = 0; st < kDecStages - 1; ++st) {
-    if (early == st && st < n_tiles && min(k_begin + (st + 1) * kDecTile, k_end) <= pos) {
-      tiles.issue(st, first[st]);
-      ++early;
-    }
-  }
+  for (int st = 0; st < kDecStages - 1; ++st)
+    if (st < early) tiles.issue(st, first[st]);
   pdl_wait();
   pdl_trigger();
 #pragma unroll
@@ -756,36 +762,32 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
     int blk[L::kPasses];  // block-table entries of the next tile to issue
     {
       int first[kDecStages - 1][L::kPasses];
-  #pragma unroll
+#pragma unroll
       for (int st = 0; st < kDecStages - 1; ++st) tiles.fetch(st, first[st]);
-      // The first tiles whose keys all come before this token's: their K/V
-      // were stored by earlier steps, so their copies start before the wait
-      // (the kernel just before stores this token's K/V, and q).
-      int early = 0;
-  #pragma unroll
+      const int early = decode_early_tiles(k_begin, k_end, pos, n_tiles);
+#pragma unroll
       for (int st = 0; st < kDecStages - 1; ++st) {
-        if (early == st && st < n_tiles && min(k_begin + (st + 1) * kDecTile, k_end) <= pos) {
+        if (st < early) {
           tiles.issue(st, first[st]);
           copy_commit();
-          ++early;
         }
       }
       pdl_wait();
       pdl_trigger();
-  #pragma unroll
+#pragma unroll
       for (int st = 0; st < kDecStages - 1; ++st) {
         if (st < early) continue;
         if (st < n_tiles) tiles.issue(st, first[st]);
         copy_commit();
       }
     }
-  #ifndef RF_PORTABLE
+#ifndef RF_PORTABLE
     uint4* qf = reinterpret_cast<uint4*>(sm.q);
     decode_load_q<HD>(a.q, a.n_heads, t, head0, group, qf);
-  #else
+#else
     float* qs = reinterpret_cast<float*>(sm.q);
     decode_load_q<HD>(a.q, a.n_heads, a.scale, t, head0, group, qs);
-  #endif
+#endif
     tiles.fetch(kDecStages - 1, blk);
     for (int it = 0; it < n_tiles; ++it) {
       copy_wait<kDecStages - 2>();
@@ -803,15 +805,15 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
       const float* ksc = kIsFp8<KV> ? sm.ksc + tile_row : nullptr;
       const float* vsc = kIsFp8<KV> ? sm.vsc + tile_row : nullptr;
       const KV* vt = kt + size_t(kDecStages) * kDecTile * L::kRow;  // the group's V rows
-  #ifndef RF_PORTABLE
+#ifndef RF_PORTABLE
       __half* vh = sm.vh ? sm.vh + size_t(th.grp) * kDecKeysPerGroup * L::kVhRow : nullptr;
       decode_tile_mma<HD, kExt>(m_h, l_h, qf, kt, vt, ksc, vsc, vh, a.scale, a.softcap, k0, k_end, o);
-  #else
+#else
       float corr[kDecMaxHeads];
       bool rescale = false;
       decode_tile_softmax<HD, kExt>(m, l, qs, kt, ksc, vsc, a.softcap, k0, k_end, group, sm.ps, corr, rescale);
       decode_accumulate_v<HD>(acc, corr, rescale, vt, sm.ps, group);
-  #endif
+#endif
     }
   }
 

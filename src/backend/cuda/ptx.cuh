@@ -89,39 +89,13 @@ __device__ __forceinline__ void copy_wait() {
 }
 
 #if !defined(RF_PORTABLE)
-// Bulk copies (TMA, sm_90) of weight rows into shared memory, completing on
-// one mbarrier: thread 0 calls tma_rows_start (before pdl_wait: weights are
-// constant), then __syncthreads (barrier initialized), every thread calls
-// tma_rows_wait before reading. One use per kernel (phase 0).
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
-__device__ __forceinline__ void tma_rows_start(uint64_t* bar, uint8_t* dst, const uint8_t* const* rows, int count,
-                                               uint32_t rb) {
-  const uint32_t b = smem_addr(bar);
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(rb * uint32_t(count)) : "memory");
-  for (int i = 0; i < count; ++i)
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                     smem_addr(dst + size_t(i) * rb)),
-                 "l"(rows[i]), "r"(rb), "r"(b)
-                 : "memory");
-}
-__device__ __forceinline__ void tma_rows_wait(uint64_t* bar) {
-  const uint32_t b = smem_addr(bar);
-  uint32_t done = 0;
-  while (!done)
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(b)
-        : "memory");
-}
-
-// Reusable mbarriers for bulk copies that refill the same shared memory
-// (decode attention's K/V stages): mbar_init once (then __syncthreads), per
-// use one mbar_arrive_expect_tx with the bytes of the use's copies (before
+// Bulk copies (TMA, sm_90) completing on mbarriers, reusable for copies that
+// refill the same shared memory (decode attention's K/V stages): mbar_init
+// once (then a barrier of the threads that use it), per use one
+// mbar_arrive_expect_tx with the bytes of the use's copies (before
 // or after they start: the phase ends when both the arrival and the bytes
 // are in), bulk_copy_async for each, and mbar_wait with the use's parity
 // (0, 1, 0, ... for its successive uses).
@@ -152,6 +126,19 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
         : "r"(b), "r"(parity)
         : "memory");
 }
+// Weight rows into shared memory on one mbarrier: thread 0 calls
+// tma_rows_start (before pdl_wait: weights are constant), then
+// __syncthreads (barrier initialized), every thread calls tma_rows_wait
+// before reading. One use per kernel (phase 0).
+__device__ __forceinline__ void tma_rows_start(uint64_t* bar, uint8_t* dst, const uint8_t* const* rows, int count,
+                                               uint32_t rb) {
+  mbar_init(bar, 1);
+  mbar_init_fence();
+  mbar_arrive_expect_tx(bar, rb * uint32_t(count));
+  for (int i = 0; i < count; ++i) bulk_copy_async(dst + size_t(i) * rb, rows[i], rb, bar);
+}
+__device__ __forceinline__ void tma_rows_wait(uint64_t* bar) { mbar_wait(bar, 0); }
+
 #endif
 
 }  // namespace rf::gpu
