@@ -24,7 +24,8 @@
 # expert-groups: one token's 2,048-wide expert rows in lane groups of 16
 # against whole warps; stage switch: batch-1 decode under settings of any
 # switch, alternated; stage h200-table: the tests, issue 16's table and
-# issue 12's batch-1 table, only on an H200).
+# issue 12's batch-1 table, only on an H200; stage attn-profile: decode
+# attention's stall reasons and SASS).
 # Expects binaries in .carry/bin and test data in .carry/testdata (see
 # docs/GPU.md). Results go to $OUT (or /tmp/rf-out).
 set -uo pipefail
@@ -489,6 +490,26 @@ if [ "$stage" = switch ]; then
   # (preset:type) under each of RF_SETTINGS (space-separated VAR=value, one
   # setting each), alternated, two rounds; RF_PROMPT prompt tokens (512).
   alternated_b1 "${RF_PROMPT:-512}" "${RF_PRESETS:-llama3-8b:q4_k_m}" ${RF_SETTINGS:-ROCMFORGE_PDL=1}
+fi
+
+if [ "$stage" = attn-profile ]; then
+  # Decode attention alone under Nsight Compute (issues 12, 16): throughput,
+  # warp states, instruction counts and source counters of one launch a
+  # case (RF_CASES: preset:type:sequences; output file names without the
+  # colons, which a call does not bring back), and the SASS of the f16
+  # decode kernels (the key loop's instructions a tile).
+  for c in ${RF_CASES:-gemma2-9b-4l:f16:1 llama3-8b-4l:f16:1 llama3-8b-4l:f16:64}; do
+    IFS=: read -r p t n <<< "$c"
+    f="$OUT/attn-$p-$t-$n.txt"
+    timeout 150 ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+      --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis --section SourceCounters \
+      --section InstructionStats -k regex:attention_decode -s 40 -c 1 \
+      "$BIN/rocmforge" bench --load-format dummy -m "$p:$t" -p 512 -n 32 -r 1 --parallel "$n" > "$f" 2>&1
+    echo "== $c"
+    grep -E "^    (Duration|DRAM Throughput|Warp Cycles Per Issued|Executed Instructions  |Grid Size|Registers Per|Achieved Occupancy)" "$f"
+  done
+  cuobjdump -sass "$BIN/rocmforge" | awk '/Function : /{p = ($0 ~ /attention_decode_kernel.*6__half/)} p' > "$OUT/sass-attn.txt"
+  grep "Function :" "$OUT/sass-attn.txt"
 fi
 
 if [ "$stage" = bench-families ]; then
