@@ -233,9 +233,7 @@ struct DecodeTiles {
 // tile's bytes, so the group waits for its own rows only. A V row of a key
 // past the range is zeroed instead (its probability is 0, and 0 times stale
 // shared memory must not be NaN); a K row past the range is left as it is
-// (its score is replaced by -inf). With head size 96 the rows' last 32
-// dims are never written: neither the scores nor the stored outputs read
-// them.
+// (its score is replaced by -inf).
 template <int HD, typename KV>
 struct DecodeGroupTiles {
   using L = DecodeLayout<HD, KV>;
