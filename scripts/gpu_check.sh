@@ -498,16 +498,20 @@ if [ "$stage" = attn-profile ]; then
   # case (RF_CASES: preset:type:sequences; output file names without the
   # colons, which a call does not bring back), and the SASS of the f16
   # decode kernels (the key loop's instructions a tile).
+  # Any other kernel: RF_KERNEL (an ncu -k regex), RF_SKIP launches of it
+  # skipped, RF_COUNT profiled (stage kernel-profile sets them; no SASS).
   for c in ${RF_CASES:-gemma2-9b-4l:f16:1 llama3-8b-4l:f16:1 llama3-8b-4l:f16:64}; do
     IFS=: read -r p t n <<< "$c"
-    f="$OUT/attn-$p-$t-$n.txt"
+    f="$OUT/${RF_KERNEL_TAG:-attn}-$p-$t-$n.txt"
     timeout 150 ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
       --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis --section SourceCounters \
-      --section InstructionStats -k regex:attention_decode -s 40 -c 1 \
+      --section InstructionStats -k regex:"${RF_KERNEL:-attention_decode}" -s "${RF_SKIP:-40}" -c "${RF_COUNT:-1}" \
       "$BIN/rocmforge" bench --load-format dummy -m "$p:$t" -p 512 -n 32 -r 1 --parallel "$n" > "$f" 2>&1
     echo "== $c"
-    grep -E "^    (Duration|DRAM Throughput|Warp Cycles Per Issued|Executed Instructions  |Grid Size|Registers Per|Achieved Occupancy)" "$f"
+    grep -E ", Context [0-9]+, Stream|^    (Duration|DRAM Throughput|Memory Throughput|Warp Cycles Per Issued|Executed Instructions  |Grid Size|Registers Per|Achieved Occupancy|Theoretical Occupancy)" "$f" \
+      | sed -E 's/, Context.*//; s/rf::gpu::|\(anonymous namespace\)::|void //g' | cut -c1-220
   done
+  [ -n "${RF_KERNEL:-}" ] && exit 0
   cuobjdump -sass "$BIN/rocmforge" | awk '/Function : /{p = ($0 ~ /attention_decode_kernel.*6__half/)} p' > "$OUT/sass-attn.txt"
   grep "Function :" "$OUT/sass-attn.txt"
 fi

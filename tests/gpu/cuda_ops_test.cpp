@@ -252,10 +252,12 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
     o.dequant_scratch_bytes = size_t(32) << 20;
     o.kq_stream_rows = o.kq_stream_q6k_rows = rows_per_warp;
     o.kq_stream_split = split;
+    // 3072-wide Q4_K / Q5_K rows at two rows per warp: one row a warp
+    // (the default) at split 0, lane groups of 16 at split 1.
+    o.kq_stream_uneven_one_row = split != 1;
     CudaBackend gpu(o);
     gpu.reserve(BackendLimits{64, 4, 4, 4, 100, 14336 * 64, 1, 1});
     const std::string variant = str(dtype_name(type), ", rows per warp ", rows_per_warp, ", split ", split);
-    // (3072: lane groups of 16 at two rows per warp.)
     std::vector<std::pair<int, int>> shapes = {{4096, 67}, {14336, 130}, {2304, 40}, {3072, 70}, {3584, 45}};
     if (info(type).block_size == 32) shapes.push_back({13696, 50});
     for (const auto& [k, m] : shapes) {
@@ -284,7 +286,7 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
       gpu.free(go);
     }
     // gate * up with SiLU, 5120 wide (two warps per row set by the rule)
-    // and 3072 wide (lane groups of 16 at two rows per warp).
+    // and 3072 wide (as above).
     for (const int k : {5120, 3072}) {
       const int m = 96;
       auto wg = quantized(type, m, k), wu = quantized(type, m, k);

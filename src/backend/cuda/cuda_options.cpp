@@ -39,6 +39,7 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
                               std::pair{"ROCMFORGE_KQ_STREAM_EXPERT_GROUPS", &o.kq_stream_expert_groups},
                               std::pair{"ROCMFORGE_PDL_EARLY_ROPE", &o.pdl_early_rope},
                               std::pair{"ROCMFORGE_KQ_STREAM_EARLY_TWO", &o.kq_stream_early_two},
+                              std::pair{"ROCMFORGE_KQ_STREAM_UNEVEN_ONE_ROW", &o.kq_stream_uneven_one_row},
                               std::pair{"ROCMFORGE_BLOCK32_STREAM", &o.block32_stream}}) {
     if (const char* p = std::getenv(name); p && *p) *field = std::string(p) != "0";
   }

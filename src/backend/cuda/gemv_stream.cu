@@ -176,11 +176,12 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_kernel
   gemv_stream_rows<T, OutT, kPaired, kRows, kSplit, kOwnRows, kGroup>(a, int(blockIdx.x));
 }
 
-// The two-row kernel (one warp a row set) with a lane's first two chunks
-// loaded before the PDL wait (CudaOptions::kq_stream_early_two).
-template <DType T, typename OutT, bool kPaired>
+// The two-row kernel (one warp a row set; or one row a warp, for the rows
+// CudaOptions::kq_stream_uneven_one_row takes) with a lane's first two
+// chunks loaded before the PDL wait (CudaOptions::kq_stream_early_two).
+template <DType T, typename OutT, bool kPaired, int kRows = 2>
 __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_early_two_kernel(GemvArgs a) {
-  gemv_stream_rows<T, OutT, kPaired, 2, 1, false, 0, true>(a, int(blockIdx.x));
+  gemv_stream_rows<T, OutT, kPaired, kRows, 1, false, 0, true>(a, int(blockIdx.x));
 }
 
 // Whether a launch of rows of `chunks` chunks takes the early-two kernel
@@ -217,7 +218,8 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE)
 // chunks that would leave some of a warp's lanes idle for part of the row:
 // 16 where that divides the row evenly (Phi-3's 3072-wide rows: 48 chunks,
 // 16 lanes of 3, where a whole warp gives half its lanes 1 chunk and half
-// 2), else 0 (the whole warp; CudaOptions::kq_stream_lane_groups). Two rows
+// 2; by default such rows go one a warp instead, CudaOptions::
+// kq_stream_uneven_one_row), else 0 (the whole warp; CudaOptions::kq_stream_lane_groups). Two rows
 // per warp only. (Groups of 8 for Gemma 2's 3584-wide rows, 8 lanes of 7
 // chunks each, measured slower: a lane's chunks come two at a time.)
 // Expert tiles whose rows are one chunk a lane (Qwen3-MoE's 2,048-wide
@@ -257,9 +259,10 @@ void launch_stream_rows(const GemvArgs& a, int split, int m, int grid_y, const L
       return;
     }
   }
-  if constexpr ((T == DType::Q4_K || T == DType::Q6_K) && kRows == 2) {
+  if constexpr (((T == DType::Q4_K || T == DType::Q6_K) && kRows == 2) ||
+                ((T == DType::Q4_K || T == DType::Q5_K) && kRows == 1)) {
     if (split == 1 && stream_early_two(a.k / 64, ctx)) {
-      launch(gemv_stream_early_two_kernel<T, OutT, kPaired>, blocks, threads, 0, ctx, a);
+      launch(gemv_stream_early_two_kernel<T, OutT, kPaired, kRows>, blocks, threads, 0, ctx, a);
       return;
     }
   }
@@ -314,16 +317,17 @@ void launch_stream_type(const GemvArgs& a, DType out_type, bool paired, int rows
   }
 }
 
-// Two rows per warp only (Q5_K, the 32-wide block formats).
-template <DType T>
-void launch_stream_rows_2(const GemvArgs& a, DType out_type, bool paired, int m, int grid_y, const LaunchCtx& ctx) {
+// kRows rows per warp (Q5_K and the 32-wide block formats: two; Q5_K one
+// as well, for rows that would take lane groups).
+template <DType T, int kRows>
+void launch_stream_rows_n(const GemvArgs& a, DType out_type, bool paired, int m, int grid_y, const LaunchCtx& ctx) {
   const int split = stream_split(T, a.k / 64, ctx);
   if (out_type == DType::F32) {
-    if (paired) launch_stream_rows<T, float, true, 2>(a, split, m, grid_y, ctx);
-    else launch_stream_rows<T, float, false, 2>(a, split, m, grid_y, ctx);
+    if (paired) launch_stream_rows<T, float, true, kRows>(a, split, m, grid_y, ctx);
+    else launch_stream_rows<T, float, false, kRows>(a, split, m, grid_y, ctx);
   } else {
-    if (paired) launch_stream_rows<T, __half, true, 2>(a, split, m, grid_y, ctx);
-    else launch_stream_rows<T, __half, false, 2>(a, split, m, grid_y, ctx);
+    if (paired) launch_stream_rows<T, __half, true, kRows>(a, split, m, grid_y, ctx);
+    else launch_stream_rows<T, __half, false, kRows>(a, split, m, grid_y, ctx);
   }
 }
 
@@ -475,24 +479,31 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
     act_q8_row(args, ctx);
   }
   GemvArgs a = with_act_q8(args, ctx);
-  const int m = a.row_end[a.n_segs - 1], rows = stream_rows(ctx.options, w_type);
+  const int m = a.row_end[a.n_segs - 1];
+  int rows = stream_rows(ctx.options, w_type);
+  // Rows the lane groups of 16 would take (3072 wide): one a warp instead
+  // (CudaOptions::kq_stream_uneven_one_row).
+  if ((w_type == DType::Q4_K || w_type == DType::Q5_K) && rows == 2 && !a.tiles &&
+      ctx.options.kq_stream_uneven_one_row && stream_group(a.k / 64, 2, false, ctx) == 16)
+    rows = 1;
   if (own_rows) {
     if (w_type == DType::Q4_K) launch_stream_own_rows<DType::Q4_K>(a, m, grid_y, ctx);
     else launch_stream_own_rows<DType::Q6_K>(a, m, grid_y, ctx);
   } else if (w_type == DType::Q4_K) {
     launch_stream_type<DType::Q4_K>(a, out_type, paired, rows, m, grid_y, ctx);
   } else if (w_type == DType::Q5_K) {
-    launch_stream_rows_2<DType::Q5_K>(a, out_type, paired, m, grid_y, ctx);
+    if (rows == 1) launch_stream_rows_n<DType::Q5_K, 1>(a, out_type, paired, m, grid_y, ctx);
+    else launch_stream_rows_n<DType::Q5_K, 2>(a, out_type, paired, m, grid_y, ctx);
   } else if (w_type == DType::Q8_0) {
-    launch_stream_rows_2<DType::Q8_0>(a, out_type, paired, m, grid_y, ctx);
+    launch_stream_rows_n<DType::Q8_0, 2>(a, out_type, paired, m, grid_y, ctx);
   } else if (w_type == DType::Q5_0) {
-    launch_stream_rows_2<DType::Q5_0>(a, out_type, paired, m, grid_y, ctx);
+    launch_stream_rows_n<DType::Q5_0, 2>(a, out_type, paired, m, grid_y, ctx);
   } else if (w_type == DType::Q4_0) {
-    launch_stream_rows_2<DType::Q4_0>(a, out_type, paired, m, grid_y, ctx);
+    launch_stream_rows_n<DType::Q4_0, 2>(a, out_type, paired, m, grid_y, ctx);
   } else if (w_type == DType::Q4_1) {
-    launch_stream_rows_2<DType::Q4_1>(a, out_type, paired, m, grid_y, ctx);
+    launch_stream_rows_n<DType::Q4_1, 2>(a, out_type, paired, m, grid_y, ctx);
   } else if (w_type == DType::Q5_1) {
-    launch_stream_rows_2<DType::Q5_1>(a, out_type, paired, m, grid_y, ctx);
+    launch_stream_rows_n<DType::Q5_1, 2>(a, out_type, paired, m, grid_y, ctx);
   } else {
     launch_stream_type<DType::Q6_K>(a, out_type, paired, rows, m, grid_y, ctx);
   }
