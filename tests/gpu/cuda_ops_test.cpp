@@ -258,7 +258,7 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
     CudaBackend gpu(o);
     gpu.reserve(BackendLimits{64, 4, 4, 4, 100, 14336 * 64, 1, 1});
     const std::string variant = str(dtype_name(type), ", rows per warp ", rows_per_warp, ", split ", split);
-    std::vector<std::pair<int, int>> shapes = {{4096, 67}, {14336, 130}, {2304, 40}, {3072, 70}, {3584, 45}};
+    std::vector<std::pair<int, int>> shapes = {{4096, 67}, {14336, 130}, {2304, 40}, {3072, 70}, {3584, 45}, {18944, 37}};
     if (info(type).block_size == 32) shapes.push_back({13696, 50});
     for (const auto& [k, m] : shapes) {
       ASSERT_TRUE(gpu.gemv_quantizes_activations(type, 1, k)) << variant << ", k=" << k;

@@ -81,9 +81,9 @@
 //   ROCMFORGE_KQ_STREAM_EARLY_TWO=0 streaming GEMV lanes of rows that fill
 //                            a warp unevenly load one chunk before the PDL
 //                            wait, not two           (kq_stream_early_two)
-//   ROCMFORGE_KQ_STREAM_UNEVEN_ONE_ROW=0 Q4_K / Q5_K rows of 3072 take
-//                            lane groups of 16, two rows a group, not one
-//                            row a whole warp   (kq_stream_uneven_one_row)
+//   ROCMFORGE_KQ_STREAM_UNEVEN_ONE_ROW=0 Q4_K / Q5_K rows of 48-63 chunks
+//                            two a warp (3072 wide: lane groups of 16), not
+//                            one a whole warp   (kq_stream_uneven_one_row)
 //   ROCMFORGE_PDL_EARLY_ROPE=0 RoPE + KV store triggers the attention's
 //                            launch after its own wait  (pdl_early_rope)
 //   ROCMFORGE_KQ_STREAM_EXPERT_GROUPS=0 one token's expert rows of one
@@ -304,17 +304,18 @@ struct CudaOptions {
   // 405.3. For every row (llama3-8b's 4096-wide too): llama3-8b 388.9 /
   // 388.1 -> 382.7 / 385.0, phi3-mini -0.5%; not taken.
   bool kq_stream_early_two = true;
-  // Q4_K and Q5_K rows that would take lane groups of 16 (3072 wide: 48
-  // chunks, three a lane, one of them loaded before the PDL wait) streamed
-  // one row a warp by the whole warp (one or two chunks a lane, the first
-  // before the wait). Alone each GEMV is as fast either way (Nsight
-  // Compute: Phi-3's gate*up 15.7 us both), but in the graph more of a
-  // row's bytes load during the previous kernel (with two chunks before
-  // the wait, kq_stream_early_two). H100, tg128 b1, alternated: Q4_K rows
-  // only, two calls of two rounds, phi3-mini q4_k_m 544.7 / 553.7 / 551.9
-  // / 548.9 -> 568.6 / 565.5 / 564.3 / 568.7 tok/s (+2.9%); Q5_K q/k/v
-  // rows too, 555.1 / 548.5 -> 569.9 / 561.5 (one chunk before the wait:
-  // 555.9 / 541.7).
+  // Q4_K and Q5_K rows of fewer than two chunks a lane that fill a warp's
+  // lanes unevenly (3072 wide: 48 chunks, which took lane groups of 16,
+  // three chunks a lane, one before the PDL wait; 3584 and 3840 wide: 56
+  // and 60, two rows a warp) streamed one row a warp by the whole warp, a
+  // lane's one or two chunks loaded before the wait. Alone each GEMV is as
+  // fast either way (Nsight Compute: Phi-3's gate*up 15.7 us both), but in
+  // the graph more blocks start sooner. H100, tg128 b1, alternated, tok/s:
+  // 3072 wide, Q4_K only, two calls of two rounds, phi3-mini q4_k_m 544.7
+  // / 553.7 / 551.9 / 548.9 -> 568.6 / 565.5 / 564.3 / 568.7 (+2.9%); with
+  // Q5_K's q/k/v rows, 555.1 / 548.5 -> 569.9 / 561.5. The wider rows:
+  // gemma2-9b 285.7 / 288.4 -> 291.2 / 289.3, gemma3-12b 237.3 / 238.8 ->
+  // 240.9 / 240.4, qwen2.5-7b 400.8 / 398.4 -> 402.6 / 402.6.
   bool kq_stream_uneven_one_row = true;
   // One activation row's q/k/v of two formats (q4_k_m keeps V in Q6_K in
   // half the layers) in one streaming-GEMV launch, each block in its

@@ -218,10 +218,11 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE)
 // chunks that would leave some of a warp's lanes idle for part of the row:
 // 16 where that divides the row evenly (Phi-3's 3072-wide rows: 48 chunks,
 // 16 lanes of 3, where a whole warp gives half its lanes 1 chunk and half
-// 2; by default such rows go one a warp instead, CudaOptions::
-// kq_stream_uneven_one_row), else 0 (the whole warp; CudaOptions::kq_stream_lane_groups). Two rows
-// per warp only. (Groups of 8 for Gemma 2's 3584-wide rows, 8 lanes of 7
-// chunks each, measured slower: a lane's chunks come two at a time.)
+// 2; by default such rows go one a warp instead, but for expert tiles:
+// CudaOptions::kq_stream_uneven_one_row), else 0 (the whole warp;
+// CudaOptions::kq_stream_lane_groups). Two rows per warp only. (Groups of
+// 8 for Gemma 2's 3584-wide rows, 8 lanes of 7 chunks each, measured
+// slower: a lane's chunks come two at a time.)
 // Expert tiles whose rows are one chunk a lane (Qwen3-MoE's 2,048-wide
 // gate and up rows) take groups of 16 lanes, two chunks a lane and half the
 // blocks (CudaOptions::kq_stream_expert_groups).
@@ -336,16 +337,19 @@ void launch_stream_rows_n(const GemvArgs& a, DType out_type, bool paired, int m,
 int stream_split(DType t, int chunks, const LaunchCtx& ctx) {
   if (ctx.options.kq_stream_split > 0) return ctx.options.kq_stream_split;
   const int w = ctx.warp_size;
-  // k-quants: one warp a row set up to 8 warp widths (with Q6_K's bounded
-  // kernel past one wave, launch_stream_rows). Measured on the H100 (tg128
-  // b1 q4_k_m, the rule below for every format before it, two rounds):
+  // k-quants: one warp a row set up to 10 warp widths (with Q6_K's bounded
+  // kernel past one wave, launch_stream_rows). Up to 8 measured on the H100
+  // (tg128 b1 q4_k_m, the rule below for every format before it, two
+  // rounds):
   // llama3-8b 382.5 / 380.4 -> 387.3 / 383.5 tok/s, gemma2-9b 263.0 / 265.1
   // -> 266.7 / 264.9, phi3-mini 545.9 / 540.0 -> 550.9 / 540.5, glm4-9b
   // 298.0 / 298.3 -> 300.4 / 300.8, gemma3-12b 223.6 / 223.1 -> 224.4 /
   // 225.2. The 32-wide block formats at one warp up to 8 widths cost
   // glm4-9b (13,696-wide down rows in one of them) 1%: they keep the rule
-  // below.
-  if (t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K) return chunks <= 8 * w ? 1 : 4;
+  // below. Up to 10 widths (qwen2.5-7b's 18,944-wide down rows, 296 chunks,
+  // where 4 warps gave a lane 2 or 3 chunks of 74 a part): qwen2.5-7b
+  // 398.4 / 398.1 -> 401.5 / 401.5 tok/s.
+  if (t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K) return chunks <= 10 * w ? 1 : 4;
   return chunks <= 2 * w ? 1 : chunks <= 4 * w ? 2 : 4;
 }
 
@@ -481,10 +485,11 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
   GemvArgs a = with_act_q8(args, ctx);
   const int m = a.row_end[a.n_segs - 1];
   int rows = stream_rows(ctx.options, w_type);
-  // Rows the lane groups of 16 would take (3072 wide): one a warp instead
-  // (CudaOptions::kq_stream_uneven_one_row).
+  // Rows of fewer than two chunks a lane that fill a warp unevenly (3072,
+  // 3584, 3840 wide): one a warp (CudaOptions::kq_stream_uneven_one_row).
+  const int chunks = a.k / 64;
   if ((w_type == DType::Q4_K || w_type == DType::Q5_K) && rows == 2 && !a.tiles &&
-      ctx.options.kq_stream_uneven_one_row && stream_group(a.k / 64, 2, false, ctx) == 16)
+      ctx.options.kq_stream_uneven_one_row && chunks < 2 * ctx.warp_size && chunks % ctx.warp_size != 0)
     rows = 1;
   if (own_rows) {
     if (w_type == DType::Q4_K) launch_stream_own_rows<DType::Q4_K>(a, m, grid_y, ctx);
