@@ -114,7 +114,7 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& a, DType out_type, bool
 bool launch_gemv_kq_stream_two(DType t0, const GemvArgs& a0, DType t1, const GemvArgs& a1, const LaunchCtx& ctx);
 
 // Warps per set of rows of the streaming kernels for rows of `chunks`
-// 64-weight chunks in format t: k-quants 1 up to 8 warp widths (14336-wide
+// 64-weight chunks in format t: k-quants 1 up to 10 warp widths (14336-wide
 // down projections: 7 chunks a lane), else 4; the 32-wide block formats 1
 // up to 2 warp widths, 2 up to 4, else 4 (CudaOptions::kq_stream_split
 // overrides).
