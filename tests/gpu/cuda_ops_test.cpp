@@ -53,8 +53,9 @@ TEST_P(CudaMatmul, MatchesCpu) {
   CpuBackend cpu(2);
   // n <= 8: GEMV; 9..64 (and 100 = 64 + 36): the tensor-core path for
   // Q4_K/Q6_K (256-row blocks: 2112 rows fill several), split over k when
-  // k >= 1024; else dequantize + BLAS. k = 14336 at n = 1: f16 rows too
-  // wide for 4 per bulk-copying GEMV block go 2 per block. n = 1 at k = 768,
+  // k >= 1024; else dequantize + BLAS. n = 1, f16 and FP8: the default
+  // rows per bulk-copying GEMV block (f16 one, FP8 two), then four (k =
+  // 14336 f16: halved to two, four do not fit). n = 1 at k = 768,
   // 1024, 2048: k-quant GEMVs with 4 or 2 sets of rows per block. n = 90
   // at k = 768, m = 37: 888 sub-blocks of 32 to dequantize, the last
   // dequantizing block partly filled.
@@ -75,6 +76,15 @@ TEST_P(CudaMatmul, MatchesCpu) {
       const std::vector<float> got = gpu_matmul(*gpu, cw, x, n, out_type);
       EXPECT_LT(rel_l2(got, ref), out_type == DType::F32 ? 2e-3 : 3e-3)
           << dtype_name(type) << " n=" << n << " k=" << k << " m=" << m << " out " << dtype_name(out_type);
+      if (n == 1 && (type == DType::F16 || type == DType::F8_E4M3_ROW)) {
+        CudaOptions o;
+        o.dequant_scratch_bytes = size_t(32) << 20;
+        o.gemv_tma_rows = 4;
+        CudaBackend four(o);
+        four.reserve(BackendLimits{128, 4, 4, 4, 100, 2112 * 512, 1, 1});
+        EXPECT_LT(rel_l2(gpu_matmul(four, cw, x, n, out_type), ref), out_type == DType::F32 ? 2e-3 : 3e-3)
+            << dtype_name(type) << " n=1 k=" << k << " m=" << m << ", 4 rows a bulk-copying block";
+      }
     }
   }
 }

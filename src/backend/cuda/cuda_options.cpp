@@ -20,7 +20,6 @@ CudaOptions CudaOptions::from_env() { return from_env(CudaOptions{}); }
 CudaOptions CudaOptions::from_env(CudaOptions o) {
   o.pdl = o.pdl && switch_on("ROCMFORGE_PDL");
   o.tma_gemv = o.tma_gemv && switch_on("ROCMFORGE_TMA_GEMV");
-  o.tma_wide = o.tma_wide && switch_on("ROCMFORGE_TMA_WIDE");
   o.l2_prefetch = o.l2_prefetch && switch_on("ROCMFORGE_L2_PREFETCH");
   o.wgmma_narrow = o.wgmma_narrow && switch_on("ROCMFORGE_WGMMA_NARROW");
   o.gemv_row_sets = o.gemv_row_sets && switch_on("ROCMFORGE_GEMV_ROW_SETS");
@@ -46,10 +45,9 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   o.peer_all_reduce = o.peer_all_reduce && switch_on("ROCMFORGE_PEER_ALL_REDUCE");
   o.peer_fused_norm = o.peer_fused_norm && switch_on("ROCMFORGE_PEER_FUSED_NORM");
   o.peer_early_trigger = o.peer_early_trigger && switch_on("ROCMFORGE_PEER_EARLY_TRIGGER");
-  if (const char* p = std::getenv("ROCMFORGE_GEMV_TMA_ROWS"); p && (std::atoi(p) == 2 || std::atoi(p) == 4))
+  if (const char* p = std::getenv("ROCMFORGE_GEMV_TMA_ROWS"); p && (std::atoi(p) == 1 || std::atoi(p) == 2 ||
+                                                                    std::atoi(p) == 4))
     o.gemv_tma_rows = std::atoi(p);
-  if (const char* p = std::getenv("ROCMFORGE_GEMV_FOUR_MIN_BLOCKS"); p && std::atoi(p) > 0)
-    o.gemv_four_row_min_blocks = std::atoi(p);
   for (auto [name, field] : {std::pair{"ROCMFORGE_KQ_STREAM_ROWS", &o.kq_stream_rows},
                               std::pair{"ROCMFORGE_KQ_STREAM_Q6K_ROWS", &o.kq_stream_q6k_rows}}) {
     if (const char* p = std::getenv(name); p && *p) {

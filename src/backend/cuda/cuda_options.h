@@ -10,9 +10,6 @@
 //                            launches                               (pdl)
 //   ROCMFORGE_TMA_GEMV=0     GEMVs do not bulk-copy weight rows into shared
 //                            memory with the copy engine            (tma_gemv)
-//   ROCMFORGE_TMA_WIDE=0     rows too wide for 4 per bulk-copying GEMV block
-//                            go to the plain GEMV instead of 2 per block
-//                                                           (tma_wide)
 //   ROCMFORGE_L2_PREFETCH=0  k-quant GEMVs do not prefetch their rows into
 //                            L2                                     (l2_prefetch)
 //   ROCMFORGE_GEMV_ROW_SETS=0 one-row k-quant GEMVs on short rows (k <= 2048)
@@ -41,10 +38,9 @@
 //   ROCMFORGE_PEER_EARLY_TRIGGER=0 the peer-memory kernels start the next
 //                            kernel after their exchange, not as they begin
 //                                                   (peer_early_trigger)
-//   ROCMFORGE_GEMV_TMA_ROWS=2|4 rows per bulk-copying GEMV block wherever
-//                            they fit, not by the rule  (gemv_tma_rows)
-//   ROCMFORGE_GEMV_FOUR_MIN_BLOCKS=N the rule's grid size for 4 rows, N > 0
-//                                              (gemv_four_row_min_blocks)
+//   ROCMFORGE_GEMV_TMA_ROWS=1|2|4 rows per bulk-copying GEMV block (f16
+//                            and FP8), halved where they do not fit
+//                                                        (gemv_tma_rows)
 //   ROCMFORGE_KQ_STREAM_ROWS=N rows per warp of the streaming k-quant GEMV
 //                            (1, 2 or 4); 0: the shared-memory k-quant
 //                            GEMV instead                (kq_stream_rows)
@@ -123,7 +119,7 @@
 // ROCMFORGE_GEMV_TMA_ROWS,
 // ROCMFORGE_KQ_STREAM_ROWS,
 // ROCMFORGE_KQ_STREAM_Q6K_ROWS, ROCMFORGE_KQ_STREAM_SPLIT,
-// ROCMFORGE_GEMV_FOUR_MIN_BLOCKS and ROCMFORGE_PROFILE override the caller's
+// and ROCMFORGE_PROFILE override the caller's
 // value.
 // The backend applies from_env() to the options it is given, once, in its
 // constructor (so every CudaBackend follows the environment).
@@ -179,8 +175,6 @@ struct CudaOptions {
   bool pdl = true;
   // Batch-1 GEMVs bulk-copy weight rows into shared memory (sm_90 TMA).
   bool tma_gemv = true;
-  // ... also rows too wide for 4 per block, 2 per block.
-  bool tma_wide = true;
   // k-quant GEMVs prefetch their weight rows into L2.
   bool l2_prefetch = true;
   // One-row k-quant GEMVs on rows of <= 64 sub-blocks give each warp pair
@@ -200,15 +194,18 @@ struct CudaOptions {
   // exchange. Measured as above (fused): 259.0 tok/s early, 250.9 late with
   // the flag exchange; 265.5 and 261.8 with the Lamport exchange.
   bool peer_early_trigger = true;
-  // Bulk-copying GEMVs: 2 or 4 rows per block wherever they fit, instead of
-  // the rule in gemv.cu (0).
+  // Bulk-copying GEMVs' rows per block (1, 2 or 4; halved where the rows
+  // and up rows exceed 64 KB); 0: one for f16, two for FP8 (llama3-8b:fp8
+  // tg128 b1, H100: 274.7 / 276.3 tok/s at one, 281.8 / 280.7 at two). One
+  // measured best for f16 on the H100 (tg128 b1,
+  // against the rule before: 4 rows for rows of >= 8 KB in grids of >= 2048
+  // blocks, else 2, rows wider than 2 per block to the plain GEMV), two
+  // rounds alternated: qwen2.5-7b 179.5 / 178.8 -> 188.9 / 188.5 tok/s (its
+  // 18,944-wide down rows now bulk-copied), qwen3-8b 170.2 / 168.9 ->
+  // 173.0 / 172.8, gemma2-9b 138.8 / 139.1 -> 140.8 / 141.6, phi3-mini
+  // 314.8 / 312.3 -> 316.3 / 317.6, llama3-8b 176.0 / 176.7 -> 176.6 /
+  // 177.3.
   int gemv_tma_rows = 0;
-  // ... the rule: 4 rows per block for rows of >= 8 KB in grids of at least
-  // this many 4-row blocks. Measured on the H100 (llama3-8b f16 batch-1
-  // decode): 1024 -> 1793 (the same choices as 2048 for its shapes) gave
-  // 167.7 -> 168.9 tok/s at TP=1 (q/k/v and attn_output to 2 rows) and
-  // 265.5 -> 267.1 at TP=2 (ffn_gate/up and ffn_down to 2 rows).
-  int gemv_four_row_min_blocks = 2048;
   // Batch-1 Q4_K (and Q6_K) GEMVs stream their weights through registers against 8-bit
   // activations (gemv_stream.cu), this many rows per warp (1, 2 or 4); 0:
   // the k-quant GEMV of gemv.cu (f16 activations). Measured on the H100,

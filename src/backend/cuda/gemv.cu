@@ -197,12 +197,10 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
 // bulk copies (TMA) of the block's weight rows into shared memory before the
 // kernel waits for its inputs, so a whole block's weights are in flight at
 // once (and during the previous kernel's tail); the warps then read them
-// from shared memory. Up to kTmaMaxBlockBytes per block (4 f16 rows of 4096,
-// or 4 gate + 4 up rows); rows too wide for 4 go 2 per block (kRows 2: the
-// 14336-wide down projections) when CudaOptions::tma_wide allows, and so do
-// rows under 8 KB and matrices of under 1024 four-row blocks; wider
-// ones to gemv_kernel (measured on the H200: bulk-copying 4 x 28 KB rows,
-// two blocks per SM, lowered decode from 212 to 197 tok/s).
+// from shared memory. CudaOptions::gemv_tma_rows rows per block (by
+// default one for f16: the most blocks in flight; two for FP8), halved
+// until the block's rows (and up rows) fit kTmaMaxBlockBytes; rows wider
+// than that go to gemv_kernel.
 [[maybe_unused]] constexpr size_t kTmaMaxBlockBytes = size_t(64) << 10;  // unused with RF_PORTABLE
 
 #if !defined(RF_PORTABLE)
@@ -294,6 +292,8 @@ void launch_gemv_tma(const GemvArgs& a, int rows_per_block, const LaunchCtx& ctx
   const size_t smem = size_t(rows_per_block) * (kPaired ? 2 : 1) * a.row_bytes;
   if (rows_per_block == kGemvRows)
     launch(gemv_tma_kernel<T, OutT, kPaired, kGemvRows>, blocks, kGemvThreads, smem, ctx, a);
+  else if (rows_per_block == 1)
+    launch(gemv_tma_kernel<T, OutT, kPaired, 1>, blocks, kGemvThreads, smem, ctx, a);
   else
     launch(gemv_tma_kernel<T, OutT, kPaired, 2>, blocks, kGemvThreads, smem, ctx, a);
 }
@@ -359,20 +359,9 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
     }
 #if !defined(RF_PORTABLE)
     if constexpr (T == DType::F16 || T == DType::F8_E4M3_ROW) {
-      const size_t block_bytes = size_t(kGemvRows) * (paired ? 2 : 1) * a.row_bytes;
-      // 4 rows per block only for rows of >= 8 KB and grids of >= 2048
-      // 4-row blocks (CudaOptions::gemv_four_row_min_blocks); else 2 (more
-      // blocks in flight, shorter waits per copy). Measured on the H100, f16
-      // tg128 b1: phi3-mini (3072-wide) 284 -> 295 tok/s with 2 everywhere;
-      // llama3-8b 167.7 -> 168.9 with 2 for q/k/v and attn_output (its FFN
-      // keeps 4: 2 everywhere was 166.0); at TP=2 265.5 -> 267.1.
-      const bool four_rows = block_bytes <= kTmaMaxBlockBytes && a.row_bytes >= (size_t(8) << 10) &&
-                             blocks >= ctx.options.gemv_four_row_min_blocks;
-      int rows_per_block = four_rows                                                     ? kGemvRows
-                           : ctx.options.tma_wide && block_bytes / 2 <= kTmaMaxBlockBytes ? 2
-                                                                                         : 0;
-      if (ctx.options.gemv_tma_rows == 2 && block_bytes / 2 <= kTmaMaxBlockBytes) rows_per_block = 2;
-      if (ctx.options.gemv_tma_rows == kGemvRows && block_bytes <= kTmaMaxBlockBytes) rows_per_block = kGemvRows;
+      const size_t row_set_bytes = size_t(paired ? 2 : 1) * a.row_bytes;
+      int rows_per_block = ctx.options.gemv_tma_rows > 0 ? ctx.options.gemv_tma_rows : T == DType::F16 ? 1 : 2;
+      while (rows_per_block > 0 && size_t(rows_per_block) * row_set_bytes > kTmaMaxBlockBytes) rows_per_block /= 2;
       if (a.n == 1 && a.tma && rows_per_block > 0) {
         if (out_type == DType::F32) {
           if (paired) launch_gemv_tma<T, float, true>(a, rows_per_block, ctx);
@@ -424,7 +413,8 @@ void opt_in_bulk_copies() {
   };
   for (auto* kernel : {gemv_tma_kernel<DType::F16, OutT, kPaired, kGemvRows>, gemv_tma_kernel<DType::F16, OutT, kPaired, 2>,
                        gemv_tma_kernel<DType::F8_E4M3_ROW, OutT, kPaired, kGemvRows>,
-                       gemv_tma_kernel<DType::F8_E4M3_ROW, OutT, kPaired, 2>})
+                       gemv_tma_kernel<DType::F8_E4M3_ROW, OutT, kPaired, 2>,
+                       gemv_tma_kernel<DType::F16, OutT, kPaired, 1>, gemv_tma_kernel<DType::F8_E4M3_ROW, OutT, kPaired, 1>})
     set(kernel, kTmaMaxBlockBytes);
   set(gemv_kq_kernel<DType::Q4_K, OutT, kPaired, 1, 1>, kKqTmaMaxBytes);
   set(gemv_kq_kernel<DType::Q4_K, OutT, kPaired, kMaxCols, 1>, kKqTmaMaxBytes);
