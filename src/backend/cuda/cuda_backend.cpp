@@ -887,18 +887,15 @@ void CudaBackend::matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& 
   const int m = int(w.rows()), k = int(w.cols());
   bool fuse = x.rows() == 1 && x.type == DType::F16 && x.cols() == k && residual.type == DType::F32 &&
               residual.rows() == 1 && residual.cols() == m && norm_w.type == DType::F32 && norm_w.cols() == m &&
-              next.type == DType::F16 && next.cols() == m && !consumers.empty();
+              next.type == DType::F16 && next.cols() == m && !consumers.empty() &&
+              gpu::deferred_norm_supported(ctx(), w.type, m, k);
   for (const Tensor& c : consumers) fuse = fuse && c.cols() == m && gemv_quantizes_activations(c.type, 1, m);
   if (fuse) {
-    // One op number for the whole op: the record of x's quants made by the
-    // op before (the attention combine's) stays good for the GEMV.
-    const gpu::LaunchCtx c = ctx();
     OpTimer timer(profiler(), profiler() ? str("matmul gemv+add+rms_norm ", dtype_name(w.type), " m", m, " k", k)
                                          : std::string());
     if (gpu::gemv_add_rms_norm(w.type, w.data, w.row_bytes(), m, k, x.data, residual.ptr<float>(),
-                               norm_w.ptr<float>(), eps, next.data, c))
+                               norm_w.ptr<float>(), eps, next.data, ctx()))
       return;
-    impl_->op_seq = c.op - 1;  // nothing launched: the separate ops below take this op's number
   }
   Backend::matmul_add_rms_norm(x, w, out, residual, norm_w, eps, next, consumers);
 }

@@ -36,30 +36,13 @@ template <int kWarpRows>
 __device__ __forceinline__ void norm_finish_rows(const GemvNormOut& n, int base, int lane) {
   static_assert(32 % kWarpRows == 0, "gemv norm epilogue: a warp's rows within one group of 32");
   if constexpr (RF_WARP_SIZE == 32) {
-    // The warp's stores are ordered before lane 0's ticket by the warp
-    // barrier and the ticket's release semantics; the finishing warp alone
-    // then acquires (a fence), its loads ordered after it by the barrier
-    // after that. Each warp waits for its stores and its ticket (about two
-    // round trips to L2) before it exits: cheaper than a launch where the
-    // grid is one wave, dearer where it is several (a gate*up GEMV's
-    // outputs quantized this way were 7-18% slower).
+    __threadfence();  // this warp's rows, before its ticket
     RF_SYNCWARP();
     const int g = base / 32;
     int arrived = 0;
-    if (lane == 0) {
-#if !defined(RF_PORTABLE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-      asm volatile("atom.release.gpu.global.add.s32 %0, [%1], %2;" : "=r"(arrived) : "l"(n.tickets + g), "r"(kWarpRows)
-                   : "memory");
-      if (arrived + kWarpRows == 32) asm volatile("fence.acq_rel.gpu;" ::: "memory");
-#else
-      __threadfence();
-      arrived = atomicAdd(n.tickets + g, kWarpRows);
-      __threadfence();
-#endif
-      arrived += kWarpRows;
-    }
+    if (lane == 0) arrived = atomicAdd(n.tickets + g, kWarpRows) + kWarpRows;
     if (RF_SHFL(arrived, 0) != 32) return;
-    RF_SYNCWARP();
+    __threadfence();  // the other warps' rows, after their tickets
     const int r = g * 32 + lane;
     const float h = load_past_l1(n.stage + r), x = load_past_l1(n.residual + r);
     const float ss = warp_sum(x * x);
