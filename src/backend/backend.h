@@ -289,13 +289,6 @@ class Backend {
                                   Tensor& out, Activation act);
   // x += y, then out = rms_norm(x) * w.
   virtual void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
-  // out = x . w^T, residual += out, next = rms_norm(residual) * norm_w (an
-  // o or down projection, then the next block's norm): matmul then
-  // add_rms_norm. `consumers` are the weights the ops right after multiply
-  // next by, and nothing else reads next: a backend may then leave next in
-  // the form those matmuls read (and out unwritten).
-  virtual void matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual,
-                                   const Tensor& norm_w, float eps, Tensor& next, std::span<const Tensor> consumers);
   // The same with y post-normed first (Gemma's and GLM-4's norms after
   // attention and FFN): x += rms_norm(y) * w_y, the normed y rounded to y's
   // type as a separate rms_norm would store it; then out = rms_norm(x) * w.

@@ -39,15 +39,13 @@ gpu::LaunchCtx CudaBackend::ctx() const {
   // Each call numbers the launches it serves: a record of act_q8_state made
   // under number N is trusted under N and N + 1 (the producing op and the
   // one after it), never later.
-  return {S(stream_), options_, warp_size_, act_q8_, &impl_->act_q8_state, ++impl_->op_seq, n_sms_, act_q8_norm_};
+  return {S(stream_), options_, warp_size_, act_q8_, &impl_->act_q8_state, ++impl_->op_seq, n_sms_};
 }
 
 void CudaBackend::forget_act_q8() {
   // Memory copied, allocated or freed, or a graph launched, outside any op:
-  // whatever row act_q8's record names may have changed. A deferred norm
-  // no GEMV read is written out (its row may be read now).
+  // whatever row act_q8's record names may have changed.
   impl_->act_q8_state.src = nullptr;
-  if (const void* src = impl_->act_q8_state.deferred.src) gpu::settle_deferred_norm(ctx(), src, false);
 }
 
 const char* CudaBackend::vendor() { return RF_GPU_VENDOR; }
@@ -83,13 +81,8 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   RF_GPU_CHECK(gpuEventCreate(&impl_->meta_copied));
   RF_GPU_CHECK(gpuHostAlloc(&impl_->staging, kStagingBytes, gpuHostAllocDefault));
   if (gpu::Blas::workspace_bytes() > 0) impl_->blas_workspace = alloc(gpu::Blas::workspace_bytes(), "BLAS workspace");
-  if (options_.kq_stream_rows > 0 || options_.kq_stream_q6k_rows > 0) {
+  if (options_.kq_stream_rows > 0 || options_.kq_stream_q6k_rows > 0)
     act_q8_ = alloc(gpu::act_q8_bytes(), "8-bit activations");
-    if (options_.fused_norm_gemv && warp_size_ == 32) {
-      act_q8_norm_ = alloc(gpu::deferred_norm_bytes(), "deferred norm");
-      RF_GPU_CHECK(gpuMemsetAsync(act_q8_norm_, 0, gpu::deferred_norm_bytes(), S(stream_)));  // tickets at 0
-    }
-  }
   n_sms_ = prop.multiProcessorCount;
   if (options_.profile) impl_->profiler = std::make_unique<gpu::OpProfiler>(s);
   impl_->blas = std::make_unique<gpu::Blas>(ctx(), impl_->blas_workspace, gpu::Blas::workspace_bytes());
@@ -137,8 +130,7 @@ void CudaBackend::free(void* p) {
   std::lock_guard<std::mutex> lock(alloc_mu_);
   auto it = allocations_.find(p);
   if (it == allocations_.end()) return;
-  impl_->act_q8_state.src = nullptr;  // (forget_act_q8 without writing out a deferred norm: no launch here)
-  impl_->act_q8_state.deferred = {};
+  forget_act_q8();
   (void)gpuStreamSynchronize(S(stream_));
   RF_GPU_CHECK(gpuFree(p));
   allocated_ -= it->second;
@@ -162,9 +154,6 @@ void CudaBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
 
 void CudaBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
   bind();
-  // A deferred norm's row, written out first (no op number taken
-  // otherwise: copies do not count as ops).
-  if (impl_->act_q8_state.deferred.src == src) gpu::settle_deferred_norm(ctx(), src);
   RF_GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToHost, S(stream_)));
   RF_GPU_CHECK(gpuStreamSynchronize(S(stream_)));
 }
@@ -422,9 +411,7 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& 
   RF_CHECK((x.type == DType::F32 || x.type == DType::F16) && w.type == DType::F32 && w.cols() == x.cols() &&
                (out.type == DType::F32 || out.type == DType::F16) && out.cols() == x.cols() && out.rows() >= x.rows(),
            "cuda rms_norm: bad inputs");
-  const gpu::LaunchCtx c = ctx();
-  gpu::deferred_norm_overwritten(c, out.data);
-  gpu::rms_norm(x.data, x.type, w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, c);
+  gpu::rms_norm(x.data, x.type, w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, ctx());
 }
 
 bool CudaBackend::gemv_quantizes_activations(DType w_type, int n, int k) const {
@@ -875,29 +862,8 @@ void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, floa
                w.cols() == x.cols(),
            "cuda add_rms_norm: bad inputs");
   OpTimer timer(profiler(), "add+rms_norm");
-  const gpu::LaunchCtx c = ctx();
-  gpu::deferred_norm_overwritten(c, out.data);
   gpu::add_rms_norm(x.ptr<float>(), y.data, nullptr, w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()),
-                    eps, c);
-}
-
-void CudaBackend::matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual,
-                                      const Tensor& norm_w, float eps, Tensor& next,
-                                      std::span<const Tensor> consumers) {
-  const int m = int(w.rows()), k = int(w.cols());
-  bool fuse = x.rows() == 1 && x.type == DType::F16 && x.cols() == k && residual.type == DType::F32 &&
-              residual.rows() == 1 && residual.cols() == m && norm_w.type == DType::F32 && norm_w.cols() == m &&
-              next.type == DType::F16 && next.cols() == m && !consumers.empty() &&
-              gpu::deferred_norm_supported(ctx(), w.type, m, k);
-  for (const Tensor& c : consumers) fuse = fuse && c.cols() == m && gemv_quantizes_activations(c.type, 1, m);
-  if (fuse) {
-    OpTimer timer(profiler(), profiler() ? str("matmul gemv+add+rms_norm ", dtype_name(w.type), " m", m, " k", k)
-                                         : std::string());
-    if (gpu::gemv_add_rms_norm(w.type, w.data, w.row_bytes(), m, k, x.data, residual.ptr<float>(),
-                               norm_w.ptr<float>(), eps, next.data, ctx()))
-      return;
-  }
-  Backend::matmul_add_rms_norm(x, w, out, residual, norm_w, eps, next, consumers);
+                    eps, ctx());
 }
 
 void CudaBackend::add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
@@ -906,10 +872,8 @@ void CudaBackend::add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tenso
                x.numel() == y.numel() && w.cols() == x.cols() && w_y.cols() == x.cols(),
            "cuda add_post_norm_rms_norm: bad inputs");
   OpTimer timer(profiler(), "post_norm+add+rms_norm");
-  const gpu::LaunchCtx c = ctx();
-  gpu::deferred_norm_overwritten(c, out.data);
   gpu::add_rms_norm(x.ptr<float>(), y.data, w_y.ptr<float>(), w.ptr<float>(), out.data, out.type, int(x.rows()),
-                    int(x.cols()), eps, c);
+                    int(x.cols()), eps, ctx());
 }
 
 void CudaBackend::run_graph(uint64_t key, const std::function<void()>& record) {

@@ -84,8 +84,6 @@ class CudaBackend final : public Backend {
   void matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
                           Tensor& out, Activation act) override;
   void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override;
-  void matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual, const Tensor& norm_w,
-                           float eps, Tensor& next, std::span<const Tensor> consumers) override;
   void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) override;
   void moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits, Tensor& ids,
                         Tensor& weights) override;
@@ -164,7 +162,6 @@ class CudaBackend final : public Backend {
   std::string name_;
   void* stream_ = nullptr;
   void* act_q8_ = nullptr;  // LaunchCtx::act_q8
-  void* act_q8_norm_ = nullptr;  // LaunchCtx::act_q8_norm
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<MoeScratch> moe_;
   std::mutex alloc_mu_;

@@ -27,7 +27,6 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
   // Switches a set variable turns either way (tests and builds may start
   // them off): on unless it is "0".
   for (auto [name, field] : {std::pair{"ROCMFORGE_FUSED_Q8", &o.fused_act_q8},
-                              std::pair{"ROCMFORGE_FUSED_NORM_GEMV", &o.fused_norm_gemv},
                               std::pair{"ROCMFORGE_FUSED_QK_ROPE", &o.fused_qk_norm_rope},
                               std::pair{"ROCMFORGE_FUSED_MOE_ROUTER", &o.fused_moe_router},
                               std::pair{"ROCMFORGE_KQ_STREAM_EXPERT_ROWS", &o.kq_stream_expert_rows},

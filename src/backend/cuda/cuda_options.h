@@ -235,14 +235,6 @@ struct CudaOptions {
   // 358.6 / 358.4 -> 373.7 / 373.6 tok/s, qwen3-30b-a3b q4_k_m 325.4 / 324.0
   // -> 335.5 / 335.0; batch-1 perplexity bit-identical (KL divergence 0).
   bool fused_act_q8 = true;
-  // One token's residual add + RMSNorm folded into the streaming GEMVs
-  // around it (gemv_norm.cuh; CudaBackend::matmul_add_rms_norm): the o /
-  // down projection adds its rows to the residual and quantizes residual *
-  // norm weights per 32, the q/k/v or gate/up GEMVs after it scale their
-  // sums by 1 / rms. One launch fewer each time, where the projection and
-  // every GEMV of the normed row stream with 8-bit activations and warps
-  // are 32 lanes.
-  bool fused_norm_gemv = true;
   // Per-head q/k RMSNorms fused into the RoPE + KV store kernel (Qwen3,
   // Gemma 3; f16 cache): one launch instead of two per layer.
   bool fused_qk_norm_rope = true;

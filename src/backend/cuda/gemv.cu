@@ -357,11 +357,6 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
       const int rows = a.row_end[i] - (i ? a.row_end[i - 1] : 0);
       a.out[i] = static_cast<uint8_t*>(out0[i]) + size_t(c0) * rows * elem;
     }
-    // A deferred norm's row (gemv_norm.cuh) read other than by the
-    // streaming GEMV: written out first.
-    constexpr bool kStreams = T == DType::Q4_K || T == DType::Q5_K || T == DType::Q6_K || T == DType::Q4_0 ||
-                              T == DType::Q4_1 || T == DType::Q5_0 || T == DType::Q5_1 || T == DType::Q8_0;
-    if (!kStreams || a.n != 1) settle_deferred_norm(ctx, a.x);
 #if !defined(RF_PORTABLE)
     if constexpr (T == DType::F16 || T == DType::F8_E4M3_ROW) {
       const size_t row_set_bytes = size_t(paired ? 2 : 1) * a.row_bytes;
@@ -379,9 +374,9 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
       }
     }
 #endif
-    if constexpr (kStreams) {
+    if constexpr (T == DType::Q4_K || T == DType::Q5_K || T == DType::Q6_K || T == DType::Q4_0 ||
+                T == DType::Q4_1 || T == DType::Q5_0 || T == DType::Q5_1 || T == DType::Q8_0) {
       if (a.n == 1 && launch_gemv_kq_stream(T, a, out_type, paired, 1, ctx)) continue;
-      settle_deferred_norm(ctx, a.x);
     }
     // Single-column launches (batch-1 decode) use kernels with one
     // accumulator per row: fewer registers, more warps in flight.
@@ -462,7 +457,6 @@ void gemv_experts(DType w_type, const void* w, const void* w_up, bool gelu, size
   RF_CHECK(!x_one_row || max_tile_rows == 1, "gemv_experts: one shared activation row means tiles of one row");
   RF_CHECK(max_tile_rows >= 1 && max_tile_rows <= kMaxCols, "gemv_experts: tiles of 1..", kMaxCols, " rows");
   if (max_tiles <= 0) return;
-  settle_deferred_norm(ctx, x);  // (no expert GEMV reads a deferred norm's quants)
   GemvArgs a{};
   a.w[0] = static_cast<const uint8_t*>(w);
   a.out[0] = out;
@@ -513,14 +507,6 @@ GemvArgs segment_args(const GemvSegment* segs, int n_segs, size_t row_bytes, int
   return a;
 }
 }  // namespace
-
-GemvArgs gemv_one_row_args(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, void* out,
-                           const LaunchCtx& ctx) {
-  const GemvSegment seg{w, out, m};
-  GemvArgs a = segment_args(&seg, 1, row_bytes, k, x, 1);
-  set_bulk_loads(a, w_type, reinterpret_cast<uintptr_t>(w) % 16 == 0, ctx);
-  return a;
-}
 
 void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, bool gelu, size_t row_bytes,
                    int k, const void* x, int n, DType out_type, const LaunchCtx& ctx) {

@@ -13,21 +13,6 @@ namespace rf::gpu {
 
 template <typename T> __device__ __forceinline__ void store_out(T* p, float v) { *p = from_float<T>(v); }
 
-// The residual add + RMSNorm a batch-1 GEMV's epilogue does (gemv_norm.cuh;
-// residual null: none): residual (f32) += the rows' values, stage = residual
-// * w, and per 32 rows the stage's 8-bit quants (xq, xds: act_q8's layout)
-// and the residual's sum of squares (group_ss); tickets count each group's
-// finished rows (0 between launches).
-struct GemvNormOut {
-  float* residual;
-  const float* w;
-  float* stage;
-  int* tickets;
-  float* group_ss;
-  int8_t* xq;
-  float2* xds;
-};
-
 // Up to 3 weight matrices of the same type and width, stacked: global row r
 // belongs to the first segment whose row_end exceeds it and writes that
 // segment's output (plus the segment's bias, if any). Paired mode: segment 0
@@ -59,14 +44,6 @@ struct GemvArgs {
   const int8_t* xq;
   const float2* xds;
   bool weights_l1;  // ... and its Q4_K weight loads go through L1
-  // ... quantized before their RMSNorm's 1 / rms (a deferred norm,
-  // gemv_norm.cuh; null: normed already): the sums are multiplied by
-  // rsqrt(sum of x_group_ss / k + x_eps).
-  const float* x_group_ss;
-  float x_eps;
-  // The streaming kernel, one row, one segment, no tiles: the residual add
-  // + RMSNorm in its epilogue instead of storing out.
-  GemvNormOut norm;
 };
 
 // The part of x, of the weights and of out that a block works on: all of
@@ -135,12 +112,6 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& a, DType out_type, bool
 // each Q4_K or Q6_K, f16 outputs, one activation row) in one launch
 // (CudaOptions::gemv_two_formats); false if it did not launch.
 bool launch_gemv_kq_stream_two(DType t0, const GemvArgs& a0, DType t1, const GemvArgs& a1, const LaunchCtx& ctx);
-
-// The arguments of one weight matrix by one activation row (out may be
-// null: the norm epilogue's), with the bulk-load switches for w
-// (gemv.cu).
-GemvArgs gemv_one_row_args(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, void* out,
-                           const LaunchCtx& ctx);
 
 // Warps per set of rows of the streaming kernels for rows of `chunks`
 // 64-weight chunks in format t: k-quants 1 up to 10 warp widths (14336-wide

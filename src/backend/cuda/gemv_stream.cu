@@ -23,7 +23,6 @@
 
 #include "backend/cuda/gemv_args.cuh"
 #include "backend/cuda/gemv_dot.cuh"
-#include "backend/cuda/gemv_norm.cuh"
 #include "backend/cuda/gemv_stream_format.cuh"
 #include "backend/cuda/glu.cuh"
 #include "backend/cuda/kernels.h"
@@ -133,15 +132,8 @@ __device__ __forceinline__ void gemv_stream_rows(const GemvArgs& a, int block) {
       for (int s = 0; s < S; ++s) next[s] = F::load(rows[s], first + kStride, a.weights_l1);
     }
   }
-  // The residual add + RMSNorm epilogue (gemv_norm.cuh): the lane's row's
-  // norm weight before the wait (constant), its residual after.
-  const bool norm_out = a.norm.residual != nullptr;
-  const bool norm_lane = norm_out && glane < kRows && r0 + glane < m;
-  const float norm_w = norm_lane ? a.norm.w[r0 + glane] : 0.0f;
   pdl_wait();
   pdl_trigger();
-  const float norm_res = norm_lane ? a.norm.residual[r0 + glane] : 0.0f;
-  const float x_ss = deferred_norm_partial(a, lane);
   float acc[S];
 #pragma unroll
   for (int s = 0; s < S; ++s) acc[s] = 0.0f;
@@ -168,20 +160,15 @@ __device__ __forceinline__ void gemv_stream_rows(const GemvArgs& a, int block) {
     }
   }
   if (!sum_split_parts<kSplit>(acc, warp, lane, part)) return;
-  const float x_scale = deferred_norm_scale(a, x_ss);
-#pragma unroll
-  for (int s = 0; s < S; ++s) acc[s] *= x_scale;
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
     if (glane == i && r0 + i < m) {
       float v = acc[i];
       if constexpr (kPaired) v = glu_f16_rounded(v, acc[kRows + i], a.gelu);
       const GemvRow g = gemv_row(a, r0 + i);
-      if (norm_out) norm_stage_row(a.norm, r0 + i, with_bias(g, v), norm_res, norm_w);
-      else store_out(static_cast<OutT*>(g.out) + tile.out_off + g.local, with_bias(g, v));
+      store_out(static_cast<OutT*>(g.out) + tile.out_off + g.local, with_bias(g, v));
     }
   }
-  if (norm_out) norm_finish_rows<kSlots * kRows>(a.norm, (block * kSets + set) * kSlots * kRows, lane);
 }
 
 template <DType T, typename OutT, bool kPaired, int kRows, int kSplit, bool kOwnRows = false, int kGroup = 0>
@@ -422,7 +409,6 @@ void act_q8_record(const LaunchCtx& ctx, const void* src, int k) {
   s.src = src;
   s.k = k;
   s.op = ctx.op;
-  if (s.deferred.src == src) s.deferred = {};  // src written
 }
 
 bool act_q8_ready(const LaunchCtx& ctx, const void* src, int k) {
@@ -455,7 +441,6 @@ bool stream_aligned(DType w_type, const GemvArgs& a, bool paired) {
 // before (fused_act_q8), or now; the record renewed, so that a GEMV of the
 // same row in the next op reads them too.
 void act_q8_row(const GemvArgs& a, const LaunchCtx& ctx) {
-  if (deferred_norm_pending(ctx, a.x)) return;  // its quants are in act_q8_norm (with_act_q8)
   if (!act_q8_ready(ctx, a.x, a.k)) {
     const int groups = a.k / 32;
     launch(quantize_act_q8_kernel, unsigned((groups + 127) / 128), 128u, 0, ctx, a.x, a.k, act_q8_quants(ctx.act_q8),
@@ -471,15 +456,6 @@ GemvArgs with_act_q8(const GemvArgs& a, const LaunchCtx& ctx) {
   b.xq = act_q8_quants(ctx.act_q8);
   b.xds = act_q8_scales(ctx.act_q8);
   b.weights_l1 = ctx.options.kq_stream_l1;
-  if (deferred_norm_pending(ctx, a.x)) {
-    DeferredNormState& d = ctx.act_q8_state->deferred;
-    RF_CHECK(d.k == a.k, "deferred norm of width ", d.k, " read as ", a.k);
-    d.read = true;
-    b.xq = act_q8_quants(ctx.act_q8_norm);
-    b.xds = act_q8_scales(ctx.act_q8_norm);
-    b.x_group_ss = deferred_norm_group_ss(ctx.act_q8_norm);
-    b.x_eps = d.eps;
-  }
   return b;
 }
 

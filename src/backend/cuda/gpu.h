@@ -207,24 +207,11 @@ namespace rf::gpu {
 // op after the backend copied or allocated memory or launched a graph
 // (CudaBackend::forget_act_q8 clears src). Producers write quants only once
 // a GEMV read them (gemv_seen: never for models without k-quant weights).
-//
-// The deferred norm (gemv_norm.cuh) keeps a record of its own: row `src`
-// (k wide) exists only as quants in LaunchCtx::act_q8_norm, before its
-// 1 / rms (eps: the norm's); src's f16 memory does not hold it. GEMVs of
-// src read them (read: one did) until a kernel writes src
-// (settle_deferred_norm writes it out for any other reader).
-struct DeferredNormState {
-  const void* src = nullptr;
-  int k = 0;
-  float eps = 0.0f;
-  bool read = false;
-};
 struct ActQ8State {
   const void* src = nullptr;
   int k = 0;
   uint64_t op = 0;
   bool gemv_seen = false;
-  DeferredNormState deferred;
 };
 struct LaunchCtx {
   gpuStream_t stream;
@@ -234,7 +221,6 @@ struct LaunchCtx {
   ActQ8State* act_q8_state = nullptr;  // the backend's (null: never reused)
   uint64_t op = 0;                     // this backend op's number (CudaBackend::ctx counts them)
   int n_sms = 1;                       // the device's multiprocessors
-  void* act_q8_norm = nullptr;         // the deferred norm's buffer (deferred_norm_bytes; null: none)
 };
 // The 8-bit activation buffer: per 32 activations a float2 (scale d, d *
 // sum of the quants), then the quants; rows of up to kActQ8MaxK.
@@ -243,17 +229,6 @@ constexpr size_t act_q8_bytes() { return size_t(kActQ8MaxK) / 32 * 8 + size_t(kA
 inline float2* act_q8_scales(void* buf) { return static_cast<float2*>(buf); }
 inline int8_t* act_q8_quants(void* buf) {
   return reinterpret_cast<int8_t*>(static_cast<uint8_t*>(buf) + size_t(kActQ8MaxK) / 32 * 8);
-}
-// The deferred norm's buffer (gemv_norm.cuh): act_q8's layout (scales,
-// quants), then the staged row (f32), the groups' sums of squares (f32)
-// and their tickets (int; zero when allocated, and after every launch).
-constexpr size_t deferred_norm_bytes() { return act_q8_bytes() + size_t(kActQ8MaxK) * 4 + size_t(kActQ8MaxK) / 32 * 8; }
-inline float* deferred_norm_stage(void* buf) {
-  return reinterpret_cast<float*>(static_cast<uint8_t*>(buf) + act_q8_bytes());
-}
-inline float* deferred_norm_group_ss(void* buf) { return deferred_norm_stage(buf) + kActQ8MaxK; }
-inline int* deferred_norm_tickets(void* buf) {
-  return reinterpret_cast<int*>(deferred_norm_group_ss(buf) + kActQ8MaxK / 32);
 }
 // Whether the producer of one row of k activations (an RMSNorm, the
 // attention combine) should also write its quants to act_q8
@@ -265,15 +240,6 @@ bool act_q8_ready(const LaunchCtx& ctx, const void* src, int k);
 // An op that reads `unchanged` and writes neither it nor act_q8 (the MoE
 // router): a record of it made by the op before stays good for the op after.
 void act_q8_carry(const LaunchCtx& ctx, const void* unchanged);
-// The deferred norm's record (gemv_norm.cu): made by its producer; whether
-// src is one not yet settled; src written out in f16 (for a reader other
-// than a streaming GEMV) if it is one no GEMV read (or any, with
-// even_if_read), the record dropped; the record dropped because a kernel
-// wrote src.
-void deferred_norm_record(const LaunchCtx& ctx, const void* src, int k, float eps);
-bool deferred_norm_pending(const LaunchCtx& ctx, const void* src);
-void settle_deferred_norm(const LaunchCtx& ctx, const void* src, bool even_if_read = true);
-void deferred_norm_overwritten(const LaunchCtx& ctx, const void* src);
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 __device__ __forceinline__ void pdl_wait() {

@@ -9,7 +9,6 @@
 #    (HIP, and CUDA with ROCMFORGE_PORTABLE_KERNELS).
 set(RF_GPU_KERNELS
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemv.cu
-  ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemv_norm.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemv_stream.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemm_mma.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/gemm_wgmma.cu

@@ -54,18 +54,6 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
 bool gemv_segments_two_formats(DType t0, const GemvSegment* segs0, int n0, size_t row_bytes0, DType t1,
                                const GemvSegment* segs1, int n1, size_t row_bytes1, int k, const void* x,
                                const LaunchCtx& ctx);
-// ---- gemv_norm.cu
-// One row: x (f16) . w^T whose m values go not to an output but into the
-// residual (f32 [m], +=) followed by the RMSNorm of weights norm_w (f32) —
-// matmul then add_rms_norm — with that norm deferred (gemv_norm.cuh): the
-// normed row `next` is left unwritten, its 8-bit quants before 1 / rms
-// recorded for the GEMVs of next that follow. False (nothing launched)
-// where it does not apply (deferred_norm_supported, or the streaming
-// GEMV's alignment).
-bool deferred_norm_supported(const LaunchCtx& ctx, DType w_type, int m, int k);
-bool gemv_add_rms_norm(DType w_type, const void* w, size_t row_bytes, int m, int k, const void* x, float* residual,
-                       const float* norm_w, float eps, const void* next, const LaunchCtx& ctx);
-
 // Expert mode (mixture of experts): one launch over the tiles {expert, first
 // row, rows <= max_tile_rows <= 8} that moe_plan wrote (int4 each; *n_tiles
 // of them, at most max_tiles): out[first + i, :] = x[first + i, :] . W_e^T
