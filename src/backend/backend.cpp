@@ -31,6 +31,14 @@ void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float ep
   rms_norm(x, w, eps, out);
 }
 
+void Backend::matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual,
+                                  const Tensor& norm_w, float eps, Tensor& next, std::span<const Tensor>) {
+  matmul(x, w, out);
+  add_rms_norm(residual, out, norm_w, eps, next);
+}
+
+bool Backend::fold_norm_gain(Tensor&, std::span<const Tensor>) { return false; }
+
 void Backend::add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
                                      Tensor& out) {
   rms_norm(y, w_y, eps, out);

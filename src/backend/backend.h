@@ -289,6 +289,20 @@ class Backend {
                                   Tensor& out, Activation act);
   // x += y, then out = rms_norm(x) * w.
   virtual void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
+  // out = x . w^T, residual += out, next = rms_norm(residual) * norm_w (an
+  // o or down projection, then the next block's norm): matmul then
+  // add_rms_norm. `consumers` are the weights the one op right after
+  // (matmul_multi or matmul_gate_up_glu) multiplies next by, and nothing
+  // else reads next: a backend may leave next in a form only that op reads
+  // (and out unwritten).
+  virtual void matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual,
+                                   const Tensor& norm_w, float eps, Tensor& next, std::span<const Tensor> consumers);
+  // Load time: folds an RMSNorm's gain into the weights of every matmul of
+  // its output (`consumers`' columns scaled by it, the gain set to ones), so
+  // that the backend may fuse the norm into those matmuls
+  // (matmul_add_rms_norm). True if it did; false leaves both unchanged (the
+  // default).
+  virtual bool fold_norm_gain(Tensor& gain, std::span<const Tensor> consumers);
   // The same with y post-normed first (Gemma's and GLM-4's norms after
   // attention and FFN): x += rms_norm(y) * w_y, the normed y rounded to y's
   // type as a separate rms_norm would store it; then out = rms_norm(x) * w.

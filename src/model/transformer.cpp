@@ -190,10 +190,27 @@ Tensor Transformer::ffn_block(int32_t il, const Tensor& xn) {
     backend_.moe_ffn(xn, ids, weights, l.experts, moe_, proj);
     return proj;
   }
+  backend_.matmul(ffn_hidden(il, xn), l.w_down, proj);
+  return proj;
+}
+
+Tensor Transformer::ffn_hidden(int32_t il, const Tensor& xn) {
+  const int32_t n = int32_t(xn.rows());
+  const LayerWeights& l = w_.layers[size_t(il)];
   Tensor gate = gate_.slice_rows(0, n), up = up_.slice_rows(0, n);
   backend_.matmul_gate_up_glu(xn, l.w_gate, l.w_up, gate, up, gate, c_.activation);
-  backend_.matmul(gate, l.w_down, proj);
-  return proj;
+  return gate;
+}
+
+void Transformer::project_into_residual(const Tensor& in, const Tensor& w, Tensor& x, const Tensor& post_norm,
+                                        const Tensor& next_norm, std::span<const Tensor> consumers, Tensor& xn) {
+  Tensor proj = proj_.slice_rows(0, in.rows());
+  if (!comm_ && !post_norm.data) {
+    backend_.matmul_add_rms_norm(in, w, proj, x, next_norm, c_.rms_eps, xn, consumers);
+    return;
+  }
+  backend_.matmul(in, w, proj);
+  residual_and_norm(x, proj, post_norm, next_norm, xn);
 }
 
 void Transformer::reduce(Tensor& x) {
@@ -268,9 +285,16 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
       last_layer_for_logits(il, lm, cache, q, x);
       return;
     }
-    Tensor proj = proj_.slice_rows(0, n);
-    backend_.matmul(attend(il, lm, cache, q), l.wo, proj);
-    residual_and_norm(x, proj, l.post_attn_norm, l.ffn_norm, xn);
+    // Each norm's matmuls come right after it (the backend may fuse them).
+    const Tensor ffn_in[2] = {l.w_gate, l.w_up};
+    project_into_residual(attend(il, lm, cache, q), l.wo, x, l.post_attn_norm, l.ffn_norm,
+                          c_.has_experts() ? std::span<const Tensor>() : std::span<const Tensor>(ffn_in), xn);
+    if (!last_layer && !c_.has_experts()) {
+      const LayerWeights& next = w_.layers[size_t(il) + 1];
+      const Tensor qkv_in[3] = {next.wq, next.wk, next.wv};
+      project_into_residual(ffn_hidden(il, xn), l.w_down, x, l.post_ffn_norm, next.attn_norm, qkv_in, xn);
+      continue;
+    }
     Tensor ffn_out = ffn_block(il, xn);
     if (!last_layer) {
       residual_and_norm(x, ffn_out, l.post_ffn_norm, w_.layers[size_t(il) + 1].attn_norm, xn);

@@ -324,6 +324,16 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
     RF_CHECK(L.used.count(t.name), "model has tensor '", t.name, "' that architecture '", c.arch,
              "' does not use");
   w.bytes = L.loaded;
+  // Each pre-norm's gain into the matmuls of its output, where the backend
+  // takes it (Backend::fold_norm_gain; a tensor-parallel rank's norms feed
+  // all-reduce fusions that keep their gains).
+  if (!split) {
+    for (LayerWeights& l : w.layers) {
+      const Tensor qkv[3] = {l.wq, l.wk, l.wv}, gate_up[2] = {l.w_gate, l.w_up};
+      backend.fold_norm_gain(l.attn_norm, qkv);
+      if (l.experts.n_expert == 0) backend.fold_norm_gain(l.ffn_norm, gate_up);
+    }
+  }
   for (const LayerWeights& l : w.layers)
     if (l.experts.n_expert > 0) w.expert_bytes += l.experts.gate.bytes() + l.experts.up.bytes() + l.experts.down.bytes();
   // Backends that copied the weights over no longer need the host parts.

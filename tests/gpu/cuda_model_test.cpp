@@ -179,7 +179,8 @@ TEST_P(CudaFamilyWidths, DecodeMatchesCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, CudaFamilyWidths,
-                         ::testing::Values("llama3-8b-4l:q4_k_m", "qwen2.5-7b-4l:q4_k_m", "qwen3-8b-4l:q4_k_m",
+                         ::testing::Values("llama3-8b-4l:q4_k_m", "llama3-8b-4l:f16", "qwen2.5-7b-4l:q4_k_m",
+                                           "qwen2.5-7b-4l:f16", "qwen3-8b-4l:q4_k_m",
                                            "gemma2-9b-4l:q4_k_m", "gemma2-9b-4l:f16", "gemma3-12b-4l:q4_k_m",
                                            "phi3-mini-4l:q4_k_m", "phi3-mini-4l:f16", "glm4-9b-4l:q4_k_m"),
                          [](const auto& info) { return test::param_name(info.param); });

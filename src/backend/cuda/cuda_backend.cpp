@@ -297,6 +297,7 @@ void CudaBackend::reserve(const BackendLimits& lim) {
 
 StepMeta CudaBackend::upload_step(const Batch& b) {
   RF_CHECK(reserved_, "cuda: reserve() must precede steps");
+  pending_norm_ = {};  // (a step that threw may have left one)
   Impl& I = *impl_;
   const int32_t nt = b.n_tokens(), ns = b.n_seqs(), nl = b.n_logits();
   const int32_t ng = b.n_groups();
@@ -411,6 +412,8 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& 
   RF_CHECK((x.type == DType::F32 || x.type == DType::F16) && w.type == DType::F32 && w.cols() == x.cols() &&
                (out.type == DType::F32 || out.type == DType::F16) && out.cols() == x.cols() && out.rows() >= x.rows(),
            "cuda rms_norm: bad inputs");
+  check_not_pending(x, "cuda rms_norm");
+  overwritten(out);
   gpu::rms_norm(x.data, x.type, w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()), eps, ctx());
 }
 
@@ -442,6 +445,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) {
                                  " ", dtype_name(w.type), " n", n <= 8 ? str(n) : (n <= 64 ? str("<=64") : str(">64")),
                                  " m", m, " k", k)
                            : std::string());
+  check_not_pending(x, "cuda matmul");
   if (n <= 8) {
     gpu::gemv(w.type, w.data, w.row_bytes(), m, k, x.data, n, out.data, out.type, ctx());
     return;
@@ -716,6 +720,13 @@ void CudaBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std:
   RF_CHECK(biases.empty() || biases.size() == ws.size(), "matmul_multi: biases and weights differ in number");
   bool same_out = true;
   for (const Tensor& o : outs) same_out = same_out && o.type == outs[0].type;
+  gpu::GemvNormFusion norm;
+  if (take_pending_norm(x, norm.eps)) {
+    // matmul_add_rms_norm checked that these weights take the fused GEMV.
+    norm.x_rms = true;
+    RF_CHECK(gemv_fusable(x, ws) && ws.size() <= 3 && same_out, "cuda matmul_multi: an un-normed row for weights "
+             "that cannot norm it");
+  }
   if (!gemv_fusable(x, ws) && ws.size() > 1 && x.type == DType::F16 && x.rows() <= 8) {
     // Mixed formats (q4_k_m keeps some layers' V in Q6_K): the run of the
     // first format fuses, the rest goes on its own.
@@ -746,7 +757,7 @@ void CudaBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std:
     segs[i] = {ws[i].data, outs[i].data, int(ws[i].rows()), bias ? bias->ptr<float>() : nullptr};
   }
   gpu::gemv_segments(ws[0].type, segs, int(ws.size()), nullptr, false, ws[0].row_bytes(), int(x.cols()), x.data,
-                     int(x.rows()), outs[0].type, ctx());
+                     int(x.rows()), outs[0].type, ctx(), norm.x_rms ? &norm : nullptr);
 }
 
 bool CudaBackend::two_format_gemv(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
@@ -800,8 +811,14 @@ bool CudaBackend::packed_matmul(const Tensor& x, std::span<const Tensor> ws, std
 
 void CudaBackend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
                                      Tensor& up, Tensor& out, Activation act) {
-  if (packed_gate_up(x, w_gate, w_up, out, act)) return;
   const Tensor pair[2] = {w_gate, w_up};
+  gpu::GemvNormFusion norm;
+  if (take_pending_norm(x, norm.eps)) {
+    norm.x_rms = true;  // (matmul_add_rms_norm checked these weights)
+    RF_CHECK(gemv_fusable(x, pair) && w_gate.rows() == w_up.rows() && out.type == DType::F16,
+             "cuda matmul_gate_up_glu: an un-normed row for weights that cannot norm it");
+  }
+  if (!norm.x_rms && packed_gate_up(x, w_gate, w_up, out, act)) return;
   if (!gemv_fusable(x, pair) || w_gate.rows() != w_up.rows() || out.type != DType::F16)
     return Backend::matmul_gate_up_glu(x, w_gate, w_up, gate, up, out, act);
   const bool gelu = act == Activation::GeluTanh;
@@ -810,7 +827,7 @@ void CudaBackend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, cons
                                        : std::string());
   const gpu::GemvSegment seg{w_gate.data, out.data, int(w_gate.rows())};
   gpu::gemv_segments(w_gate.type, &seg, 1, w_up.data, gelu, w_gate.row_bytes(), int(x.cols()), x.data, int(x.rows()),
-                     DType::F16, ctx());
+                     DType::F16, ctx(), norm.x_rms ? &norm : nullptr);
 }
 
 bool CudaBackend::packed_gate_up(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& out,
@@ -862,8 +879,70 @@ void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, floa
                w.cols() == x.cols(),
            "cuda add_rms_norm: bad inputs");
   OpTimer timer(profiler(), "add+rms_norm");
+  overwritten(out);
   gpu::add_rms_norm(x.ptr<float>(), y.data, nullptr, w.ptr<float>(), out.data, out.type, int(x.rows()), int(x.cols()),
                     eps, ctx());
+}
+
+void CudaBackend::matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual,
+                                      const Tensor& norm_w, float eps, Tensor& next,
+                                      std::span<const Tensor> consumers) {
+  const int m = int(w.rows()), k = int(w.cols());
+  // One token, f16 weights on both sides, the norm's gain folded into the
+  // consumers: the projection adds its rows to the residual and writes the
+  // new residual as f16 into next; the consumers' GEMVs norm it.
+  bool fuse = x.rows() == 1 && x.type == DType::F16 && x.cols() == k && w.type == DType::F16 &&
+              residual.type == DType::F32 && residual.rows() == 1 && residual.cols() == m &&
+              next.type == DType::F16 && next.rows() >= 1 && next.cols() == m && out.type == DType::F16 &&
+              folded_gains_.count(norm_w.data) > 0 && !consumers.empty() && consumers.size() <= 3 &&
+              gpu::gemv_fuses_norm(options_, w.type, w.row_bytes(), false);
+  for (const Tensor& c : consumers)
+    fuse = fuse && c.type == DType::F16 && c.cols() == m && c.row_bytes() == consumers[0].row_bytes() &&
+           gpu::gemv_fuses_norm(options_, c.type, c.row_bytes(), true);
+  if (!fuse) return Backend::matmul_add_rms_norm(x, w, out, residual, norm_w, eps, next, consumers);
+  check_not_pending(x, "cuda matmul_add_rms_norm");
+  OpTimer timer(profiler(),
+                profiler() ? str("matmul gemv+residual ", dtype_name(w.type), " m", m, " k", k) : std::string());
+  gpu::GemvNormFusion fusion;
+  fusion.residual = residual.ptr<float>();
+  fusion.residual_f16 = next.data;
+  const gpu::GemvSegment seg{w.data, out.data, m};
+  gpu::gemv_segments(w.type, &seg, 1, nullptr, false, w.row_bytes(), k, x.data, 1, out.type, ctx(), &fusion);
+  pending_norm_ = {next.data, eps};
+}
+
+bool CudaBackend::fold_norm_gain(Tensor& gain, std::span<const Tensor> consumers) {
+  if (!options_.fold_norm_gains || gain.type != DType::F32 || gain.rows() != 1 || consumers.empty()) return false;
+  const int64_t cols = gain.cols();
+  for (const Tensor& c : consumers)
+    if (c.type != DType::F16 || c.cols() != cols || !gpu::gemv_fuses_norm(options_, c.type, c.row_bytes(), true))
+      return false;
+  bind();
+  const gpu::LaunchCtx c = ctx();
+  int* overflow = static_cast<int*>(alloc(sizeof(int), "norm gain check"));
+  RF_GPU_CHECK(gpuMemsetAsync(overflow, 0, sizeof(int), S(stream_)));
+  for (const Tensor& w : consumers) gpu::check_columns_scale_f16(w.data, w.rows(), cols, gain.ptr<float>(), overflow, c);
+  int flag = 0;
+  copy_to_host(&flag, overflow, sizeof(int));
+  free(overflow);
+  if (flag != 0) return false;  // some weight times its gain is past f16's range: the norm keeps its gain
+  for (const Tensor& w : consumers) gpu::scale_columns_f16(w.data, w.rows(), cols, gain.ptr<float>(), ctx());
+  const std::vector<float> ones(size_t(cols), 1.0f);
+  copy_to_device(gain.data, ones.data(), ones.size() * sizeof(float));
+  folded_gains_.insert(gain.data);
+  return true;
+}
+
+bool CudaBackend::take_pending_norm(const Tensor& x, float& eps) {
+  if (!pending_norm_.row || x.data != pending_norm_.row) return false;
+  eps = pending_norm_.eps;
+  pending_norm_ = {};
+  return true;
+}
+
+void CudaBackend::check_not_pending(const Tensor& x, const char* op) const {
+  RF_CHECK(!pending_norm_.row || x.data != pending_norm_.row, op,
+           ": reads a row left un-normed for the matmuls after matmul_add_rms_norm");
 }
 
 void CudaBackend::add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
@@ -872,6 +951,7 @@ void CudaBackend::add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tenso
                x.numel() == y.numel() && w.cols() == x.cols() && w_y.cols() == x.cols(),
            "cuda add_post_norm_rms_norm: bad inputs");
   OpTimer timer(profiler(), "post_norm+add+rms_norm");
+  overwritten(out);
   gpu::add_rms_norm(x.ptr<float>(), y.data, w_y.ptr<float>(), w.ptr<float>(), out.data, out.type, int(x.rows()),
                     int(x.cols()), eps, ctx());
 }

@@ -84,6 +84,9 @@ class CudaBackend final : public Backend {
   void matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
                           Tensor& out, Activation act) override;
   void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override;
+  void matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual, const Tensor& norm_w,
+                           float eps, Tensor& next, std::span<const Tensor> consumers) override;
+  bool fold_norm_gain(Tensor& gain, std::span<const Tensor> consumers) override;
   void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) override;
   void moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits, Tensor& ids,
                         Tensor& weights) override;
@@ -153,6 +156,19 @@ class CudaBackend final : public Backend {
   // both into scratch, then the GLU from its two halves; false where it
   // does not apply.
   bool packed_gate_up(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& out, Activation act);
+  // The RMSNorm that matmul_add_rms_norm left to the op reading its row
+  // (x_rms set, cleared here), if x is that row; else none.
+  struct PendingNorm {
+    const void* row = nullptr;
+    float eps = 0.0f;
+  };
+  bool take_pending_norm(const Tensor& x, float& eps);
+  // Ops that read or overwrite a row: an un-normed row read by anything
+  // but the op it was left for is a bug; one overwritten is normed again.
+  void check_not_pending(const Tensor& x, const char* op) const;
+  void overwritten(const Tensor& out) {
+    if (out.data == pending_norm_.row) pending_norm_ = {};
+  }
   int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
   void release_reserved();
   int n_sms_ = 1;
@@ -170,6 +186,11 @@ class CudaBackend final : public Backend {
   BackendLimits limits_;
   bool reserved_ = false;
   bool capturing_ = false;
+  // Norm gains folded into their matmuls' weights (fold_norm_gain), and a
+  // norm left to the op after matmul_add_rms_norm (host-side state of the
+  // op sequence; recorded into graphs as it is issued).
+  std::unordered_set<const void*> folded_gains_;
+  PendingNorm pending_norm_;
 };
 
 }  // namespace rf

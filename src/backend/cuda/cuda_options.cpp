@@ -33,6 +33,7 @@ CudaOptions CudaOptions::from_env(CudaOptions o) {
                               std::pair{"ROCMFORGE_KQ_STREAM_SHORT_ROWS", &o.kq_stream_short_expert_rows},
                               std::pair{"ROCMFORGE_FUSED_MOE_DOWN", &o.fused_moe_down},
                               std::pair{"ROCMFORGE_PACKED_GATE_UP", &o.packed_gate_up},
+                              std::pair{"ROCMFORGE_FOLD_NORM_GAINS", &o.fold_norm_gains},
                               std::pair{"ROCMFORGE_GEMV_TWO_FORMATS", &o.gemv_two_formats},
                               std::pair{"ROCMFORGE_KQ_STREAM_GROUPS", &o.kq_stream_lane_groups},
                               std::pair{"ROCMFORGE_KQ_STREAM_EXPERT_GROUPS", &o.kq_stream_expert_groups},

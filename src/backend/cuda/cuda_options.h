@@ -71,6 +71,9 @@
 //   ROCMFORGE_PACKED_GATE_UP=0 batches of 9..256 rows multiply gate and up
 //                            weights in two matmuls, not one over both
 //                                                        (packed_gate_up)
+//   ROCMFORGE_FOLD_NORM_GAINS=0 norm gains stay out of the f16 weights, and
+//                            one token's residual add + RMSNorm runs as its
+//                            own launch                (fold_norm_gains)
 //   ROCMFORGE_KQ_STREAM_GROUPS=0 rows whose chunks fill a warp's lanes
 //                            unevenly (3072 wide) take the whole warp,
 //                            not lane groups of 16 (kq_stream_lane_groups)
@@ -352,6 +355,13 @@ struct CudaOptions {
   // q4_k_m 6,559 / 6,516 -> 6,709 / 6,675; f16 7,584 / 7,388 -> 7,547 /
   // 7,571 (within the noise).
   bool packed_gate_up = true;
+  // RMSNorm gains folded into the f16 weights of the matmuls after them at
+  // load (Backend::fold_norm_gain), so that one token's residual add and
+  // norm ride in the f16 GEMVs around them (matmul_add_rms_norm: the o /
+  // down projection adds its rows to the residual, the q/k/v and gate*up
+  // GEMVs scale by 1 / rms of the row they read): two launches fewer a
+  // layer at batch 1.
+  bool fold_norm_gains = true;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
 

@@ -1,5 +1,6 @@
 // Row and element kernels: embedding lookup (any weight format -> f32),
 // SwiGLU and GeGLU, bias add, column split (packed q/k/v outputs), scale,
+// columns scaled by a norm's gain (folded into f16 weights at load),
 // soft-capping, residual add, row gather and the f32 -> f16 conversion. One block
 // per row for the row ops, grid-stride loops for the element ops. (The
 // norms are in norm.cu.)
@@ -142,6 +143,19 @@ __global__ void scale_kernel(float* __restrict__ x, float s, int64_t n) {
     x[i] *= s;
 }
 
+// Columns scaled by a norm's gain (f16 rows, in place), or only checked.
+template <bool kWrite>
+__global__ void scale_columns_f16_kernel(__half* __restrict__ w, int64_t n, int64_t cols,
+                                         const float* __restrict__ gain, int* overflow) {
+  pdl_wait();
+  pdl_trigger();
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float v = __half2float(w[i]) * gain[i % cols];
+    if constexpr (kWrite) w[i] = __float2half(v);
+    else if (!(fabsf(v) <= 65504.0f)) *overflow = 1;
+  }
+}
+
 __global__ void softcap_kernel(float* __restrict__ x, float cap, int64_t n) {
   pdl_wait();
   pdl_trigger();
@@ -262,6 +276,23 @@ void split_columns_f16(const void* src, int rows, int width, const ColumnSegment
 void scale_f32(float* x, float s, int64_t n, const LaunchCtx& ctx) {
   if (n == 0) return;
   launch(scale_kernel, grid_for(n, 256), 256, 0, ctx, x, s, n);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void check_columns_scale_f16(const void* w, int64_t rows, int64_t cols, const float* gain, int* overflow,
+                             const LaunchCtx& ctx) {
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  launch(scale_columns_f16_kernel<false>, grid_for(n, 256), 256, 0, ctx, const_cast<__half*>(static_cast<const __half*>(w)),
+         n, cols, gain, overflow);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void scale_columns_f16(void* w, int64_t rows, int64_t cols, const float* gain, const LaunchCtx& ctx) {
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  launch(scale_columns_f16_kernel<true>, grid_for(n, 256), 256, 0, ctx, static_cast<__half*>(w), n, cols, gain,
+         static_cast<int*>(nullptr));
   RF_GPU_CHECK_LAUNCH();
 }
 

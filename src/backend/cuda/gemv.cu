@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
   constexpr int R = kRows * (kPaired ? 2 : 1);  // rows in shared memory: gate rows, then up rows
   extern __shared__ __align__(128) uint8_t wsm[];
   __shared__ __align__(8) uint64_t bar;
-  __shared__ float partial[kGemvThreads / 32][2];
+  __shared__ float partial[kGemvThreads / 32][3];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   constexpr int kWarpsPerRow = kGemvThreads / 32 / kRows;
   const int m = a.n_segs == 1 ? a.row_end[0] : (a.n_segs == 2 ? a.row_end[1] : a.row_end[2]);
@@ -232,10 +232,13 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
   __syncthreads();  // the barrier is initialized
   pdl_wait();
   pdl_trigger();
-  tma_rows_wait(&bar);
   const int i = warp / kWarpsPerRow, part = warp % kWarpsPerRow;
+  // A fused residual add: the row's residual read while the weights arrive.
+  float residual = 0.0f;
+  if (a.residual && part == 0 && lane == 0 && i < rows) residual = a.residual[gemv_row(a, r0 + i).local];
+  tma_rows_wait(&bar);
   const int id = part * 32 + lane, stride = kWarpsPerRow * 32;
-  float acc = 0.0f, acc_up = 0.0f;
+  float acc = 0.0f, acc_up = 0.0f, x_sq = 0.0f;  // x_sq: the sum of x^2 (x_rms)
   if (i < rows) {
     const uint8_t* wrow = wsm + size_t(i) * rb;
     const uint8_t* urow = wsm + size_t(kRows + i) * rb;
@@ -244,13 +247,15 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
       const uint4* wv = reinterpret_cast<const uint4*>(wrow);
       const uint4* uv = reinterpret_cast<const uint4*>(urow);
       for (int v = id; v < nv; v += stride) {
-        float f[8];
+        float xf[8], f[8];
+        half8_to_float(*reinterpret_cast<const uint4*>(a.x + size_t(v) * 8), xf);
         half8_to_float(wv[v], f);
-        acc += dot_span<8>(f, a.x + size_t(v) * 8);
+        acc += dot8(f, xf);
         if constexpr (kPaired) {
           half8_to_float(uv[v], f);
-          acc_up += dot_span<8>(f, a.x + size_t(v) * 8);
+          acc_up += dot8(f, xf);
         }
+        if (a.x_rms) x_sq += dot8(xf, xf);  // (each row's warps read all of x)
       }
     } else {
       const int nv = a.k / 16;
@@ -267,20 +272,35 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_tma_kernel(GemvArgs a) {
   }
   acc = warp_sum(acc);
   if constexpr (kPaired) acc_up = warp_sum(acc_up);
+  if (a.x_rms) x_sq = warp_sum(x_sq);
   if (lane == 0) {
     partial[warp][0] = acc;
     partial[warp][1] = acc_up;
+    partial[warp][2] = x_sq;
   }
   __syncthreads();
   if (part == 0 && lane == 0 && i < rows) {
-    float s = 0.0f, u = 0.0f;
+    float s = 0.0f, u = 0.0f, sq = 0.0f;
     for (int p = 0; p < kWarpsPerRow; ++p) {
       s += partial[warp + p][0];
       u += partial[warp + p][1];
+      sq += partial[warp + p][2];
+    }
+    if (a.x_rms) {
+      const float inv_rms = rsqrtf(sq / float(a.k) + a.rms_eps);
+      s *= inv_rms;
+      u *= inv_rms;
     }
     if constexpr (kPaired) s = glu_f16_rounded(s, u, a.gelu);
     const GemvRow g = gemv_row(a, r0 + i);
-    store_out(static_cast<OutT*>(g.out) + g.local, with_bias(g, s));
+    if (a.residual) {
+      // As the projection's f16 output added to the residual would be.
+      const float h = residual + __half2float(__float2half(with_bias(g, s)));
+      a.residual[g.local] = h;
+      a.residual_f16[g.local] = __float2half(h);
+    } else {
+      store_out(static_cast<OutT*>(g.out) + g.local, with_bias(g, s));
+    }
   }
 }
 
@@ -508,8 +528,18 @@ GemvArgs segment_args(const GemvSegment* segs, int n_segs, size_t row_bytes, int
 }
 }  // namespace
 
+bool gemv_fuses_norm(const CudaOptions& options, DType w_type, size_t row_bytes, bool paired) {
+#if defined(RF_PORTABLE)
+  (void)options, (void)w_type, (void)row_bytes, (void)paired;
+  return false;  // (no bulk-copying kernel)
+#else
+  return w_type == DType::F16 && options.tma_gemv && row_bytes % 16 == 0 &&
+         (paired ? 2 : 1) * row_bytes <= kTmaMaxBlockBytes;
+#endif
+}
+
 void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, bool gelu, size_t row_bytes,
-                   int k, const void* x, int n, DType out_type, const LaunchCtx& ctx) {
+                   int k, const void* x, int n, DType out_type, const LaunchCtx& ctx, const GemvNormFusion* fusion) {
   RF_CHECK(out_type == DType::F32 || out_type == DType::F16, "gemv: output must be f32 or f16");
   RF_CHECK(n_segs >= 1 && n_segs <= 3 && (!w_up || n_segs == 1), "gemv: 1..3 segments (one when paired)");
   GemvArgs a = segment_args(segs, n_segs, row_bytes, k, x, n);
@@ -519,6 +549,16 @@ void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void
   for (int i = 0; i < n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(segs[i].w) % 16 == 0;
   if (w_up) aligned = aligned && reinterpret_cast<uintptr_t>(w_up) % 16 == 0;
   set_bulk_loads(a, w_type, aligned, ctx);
+  if (fusion) {
+    // Only the f16 bulk-copying kernel has the fused epilogue and prologue.
+    RF_CHECK(n == 1 && a.tma && gemv_fuses_norm(ctx.options, w_type, row_bytes, w_up != nullptr) &&
+                 (!fusion->residual || (n_segs == 1 && !w_up && fusion->residual_f16)),
+             "gemv: a fused residual / RMSNorm needs one f16 row on the bulk-copying kernel");
+    a.residual = fusion->residual;
+    a.residual_f16 = static_cast<__half*>(fusion->residual_f16);
+    a.x_rms = fusion->x_rms;
+    a.rms_eps = fusion->eps;
+  }
   switch (w_type) {
 #define RF_CASE(T) \
   case DType::T: return launch_gemv<DType::T>(a, out_type, w_up != nullptr, ctx);

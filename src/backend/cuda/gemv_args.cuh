@@ -44,6 +44,16 @@ struct GemvArgs {
   const int8_t* xq;
   const float2* xds;
   bool weights_l1;  // ... and its Q4_K weight loads go through L1
+  // A residual add and RMSNorm folded into the f16 bulk-copying kernel (one
+  // activation row; GemvNormFusion): with `residual`, each row's value,
+  // rounded to f16, is added to residual[r] and the sum written as f16 to
+  // residual_f16[r] instead of to out; with x_rms, x is such an un-normed
+  // row and each dot product is scaled by 1 / rms(x) (the norm's gain is
+  // folded into the weights).
+  float* residual;
+  __half* residual_f16;
+  bool x_rms;
+  float rms_eps;
 };
 
 // The part of x, of the weights and of out that a block works on: all of

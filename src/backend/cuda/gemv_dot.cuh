@@ -19,6 +19,14 @@ __device__ __forceinline__ void half8_to_float(const uint4& u, float (&f)[8]) {
   }
 }
 
+// w . x over 8 values, summed in order (as dot_span<8>).
+__device__ __forceinline__ float dot8(const float (&w)[8], const float (&x)[8]) {
+  float s = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) s = fmaf(w[j], x[j], s);
+  return s;
+}
+
 __device__ __forceinline__ float dot32_half(const float (&v)[32], const __half* x) {
   const uint4* p = reinterpret_cast<const uint4*>(x);
   float s = 0.0f;

@@ -45,8 +45,33 @@ struct GemvSegment {
   int rows;
   const float* bias = nullptr;
 };
+// A residual add and RMSNorm folded into batch-1 f16 GEMVs (one activation
+// row, weights f16; gemv_fuses_norm says where it applies):
+//  - residual (an o or down projection): each output, rounded to f16 as the
+//    projection's output would be, is added to residual (f32) and the new
+//    residual written as f16 to residual_f16; out is not written;
+//  - x_rms (the GEMVs of the next norm's row, x = residual_f16): each dot
+//    product is scaled by 1 / sqrt(mean(x^2) + eps) before bias and GLU.
+//    The norm's gain must already be folded into their weights
+//    (scale_columns_f16).
+struct GemvNormFusion {
+  float* residual = nullptr;
+  void* residual_f16 = nullptr;
+  bool x_rms = false;
+  float eps = 0.0f;
+};
+// Whether gemv_segments takes a GemvNormFusion for one activation row of
+// these weights (k columns; paired: a gate/up pair).
+bool gemv_fuses_norm(const CudaOptions& options, DType w_type, size_t row_bytes, bool paired);
 void gemv_segments(DType w_type, const GemvSegment* segs, int n_segs, const void* w_up, bool gelu, size_t row_bytes,
-                   int k, const void* x, int n, DType out_type, const LaunchCtx& ctx);
+                   int k, const void* x, int n, DType out_type, const LaunchCtx& ctx,
+                   const GemvNormFusion* fusion = nullptr);
+// Folding a norm's gain into the f16 weights that multiply its output (load
+// time): *overflow (device) set to 1 if some w[r, c] * gain[c] would not be
+// a finite f16; then w[r, c] = f16(w[r, c] * gain[c]) in place.
+void check_columns_scale_f16(const void* w, int64_t rows, int64_t cols, const float* gain, int* overflow,
+                             const LaunchCtx& ctx);
+void scale_columns_f16(void* w, int64_t rows, int64_t cols, const float* gain, const LaunchCtx& ctx);
 // One activation row (f16) by segments of two formats in one launch (f16
 // outputs): segs0 in t0, then segs1 in t1 (Q4_K and Q6_K, the streaming
 // GEMV; q4_k_m's q/k/v with V in Q6_K). False (nothing launched) where it
