@@ -108,6 +108,7 @@ void Engine::stop() {
   for (auto& [id, a] : active_) left.push_back(a.get());
   for (Active* a : left) finish(*a, FinishReason::Cancelled);
   update_gauges();
+  wake_listeners();
 }
 
 size_t Engine::active_requests() const {
@@ -177,6 +178,7 @@ void Engine::loop() {
       worked = step();
     } catch (const std::exception& e) {
       log_error("engine step failed: ", e.what());
+      wake_listeners();
     }
     if (!worked) {
       std::unique_lock<std::mutex> lock(mu_);
@@ -237,7 +239,10 @@ bool Engine::step() {
   handle_cancellations();
   const std::vector<ScheduledSeq> sched = scheduler_->schedule();
   update_gauges();
-  if (sched.empty()) return false;
+  if (sched.empty()) {
+    wake_listeners();
+    return false;
+  }
 
   batch_.reset(config_.block_size, runner_->limits().max_blocks_per_seq, runner_->kv_groups().n_groups());
   rows_.clear();
@@ -276,13 +281,15 @@ bool Engine::step() {
   auto t_sample = t_forward;
   try {
     runner_->forward(batch_);
-    grammar_masks();  // on the CPU while a GPU computes the logits
+    wake_listeners();  // the last step's events, while a GPU computes this one
+    grammar_masks();   // on the CPU while a GPU computes the logits
     t_sample = Clock::now();
     if (!rows_.empty()) runner_->sample(rows_, penalties_, results_);
   } catch (const std::exception& e) {
     log_error("forward pass failed: ", e.what());
     fail_step(sched, e.what());
     update_gauges();
+    wake_listeners();
     return true;
   }
   const auto t_tokens = Clock::now();
@@ -376,11 +383,11 @@ void Engine::process_token(Active& a, const SampleResult& r) {
     else if (n_gen >= a.req.max_tokens || s.n_tokens() >= config_.max_model_len) reason = FinishReason::Length;
   }
   if (reason == FinishReason::None) {
-    a.handle->push(std::move(ev));
+    emit(*a.handle, std::move(ev));
     return;
   }
   if (!a.stop.stopped()) ev.text += a.stop.push(a.detok.flush(), past_min) + a.stop.flush();
-  a.handle->push(std::move(ev));
+  emit(*a.handle, std::move(ev));
   finish(a, reason);
 }
 
@@ -403,9 +410,19 @@ void Engine::finish(Active& a, FinishReason reason, const std::string& error) {
     std::lock_guard<std::mutex> lock(mu_);
     --outstanding_;
   }
-  a.handle->push(std::move(ev));
+  emit(*a.handle, std::move(ev));
   by_seq_.erase(&a.seq);
   active_.erase(a.seq.id);  // destroys a
+}
+
+void Engine::emit(RequestStream& stream, StreamEvent ev) {
+  RequestStream::Listener l = stream.push_quiet(std::move(ev));
+  if (l && (listeners_to_wake_.empty() || listeners_to_wake_.back() != l)) listeners_to_wake_.push_back(std::move(l));
+}
+
+void Engine::wake_listeners() {
+  for (const RequestStream::Listener& l : listeners_to_wake_) (*l)();
+  listeners_to_wake_.clear();
 }
 
 void Engine::fail_step(const std::vector<ScheduledSeq>& step, const std::string& error) {

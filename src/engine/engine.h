@@ -93,6 +93,11 @@ class Engine final : public ServingEngine {
   void finish(Active& a, FinishReason reason, const std::string& error = "");
   void fail_step(const std::vector<ScheduledSeq>& step, const std::string& error);
   void update_gauges();
+  // A stream's event, its listener (the server's wake-up: a system call)
+  // called later by wake_listeners: after the next step is launched, so
+  // that the GPU does not wait on it, or before the engine goes idle.
+  void emit(RequestStream& stream, StreamEvent ev);
+  void wake_listeners();
 
   const Model& model_;
   const Tokenizer& tokenizer_;
@@ -111,6 +116,7 @@ class Engine final : public ServingEngine {
   std::vector<PenaltyToken> penalties_;
   std::vector<SampleResult> results_;
   std::vector<Active*> sampled_;
+  std::vector<RequestStream::Listener> listeners_to_wake_;  // emit()'s, in order
   std::vector<int32_t> eog_tokens_;
   // Structured output (requests with a grammar): each token's bytes, their
   // trie and the compiled grammars, built at the first such request; the

@@ -33,16 +33,20 @@ std::optional<StreamEvent> RequestStream::next(std::chrono::milliseconds timeout
 }
 
 void RequestStream::push(StreamEvent ev) {
-  std::shared_ptr<const std::function<void()>> listener;
+  if (const Listener listener = push_quiet(std::move(ev))) (*listener)();
+}
+
+RequestStream::Listener RequestStream::push_quiet(StreamEvent ev) {
+  Listener listener;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (done_) return;
+    if (done_) return nullptr;
     done_ = ev.finished;
     events_.push_back(std::move(ev));
     listener = listener_;
   }
   cv_.notify_all();
-  if (listener) (*listener)();
+  return listener;
 }
 
 void RequestStream::set_listener(std::function<void()> fn) {

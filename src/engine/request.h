@@ -79,6 +79,11 @@ class RequestStream {
 
   // Producer side (engine thread).
   void push(StreamEvent ev);
+  // The same without calling the listener: the event is queued (and
+  // blocking consumers woken); the listener to call is returned (nullptr if
+  // none), for the engine to call once its next step is on the GPU.
+  using Listener = std::shared_ptr<const std::function<void()>>;
+  Listener push_quiet(StreamEvent ev);
   bool finished() const;
   std::chrono::steady_clock::time_point created() const { return created_; }
 
@@ -90,7 +95,7 @@ class RequestStream {
   std::condition_variable cv_;
   std::deque<StreamEvent> events_;
   bool done_ = false;
-  std::shared_ptr<const std::function<void()>> listener_;  // copied under mu_, called outside it
+  Listener listener_;  // copied under mu_, called outside it
 };
 
 using RequestHandle = std::shared_ptr<RequestStream>;
