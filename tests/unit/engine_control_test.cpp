@@ -226,5 +226,30 @@ TEST(EngineControl, StopCancelsWhatIsRunning) {
   test::expect_idle(*engine);
 }
 
+// A stream's events are queued as its step ends (a poll sees them), while
+// its listener (the server's wake-up) is called once the next step is
+// launched, or when the engine runs out of work: never lost, never early.
+TEST(EngineControl, ListenersWokenAfterTheNextLaunch) {
+  RF_REQUIRE_TESTDATA("stories260K.gguf");
+  test::Stories st;
+  const auto golden = test::read_golden();
+  auto engine = st.engine(config(40, 4, 64, 64, true));
+  RequestHandle h = engine->submit(greedy(golden[0].prompt_tokens, 5));
+  std::atomic<int> wakes{0};
+  h->set_listener([&] { wakes++; });
+  engine->step();  // the prompt: its first token queued, the listener not called yet
+  ASSERT_TRUE(h->next(std::chrono::milliseconds(0)).has_value());
+  EXPECT_EQ(wakes.load(), 0);
+  engine->step();  // the next step launched: the first token's wake-up, then its own token queued
+  EXPECT_EQ(wakes.load(), 1);
+  engine->run_until_idle();  // the last events' wake-up before the engine idles
+  Output o;
+  test::read_events(*h, o, false);
+  EXPECT_TRUE(o.finished);
+  EXPECT_EQ(o.tokens.size(), 4u);  // (the first was read above)
+  EXPECT_EQ(wakes.load(), 5);      // one a step's events: 4 decode steps and the idle one
+  h->set_listener(nullptr);
+}
+
 }  // namespace
 }  // namespace rf
