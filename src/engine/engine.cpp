@@ -279,10 +279,17 @@ bool Engine::step() {
 
   const auto t_forward = Clock::now();
   auto t_sample = t_forward;
+  // The last step's wake-ups: after a GPU decode step's launch (one graph,
+  // a few microseconds), so that the GPU does not wait on them; before a
+  // step that carries prompt tokens, whose kernels are launched one by one
+  // for longer than the wake-ups take (the GPU starts on the first), and
+  // before a CPU step (its forward pass is the step itself).
+  const bool wake_after_launch = runner_->forward_queues() && batch_.n_tokens() == batch_.n_seqs();
   try {
+    if (!wake_after_launch) wake_listeners();
     runner_->forward(batch_);
-    wake_listeners();  // the last step's events, while a GPU computes this one
-    grammar_masks();   // on the CPU while a GPU computes the logits
+    if (wake_after_launch) wake_listeners();
+    grammar_masks();  // on the CPU while a GPU computes the logits
     t_sample = Clock::now();
     if (!rows_.empty()) runner_->sample(rows_, penalties_, results_);
   } catch (const std::exception& e) {

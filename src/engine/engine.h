@@ -94,8 +94,8 @@ class Engine final : public ServingEngine {
   void fail_step(const std::vector<ScheduledSeq>& step, const std::string& error);
   void update_gauges();
   // A stream's event, its listener (the server's wake-up: a system call)
-  // called later by wake_listeners: after the next step is launched, so
-  // that the GPU does not wait on it, or before the engine goes idle.
+  // called later by wake_listeners: around the next step's launch (step()),
+  // or before the engine goes idle.
   void emit(RequestStream& stream, StreamEvent ev);
   void wake_listeners();
 

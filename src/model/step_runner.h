@@ -50,6 +50,8 @@ class StepRunner {
 
   // Runs the step on every rank (queued on GPUs); the logits stay on the ranks.
   void forward(const Batch& batch);
+  // Whether forward() returns with the step queued on a device, not done.
+  bool forward_queues() const { return ranks_[0].backend->device() != DeviceKind::CPU; }
   // Samples the last forward's logit rows.
   void sample(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
               std::vector<SampleResult>& out);

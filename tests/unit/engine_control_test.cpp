@@ -227,9 +227,10 @@ TEST(EngineControl, StopCancelsWhatIsRunning) {
 }
 
 // A stream's events are queued as its step ends (a poll sees them), while
-// its listener (the server's wake-up) is called once the next step is
-// launched, or when the engine runs out of work: never lost, never early.
-TEST(EngineControl, ListenersWokenAfterTheNextLaunch) {
+// its listener (the server's wake-up) is called with the next step's
+// launch (on the CPU, before it: its forward pass is the step), or when the
+// engine runs out of work: never lost.
+TEST(EngineControl, ListenersWokenWithTheNextStep) {
   RF_REQUIRE_TESTDATA("stories260K.gguf");
   test::Stories st;
   const auto golden = test::read_golden();
