@@ -198,7 +198,8 @@ struct CudaOptions {
   // the flag exchange; 265.5 and 261.8 with the Lamport exchange.
   bool peer_early_trigger = true;
   // Bulk-copying GEMVs' rows per block (1, 2 or 4; halved where the rows
-  // and up rows exceed 64 KB); 0: one for f16, two for FP8 (llama3-8b:fp8
+  // and up rows exceed 64 KB); 0: one for f16 (two for the o projection
+  // fused with the residual add: gemv.cu), two for FP8 (llama3-8b:fp8
   // tg128 b1, H100: 274.7 / 276.3 tok/s at one, 281.8 / 280.7 at two). One
   // measured best for f16 on the H100 (tg128 b1,
   // against the rule before: 4 rows for rows of >= 8 KB in grids of >= 2048

@@ -202,6 +202,15 @@ __global__ void __launch_bounds__(kKqWarps * RF_WARP_SIZE) gemv_kq_kernel(GemvAr
 // until the block's rows (and up rows) fit kTmaMaxBlockBytes; rows wider
 // than that go to gemv_kernel.
 [[maybe_unused]] constexpr size_t kTmaMaxBlockBytes = size_t(64) << 10;  // unused with RF_PORTABLE
+// But two f16 rows a block for the o projection of one token fused with the
+// residual add (rows of up to 8 KB; the down projection's are wider): it
+// runs after the attention, and its resident blocks copy their weights
+// while the attention does, so two rows a block put twice the bytes in
+// flight in that window. H100, tg128 b1 after 512 tokens, one row -> two,
+// three rounds: llama3-8b 184.5 / 183.2 / 184.4 -> 184.5 / 184.8 / 184.7,
+// qwen3-8b 179.8 / 179.5 / 180.2 -> 180.5 / 181.5 / 181.7, phi3-mini
+// 321.8 / 324.7 / 321.2 -> 324.0 / 324.1 / 325.5 tok/s.
+[[maybe_unused]] constexpr size_t kTmaResidualPairBytes = size_t(8) << 10;
 
 #if !defined(RF_PORTABLE)
 // T: F16, or F8_E4M3_ROW (FP8 weights: a row's 16-byte header holds its
@@ -380,7 +389,9 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
 #if !defined(RF_PORTABLE)
     if constexpr (T == DType::F16 || T == DType::F8_E4M3_ROW) {
       const size_t row_set_bytes = size_t(paired ? 2 : 1) * a.row_bytes;
-      int rows_per_block = ctx.options.gemv_tma_rows > 0 ? ctx.options.gemv_tma_rows : T == DType::F16 ? 1 : 2;
+      int rows_per_block = T == DType::F16 ? 1 : 2;
+      if (T == DType::F16 && a.residual && !paired && a.row_bytes <= kTmaResidualPairBytes) rows_per_block = 2;
+      if (ctx.options.gemv_tma_rows > 0) rows_per_block = ctx.options.gemv_tma_rows;
       while (rows_per_block > 0 && size_t(rows_per_block) * row_set_bytes > kTmaMaxBlockBytes) rows_per_block /= 2;
       if (a.n == 1 && a.tma && rows_per_block > 0) {
         if (out_type == DType::F32) {
