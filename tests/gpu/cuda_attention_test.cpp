@@ -223,21 +223,34 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
                          [](const auto& info) { return test::attn_shape_name(info.param); });
 
 // A few tokens (a block per token) and a long prompt (past
-// rope_kv.cu's kMaxTokenBlocks: each block loops over several tokens).
-TEST(CudaOps, RopeStoreKvMatchesCpu) {
+// rope_kv.cu's kMaxRopeTokenBlocks: each block loops over several tokens),
+// in both pair layouts, with all dims rotated or only the first n_rot. The
+// long prompt takes four pairs a thread where head_dim and n_rot are
+// multiples of 8 (one otherwise: head size 64 rotating 36), the few tokens
+// one pair a thread.
+struct RopeShape {
+  int hd, n_rot;
+  bool neox;
+};
+
+class CudaRopeStoreKv : public ::testing::TestWithParam<RopeShape> {};
+
+TEST_P(CudaRopeStoreKv, MatchesCpu) {
   RF_REQUIRE_GPU();
-  for (const int n : {6, 1100}) {
+  const RopeShape shape = GetParam();
+  for (const int n : {6, 2100}) {
     SCOPED_TRACE(n);
     std::mt19937 rng(12);
     auto gpu = test::make_gpu();
     CpuBackend cpu(2);
-    const int hd = 128, n_heads = 8, n_kv = 2, bs = 16, first = 100;
+    const int hd = shape.hd, n_heads = 8, n_kv = 2, bs = 16, first = 100;
     const int num_blocks = (first + n + bs - 1) / bs;
     RopeParams rope;
-    rope.n_rot = hd;
+    rope.n_rot = shape.n_rot;
+    rope.neox = shape.neox;
     rope.freq_base = 500000.0f;
     rope.n_ctx_orig = 8192;
-    std::vector<float> ff(hd / 2);
+    std::vector<float> ff(rope.n_rot / 2);
     for (auto& f : ff) f = 1.0f + std::uniform_real_distribution<float>(0, 7)(rng);
     rope.freq_factors = ff.data();
     Batch b;
@@ -260,7 +273,7 @@ TEST(CudaOps, RopeStoreKvMatchesCpu) {
     void* gkc = gpu->alloc(kc.size() * 2, "k cache");
     void* gvc = gpu->alloc(kc.size() * 2, "v cache");
     KVLayer gcache{gkc, gvc, DType::F16, num_blocks, bs, n_kv, hd};
-    Tensor gff = gpu->load_f32(ff.data(), hd / 2, 1, "ff");
+    Tensor gff = gpu->load_f32(ff.data(), rope.n_rot / 2, 1, "ff");
     rope.freq_factors = gff.ptr<float>();
     void* gq = test::upload(*gpu, test::to_f16(q));
     void* gk = test::upload(*gpu, test::to_f16(k));
@@ -279,6 +292,15 @@ TEST(CudaOps, RopeStoreKvMatchesCpu) {
     EXPECT_LT(rel_l2(gvcache, vc), 1e-6);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Layouts, CudaRopeStoreKv,
+                         ::testing::Values(RopeShape{128, 128, false}, RopeShape{128, 128, true},
+                                           RopeShape{128, 64, true}, RopeShape{96, 32, false},
+                                           RopeShape{64, 36, false}, RopeShape{64, 36, true}),
+                         [](const auto& info) {
+                           const RopeShape& r = info.param;
+                           return str("hd", r.hd, "_rot", r.n_rot, r.neox ? "_neox" : "_norm");
+                         });
 
 TEST(CudaOps, SamplingMatchesCpu) {
   RF_REQUIRE_GPU();

@@ -34,8 +34,11 @@ __global__ void embed_kernel(const uint8_t* __restrict__ table, size_t row_bytes
     for (int sb = threadIdx.x; sb < cols / 32; sb += blockDim.x) {
       float v[32];
       WeightFormat<T>::load32(row, sb, v);
+      // 16-byte stores (rows of 32k floats are 128-byte aligned): a warp's
+      // store then fills half of each 32-byte sector it touches, not an eighth.
+      float4* o4 = reinterpret_cast<float4*>(o + sb * 32);
 #pragma unroll
-      for (int i = 0; i < 32; ++i) o[sb * 32 + i] = v[i];
+      for (int i = 0; i < 8; ++i) o4[i] = make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
     }
   } else if constexpr (kPlain<T>) {
     for (int i = threadIdx.x; i < cols; i += blockDim.x) o[i] = load1<T>(row, i);
@@ -200,6 +203,7 @@ void embed_rows(DType type, const void* table, size_t row_bytes, int cols, const
 void embed_rows_range(DType type, const void* table, size_t row_bytes, int cols, const int32_t* ids, int n, int first,
                       int vocab, bool zero_outside, float* out, const LaunchCtx& ctx) {
   if (n == 0) return;
+  RF_CHECK(cols % 32 != 0 || reinterpret_cast<uintptr_t>(out) % 16 == 0, "embed: output rows not 16-byte aligned");
   switch (type) {
 #define RF_CASE(T)                                                                                              \
   case DType::T:                                                                                                \

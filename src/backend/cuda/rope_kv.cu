@@ -1,15 +1,18 @@
-// RoPE fused with the paged KV store. f16 cache: one thread per rotated
-// pair of q, per rotated pair of k (written to the activations and the
-// cache), and per pair of v elements (copied to the cache); grid.x is the
-// token, so every token is spread over many blocks (past kMaxTokenBlocks
-// tokens each block loops over every gridDim.x-th one). e4m3 cache: also a
-// thread per pair, rows kept whole in a block, since a stored row needs its
-// largest magnitude for its scale (core/fp8.h). Angles in f32 as llama.cpp
-// computes them. With per-head q/k RMSNorms before the rotation (Qwen3,
-// Gemma 3; f16 cache): rows of a head kept whole in a block, as for e4m3,
-// for the row's sum of squares.
-// The f16 kernels read the step's metadata (positions, slots) and work out
-// their rotation before their PDL wait: only the q/k/v loads follow it.
+// RoPE fused with the paged KV store. f16 cache, decode steps: one thread
+// per rotated pair of q, per rotated pair of k (written to the activations
+// and the cache), and per pair of v elements (copied to the cache); grid.x
+// is the token, so every token is spread over many blocks (past
+// kMaxTokenBlocks tokens each block loops over every gridDim.x-th one).
+// Prompts: a block per token, a thread per four pairs of several rows, its
+// rotations worked out once a token, 16-byte loads and stores. e4m3 cache:
+// also a thread per pair, rows kept whole in a block, since a stored row
+// needs its largest magnitude for its scale (core/fp8.h). Angles in f32 as
+// llama.cpp computes them. With per-head q/k RMSNorms before the rotation
+// (Qwen3, Gemma 3; f16 cache): rows of a head kept whole in a block, as for
+// e4m3, for the row's sum of squares.
+// The f16 decode kernels read the step's metadata (positions, slots) and
+// work out their rotation before their PDL wait: only the q/k/v loads
+// follow it.
 // Slot -1 (padding) stores nothing.
 #include <algorithm>
 
@@ -21,8 +24,12 @@ namespace rf::gpu {
 namespace {
 
 constexpr int kThreads = 128;
-// Blocks along the tokens at most (the f16 kernels): more tokens loop.
-constexpr int kMaxTokenBlocks = 512;
+// Blocks along the tokens at most (the f16 kernels): more tokens loop. The
+// RoPE + KV store: a 2,048-token prompt chunk in one pass.
+constexpr int kMaxTokenBlocks = 512, kMaxRopeTokenBlocks = 2048;
+// Steps of at least this many tokens take rope_store_kv_rows_kernel (its
+// blocks of one token run few threads: decode steps take the per-pair one).
+constexpr int kRopeRowsMinTokens = 256;
 
 // The elements of rotated pair i of a head: (2i, 2i+1), or (i, i + n_rot/2)
 // in the NeoX layout; dimensions past n_rot pass through, a pair at a time.
@@ -67,56 +74,185 @@ __device__ __forceinline__ void rope_rotate(const RopeAngle& r, float& x0, float
   x1 = r1;
 }
 
+// P consecutive halves of `p` into h (one load of 2P bytes; p aligned to it).
+template <int N>
+__device__ __forceinline__ void load_halves(const __half* p, __half (&h)[N]) {
+  static_assert(N == 1 || N == 2 || N == 4 || N == 8, "1, 2, 4 or 8 halves");
+  if constexpr (N == 1) h[0] = *p;
+  else if constexpr (N == 2) memcpy(h, reinterpret_cast<const __half2*>(p), 4);
+  else if constexpr (N == 4) { const uint2 u = *reinterpret_cast<const uint2*>(p); memcpy(h, &u, 8); }
+  else { const uint4 u = *reinterpret_cast<const uint4*>(p); memcpy(h, &u, 16); }
+}
+template <int N>
+__device__ __forceinline__ void store_halves(__half* p, const __half (&h)[N]) {
+  if constexpr (N == 1) *p = h[0];
+  else if constexpr (N == 2) memcpy(reinterpret_cast<__half2*>(p), h, 4);
+  else if constexpr (N == 4) { uint2 u; memcpy(&u, h, 8); *reinterpret_cast<uint2*>(p) = u; }
+  else { uint4 u; memcpy(&u, h, 16); *reinterpret_cast<uint4*>(p) = u; }
+}
+
+// P consecutive pairs (i0 .. i0 + P - 1) of a head row at `row`: where they
+// lie (rope_pair) — (x0, x1) interleaved from `at` (2i, 2i+1 pairs and the
+// dims past n_rot), or with `split` the x0s from `at` and the x1s from
+// `at` + n_rot / 2 (NeoX).
+template <int P>
+struct PairSpan {
+  int at = 0;
+  bool split = false;
+  __device__ void load(const __half* row, int half_rot, float (&x0)[P], float (&x1)[P]) const {
+    if (split) {
+      __half a[P], b[P];
+      load_halves(row + at, a);
+      load_halves(row + at + half_rot, b);
+#pragma unroll
+      for (int j = 0; j < P; ++j) x0[j] = __half2float(a[j]), x1[j] = __half2float(b[j]);
+    } else {
+      __half h[2 * P];
+      load_halves(row + at, h);
+#pragma unroll
+      for (int j = 0; j < P; ++j) x0[j] = __half2float(h[2 * j]), x1[j] = __half2float(h[2 * j + 1]);
+    }
+  }
+  __device__ void store(__half* row, int half_rot, const float (&x0)[P], const float (&x1)[P]) const {
+    if (split) {
+      __half a[P], b[P];
+#pragma unroll
+      for (int j = 0; j < P; ++j) a[j] = __float2half_rn(x0[j]), b[j] = __float2half_rn(x1[j]);
+      store_halves(row + at, a);
+      store_halves(row + at + half_rot, b);
+    } else {
+      __half h[2 * P];
+#pragma unroll
+      for (int j = 0; j < P; ++j) h[2 * j] = __float2half_rn(x0[j]), h[2 * j + 1] = __float2half_rn(x1[j]);
+      store_halves(row + at, h);
+    }
+  }
+};
+
+// Decode steps: a thread per P consecutive pairs (P = 1) of a row (q head,
+// k head, v head) of a token, each working out its own rotation.
+template <int P>
 __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
                                      const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
                                      int n_tokens, int n_heads, int n_kv, int hd, RopeParams rope, YarnCorrDims corr,
                                      __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots,
                                      bool trigger_first) {
   const int item = blockIdx.y * blockDim.x + threadIdx.x;
-  const int half_hd = hd / 2;
-  const int q_items = n_heads * half_hd, k_items = n_kv * half_hd, v_items = n_kv * half_hd;
+  const int groups = hd / (2 * P);  // groups of P pairs a row
+  const int q_items = n_heads * groups, k_items = n_kv * groups, v_items = n_kv * groups;
   if (item >= q_items + k_items + v_items) return;
-  const int kv_dim = n_kv * hd;
+  const int kv_dim = n_kv * hd, half_rot = rope.n_rot / 2;
   const bool is_v = item >= q_items + k_items, is_q = item < q_items;
-  const int it = is_q ? item : item - q_items;
-  const int head = it / half_hd, i = it % half_hd;  // pair index within the head (q, k)
-  const bool rotated = !is_v && i < rope.n_rot / 2;
-  int a = 0, b = 0;
-  if (!is_v) rope_pair(i, rope, a, b);
+  const int it = is_q ? item : is_v ? item - q_items - k_items : item - q_items;
+  const int head = it / groups, i0 = (it % groups) * P;  // the group's first pair within the head
+  const bool rotated = !is_v && i0 < half_rot;
+  PairSpan<P> span;
+  if (!is_v) {
+    int a = 0, b = 0;
+    rope_pair(i0, rope, a, b);
+    span.at = a;
+    span.split = b != a + 1;
+  } else {
+    span.at = 2 * i0;  // v: copied as it is
+  }
   // Before the wait: the first token's metadata (uploaded before the step's
-  // kernels) and the rotation it gives.
+  // kernels) and the rotations it gives.
   int t = blockIdx.x;
   int64_t slot = slots[t];
-  const float freq = rotated ? rope_freq(i, rope) : 0.0f;
-  RopeAngle angle = rotated ? rope_angle(i, positions[t], freq, rope, corr) : RopeAngle{};
+  float freq[P];
+  RopeAngle angle[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    freq[j] = rotated ? rope_freq(i0 + j, rope) : 0.0f;
+    if (rotated) angle[j] = rope_angle(i0 + j, positions[t], freq[j], rope, corr);
+  }
   pdl_wait_trigger(trigger_first);
-  // Long prompts: each block takes every gridDim.x-th token (a block per
-  // token would leave each thread one pair and the launch ~4x its bytes).
+  // Long prompts: each block takes every gridDim.x-th token.
   for (;;) {
     const bool store = slot >= 0 && slot < n_slots;
-    if (is_v) {  // v: copy a pair
+    if (is_v) {
       if (store) {
-        const int e = 2 * (item - q_items - k_items);
-        const __half2 pair = *reinterpret_cast<const __half2*>(v + size_t(t) * kv_dim + e);
-        *reinterpret_cast<__half2*>(vc + slot * kv_dim + e) = pair;
+        __half h[2 * P];
+        load_halves(v + size_t(t) * kv_dim + size_t(head) * hd + span.at, h);
+        store_halves(vc + slot * kv_dim + size_t(head) * hd + span.at, h);
       }
     } else {
-      __half* base = (is_q ? q + size_t(t) * n_heads * hd : k + size_t(t) * kv_dim) + size_t(head) * hd;
-      float x0 = __half2float(base[a]), x1 = __half2float(base[b]);
+      __half* row = is_q ? q + (size_t(t) * n_heads + head) * hd : k + size_t(t) * kv_dim + size_t(head) * hd;
+      float x0[P], x1[P];
+      span.load(row, half_rot, x0, x1);
       if (rotated) {
-        rope_rotate(angle, x0, x1);
-        base[a] = __float2half_rn(x0);
-        base[b] = __float2half_rn(x1);
+#pragma unroll
+        for (int j = 0; j < P; ++j) rope_rotate(angle[j], x0[j], x1[j]);
+        span.store(row, half_rot, x0, x1);
       }
-      if (!is_q && store) {
-        kc[slot * kv_dim + head * hd + a] = __float2half_rn(x0);
-        kc[slot * kv_dim + head * hd + b] = __float2half_rn(x1);
-      }
+      if (!is_q && store) span.store(kc + slot * kv_dim + size_t(head) * hd, half_rot, x0, x1);
     }
     t += gridDim.x;
     if (t >= n_tokens) return;
     slot = slots[t];
-    if (rotated) angle = rope_angle(i, positions[t], freq, rope, corr);
+    if (rotated)
+#pragma unroll
+      for (int j = 0; j < P; ++j) angle[j] = rope_angle(i0 + j, positions[t], freq[j], rope, corr);
+  }
+}
+
+// Prompts: a block per token (every gridDim.x-th), a thread per group of P
+// consecutive pairs (P = 4: 16-byte loads and stores; head_dim and n_rot
+// multiples of 8, so a group is all rotated or all past n_rot) and slice of
+// the token's rows (q heads, k heads, v heads: every r_step-th from r0). A
+// thread works out its rotations once a token for all its q and k rows (per
+// pair and thread, they cost more than the bytes: one rotation per row of
+// every head made this kernel slower than its ~50 MB a 2,048-token step).
+template <int P>
+__global__ void rope_store_kv_rows_kernel(__half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
+                                          const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
+                                          int n_tokens, int n_heads, int n_kv, int hd, RopeParams rope,
+                                          YarnCorrDims corr, __half* __restrict__ kc, __half* __restrict__ vc,
+                                          int64_t n_slots, bool trigger_first) {
+  const int groups = hd / (2 * P), r_step = blockDim.x / groups;
+  const int g = threadIdx.x % groups, r0 = threadIdx.x / groups;
+  if (r0 >= r_step) return;
+  const int rows = n_heads + 2 * n_kv, kv_dim = n_kv * hd, half_rot = rope.n_rot / 2, i0 = g * P;
+  const bool rotated = i0 < half_rot;
+  PairSpan<P> span;  // where the group lies in a q or k row; in a v row at 2 i0
+  int a = 0, b = 0;
+  rope_pair(i0, rope, a, b);
+  span.at = a;
+  span.split = b != a + 1;
+  float freq[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) freq[j] = rotated ? rope_freq(i0 + j, rope) : 0.0f;
+  pdl_wait_trigger(trigger_first);
+  for (int t = blockIdx.x; t < n_tokens; t += gridDim.x) {
+    const int64_t slot = slots[t];
+    const bool store = slot >= 0 && slot < n_slots;
+    RopeAngle angle[P];
+    if (rotated)
+#pragma unroll
+      for (int j = 0; j < P; ++j) angle[j] = rope_angle(i0 + j, positions[t], freq[j], rope, corr);
+#pragma unroll 2
+    for (int r = r0; r < rows; r += r_step) {
+      if (r >= n_heads + n_kv) {  // v: copied as it is
+        if (store) {
+          const size_t at = size_t(r - n_heads - n_kv) * hd + size_t(2 * i0);
+          __half h[2 * P];
+          load_halves(v + size_t(t) * kv_dim + at, h);
+          store_halves(vc + slot * kv_dim + at, h);
+        }
+        continue;
+      }
+      const bool is_q = r < n_heads;
+      const int head = is_q ? r : r - n_heads;
+      __half* row = is_q ? q + (size_t(t) * n_heads + head) * hd : k + size_t(t) * kv_dim + size_t(head) * hd;
+      float x0[P], x1[P];
+      span.load(row, half_rot, x0, x1);
+      if (rotated) {
+#pragma unroll
+        for (int j = 0; j < P; ++j) rope_rotate(angle[j], x0[j], x1[j]);
+        span.store(row, half_rot, x0, x1);
+      }
+      if (!is_q && store) span.store(kc + slot * kv_dim + size_t(head) * hd, half_rot, x0, x1);
+    }
   }
 }
 
@@ -307,12 +443,22 @@ void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tok
     RF_GPU_CHECK_LAUNCH();
     return;
   }
-  const int items = (n_heads + 2 * cache.n_kv_heads) * (cache.head_dim / 2);
-  const dim3 grid(unsigned(std::min(n_tokens, kMaxTokenBlocks)), unsigned((items + kThreads - 1) / kThreads));
-  launch(rope_store_kv_kernel, grid, kThreads, 0, ctx, static_cast<__half*>(q), static_cast<__half*>(k),
-         static_cast<const __half*>(v), m.positions, m.slot_mapping, n_tokens, n_heads, cache.n_kv_heads,
-         cache.head_dim, rope, corr, static_cast<__half*>(cache.k), static_cast<__half*>(cache.v),
-         int64_t(cache.num_blocks) * cache.block_size, ctx.options.pdl_early_rope);
+  const auto go = [&](auto* kernel, dim3 grid, int threads) {
+    launch(kernel, grid, threads, 0, ctx, static_cast<__half*>(q), static_cast<__half*>(k),
+           static_cast<const __half*>(v), m.positions, m.slot_mapping, n_tokens, n_heads, cache.n_kv_heads,
+           cache.head_dim, rope, corr, static_cast<__half*>(cache.k), static_cast<__half*>(cache.v),
+           int64_t(cache.num_blocks) * cache.block_size, ctx.options.pdl_early_rope);
+  };
+  constexpr int kRowsPairs = 4;
+  const int groups = cache.head_dim / (2 * kRowsPairs);
+  if (n_tokens >= kRopeRowsMinTokens && cache.head_dim % 8 == 0 && rope.n_rot % 8 == 0 && groups <= kThreads) {
+    go(rope_store_kv_rows_kernel<kRowsPairs>, dim3(unsigned(std::min(n_tokens, kMaxRopeTokenBlocks))),
+       groups * (kThreads / groups));
+  } else {
+    const int items = (n_heads + 2 * cache.n_kv_heads) * (cache.head_dim / 2);
+    go(rope_store_kv_kernel<1>,
+       dim3(unsigned(std::min(n_tokens, kMaxTokenBlocks)), unsigned((items + kThreads - 1) / kThreads)), kThreads);
+  }
   RF_GPU_CHECK_LAUNCH();
 }
 
