@@ -74,7 +74,8 @@ __device__ __forceinline__ void rope_rotate(const RopeAngle& r, float& x0, float
   x1 = r1;
 }
 
-// P consecutive halves of `p` into h (one load of 2P bytes; p aligned to it).
+// N consecutive halves at p into h, and back: one access of 2N bytes (p
+// aligned to it).
 template <int N>
 __device__ __forceinline__ void load_halves(const __half* p, __half (&h)[N]) {
   static_assert(N == 1 || N == 2 || N == 4 || N == 8, "1, 2, 4 or 8 halves");
@@ -129,14 +130,14 @@ struct PairSpan {
   }
 };
 
-// Decode steps: a thread per P consecutive pairs (P = 1) of a row (q head,
-// k head, v head) of a token, each working out its own rotation.
-template <int P>
+// Decode steps: a thread per pair of a row (q head, k head, v head) of a
+// token, each working out its own rotation.
 __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
                                      const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
                                      int n_tokens, int n_heads, int n_kv, int hd, RopeParams rope, YarnCorrDims corr,
                                      __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots,
                                      bool trigger_first) {
+  constexpr int P = 1;  // pairs a thread
   const int item = blockIdx.y * blockDim.x + threadIdx.x;
   const int groups = hd / (2 * P);  // groups of P pairs a row
   const int q_items = n_heads * groups, k_items = n_kv * groups, v_items = n_kv * groups;
@@ -456,7 +457,7 @@ void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tok
        groups * (kThreads / groups));
   } else {
     const int items = (n_heads + 2 * cache.n_kv_heads) * (cache.head_dim / 2);
-    go(rope_store_kv_kernel<1>,
+    go(rope_store_kv_kernel,
        dim3(unsigned(std::min(n_tokens, kMaxTokenBlocks)), unsigned((items + kThreads - 1) / kThreads)), kThreads);
   }
   RF_GPU_CHECK_LAUNCH();
