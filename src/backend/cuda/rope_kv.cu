@@ -130,6 +130,41 @@ struct PairSpan {
   }
 };
 
+// One token's group of P pairs (from pair i0) of one row: of q head or k
+// head `head` (kind 0, 1), rotated in place where `rotated`, a k row's also
+// stored at `slot`; or of v head `head` (kind 2), copied to `slot`. Slots
+// out of range (padding) store nothing. (The tensors' pointers stay
+// parameters, __restrict__ as the kernels' own, so that the compiler may
+// reorder one row's loads before another's stores.)
+template <int P>
+__device__ __forceinline__ void rope_store_group(__half* __restrict__ q, __half* __restrict__ k,
+                                                 const __half* __restrict__ v, __half* __restrict__ kc,
+                                                 __half* __restrict__ vc, int n_heads, int n_kv, int hd,
+                                                 int64_t n_slots, int t, int64_t slot, int kind, int head, int i0,
+                                                 const PairSpan<P>& span, int half_rot, bool rotated,
+                                                 const RopeAngle (&angle)[P]) {
+  const bool store = slot >= 0 && slot < n_slots;
+  const int kv_dim = n_kv * hd;
+  if (kind == 2) {
+    if (store) {
+      const size_t at = size_t(head) * hd + size_t(2 * i0);
+      __half h[2 * P];
+      load_halves(v + size_t(t) * kv_dim + at, h);
+      store_halves(vc + slot * kv_dim + at, h);
+    }
+    return;
+  }
+  __half* row = kind == 0 ? q + (size_t(t) * n_heads + head) * hd : k + size_t(t) * kv_dim + size_t(head) * hd;
+  float x0[P], x1[P];
+  span.load(row, half_rot, x0, x1);
+  if (rotated) {
+#pragma unroll
+    for (int j = 0; j < P; ++j) rope_rotate(angle[j], x0[j], x1[j]);
+    span.store(row, half_rot, x0, x1);
+  }
+  if (kind == 1 && store) span.store(kc + slot * kv_dim + size_t(head) * hd, half_rot, x0, x1);
+}
+
 // Decode steps: a thread per pair of a row (q head, k head, v head) of a
 // token, each working out its own rotation.
 __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
@@ -140,22 +175,17 @@ __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict_
   constexpr int P = 1;  // pairs a thread
   const int item = blockIdx.y * blockDim.x + threadIdx.x;
   const int groups = hd / (2 * P);  // groups of P pairs a row
-  const int q_items = n_heads * groups, k_items = n_kv * groups, v_items = n_kv * groups;
-  if (item >= q_items + k_items + v_items) return;
-  const int kv_dim = n_kv * hd, half_rot = rope.n_rot / 2;
-  const bool is_v = item >= q_items + k_items, is_q = item < q_items;
-  const int it = is_q ? item : is_v ? item - q_items - k_items : item - q_items;
+  const int q_items = n_heads * groups, kv_items = n_kv * groups, half_rot = rope.n_rot / 2;
+  if (item >= q_items + 2 * kv_items) return;
+  const int kind = item < q_items ? 0 : item < q_items + kv_items ? 1 : 2;
+  const int it = item - (kind == 0 ? 0 : kind == 1 ? q_items : q_items + kv_items);
   const int head = it / groups, i0 = (it % groups) * P;  // the group's first pair within the head
-  const bool rotated = !is_v && i0 < half_rot;
+  const bool rotated = kind < 2 && i0 < half_rot;
   PairSpan<P> span;
-  if (!is_v) {
-    int a = 0, b = 0;
-    rope_pair(i0, rope, a, b);
-    span.at = a;
-    span.split = b != a + 1;
-  } else {
-    span.at = 2 * i0;  // v: copied as it is
-  }
+  int a = 0, b = 0;
+  rope_pair(i0, rope, a, b);
+  span.at = a;
+  span.split = b != a + 1;
   // Before the wait: the first token's metadata (uploaded before the step's
   // kernels) and the rotations it gives.
   int t = blockIdx.x;
@@ -170,24 +200,8 @@ __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict_
   pdl_wait_trigger(trigger_first);
   // Long prompts: each block takes every gridDim.x-th token.
   for (;;) {
-    const bool store = slot >= 0 && slot < n_slots;
-    if (is_v) {
-      if (store) {
-        __half h[2 * P];
-        load_halves(v + size_t(t) * kv_dim + size_t(head) * hd + span.at, h);
-        store_halves(vc + slot * kv_dim + size_t(head) * hd + span.at, h);
-      }
-    } else {
-      __half* row = is_q ? q + (size_t(t) * n_heads + head) * hd : k + size_t(t) * kv_dim + size_t(head) * hd;
-      float x0[P], x1[P];
-      span.load(row, half_rot, x0, x1);
-      if (rotated) {
-#pragma unroll
-        for (int j = 0; j < P; ++j) rope_rotate(angle[j], x0[j], x1[j]);
-        span.store(row, half_rot, x0, x1);
-      }
-      if (!is_q && store) span.store(kc + slot * kv_dim + size_t(head) * hd, half_rot, x0, x1);
-    }
+    rope_store_group(q, k, v, kc, vc, n_heads, n_kv, hd, n_slots, t, slot, kind, head, i0, span, half_rot, rotated,
+                     angle);
     t += gridDim.x;
     if (t >= n_tokens) return;
     slot = slots[t];
@@ -213,9 +227,9 @@ __global__ void rope_store_kv_rows_kernel(__half* __restrict__ q, __half* __rest
   const int groups = hd / (2 * P), r_step = blockDim.x / groups;
   const int g = threadIdx.x % groups, r0 = threadIdx.x / groups;
   if (r0 >= r_step) return;
-  const int rows = n_heads + 2 * n_kv, kv_dim = n_kv * hd, half_rot = rope.n_rot / 2, i0 = g * P;
+  const int rows = n_heads + 2 * n_kv, i0 = g * P, half_rot = rope.n_rot / 2;
   const bool rotated = i0 < half_rot;
-  PairSpan<P> span;  // where the group lies in a q or k row; in a v row at 2 i0
+  PairSpan<P> span;  // where the group lies in a q or k row
   int a = 0, b = 0;
   rope_pair(i0, rope, a, b);
   span.at = a;
@@ -226,33 +240,16 @@ __global__ void rope_store_kv_rows_kernel(__half* __restrict__ q, __half* __rest
   pdl_wait_trigger(trigger_first);
   for (int t = blockIdx.x; t < n_tokens; t += gridDim.x) {
     const int64_t slot = slots[t];
-    const bool store = slot >= 0 && slot < n_slots;
     RopeAngle angle[P];
     if (rotated)
 #pragma unroll
       for (int j = 0; j < P; ++j) angle[j] = rope_angle(i0 + j, positions[t], freq[j], rope, corr);
 #pragma unroll 2
     for (int r = r0; r < rows; r += r_step) {
-      if (r >= n_heads + n_kv) {  // v: copied as it is
-        if (store) {
-          const size_t at = size_t(r - n_heads - n_kv) * hd + size_t(2 * i0);
-          __half h[2 * P];
-          load_halves(v + size_t(t) * kv_dim + at, h);
-          store_halves(vc + slot * kv_dim + at, h);
-        }
-        continue;
-      }
-      const bool is_q = r < n_heads;
-      const int head = is_q ? r : r - n_heads;
-      __half* row = is_q ? q + (size_t(t) * n_heads + head) * hd : k + size_t(t) * kv_dim + size_t(head) * hd;
-      float x0[P], x1[P];
-      span.load(row, half_rot, x0, x1);
-      if (rotated) {
-#pragma unroll
-        for (int j = 0; j < P; ++j) rope_rotate(angle[j], x0[j], x1[j]);
-        span.store(row, half_rot, x0, x1);
-      }
-      if (!is_q && store) span.store(kc + slot * kv_dim + size_t(head) * hd, half_rot, x0, x1);
+      const int kind = r < n_heads ? 0 : r < n_heads + n_kv ? 1 : 2;
+      const int head = r - (kind == 0 ? 0 : kind == 1 ? n_heads : n_heads + n_kv);
+      rope_store_group(q, k, v, kc, vc, n_heads, n_kv, hd, n_slots, t, slot, kind, head, i0, span, half_rot,
+                       rotated && kind < 2, angle);
     }
   }
 }
