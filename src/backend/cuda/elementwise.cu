@@ -34,8 +34,9 @@ __global__ void embed_kernel(const uint8_t* __restrict__ table, size_t row_bytes
     for (int sb = threadIdx.x; sb < cols / 32; sb += blockDim.x) {
       float v[32];
       WeightFormat<T>::load32(row, sb, v);
-      // 16-byte stores (rows of 32k floats are 128-byte aligned): a warp's
-      // store then fills half of each 32-byte sector it touches, not an eighth.
+      // 16-byte stores (rows a multiple of 32 floats wide stay 128-byte
+      // aligned): a warp's store then fills half of each 32-byte sector it
+      // touches, not an eighth.
       float4* o4 = reinterpret_cast<float4*>(o + sb * 32);
 #pragma unroll
       for (int i = 0; i < 8; ++i) o4[i] = make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
