@@ -23,7 +23,12 @@ const char* file_type_name(int64_t ft) {
       {7, "mostly Q8_0"}, {8, "mostly Q5_0"}, {9, "mostly Q5_1"}, {10, "mostly Q2_K"},
       {11, "mostly Q3_K - Small"}, {12, "mostly Q3_K - Medium"}, {13, "mostly Q3_K - Large"},
       {14, "mostly Q4_K - Small"}, {15, "mostly Q4_K - Medium"}, {16, "mostly Q5_K - Small"},
-      {17, "mostly Q5_K - Medium"}, {18, "mostly Q6_K"}, {32, "mostly BF16"},
+      {17, "mostly Q5_K - Medium"}, {18, "mostly Q6_K"}, {19, "mostly IQ2_XXS - 2.0625 bpw"},
+      {20, "mostly IQ2_XS - 2.3125 bpw"}, {21, "mostly Q2_K - Small"}, {22, "mostly IQ3_XS - 3.3 bpw"},
+      {23, "mostly IQ3_XXS - 3.0625 bpw"}, {24, "mostly IQ1_S - 1.5625 bpw"}, {25, "mostly IQ4_NL - 4.5 bpw"},
+      {26, "mostly IQ3_S - 3.4375 bpw"}, {27, "mostly IQ3_S mix - 3.66 bpw"}, {28, "mostly IQ2_S - 2.5 bpw"},
+      {29, "mostly IQ2_M - 2.7 bpw"}, {30, "mostly IQ4_XS - 4.25 bpw"}, {31, "mostly IQ1_M - 1.75 bpw"},
+      {32, "mostly BF16"}, {38, "MXFP4 MoE"},
       {int64_t(DType::F8_E4M3_ROW), "mostly FP8 E4M3, a scale per row (ROCmForge's own)"}};
   auto it = names.find(ft);
   return it == names.end() ? "unknown" : it->second;

@@ -17,20 +17,27 @@
 namespace rf {
 
 // Types dequantize_row/dot_row accept: F32, F16, BF16, Q4_0, Q4_1, Q5_0,
-// Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, F8_E4M3_ROW.
+// Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, the i-quants (IQ1_S,
+// IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS), MXFP4 and
+// F8_E4M3_ROW.
 bool can_dequantize(DType t);
 
 // Dequantizes n elements of type t at src into dst, reproducing ggml's
 // values bit for bit. Throws rf::Error for an unsupported type or partial block.
 void dequantize_row(DType t, const void* src, float* dst, size_t n);
 
-// True for every type dequantize_row accepts.
+// Types quantize_row writes: every type dequantize_row accepts except the
+// i-quants below 4 bits (IQ1_*, IQ2_*, IQ3_*), which this engine reads but
+// does not write.
 bool can_quantize(DType t);
 
 // Quantizes n floats into type t (row_bytes(t, n) bytes at dst). Throws
 // rf::Error for unsupported types or a partial block. Non-finite inputs give
-// an unspecified (but valid) block.
-void quantize_row(DType t, const float* src, void* dst, size_t n);
+// an unspecified (but valid) block. With `importance` (n non-negative
+// weights, e.g. an importance matrix's mean squared activations per column)
+// the quantizers of IQ4_NL, IQ4_XS and MXFP4 minimize the importance-weighted
+// error; the other types ignore it.
+void quantize_row(DType t, const float* src, void* dst, size_t n, const float* importance = nullptr);
 
 // sum_i dequant(w)[i] * x[i] over one row of n elements, accumulated in f32.
 float dot_row(DType t, const void* w, const float* x, size_t n);

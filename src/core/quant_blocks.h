@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/host_device.h"
 
 // The SIMD paths need x86-64-v3's AVX2, FMA and F16C (the release build's
 // -march=x86-64-v3); without them the portable scalar code is used.
@@ -84,6 +85,62 @@ struct BlockQ8_K {
   int16_t bsums[kQK_K / 16];   // sum of each 16 quants
 };
 
+// The i-quants: values come from lookup grids (core/iq_grids.h) chosen by
+// stored indices, with signs and small per-group scales. Blocks of 256
+// elements except IQ4_NL (32); all fields are read bytewise, so rows need
+// no alignment beyond 2 bytes (1 for IQ1_M and MXFP4).
+struct BlockIQ2_XXS {
+  uint16_t d;
+  uint16_t qs[kQK_K / 8];      // per 32: 4 grid indices (bytes), then 4x7 sign bits + 4-bit scale
+};
+struct BlockIQ2_XS {
+  uint16_t d;
+  uint16_t qs[kQK_K / 8];      // per 8 values: 9-bit grid index + 7 sign bits
+  uint8_t scales[kQK_K / 32];  // two 4-bit scales per 32
+};
+struct BlockIQ2_S {
+  uint16_t d;
+  uint8_t qs[kQK_K / 4];       // 32 low bytes of 10-bit grid indices, then 32 sign bytes
+  uint8_t qh[kQK_K / 32];      // the indices' top 2 bits
+  uint8_t scales[kQK_K / 32];
+};
+struct BlockIQ3_XXS {
+  uint16_t d;
+  uint8_t qs[3 * kQK_K / 8];   // 64 grid indices, then per 32: 4x7 sign bits + 4-bit scale
+};
+struct BlockIQ3_S {
+  uint16_t d;
+  uint8_t qs[kQK_K / 4];       // low bytes of 9-bit grid indices
+  uint8_t qh[kQK_K / 32];      // their 9th bits
+  uint8_t signs[kQK_K / 8];    // one sign bit per value
+  uint8_t scales[kQK_K / 64];  // 4-bit scales, one per 32
+};
+struct BlockIQ1_S {
+  uint16_t d;
+  uint8_t qs[kQK_K / 8];       // low bytes of 11-bit grid indices
+  uint16_t qh[kQK_K / 32];     // per 32: 4x3 index bits, 3-bit scale, delta sign
+};
+struct BlockIQ1_M {
+  uint8_t qs[kQK_K / 8];       // low bytes of 11-bit grid indices
+  uint8_t qh[kQK_K / 16];      // per 8 values a nibble: 3 more index bits and the delta sign
+  uint8_t scales[kQK_K / 32];  // 3-bit scales per 16, and the f16 super-block scale in the top nibbles
+};
+struct BlockIQ4_NL {
+  uint16_t d;                  // value = d * kIq4nlLevels[nibble]
+  uint8_t qs[kQK / 2];         // element j in the low nibble of qs[j], j+16 in the high nibble
+};
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;           // top 2 bits of the eight 6-bit scales (stored +32)
+  uint8_t scales_l[kQK_K / 64];// their low 4 bits
+  uint8_t qs[kQK_K / 2];       // nibbles as IQ4_NL, per 32
+};
+// MXFP4 (OCP microscaling): 32 E2M1 values sharing one power-of-two scale.
+struct BlockMXFP4 {
+  uint8_t e;                   // E8M0 exponent: value = 2^(e - 128) * kMxfp4Levels[nibble]
+  uint8_t qs[kQK / 2];
+};
+
 // Sizes as listed in core/dtype.cpp (block_size elements in type_size bytes).
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24);
@@ -91,6 +148,22 @@ static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ2_XXS) == 66 && sizeof(BlockIQ2_XS) == 74 && sizeof(BlockIQ2_S) == 82);
+static_assert(sizeof(BlockIQ3_XXS) == 98 && sizeof(BlockIQ3_S) == 110);
+static_assert(sizeof(BlockIQ1_S) == 50 && sizeof(BlockIQ1_M) == 56);
+static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136 && sizeof(BlockMXFP4) == 17);
+
+// The bits of MXFP4's block scale 2^(e - 128) as an f32 (E8M0 exponent e;
+// the levels are E2M1 values doubled, so this is half of 2^(e - 127)).
+RF_HOST_DEVICE inline uint32_t e8m0_half_bits(uint8_t e) {
+  return e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23;
+}
+inline float e8m0_half_to_f32(uint8_t e) {
+  const uint32_t b = e8m0_half_bits(e);
+  float f;
+  __builtin_memcpy(&f, &b, 4);
+  return f;
+}
 
 // The 6-bit scale j and min j (j < 8) of a Q4_K/Q5_K block.
 inline void k4_scale_min(const uint8_t* s, int j, uint8_t* sc, uint8_t* m) {
@@ -138,6 +211,9 @@ constexpr int kUnpackChunk = kQK_K;
 void unpack_blocks(DType t, const void* src, size_t nblocks, int8_t* q, float* scale, float* bias);
 void unpack_blocks_scalar(DType t, const void* src, size_t nblocks, int8_t* q, float* scale,
                           float* bias);
+// The i-quants and MXFP4 (quant_iquants.cpp; one path, no SIMD variant):
+// false for other types.
+bool unpack_iquant(DType t, const void* src, size_t nblocks, int8_t* q, float* scale, float* bias);
 
 // Rounds v to the nearest integer (ties to even) clamped to [lo, hi]; NaN
 // gives lo. Safe for any input (no out-of-range float->int conversion).
@@ -170,6 +246,8 @@ void requant(const float* x, int n, float scale, float offset, int lo, int hi, i
 // n is a positive multiple of the type's block size.
 bool quantize_legacy(DType t, const float* src, void* dst, size_t n);  // quant_legacy.cpp
 bool quantize_kquant(DType t, const float* src, void* dst, size_t n);  // quant_kquants.cpp
+// IQ4_NL, IQ4_XS, MXFP4 (quant_iq4.cpp); importance may be null.
+bool quantize_iq4(DType t, const float* src, void* dst, size_t n, const float* importance);
 
 // F8_E4M3_ROW rows (quant_f8_row.cpp): n a positive multiple of 32, dst of
 // row_bytes(F8_E4M3_ROW, n) bytes. A row holding a NaN gets a NaN scale (it

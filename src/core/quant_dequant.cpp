@@ -121,6 +121,8 @@ bool can_dequantize(DType t) {
     case DType::Q8_0: case DType::Q8_1: case DType::Q2_K: case DType::Q3_K:
     case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q8_K:
     case DType::F8_E4M3_ROW:
+    case DType::IQ2_XXS: case DType::IQ2_XS: case DType::IQ2_S: case DType::IQ3_XXS: case DType::IQ3_S:
+    case DType::IQ1_S: case DType::IQ1_M: case DType::IQ4_NL: case DType::IQ4_XS: case DType::MXFP4:
       return true;
     default:
       return false;

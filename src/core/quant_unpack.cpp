@@ -279,7 +279,9 @@ void unpack(DType t, const void* src_v, size_t nb, int8_t* q, float* scale, floa
     case DType::Q4_K: return unpack_q45_k<kSimd, false>(src, nb, q, scale, bias);
     case DType::Q5_K: return unpack_q45_k<kSimd, true>(src, nb, q, scale, bias);
     case DType::Q6_K: return unpack_q6_k<kSimd>(src, nb, q, scale, bias);
-    default: fail("unpack_blocks: ", dtype_name(t), " is not a quantized block format");
+    default:
+      if (unpack_iquant(t, src, nb, q, scale, bias)) return;
+      fail("unpack_blocks: ", dtype_name(t), " is not a quantized block format");
   }
 }
 
@@ -299,6 +301,12 @@ Layout layout(DType t) {
       return {kQK_K, 16, true};
     case DType::Q4_K: case DType::Q5_K:
       return {kQK_K, 32, true};
+    case DType::IQ4_NL: case DType::MXFP4:
+      return {kQK, kQK, false};
+    case DType::IQ2_XXS: case DType::IQ3_XXS: case DType::IQ3_S: case DType::IQ1_S: case DType::IQ4_XS:
+      return {kQK_K, 32, false};
+    case DType::IQ2_XS: case DType::IQ2_S: case DType::IQ1_M:
+      return {kQK_K, 16, false};
     default:
       fail(dtype_name(t), " is not a quantized block format");
   }

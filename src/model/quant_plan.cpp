@@ -21,6 +21,9 @@ constexpr Entry kPlans[] = {
     {"q5_0", DType::Q5_0, false, 8},   {"q5_1", DType::Q5_1, false, 9},   {"q2_k", DType::Q2_K, false, 10},
     {"q3_k", DType::Q3_K, false, 12},  {"q4_k", DType::Q4_K, false, 15},  {"q5_k", DType::Q5_K, false, 17},
     {"q6_k", DType::Q6_K, false, 18},  {"q4_k_m", DType::Q4_K, true, 15}, {"q5_k_m", DType::Q5_K, true, 17},
+    {"iq4_nl", DType::IQ4_NL, true, 25}, {"iq4_xs", DType::IQ4_XS, true, 30},
+    // llama.cpp's MXFP4_MOE: the experts in MXFP4, every other matrix Q8_0.
+    {"mxfp4", DType::MXFP4, true, 38},
     // FP8 weights: no llama.cpp file type; its type id stands in.
     {"fp8", DType::F8_E4M3_ROW, false, int32_t(DType::F8_E4M3_ROW)},
 };
@@ -52,29 +55,57 @@ std::string quant_plan_names() {
   return s;
 }
 
+// The type a tensor's row width forces instead of t, as llama.cpp's
+// quantizer falls back: the 256-wide i-quants to IQ4_NL, Q2_K and Q3_K to
+// Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0; F16 where that does not
+// fit either.
+DType fit_row_width(DType t, int64_t cols) {
+  if (cols % info(t).block_size == 0) return t;
+  DType f = DType::Q8_0;
+  switch (t) {
+    case DType::IQ1_S: case DType::IQ1_M: case DType::IQ2_XXS: case DType::IQ2_XS: case DType::IQ2_S:
+    case DType::IQ3_XXS: case DType::IQ3_S: case DType::IQ4_XS: f = DType::IQ4_NL; break;
+    case DType::Q2_K: case DType::Q3_K: f = DType::Q4_0; break;
+    case DType::Q4_K: f = DType::Q5_0; break;
+    case DType::Q5_K: f = DType::Q5_1; break;
+    default: break;
+  }
+  return cols % info(f).block_size == 0 ? f : DType::F16;
+}
+
 DType plan_tensor_type(const QuantPlan& plan, const std::string& name, int64_t cols, int n_dims, int n_layer,
-                       bool tied_output, int n_expert) {
+                       bool tied_output, int n_expert, int n_gqa, bool has_imatrix) {
   if (n_dims < 2 || ends_with(name, "ffn_gate_inp.weight")) return DType::F32;
   DType t = plan.base;
-  if (plan.mixture) {
+  const bool is_output = name == "output.weight" || (tied_output && name == "token_embd.weight");
+  if (plan.mixture && plan.base == DType::MXFP4) {
+    t = n_dims >= 3 && !is_output ? DType::MXFP4 : DType::Q8_0;
+  } else if (plan.mixture) {
     const int layer = layer_of(name);
+    const bool k_quant = plan.base == DType::Q4_K || plan.base == DType::Q5_K;
+    const bool iq4 = plan.base == DType::IQ4_NL || plan.base == DType::IQ4_XS;
     const bool more_bits = layer >= 0 && use_more_bits(layer, n_layer);
-    if (name == "output.weight" || (tied_output && name == "token_embd.weight")) t = DType::Q6_K;
-    else if (ends_with(name, "attn_qkv.weight")) t = plan.base == DType::Q4_K ? DType::Q5_K : DType::Q6_K;
-    else if (n_expert == 8 && (ends_with(name, "attn_v.weight") || ends_with(name, "attn_k.weight"))) t = DType::Q8_0;
-    else if (n_expert == 8 && plan.base == DType::Q4_K && ends_with(name, "attn_output.weight")) t = DType::Q5_K;
-    else if ((ends_with(name, "attn_v.weight") || ends_with(name, "ffn_down.weight") ||
-              ends_with(name, "ffn_down_exps.weight")) &&
-             more_bits)
+    if (is_output) {
+      t = cols % info(plan.base).block_size != 0 ? DType::Q8_0 : DType::Q6_K;
+    } else if (k_quant && ends_with(name, "attn_qkv.weight")) {
+      t = plan.base == DType::Q4_K ? DType::Q5_K : DType::Q6_K;
+    } else if (n_expert == 8 && (ends_with(name, "attn_v.weight") || ends_with(name, "attn_k.weight"))) {
+      t = DType::Q8_0;
+    } else if (n_expert == 8 && (plan.base == DType::Q4_K || iq4) && ends_with(name, "attn_output.weight")) {
+      t = DType::Q5_K;
+    } else if (iq4 && ends_with(name, "attn_v.weight") && n_gqa >= 4) {
+      t = DType::Q5_K;
+    } else if (iq4 && (ends_with(name, "ffn_down.weight") || ends_with(name, "ffn_down_exps.weight")) &&
+               layer >= 0 && layer < n_layer / 8 && !has_imatrix) {
+      t = DType::Q5_K;
+    } else if (k_quant &&
+               (ends_with(name, "attn_v.weight") || ends_with(name, "ffn_down.weight") ||
+                ends_with(name, "ffn_down_exps.weight")) &&
+               more_bits) {
       t = DType::Q6_K;
+    }
   }
-  // A width the type's blocks do not divide (GLM-4's 13,696-wide down rows)
-  // falls back as llama.cpp's quantizer does: Q4_K to Q5_0, Q5_K to Q5_1,
-  // the rest (Q6_K) to Q8_0; then f16.
-  const DType fallback = t == DType::Q4_K ? DType::Q5_0 : t == DType::Q5_K ? DType::Q5_1 : DType::Q8_0;
-  for (DType cand : {t, fallback, DType::Q8_0, DType::F16})
-    if (cols % info(cand).block_size == 0) return cand;
-  return DType::F16;
+  return fit_row_width(t, cols);
 }
 
 }  // namespace rf

@@ -7,12 +7,22 @@
 //           bits" layers (the first and last eighth of the layers, and every
 //           third layer in between); Q5_K for a fused attn_qkv;
 //   q5_k_m: the same with Q5_K as the base (Q6_K for attn_qkv).
-//   In both, ffn_down's rule covers the experts' ffn_down_exps, and models
+//   iq4_nl, iq4_xs: the base type; Q6_K output.weight (Q8_0 where its rows
+//           are not whole blocks of the base type); Q5_K attn_v in models of
+//           4 or more query heads per KV head, and Q5_K ffn_down in the
+//           first eighth of the layers unless an importance matrix is used;
+//   mxfp4:  llama.cpp's MXFP4_MOE: expert tensors (3-D) MXFP4, every other
+//           matrix Q8_0.
+//   In all, ffn_down's rule covers the experts' ffn_down_exps, and models
 //   of exactly 8 experts (Mixtral) get Q8_0 attn_k and attn_v, and Q5_K
-//   attn_output under q4_k_m.
+//   attn_output under q4_k_m, iq4_nl and iq4_xs.
+//   A plan with `mixture` off (rocmforge quantize --pure) gives every matrix
+//   the base type.
 // 1-D tensors (norms, rope factors) and MoE routers (ffn_gate_inp) stay F32
 // under every plan. A tensor whose row length is not a multiple of the
-// chosen type's block size falls back to Q8_0, then F16.
+// chosen type's block size falls back as llama.cpp's quantizer does (the
+// 256-wide i-quants to IQ4_NL, Q2_K/Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to
+// Q5_1, others to Q8_0), then to F16.
 #pragma once
 
 #include <optional>
@@ -33,8 +43,11 @@ std::optional<QuantPlan> quant_plan(const std::string& name);
 std::string quant_plan_names();  // for help texts
 // The type for tensor `name` of n_dims dimensions and rows of `cols` in a
 // model of n_layer layers and n_expert experts per layer (0: dense);
-// `tied_output`: the model has no output.weight (token_embd is used).
+// `tied_output`: the model has no output.weight (token_embd is used);
+// n_gqa: query heads per KV head; has_imatrix: quantized with importances.
 DType plan_tensor_type(const QuantPlan& plan, const std::string& name, int64_t cols, int n_dims, int n_layer,
-                       bool tied_output = false, int n_expert = 0);
+                       bool tied_output = false, int n_expert = 0, int n_gqa = 1, bool has_imatrix = false);
+// t, or the type llama.cpp's quantizer falls back to for rows of `cols`.
+DType fit_row_width(DType t, int64_t cols);
 
 }  // namespace rf

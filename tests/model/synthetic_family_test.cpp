@@ -135,6 +135,37 @@ TEST(SyntheticFamily, QuantMixtureRules) {
   EXPECT_EQ(plan_tensor_type(*quant_plan("q4_0"), "blk.4.attn_k.weight", 4096, 2, 32, false, 8), DType::Q4_0);
 }
 
+TEST(SyntheticFamily, QuantMixtureRulesOfTheNonLinearFormats) {
+  // llama.cpp's IQ4_XS / IQ4_NL recipes (llama_tensor_get_type): Q6_K output,
+  // Q5_K attn_v at 4+ query heads per KV head, Q5_K ffn_down in the first
+  // eighth of the layers without an importance matrix.
+  const auto xs = *quant_plan("iq4_xs");
+  EXPECT_EQ(plan_tensor_type(xs, "output.weight", 4096, 2, 32), DType::Q6_K);
+  EXPECT_EQ(plan_tensor_type(xs, "blk.9.attn_q.weight", 4096, 2, 32, false, 0, 4), DType::IQ4_XS);
+  EXPECT_EQ(plan_tensor_type(xs, "blk.9.attn_v.weight", 4096, 2, 32, false, 0, 4), DType::Q5_K);
+  EXPECT_EQ(plan_tensor_type(xs, "blk.9.attn_v.weight", 4096, 2, 32, false, 0, 2), DType::IQ4_XS);
+  EXPECT_EQ(plan_tensor_type(xs, "blk.3.ffn_down.weight", 14336, 2, 32), DType::Q5_K);
+  EXPECT_EQ(plan_tensor_type(xs, "blk.3.ffn_down.weight", 14336, 2, 32, false, 0, 4, true), DType::IQ4_XS);
+  EXPECT_EQ(plan_tensor_type(xs, "blk.4.ffn_down.weight", 14336, 2, 32), DType::IQ4_XS);
+  // Rows that are not whole 256-value blocks fall back to IQ4_NL, then F16.
+  EXPECT_EQ(plan_tensor_type(xs, "blk.9.ffn_down.weight", 13696, 2, 40), DType::IQ4_NL);
+  EXPECT_EQ(fit_row_width(DType::IQ4_XS, 48), DType::F16);
+  EXPECT_EQ(fit_row_width(DType::Q2_K, 96), DType::Q4_0);
+  EXPECT_EQ(fit_row_width(DType::Q3_K, 96), DType::Q4_0);
+  EXPECT_EQ(fit_row_width(DType::IQ3_S, 96), DType::IQ4_NL);
+  EXPECT_EQ(plan_tensor_type(*quant_plan("iq4_nl"), "blk.9.ffn_up.weight", 4096, 2, 32), DType::IQ4_NL);
+  // MXFP4_MOE: experts MXFP4, other matrices (the output too) Q8_0.
+  const auto mx = *quant_plan("mxfp4");
+  EXPECT_EQ(plan_tensor_type(mx, "blk.0.ffn_up_exps.weight", 2880, 3, 24, false, 32), DType::MXFP4);
+  EXPECT_EQ(plan_tensor_type(mx, "blk.0.attn_q.weight", 2880, 2, 24, false, 32), DType::Q8_0);
+  EXPECT_EQ(plan_tensor_type(mx, "output.weight", 2880, 2, 24, false, 32), DType::Q8_0);
+  // --pure: every matrix the base type.
+  auto pure = mx;
+  pure.mixture = false;
+  EXPECT_EQ(plan_tensor_type(pure, "blk.0.attn_q.weight", 2880, 2, 24), DType::MXFP4);
+  EXPECT_EQ(plan_tensor_type(pure, "output.weight", 2880, 2, 24), DType::MXFP4);
+}
+
 TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
   struct Shape {
     const char* name;
