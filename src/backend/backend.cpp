@@ -23,6 +23,7 @@ void Backend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Te
   matmul(x, w_gate, gate);
   matmul(x, w_up, up);
   if (act == Activation::GeluTanh) geglu(gate, up, out);
+  else if (act == Activation::SiLUClampedOai) swiglu_oai(gate, up, out);
   else swiglu(gate, up, out);
 }
 
@@ -79,6 +80,7 @@ void Backend::sample_vocab_parallel(const Tensor&, int64_t, int64_t, std::span<c
   unsupported("sample_vocab_parallel");
 }
 void Backend::geglu(const Tensor&, const Tensor&, Tensor&) { unsupported("geglu"); }
+void Backend::swiglu_oai(const Tensor&, const Tensor&, Tensor&) { unsupported("swiglu_oai"); }
 void Backend::scale(Tensor&, float) { unsupported("scale"); }
 void Backend::moe_route(const Tensor&, const MoeParams&, Tensor&, Tensor&) { unsupported("moe_route"); }
 void Backend::moe_ffn(const Tensor&, const Tensor&, const Tensor&, const ExpertWeights&, const MoeParams&, Tensor&) {
@@ -86,7 +88,7 @@ void Backend::moe_ffn(const Tensor&, const Tensor&, const Tensor&, const ExpertW
 }
 void Backend::softcap(Tensor&, float) { unsupported("softcap"); }
 void Backend::attention_ext(const Tensor&, const KVLayer&, const StepMeta&, const AttentionParams&, Tensor&) {
-  unsupported("attention_ext (sliding window / logit soft-cap)");
+  unsupported("attention_ext (sliding window / logit soft-cap / sinks)");
 }
 
 }  // namespace rf

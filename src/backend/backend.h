@@ -46,9 +46,13 @@ struct AttentionParams {
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
-  // Honoured by attention_ext() only (attention() requires both 0):
+  // Honoured by attention_ext() only (attention() requires both 0 and no sinks):
   int32_t window = 0;    // > 0: a query at position p sees keys at p - window < j <= p
   float softcap = 0.0f;  // > 0: logits s = scale * q.k become softcap * tanh(s / softcap)
+  // [n_heads] f32 on the backend's device, or null: attention sinks
+  // (gpt-oss), one more logit per head in the softmax's denominator with no
+  // value: p_j = exp(s_j) / (exp(sink_h) + sum_i exp(s_i)).
+  const float* sinks = nullptr;
 };
 
 // Device-side view of an uploaded Batch: pointers valid until the next
@@ -122,7 +126,8 @@ struct BackendLimits {
   int32_t n_ff = 0;  // a dense FFN's width (gate and up rows; 0: no dense FFN)
 };
 
-// A mixture-of-experts FFN layer's shape and routing (Mixtral, Qwen3-MoE).
+// A mixture-of-experts FFN layer's shape and routing (Mixtral, Qwen3-MoE,
+// gpt-oss).
 struct MoeParams {
   int32_t n_expert = 0;  // experts per layer
   int32_t n_used = 0;    // experts chosen per token (top-k)
@@ -138,7 +143,12 @@ struct MoeParams {
 // addressable one by one (expert parallelism places them per device).
 struct ExpertWeights {
   Tensor gate, up, down;
+  // Optional per-expert biases (gpt-oss), f32: gate and up [n_expert rows,
+  // n_ff], down [n_expert rows, n_embd]; added to each expert's products
+  // before the activation and before the weighted sum.
+  Tensor gate_bias, up_bias, down_bias;
   int32_t n_expert = 0;
+  bool has_biases() const { return gate_bias.data != nullptr; }
   Tensor gate_of(int32_t e) const { return gate.slice_rows(e * (gate.rows() / n_expert), gate.rows() / n_expert); }
   Tensor up_of(int32_t e) const { return up.slice_rows(e * (up.rows() / n_expert), up.rows() / n_expert); }
   Tensor down_of(int32_t e) const { return down.slice_rows(e * (down.rows() / n_expert), down.rows() / n_expert); }
@@ -225,14 +235,17 @@ class Backend {
   // on g rounded to f16, the result rounded to f16 (g <= -10: 0; g >= 10: g)
   // — what a backend with f16 activations computes naturally.
   virtual void geglu(const Tensor& gate, const Tensor& up, Tensor& out);
+  // out = glu_oai(gate, up) (core/activation.h: gpt-oss's clamped SwiGLU).
+  virtual void swiglu_oai(const Tensor& gate, const Tensor& up, Tensor& out);
   // x *= s in place (Gemma's embedding scale sqrt(n_embd)).
   virtual void scale(Tensor& x, float s);
   // x = cap * tanh(x / cap) in place (final-logit soft-capping); cap > 0.
   virtual void softcap(Tensor& x, float cap);
-  // attention() with p.window and p.softcap honoured: a query at position
-  // pos attends to its sequence's keys max(0, pos - window + 1) .. pos
-  // (window 0: from 0), with logits s = p.scale * q.k soft-capped as
-  // p.softcap * tanh(s / p.softcap) when p.softcap > 0, then softmax.
+  // attention() with p.window, p.softcap and p.sinks honoured: a query at
+  // position pos attends to its sequence's keys max(0, pos - window + 1) ..
+  // pos (window 0: from 0), with logits s = p.scale * q.k soft-capped as
+  // p.softcap * tanh(s / p.softcap) when p.softcap > 0, then softmax (with
+  // the head's sink logit in the denominator where p.sinks is set).
   virtual void attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                              Tensor& out);
 
@@ -248,7 +261,8 @@ class Backend {
   virtual void moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits,
                                 Tensor& ids, Tensor& weights);
   // out[t] = sum_j weights[t, j] * down_e . (act(gate_e . x[t]) * (up_e . x[t]))
-  // with e = ids[t, j]: only the chosen experts' weights are read. Scratch
+  // with e = ids[t, j] (each product plus expert e's bias where w has
+  // biases): only the chosen experts' weights are read. Scratch
   // is the backend's own, sized by reserve() from BackendLimits' expert
   // fields.
   virtual void moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,

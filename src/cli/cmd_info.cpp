@@ -117,6 +117,7 @@ void run_info(const std::string& path, bool all_tensors, int32_t tp) {
   } catch (const std::exception&) {
   }
   if (config) {
+    std::printf("model:       %s\n", config->summary().c_str());
     print_experts(*config);
     print_kv(*config);
     if (tp > 1) print_tensor_parallel(*f, *config, tp);

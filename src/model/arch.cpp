@@ -23,6 +23,15 @@
 //                   sliding_window key is ignored, as llama.cpp does
 //   glm4            NORM RoPE over rope.dimension_count dims (partial);
 //                   optional q/k/v biases; fused gate+up; post norms
+//   gpt-oss         NeoX RoPE (YaRN from the rope.scaling keys); q/k/v and
+//                   output biases; attention sinks; sliding window
+//                   (attention.sliding_window) on every other layer from
+//                   layer 0 (attention.sliding_window_pattern, default 2);
+//                   post_attention_norm is the pre-FFN norm; experts
+//                   (expert_count required, each expert_feed_forward_length
+//                   wide) with router and expert biases and the clamped
+//                   SwiGLU (swiglu_oai); routing: softmax over the top-k
+//                   logits, i.e. the renormalised top-k
 // Experts (every layer's FFN a router and expert_count experts): softmax
 // routing over all experts, the expert_used_count most probable run, their
 // weights renormalised unless expert_weights_norm is false (llama.cpp's
@@ -106,6 +115,25 @@ struct Family {
   ExpertUse experts = ExpertUse::None;
 };
 
+void configure_gpt_oss(const gguf::File& f, ModelConfig& c) {
+  const std::string a = c.arch + ".";
+  c.rope.neox = true;
+  c.qkv_bias = BiasUse::Required;
+  c.out_bias = true;
+  c.attn_sinks = true;
+  c.ffn_norm_name = "post_attention_norm";
+  c.moe_biases = true;
+  c.expert_activation = Activation::SiLUClampedOai;
+  c.expert_weights_norm = true;  // softmax over the chosen experts' logits
+  const std::string ff_key = a + "expert_feed_forward_length";
+  c.n_ff_expert = positive_key(ff_key, f.get_int(ff_key, c.n_ff));
+  c.sliding_window = positive_key(a + "attention.sliding_window", f.require_int(a + "attention.sliding_window"));
+  const int64_t period = f.get_int(a + "attention.sliding_window_pattern", 2);
+  RF_CHECK(period >= 0 && period <= 4096, "model metadata '", a, "attention.sliding_window_pattern' = ", period,
+           " is out of range");
+  set_swa_period(c, period);
+}
+
 void configure_qwen3moe(const gguf::File& f, ModelConfig& c) {
   c.rope.neox = true;
   c.qk_norm = true;
@@ -153,6 +181,7 @@ const Family kFamilies[] = {
        c.post_ffn_norm = true;
        c.fused_gate_up = true;
      }},
+    {"gpt-oss", configure_gpt_oss, ExpertUse::Required},
 };
 
 // At most llama.cpp's LLAMA_MAX_EXPERTS.
@@ -210,6 +239,7 @@ void configure_family(const gguf::File& f, ModelConfig& c) {
     if (c.arch == fam.arch) {
       read_experts(f, c, fam.experts);
       fam.configure(f, c);
+      if (c.expert_activation == Activation::SiLU) c.expert_activation = c.activation;
       // The sliding-window layers share the global RoPE style.
       c.rope_swa.neox = c.rope.neox;
       c.rope_swa.n_rot = c.rope.n_rot;

@@ -83,7 +83,7 @@ MoeParams ModelConfig::moe() const {
   p.n_used = n_expert_used;
   p.n_ff = n_ff_expert;
   p.norm_weights = expert_weights_norm;
-  p.act = activation;
+  p.act = expert_activation;
   return p;
 }
 
@@ -96,6 +96,10 @@ std::string ModelConfig::summary() const {
   add(qk_norm, "q/k norm");
   add(post_attn_norm || post_ffn_norm, "post norms");
   add(activation == Activation::GeluTanh, "GeGLU");
+  add(has_experts() && expert_activation == Activation::SiLUClampedOai, "clamped SwiGLU experts");
+  add(out_bias, "output bias");
+  add(attn_sinks, "attention sinks");
+  add(moe_biases, "router and expert biases");
   add(fused_gate_up, "fused gate+up");
   add(attn_softcap > 0, str("attn soft-cap ", attn_softcap));
   add(final_softcap > 0, str("final soft-cap ", final_softcap));

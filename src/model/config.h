@@ -48,6 +48,9 @@ struct ModelConfig {
   float final_softcap = 0.0f;   // > 0: output logits soft-capped (gemma2)
   int32_t sliding_window = 0;   // > 0: keys this many positions old or older are masked on SWA layers
   std::vector<uint8_t> swa_layers;  // [n_layer]: 1 where the layer uses the sliding window
+  bool out_bias = false;        // attn_output.bias [n_embd] after the output projection
+  bool attn_sinks = false;      // attn_sinks [n_head]: a sink logit per head in the softmax (gpt-oss)
+  std::string ffn_norm_name = "ffn_norm";  // the pre-FFN norm's tensor (gpt-oss: post_attention_norm)
 
   // --- mixture of experts (n_expert 0: every layer's FFN is dense) --------
   // Every layer's FFN is then a router and n_expert experts, n_expert_used
@@ -56,6 +59,8 @@ struct ModelConfig {
   int32_t n_expert_used = 0;    // expert_used_count: 1..n_expert
   int32_t n_ff_expert = 0;      // each expert's FFN width (the family's rule, model/arch.cpp)
   bool expert_weights_norm = true;  // expert_weights_norm: the chosen experts' weights renormalised to sum 1
+  bool moe_biases = false;      // router ffn_gate_inp.bias [n_expert] and expert biases ffn_*_exps.bias (gpt-oss)
+  Activation expert_activation = Activation::SiLU;  // the experts' GLU
 
   int32_t q_dim() const { return n_head * head_dim; }
   int32_t kv_dim() const { return n_head_kv * head_dim; }

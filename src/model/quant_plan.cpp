@@ -14,6 +14,7 @@ struct Entry {
   DType base;
   bool mixture;
   int32_t file_type;
+  DType dense = DType::Q8_0;  // expert-only plans: the other matrices' type
 };
 constexpr Entry kPlans[] = {
     {"f32", DType::F32, false, 0},     {"f16", DType::F16, false, 1},     {"bf16", DType::BF16, false, 32},
@@ -22,8 +23,9 @@ constexpr Entry kPlans[] = {
     {"q3_k", DType::Q3_K, false, 12},  {"q4_k", DType::Q4_K, false, 15},  {"q5_k", DType::Q5_K, false, 17},
     {"q6_k", DType::Q6_K, false, 18},  {"q4_k_m", DType::Q4_K, true, 15}, {"q5_k_m", DType::Q5_K, true, 17},
     {"iq4_nl", DType::IQ4_NL, true, 25}, {"iq4_xs", DType::IQ4_XS, true, 30},
-    // llama.cpp's MXFP4_MOE: the experts in MXFP4, every other matrix Q8_0.
-    {"mxfp4", DType::MXFP4, true, 38},
+    // llama.cpp's MXFP4_MOE: the experts in MXFP4, every other matrix Q8_0;
+    // and the layout gpt-oss's converted files have: the rest f16.
+    {"mxfp4", DType::MXFP4, true, 38}, {"mxfp4_f16", DType::MXFP4, true, 38, DType::F16},
     // FP8 weights: no llama.cpp file type; its type id stands in.
     {"fp8", DType::F8_E4M3_ROW, false, int32_t(DType::F8_E4M3_ROW)},
 };
@@ -45,7 +47,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 std::optional<QuantPlan> quant_plan(const std::string& name) {
   for (const auto& e : kPlans)
-    if (name == e.name) return QuantPlan{e.name, e.base, e.mixture, e.file_type};
+    if (name == e.name) return QuantPlan{e.name, e.base, e.mixture, e.file_type, e.dense};
   return std::nullopt;
 }
 
@@ -79,7 +81,7 @@ DType plan_tensor_type(const QuantPlan& plan, const std::string& name, int64_t c
   DType t = plan.base;
   const bool is_output = name == "output.weight" || (tied_output && name == "token_embd.weight");
   if (plan.mixture && plan.base == DType::MXFP4) {
-    t = n_dims >= 3 && !is_output ? DType::MXFP4 : DType::Q8_0;
+    t = n_dims >= 3 && !is_output ? DType::MXFP4 : plan.dense;
   } else if (plan.mixture) {
     const int layer = layer_of(name);
     const bool k_quant = plan.base == DType::Q4_K || plan.base == DType::Q5_K;

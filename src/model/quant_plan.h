@@ -12,7 +12,8 @@
 //           4 or more query heads per KV head, and Q5_K ffn_down in the
 //           first eighth of the layers unless an importance matrix is used;
 //   mxfp4:  llama.cpp's MXFP4_MOE: expert tensors (3-D) MXFP4, every other
-//           matrix Q8_0.
+//           matrix Q8_0; mxfp4_f16: the same with f16 for the others (the
+//           layout of gpt-oss's converted files).
 //   In all, ffn_down's rule covers the experts' ffn_down_exps, and models
 //   of exactly 8 experts (Mixtral) get Q8_0 attn_k and attn_v, and Q5_K
 //   attn_output under q4_k_m, iq4_nl and iq4_xs.
@@ -37,6 +38,7 @@ struct QuantPlan {
   DType base;           // Q4_K
   bool mixture = false;
   int32_t file_type;    // general.file_type (llama.cpp's numbering)
+  DType dense = DType::Q8_0;  // mxfp4 mixtures: the type of every matrix but the experts'
 };
 
 std::optional<QuantPlan> quant_plan(const std::string& name);

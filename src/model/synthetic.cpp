@@ -41,6 +41,24 @@ SyntheticPreset family(std::string name, const std::string& arch, int32_t embd, 
   if (arch == "gemma3") p.qk_norm = true;
   if (arch == "phi3") p.fused_qkv = p.fused_gate_up = true;
   if (arch == "glm4") p.qkv_bias = p.post_norms = p.fused_gate_up = true;
+  if (arch == "gpt-oss") p.qkv_bias = p.oai_blocks = true;
+  return p;
+}
+
+// gpt-oss (config.json of openai/gpt-oss-20b and -120b): hidden 2880, 64
+// heads of 64, 8 KV heads, experts of FFN 2880 (4 used), vocabulary 201088,
+// context 131072; sliding window 128 on every other layer; RoPE base 150000
+// with YaRN factor 32 over an original context of 4096.
+SyntheticPreset gpt_oss(std::string name, int32_t embd, int32_t layers, int32_t heads, int32_t kv, int32_t hd,
+                        int32_t ff, int32_t vocab, int32_t n_expert, int32_t window) {
+  SyntheticPreset p = family(std::move(name), "gpt-oss", embd, layers, heads, kv, hd, ff, vocab, 131072, 150000.0f,
+                             false, 1e-5f);
+  p.n_expert = n_expert;
+  p.n_expert_used = 4;
+  p.n_ff_expert = ff;
+  p.sliding_window = window;
+  p.yarn_factor = 32.0f;
+  p.yarn_orig_ctx = 4096;
   return p;
 }
 
@@ -87,6 +105,8 @@ std::vector<SyntheticPreset> presets() {
       // used (intermediate_size 6144 as feed_forward_length) / 151936.
       experts(family("qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 151936, 40960, 1e6f, false, 1e-6f), 128,
               8, 768),
+      gpt_oss("gpt-oss-20b", 2880, 24, 64, 8, 64, 2880, 201088, 32, 128),
+      gpt_oss("gpt-oss-120b", 2880, 36, 64, 8, 64, 2880, 201088, 128, 128),
       // Their first 4 layers: per-layer measurements without the whole file.
       experts(family("mixtral-8x7b-4l", "llama", 4096, 4, 32, 8, 0, 14336, 32000, 32768, 1e6f, false, 1e-5f), 8, 2),
       experts(family("qwen3-30b-a3b-4l", "qwen3moe", 2048, 4, 32, 4, 128, 6144, 151936, 40960, 1e6f, false, 1e-6f), 128,
@@ -101,6 +121,7 @@ std::vector<SyntheticPreset> presets() {
       experts(family("tiny-mixtral", "llama", 256, 2, 4, 2, 0, 512, 1024, 2048, 1e6f, false, 1e-5f), 4, 2),
       // 8 experts: q4_k_m's rules for 8-expert models apply.
       experts(family("tiny-qwen3moe", "qwen3moe", 256, 2, 4, 2, 64, 512, 1024, 2048, 1e6f, false, 1e-6f), 8, 2, 256),
+      gpt_oss("tiny-gpt-oss", 256, 4, 4, 2, 64, 256, 1024, 8, 16),
   };
   for (auto& p : v) {
     if (p.arch == "gemma2") {
@@ -140,7 +161,7 @@ uint64_t name_seed(uint64_t seed, const std::string& name) {
 int32_t SyntheticPreset::n_tensors() const {
   const int32_t ffn = n_expert > 0 ? 4 : (fused_gate_up ? 1 : 2) + 1;
   const int32_t per_layer = 2 + (fused_qkv ? 1 : 3) + 1 + (qkv_bias ? 3 : 0) + (qk_norm ? 2 : 0) +
-                            (post_norms ? 2 : 0) + ffn;
+                            (post_norms ? 2 : 0) + ffn + (oai_blocks ? 6 : 0);
   return 2 + (tied_embeddings ? 0 : 1) + n_layer * per_layer;
 }
 
@@ -204,6 +225,13 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
     w.set_string(a + "rope.scaling.type", "linear");
     w.set_f32(a + "rope.scaling.factor", p.rope_scale_linear);
   }
+  if (p.yarn_factor > 0) {
+    w.set_string(a + "rope.scaling.type", "yarn");
+    w.set_f32(a + "rope.scaling.factor", p.yarn_factor);
+    w.set_u32(a + "rope.scaling.original_context_length", uint32_t(p.yarn_orig_ctx));
+    w.set_f32(a + "rope.scaling.yarn_beta_fast", 32.0f);
+    w.set_f32(a + "rope.scaling.yarn_beta_slow", 1.0f);
+  }
   if (p.sliding_window > 0) w.set_u32(a + "attention.sliding_window", uint32_t(p.sliding_window));
   if (p.swa_pattern > 0) w.set_u32(a + "attention.sliding_window_pattern", uint32_t(p.swa_pattern));
   if (p.attn_softcap > 0) w.set_f32(a + "attn_logit_softcapping", p.attn_softcap);
@@ -247,7 +275,8 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
   // stack] (experts).
   auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, int64_t stack = 0) {
     const int n_dims = stack > 0 ? 3 : 2;
-    const DType t = plan_tensor_type(plan, name, cols, n_dims, p.n_layer, p.tied_embeddings, p.n_expert);
+    const DType t = plan_tensor_type(plan, name, cols, n_dims, p.n_layer, p.tied_embeddings, p.n_expert,
+                                     p.n_head / p.n_head_kv);
     const uint64_t tseed = name_seed(seed, name);
     // Uniform in (-a, a) with standard deviation 1/sqrt(cols): unit-scale outputs.
     const float scale = std::sqrt(3.0f / float(cols));
@@ -268,6 +297,15 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
     });
   };
   auto norm = [&](const std::string& name, int64_t n) { vec(name, n, 1.0f); };
+  // Biases per expert: f32 [n, stack], near 0.
+  auto bias_matrix = [&](const std::string& name, int64_t n, int64_t stack) {
+    const uint64_t tseed = name_seed(seed, name);
+    w.add_tensor(name, DType::F32, {uint64_t(n), uint64_t(stack)}, [=](uint8_t* dst) {
+      std::vector<float> v(static_cast<size_t>(n * stack));
+      synthetic_values(tseed, 0, 0.1f, v.data(), v.size());
+      std::memcpy(dst, v.data(), v.size() * 4);
+    });
+  };
   const int64_t q_dim = p.n_head * hd, kv_dim = p.n_head_kv * hd;
   matrix("token_embd.weight", p.n_embd, p.n_vocab);
   norm("output_norm.weight", p.n_embd);
@@ -292,14 +330,24 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
       norm(b + "attn_k_norm.weight", hd);
     }
     matrix(b + "attn_output.weight", q_dim, p.n_embd);
+    if (p.oai_blocks) {
+      vec(b + "attn_output.bias", p.n_embd, 0.0f);
+      vec(b + "attn_sinks.weight", p.n_head, 0.0f);
+    }
     if (p.post_norms) norm(b + "post_attention_norm.weight", p.n_embd);
-    norm(b + "ffn_norm.weight", p.n_embd);
+    norm(b + (p.oai_blocks ? "post_attention_norm.weight" : "ffn_norm.weight"), p.n_embd);
     if (p.n_expert > 0) {
       const int64_t ff = p.expert_ff();
       matrix(b + "ffn_gate_inp.weight", p.n_embd, p.n_expert);
       matrix(b + "ffn_gate_exps.weight", p.n_embd, ff, p.n_expert);
       matrix(b + "ffn_up_exps.weight", p.n_embd, ff, p.n_expert);
       matrix(b + "ffn_down_exps.weight", ff, p.n_embd, p.n_expert);
+      if (p.oai_blocks) {
+        vec(b + "ffn_gate_inp.bias", p.n_expert, 0.0f);
+        bias_matrix(b + "ffn_gate_exps.bias", ff, p.n_expert);
+        bias_matrix(b + "ffn_up_exps.bias", ff, p.n_expert);
+        bias_matrix(b + "ffn_down_exps.bias", p.n_embd, p.n_expert);
+      }
     } else {
       if (p.fused_gate_up) {
         matrix(b + "ffn_up.weight", p.n_embd, 2 * int64_t(p.n_ff));

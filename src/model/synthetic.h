@@ -40,6 +40,12 @@ struct SyntheticPreset {
   // ffn_{gate,up,down}_exps replace ffn_{gate,up,down}.
   int32_t n_expert = 0, n_expert_used = 0;
   int32_t n_ff_expert = 0;     // > 0: written as expert_feed_forward_length (qwen3moe); 0: experts are n_ff wide
+  // gpt-oss's blocks: attn_output.bias, attn_sinks, the router's and the
+  // experts' biases, post_attention_norm as the pre-FFN norm; and YaRN
+  // (rope.scaling.* keys) where yarn_factor > 0.
+  bool oai_blocks = false;
+  float yarn_factor = 0;
+  int32_t yarn_orig_ctx = 0;
 
   int32_t hd() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
   int32_t expert_ff() const { return n_ff_expert > 0 ? n_ff_expert : n_ff; }

@@ -171,7 +171,8 @@ Tensor Transformer::attend(int32_t il, const StepMeta& m, const KVLayer& cache, 
   ap.scale = c_.attn_scale;
   ap.window = c_.is_swa(il) ? c_.sliding_window : 0;
   ap.softcap = c_.attn_softcap;
-  if (ap.window > 0 || ap.softcap > 0.0f) {
+  ap.sinks = w_.layers[size_t(il)].sinks.data ? w_.layers[size_t(il)].sinks.ptr<float>() : nullptr;
+  if (ap.window > 0 || ap.softcap > 0.0f || ap.sinks) {
     backend_.attention_ext(q, cache, m, ap, attn);
   } else {
     backend_.attention(q, cache, m, ap, attn);
@@ -186,7 +187,13 @@ Tensor Transformer::ffn_block(int32_t il, const Tensor& xn) {
   if (c_.has_experts()) {
     Tensor logits = router_logits_.slice_rows(0, n), ids = expert_ids_.slice_rows(0, n);
     Tensor weights = expert_weights_.slice_rows(0, n);
-    backend_.moe_router_route(xn, l.router, moe_, logits, ids, weights);
+    if (l.router_bias.data) {
+      backend_.matmul(xn, l.router, logits);
+      backend_.add_bias(logits, l.router_bias);
+      backend_.moe_route(logits, moe_, ids, weights);
+    } else {
+      backend_.moe_router_route(xn, l.router, moe_, logits, ids, weights);
+    }
     backend_.moe_ffn(xn, ids, weights, l.experts, moe_, proj);
     return proj;
   }
@@ -202,14 +209,16 @@ Tensor Transformer::ffn_hidden(int32_t il, const Tensor& xn) {
   return gate;
 }
 
-void Transformer::project_into_residual(const Tensor& in, const Tensor& w, Tensor& x, const Tensor& post_norm,
-                                        const Tensor& next_norm, std::span<const Tensor> consumers, Tensor& xn) {
+void Transformer::project_into_residual(const Tensor& in, const Tensor& w, const Tensor& bias, Tensor& x,
+                                        const Tensor& post_norm, const Tensor& next_norm,
+                                        std::span<const Tensor> consumers, Tensor& xn) {
   Tensor proj = proj_.slice_rows(0, in.rows());
-  if (!comm_ && !post_norm.data) {
+  if (!comm_ && !post_norm.data && !bias.data) {
     backend_.matmul_add_rms_norm(in, w, proj, x, next_norm, c_.rms_eps, xn, consumers);
     return;
   }
   backend_.matmul(in, w, proj);
+  if (bias.data) backend_.add_bias(proj, bias);
   residual_and_norm(x, proj, post_norm, next_norm, xn);
 }
 
@@ -250,6 +259,7 @@ void Transformer::last_layer_for_logits(int32_t il, const StepMeta& m, const KVL
   backend_.gather_rows(attn, m, attn_l);
   backend_.gather_rows(x, m, last);
   backend_.matmul(attn_l, l.wo, proj);
+  if (l.bo.data) backend_.add_bias(proj, l.bo);
   residual_and_norm(last, proj, l.post_attn_norm, l.ffn_norm, xn);
   Tensor ffn_out = ffn_block(il, xn);
   add_last_residual(il, last, ffn_out);
@@ -287,12 +297,12 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
     }
     // Each norm's matmuls come right after it (the backend may fuse them).
     const Tensor ffn_in[2] = {l.w_gate, l.w_up};
-    project_into_residual(attend(il, lm, cache, q), l.wo, x, l.post_attn_norm, l.ffn_norm,
+    project_into_residual(attend(il, lm, cache, q), l.wo, l.bo, x, l.post_attn_norm, l.ffn_norm,
                           c_.has_experts() ? std::span<const Tensor>() : std::span<const Tensor>(ffn_in), xn);
     if (!last_layer && !c_.has_experts()) {
       const LayerWeights& next = w_.layers[size_t(il) + 1];
       const Tensor qkv_in[3] = {next.wq, next.wk, next.wv};
-      project_into_residual(ffn_hidden(il, xn), l.w_down, x, l.post_ffn_norm, next.attn_norm, qkv_in, xn);
+      project_into_residual(ffn_hidden(il, xn), l.w_down, Tensor{}, x, l.post_ffn_norm, next.attn_norm, qkv_in, xn);
       continue;
     }
     Tensor ffn_out = ffn_block(il, xn);

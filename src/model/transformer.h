@@ -60,11 +60,12 @@ class Transformer {
   // A dense FFN's GLU of the normed rows xn (rows of gate_): what its down
   // projection multiplies.
   Tensor ffn_hidden(int32_t il, const Tensor& xn);
-  // x += in . w^T (summed over the ranks, post-normed where post_norm is
-  // present), then xn = the next RMSNorm of x, whose matmuls by `consumers`
+  // x += in . w^T [+ bias] (summed over the ranks, post-normed where
+  // post_norm is present), then xn = the next RMSNorm of x, whose matmuls by `consumers`
   // come next (the backend may fuse the three: Backend::matmul_add_rms_norm).
-  void project_into_residual(const Tensor& in, const Tensor& w, Tensor& x, const Tensor& post_norm,
-                             const Tensor& next_norm, std::span<const Tensor> consumers, Tensor& xn);
+  void project_into_residual(const Tensor& in, const Tensor& w, const Tensor& bias, Tensor& x,
+                             const Tensor& post_norm, const Tensor& next_norm, std::span<const Tensor> consumers,
+                             Tensor& xn);
   // The last layer's x += ffn_out (summed over the ranks, post-normed
   // where the model has it): no next norm to fuse it with.
   void add_last_residual(int32_t il, Tensor& x, Tensor& ffn_out);

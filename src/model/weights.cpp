@@ -165,6 +165,21 @@ struct Loader {
     return make_tensor(dst, type, cols, total, backend.device());
   }
 
+  // A small 2-D f32 tensor (biases per expert): `cols` x `n_rows` on the backend.
+  Tensor matrix_f32(const std::string& name, int64_t cols, int64_t n_rows) {
+    const gguf::TensorInfo& t = info(name, {uint64_t(cols), uint64_t(n_rows)});
+    std::vector<float> v(size_t(cols * n_rows));
+    if (f.header_only()) {
+      synthetic_values(std::hash<std::string>{}(name), 0, 0.1f, v.data(), v.size());
+    } else {
+      dequantize_row(t.type, f.tensor_data(t), v.data(), v.size());
+    }
+    advance(t.n_bytes);
+    Tensor out = backend.load_f32(v.data(), cols, n_rows, name);
+    loaded += out.bytes();
+    return out;
+  }
+
   // A new host buffer for a rank's copied part.
   std::vector<uint8_t>& keep() { return parts.emplace_back(); }
 
@@ -282,8 +297,13 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
       l.k_norm = L.vector_f32(p + "attn_k_norm.weight", c.head_dim);
     }
     l.wo = L.columns(p + "attn_output.weight", {uint64_t(q_full), uint64_t(c.n_embd)}, heads);
+    if (c.out_bias) {
+      RF_CHECK(!split, "tensor parallelism of '", c.arch, "' (its output bias) is not supported yet");
+      l.bo = L.vector_f32(p + "attn_output.bias", c.n_embd);
+    }
+    if (c.attn_sinks) l.sinks = L.vector_f32(p + "attn_sinks.weight", full.n_head, only({shard_range(full.n_head, shard)}));
     if (c.post_attn_norm) l.post_attn_norm = L.vector_f32(p + "post_attention_norm.weight", c.n_embd);
-    l.ffn_norm = L.vector_f32(p + "ffn_norm.weight", c.n_embd);
+    l.ffn_norm = L.vector_f32(p + c.ffn_norm_name + ".weight", c.n_embd);
     if (c.has_experts()) {
       l.router = L.matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
       // ffn_{gate,up}_exps [n_embd, n_ff_expert, n_expert]: each expert's
@@ -295,6 +315,13 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
       l.experts.gate = L.rows(p + "ffn_gate_exps.weight", {n_embd, n_ff, n_exp}, only(per_expert));
       l.experts.up = L.rows(p + "ffn_up_exps.weight", {n_embd, n_ff, n_exp}, only(per_expert));
       l.experts.down = L.columns(p + "ffn_down_exps.weight", {n_ff, n_embd, n_exp}, ff_exp);
+      if (c.moe_biases) {
+        RF_CHECK(!split, "tensor parallelism of '", c.arch, "' (its expert biases) is not supported yet");
+        l.router_bias = L.vector_f32(p + "ffn_gate_inp.bias", c.n_expert);
+        l.experts.gate_bias = L.matrix_f32(p + "ffn_gate_exps.bias", int64_t(n_ff), c.n_expert);
+        l.experts.up_bias = L.matrix_f32(p + "ffn_up_exps.bias", int64_t(n_ff), c.n_expert);
+        l.experts.down_bias = L.matrix_f32(p + "ffn_down_exps.bias", c.n_embd, c.n_expert);
+      }
     } else {
       if (c.fused_gate_up) {
         // ffn_up holds the gate rows, then the up rows.

@@ -26,12 +26,15 @@ struct LayerWeights {
   Tensor bq, bk, bv;           // [q_dim], [kv_dim], [kv_dim] f32, optional
   Tensor q_norm, k_norm;       // [head_dim] f32, optional (per-head RMSNorm)
   Tensor wo;         // [n_embd rows, q_dim]
+  Tensor bo;         // [n_embd] f32, optional (attn_output.bias)
+  Tensor sinks;      // [n_head] f32, optional (attn_sinks)
   Tensor post_attn_norm;       // [n_embd] f32, optional
   Tensor ffn_norm;   // [n_embd] f32
   Tensor w_gate;     // [n_ff rows, n_embd]  (rows of ffn_up when fused)
   Tensor w_up;       // [n_ff rows, n_embd]
   Tensor w_down;     // [n_embd rows, n_ff]
   Tensor router;     // ffn_gate_inp [n_expert rows, n_embd] (MoE layers; the dense FFN tensors are then empty)
+  Tensor router_bias;  // [n_expert] f32, optional (ffn_gate_inp.bias)
   ExpertWeights experts;  // ffn_{gate,up,down}_exps (MoE layers)
   Tensor post_ffn_norm;        // [n_embd] f32, optional
   bool fused_qkv = false;

@@ -55,6 +55,12 @@ std::vector<int32_t> eog_tokens(const Model& model) {
 }
 
 std::string arch_file(const std::string& arch) { return "arch/tiny-" + arch + ".gguf"; }
+// gtest names allow letters, digits and '_' only.
+std::string test_name(std::string arch) {
+  for (char& ch : arch)
+    if (ch == '-') ch = '_';
+  return arch;
+}
 
 class ArchGolden : public ::testing::TestWithParam<std::string> {};
 
@@ -66,7 +72,7 @@ TEST_P(ArchGolden, EvalMatchesLlamaCpp) {
   CpuBackend backend(2);
   auto model = Model::load(test::testdata_path(arch_file(arch)), backend, false);
   EXPECT_EQ(model->config().arch, arch == "mixtral" ? "llama" : arch);  // Mixtral is Llama with experts
-  EXPECT_EQ(model->config().has_experts(), arch == "mixtral" || arch == "qwen3moe");
+  EXPECT_EQ(model->config().has_experts(), arch == "mixtral" || arch == "qwen3moe" || arch == "gpt-oss");
   const auto eog = eog_tokens(*model);
   EvalOptions eo;
   for (const auto& g : golden) {
@@ -93,8 +99,8 @@ TEST_P(ArchGolden, EvalMatchesLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(Families, ArchGolden,
                          ::testing::Values("qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4", "mixtral",
-                                           "qwen3moe"),
-                         [](const auto& info) { return info.param; });
+                                           "qwen3moe", "gpt-oss"),
+                         [](const auto& info) { return test_name(info.param); });
 
 // Batching, decode steps and chunked prefill change nothing: several
 // sequences (one longer than gemma's sliding window of 8) prefilled together
@@ -155,8 +161,8 @@ TEST_P(ArchBatch, BatchedAndChunkedMatchAlone) {
 
 INSTANTIATE_TEST_SUITE_P(Families, ArchBatch,
                          ::testing::Values("qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4", "mixtral",
-                                           "qwen3moe"),
-                         [](const auto& info) { return info.param; });
+                                           "qwen3moe", "gpt-oss"),
+                         [](const auto& info) { return test_name(info.param); });
 
 // tiny-qwen3moe.gguf relabelled as Qwen2-MoE (shared experts: not supported).
 TEST(ArchRefusal, UnsupportedArchitecturesAreNamed) {

@@ -153,11 +153,12 @@ TEST(CpuFamilyOps, PartialNeoxRopeLeavesTailUnchanged) {
 }
 
 // Dense double attention over one sequence's keys [first, pos], optionally
-// soft-capped.
+// soft-capped, optionally with a sink logit per head in the denominator.
 struct AttnCase {
   const char* name;
   int window;
   float softcap, scale;
+  bool sinks = false;  // a sink logit per head (gpt-oss)
 };
 
 class CpuAttentionExt : public ::testing::TestWithParam<AttnCase> {};
@@ -181,6 +182,9 @@ TEST_P(CpuAttentionExt, MatchesDenseReference) {
   auto q = randn(size_t(n_tok) * n_heads * hd, rng);
   std::vector<float> out(q.size(), NAN);
   AttentionParams ap{n_heads, n_kv, hd, ac.scale, ac.window, ac.softcap};
+  // Sinks around the logits' own range: some dominate a head, some barely count.
+  const std::vector<float> sinks = {2.5f, -1.0f, 0.3f, 6.0f};
+  if (ac.sinks) ap.sinks = sinks.data();
   Tensor tq = make_tensor(q.data(), DType::F32, n_heads * hd, n_tok), to = make_tensor(out.data(), DType::F32, n_heads * hd, n_tok);
   be.attention_ext(tq, cache, m, ap, to);
   std::vector<double> want(q.size());
@@ -199,8 +203,9 @@ TEST_P(CpuAttentionExt, MatchesDenseReference) {
         if (ac.softcap > 0) d = ac.softcap * std::tanh(d / ac.softcap);
         sc.push_back(d);
       }
-      const double mx = *std::max_element(sc.begin(), sc.end());
-      double z = 0;
+      double mx = *std::max_element(sc.begin(), sc.end());
+      if (ac.sinks) mx = std::max(mx, double(sinks[size_t(h)]));
+      double z = ac.sinks ? std::exp(double(sinks[size_t(h)]) - mx) : 0.0;
       for (double& x : sc) z += (x = std::exp(x - mx));
       for (int i = 0; i < hd; ++i) {
         double acc = 0;
@@ -238,7 +243,7 @@ TEST_P(CpuAttentionExt, MatchesDenseReference) {
     EXPECT_LT(max_rel(out2, want), 1e-6) << ac.name;
   }
   // The plain op refuses what only attention_ext does.
-  if (ac.window > 0 || ac.softcap > 0) {
+  if (ac.window > 0 || ac.softcap > 0 || ac.sinks) {
     EXPECT_THROW(be.attention(tq, cache, m, ap, to), Error);
   }
 }
@@ -247,7 +252,9 @@ INSTANTIATE_TEST_SUITE_P(Variants, CpuAttentionExt,
                          ::testing::Values(AttnCase{"full", 0, 0.0f, 0.25f}, AttnCase{"window", 5, 0.0f, 0.25f},
                                            AttnCase{"softcap", 0, 2.0f, 0.5f},
                                            AttnCase{"window_softcap", 8, 2.0f, 1.0f / std::sqrt(32.0f)},
-                                           AttnCase{"window_1", 1, 0.0f, 0.25f}),
+                                           AttnCase{"window_1", 1, 0.0f, 0.25f},
+                                           AttnCase{"sinks", 0, 0.0f, 0.25f, true},
+                                           AttnCase{"window_sinks", 5, 0.0f, 0.25f, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // Batch::pad_to (decode graphs' buckets): padding sequences of one token at

@@ -121,6 +121,7 @@ TEST(CpuMoe, RouteHugeLogitsStayFinite) {
 struct Experts {
   std::vector<uint8_t> gate, up, down;
   std::vector<float> gate_f, up_f, down_f;
+  std::vector<float> gate_b, up_b, down_b;  // per-expert biases, or empty
   ExpertWeights w;
 };
 
@@ -147,6 +148,28 @@ std::unique_ptr<Experts> make_experts(DType type, int n_expert, int d, int ff, s
   return e;
 }
 
+// Gives the experts biases (gpt-oss's), f32 [n_expert rows, ff / d].
+void add_biases(Experts& e, int n_expert, int d, int ff, std::mt19937& rng) {
+  e.gate_b = randn(size_t(n_expert * ff), rng, 0.5f);
+  e.up_b = randn(size_t(n_expert * ff), rng, 0.5f);
+  e.down_b = randn(size_t(n_expert * d), rng, 0.5f);
+  e.w.gate_bias = make_tensor(e.gate_b.data(), DType::F32, ff, n_expert);
+  e.w.up_bias = make_tensor(e.up_b.data(), DType::F32, ff, n_expert);
+  e.w.down_bias = make_tensor(e.down_b.data(), DType::F32, d, n_expert);
+}
+
+double act_glu(Activation act, double g, double u) {
+  switch (act) {
+    case Activation::SiLU: return g / (1.0 + std::exp(-g)) * u;
+    case Activation::GeluTanh: return double(gelu_tanh_f16(float(g))) * u;
+    case Activation::SiLUClampedOai: {
+      const double gc = std::min(g, 7.0), uc = std::clamp(u, -7.0, 7.0);
+      return gc / (1.0 + std::exp(-1.702 * gc)) * (uc + 1.0);
+    }
+  }
+  return 0;
+}
+
 // out[t] = sum_j w[t, j] * down_e . (act(gate_e . x) * (up_e . x)) in
 // double; GeGLU's gelu is the documented f16-rounded approximation.
 std::vector<double> naive_ffn(const Experts& ex, const std::vector<float>& x, const std::vector<int32_t>& ids,
@@ -163,10 +186,11 @@ std::vector<double> naive_ffn(const Experts& ex, const std::vector<float>& x, co
           g += double(x[t * size_t(d) + size_t(c)]) * ex.gate_f[row + size_t(c)];
           u += double(x[t * size_t(d) + size_t(c)]) * ex.up_f[row + size_t(c)];
         }
-        h[size_t(r)] = (act == Activation::SiLU ? g / (1.0 + std::exp(-g)) : double(gelu_tanh_f16(float(g)))) * u;
+        if (!ex.gate_b.empty()) g += ex.gate_b[e * size_t(ff) + size_t(r)], u += ex.up_b[e * size_t(ff) + size_t(r)];
+        h[size_t(r)] = act_glu(act, g, u);
       }
       for (int o = 0; o < d; ++o) {
-        double y = 0;
+        double y = ex.down_b.empty() ? 0.0 : ex.down_b[e * size_t(d) + size_t(o)];
         const size_t row = (e * size_t(d) + size_t(o)) * size_t(ff);
         for (int r = 0; r < ff; ++r) y += h[size_t(r)] * ex.down_f[row + size_t(r)];
         out[t * size_t(d) + size_t(o)] += double(weights[t * size_t(k) + size_t(j)]) * y;
@@ -221,6 +245,7 @@ void random_choices(std::mt19937& rng, int n, int n_expert, int k, bool skew, st
 struct FfnCase {
   DType type;
   Activation act;
+  bool biases = false;
 };
 
 class CpuMoeFfn : public ::testing::TestWithParam<FfnCase> {};
@@ -230,6 +255,7 @@ TEST_P(CpuMoeFfn, MatchesDoubleOverDequantizedExperts) {
   const int n_expert = 4, k = 2, d = 256, ff = 256, n = 150;  // ~75 and ~100 rows per expert: several chunks
   std::mt19937 rng(77 + int(fc.type));
   const auto ex = make_experts(fc.type, n_expert, d, ff, rng);
+  if (fc.biases) add_biases(*ex, n_expert, d, ff, rng);
   CpuBackend be(2);
   be.reserve(moe_limits(n, n_expert, k, ff, d));
   const MoeParams p = moe_params(n_expert, k, ff, fc.act);
@@ -246,10 +272,10 @@ TEST_P(CpuMoeFfn, MatchesDoubleOverDequantizedExperts) {
     // gate is rounded to f16 before gelu; a gate that lands on the other
     // side of an f16 rounding boundary than the double reference's moves
     // that element by 2^-11 relative.
-    const double tol = fc.act == Activation::SiLU ? 2e-6 : 1e-4;
+    const double tol = fc.act == Activation::GeluTanh ? 1e-4 : 2e-6;
     const double err = rel_err(out, naive_ffn(*ex, x, ids, weights, k, d, ff, fc.act));
     std::printf("[ moe      ] %-5s %s %s: relative L2 error %.2e (tolerance %.0e)\n", dtype_name(fc.type),
-                fc.act == Activation::SiLU ? "silu" : "gelu", skew ? "skewed" : "spread", err, tol);
+                fc.act == Activation::SiLU ? "silu" : fc.act == Activation::GeluTanh ? "gelu" : "oai", skew ? "skewed" : "spread", err, tol);
     EXPECT_LT(err, tol) << dtype_name(fc.type) << (skew ? " skewed" : " spread");
   }
 }
@@ -261,10 +287,15 @@ INSTANTIATE_TEST_SUITE_P(Types, CpuMoeFfn,
                                            FfnCase{DType::Q5_0, Activation::SiLU},
                                            FfnCase{DType::Q4_K, Activation::SiLU},
                                            FfnCase{DType::Q6_K, Activation::SiLU},
-                                           FfnCase{DType::F32, Activation::GeluTanh}),
+                                           FfnCase{DType::F32, Activation::GeluTanh},
+                                           FfnCase{DType::MXFP4, Activation::SiLUClampedOai, true},
+                                           FfnCase{DType::F32, Activation::SiLUClampedOai, true},
+                                           FfnCase{DType::IQ4_XS, Activation::SiLU}),
                          [](const auto& info) {
+                           const Activation a = info.param.act;
                            return std::string(dtype_name(info.param.type)) +
-                                  (info.param.act == Activation::SiLU ? "_silu" : "_gelu");
+                                  (a == Activation::SiLU ? "_silu" : a == Activation::GeluTanh ? "_gelu" : "_oai") +
+                                  (info.param.biases ? "_biases" : "");
                          });
 
 // A token's output depends only on its own row and choices: alone (one row

@@ -1,7 +1,8 @@
 // CPU RoPE + paged KV store, and causal attention over paged KV with GQA.
 // Angles are computed in double; softmax in double accumulation. Each query
 // token attends to its sequence's positions [0, position], or the last
-// `window` of them on sliding-window layers; logits optionally soft-capped.
+// `window` of them on sliding-window layers; logits optionally soft-capped;
+// a head's sink logit, where given, joins the softmax's denominator.
 // The cache holds f32, or e4m3 with a scale per (slot, KV head) row
 // (core/fp8.h): rows are encoded as they are stored and decoded as read.
 #include <algorithm>
@@ -141,7 +142,9 @@ void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const St
         scores[j] = s;
         mx = std::max(mx, scores[j]);
       }
-      double sum = 0;
+      const double sink = p.sinks ? double(p.sinks[h]) : -INFINITY;
+      mx = std::max(mx, sink);
+      double sum = p.sinks ? std::exp(sink - mx) : 0.0;
       for (int j = first; j < n_ctx; ++j) sum += (scores[j] = std::exp(scores[j] - mx));
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int j = first; j < n_ctx; ++j) {

@@ -147,7 +147,8 @@ void CpuBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const Step
 
 void CpuBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                            Tensor& out) {
-  RF_CHECK(p.window == 0 && p.softcap == 0.0f, "attention: a sliding window or soft-cap needs attention_ext");
+  RF_CHECK(p.window == 0 && p.softcap == 0.0f && !p.sinks,
+           "attention: a sliding window, soft-cap or sinks need attention_ext");
   cpu::attention(pool_, q, cache, m, p, out);
 }
 
@@ -193,6 +194,17 @@ void CpuBackend::geglu(const Tensor& gate, const Tensor& up, Tensor& out) {
   float* o = out.ptr<float>();
   pool_.parallel_for(size_t(gate.numel()), 4096, [&](size_t i0, size_t i1) {
     for (size_t i = i0; i < i1; ++i) o[i] = gelu_tanh_f16(g[i]) * u[i];
+  });
+}
+
+void CpuBackend::swiglu_oai(const Tensor& gate, const Tensor& up, Tensor& out) {
+  RF_CHECK(gate.type == DType::F32 && up.type == DType::F32 && out.type == DType::F32, "cpu swiglu_oai: f32 only");
+  RF_CHECK(gate.numel() == up.numel() && out.numel() >= gate.numel(), "cpu swiglu_oai: bad shapes");
+  const float* g = gate.ptr<float>();
+  const float* u = up.ptr<float>();
+  float* o = out.ptr<float>();
+  pool_.parallel_for(size_t(gate.numel()), 4096, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) o[i] = glu_oai(g[i], u[i]);
   });
 }
 

@@ -60,6 +60,7 @@ class CpuBackend : public Backend {
   void add(const Tensor& a, const Tensor& b, Tensor& out) override;
   void add_bias(Tensor& x, const Tensor& bias) override;
   void geglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void swiglu_oai(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void scale(Tensor& x, float s) override;
   void softcap(Tensor& x, float cap) override;
   void attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
@@ -105,7 +106,8 @@ void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor&
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out);
 void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
                    const RopeParams& rope, const KVLayer& cache);
-// Honours p.window and p.softcap (the backend's attention() requires them 0).
+// Honours p.window, p.softcap and p.sinks (the backend's attention()
+// requires them unset).
 void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const StepMeta& m,
                const AttentionParams& p, Tensor& out);
 void sample_row(const float* logits, int32_t vocab, const SampleRow& row, const PenaltyToken* pen,

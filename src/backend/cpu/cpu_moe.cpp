@@ -2,7 +2,8 @@
 // renormalised) and the experts' FFNs. moe_ffn groups each step's (token,
 // chosen expert) pairs by expert and runs each expert's gate, up and down
 // projections through the CPU matmul on that expert's row slice, in chunks
-// of gathered rows; each pair's output lands in its own row of the scratch,
+// of gathered rows (adding the expert's biases where it has them); each
+// pair's output lands in its own row of the scratch,
 // and a token's output is their weighted sum in the order of its choices
 // (as llama.cpp's build_moe_ffn adds them). A token's result depends only on
 // its own row and choices, never on the other tokens of the step. Scratch is
@@ -96,6 +97,11 @@ void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor&
                w.gate.rows() == n_expert * ff && w.up.rows() == n_expert * ff && w.down.rows() == n_expert * d,
            "moe_ffn: expert weights gate ", w.gate.shape_string(), ", up ", w.up.shape_string(), ", down ",
            w.down.shape_string(), " do not fit ", n_expert, " experts of ffn ", ff, " and embd ", d);
+  RF_CHECK(!w.has_biases() || (w.gate_bias.type == DType::F32 && w.up_bias.type == DType::F32 &&
+                                w.down_bias.type == DType::F32 && w.gate_bias.numel() == n_expert * ff &&
+                                w.up_bias.numel() == n_expert * ff && w.down_bias.numel() == n_expert * d),
+           "moe_ffn: expert biases must be f32 [", ff, ", ", n_expert, "] (gate, up) and [", d, ", ", n_expert,
+           "] (down)");
   RF_CHECK(n * k <= s.max_rows && d <= s.n_embd && ff <= s.n_ff && n_expert <= s.n_expert, "moe_ffn: ", n,
            " tokens x ", k, " experts (ffn ", ff, ", embd ", d, ") exceed the scratch reserved for ", s.max_rows,
            " (reserve() with BackendLimits' expert fields)");
@@ -122,10 +128,24 @@ void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor&
       matmul(pool, xc, gate_w, gate);
       matmul(pool, xc, up_w, up);
       float* g = s.gate.data();
-      const float* u = s.up.data();
-      for (int64_t i = 0; i < m * ff; ++i)
-        g[i] = (p.act == Activation::GeluTanh ? gelu_tanh_f16(g[i]) : g[i] / (1.0f + std::exp(-g[i]))) * u[i];
+      float* u = s.up.data();
+      if (w.has_biases()) {
+        const float* bg = w.gate_bias.ptr<float>() + e * ff;
+        const float* bu = w.up_bias.ptr<float>() + e * ff;
+        for (int64_t i = 0; i < m * ff; ++i) g[i] += bg[i % ff], u[i] += bu[i % ff];
+      }
+      for (int64_t i = 0; i < m * ff; ++i) {
+        switch (p.act) {
+          case Activation::GeluTanh: g[i] = gelu_tanh_f16(g[i]) * u[i]; break;
+          case Activation::SiLUClampedOai: g[i] = glu_oai(g[i], u[i]); break;
+          case Activation::SiLU: g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i]; break;
+        }
+      }
       matmul(pool, gate, down_w, y);
+      if (w.has_biases()) {
+        const float* bd = w.down_bias.ptr<float>() + e * d;
+        for (int64_t i = 0; i < m * d; ++i) s.y_chunk[size_t(i)] += bd[i % d];
+      }
       for (int64_t r = 0; r < m; ++r)
         std::memcpy(s.y.data() + int64_t(s.order[size_t(c0 + r)]) * d, s.y_chunk.data() + r * d, size_t(d) * 4);
     }

@@ -569,6 +569,7 @@ int CudaBackend::decode_slices(int capacity, int n_tokens) const {
 void CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                             Tensor& out) {
   RF_CHECK(q.type == DType::F16 && out.type == DType::F16, "cuda attention: f16 activations");
+  if (p.sinks) unsupported("attention with sinks");
   Impl& I = *impl_;
   const int splits = attention_splits(m);
   const char* kind = m.max_new_tokens == 1    ? "attention decode splits "
@@ -811,6 +812,7 @@ bool CudaBackend::packed_matmul(const Tensor& x, std::span<const Tensor> ws, std
 
 void CudaBackend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
                                      Tensor& up, Tensor& out, Activation act) {
+  if (act == Activation::SiLUClampedOai) unsupported("matmul_gate_up_glu (clamped SwiGLU)");
   const Tensor pair[2] = {w_gate, w_up};
   gpu::GemvNormFusion norm;
   if (take_pending_norm(x, norm.eps)) {

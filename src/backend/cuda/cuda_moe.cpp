@@ -111,6 +111,7 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
                w.gate.rows() == int64_t(E) * ff && w.up.rows() == int64_t(E) * ff && w.down.rows() == int64_t(E) * d &&
                w.gate.type == w.up.type,
            "cuda moe_ffn: expert weights of the wrong shape");
+  if (w.has_biases() || p.act == Activation::SiLUClampedOai) unsupported("moe_ffn (expert biases, clamped SwiGLU)");
   MoeScratch& M = *moe_;
   const bool gelu = p.act == Activation::GeluTanh;
   const size_t gate_expert_bytes = w.gate.row_bytes() * size_t(ff), down_expert_bytes = w.down.row_bytes() * size_t(d);
