@@ -1,9 +1,11 @@
 // The lattice tables of the low-bit i-quant grids (core/quant_iq_search.h,
 // iqs::Grid): each grid entry's level indices, and for every point of the
 // full lattice (levels^cell points) the entry at that point or the list of
-// entries near it. Built once per grid on first use (thread-safe).
+// entries that can be the best for a target rounding to it (those no other
+// entry dominates). Built once per grid on first use (thread-safe).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -12,10 +14,6 @@
 
 namespace rf::qimpl::iqs {
 namespace {
-
-// Shells of distances (in level steps) from an off-grid lattice point whose
-// entries are compared: the nearest entries and those one shell further.
-constexpr int kShells = 2;
 
 template <class T>
 Grid build_grid(const T* entries, int count, int cell, bool is_signed) {
@@ -50,31 +48,56 @@ Grid build_grid(const T* entries, int count, int cell, bool is_signed) {
     }
     g.map[size_t(pt)] = e;
   }
-  // Every off-grid point: the distances (squared, in level steps) to every
-  // entry, their histogram for the shells, then the list.
-  std::vector<int> dist(static_cast<size_t>(count));
-  std::vector<int> hist(size_t(cell * (nv - 1) * (nv - 1) + 1));
+  // Every off-grid point: the entries no other entry dominates. Entry a
+  // dominates entry b at point p when every value of a lies between p's and
+  // b's (inclusive): for any target in p's cell (whose values round to p's)
+  // and any weights, a then costs no more than b. So the best entry for
+  // every such target is among the undominated ones, and a search of them
+  // is exact. They are found in order of their distance from p (a dominator
+  // is always nearer): an entry not dominated by those kept so far is kept,
+  // and the entries it dominates are marked, as the intersection over its
+  // values of "level at or beyond this one" (bit sets over the entries).
+  const size_t words = (size_t(count) + 63) / 64;
+  std::vector<uint64_t> beyond(size_t(cell) * nv * 2 * words);  // [value][level][up or down][words]
+  auto beyond_set = [&](int j, int l, bool up) { return &beyond[((size_t(j) * nv + l) * 2 + up) * words]; };
+  for (int e = 0; e < count; ++e)
+    for (int j = 0; j < cell; ++j)
+      for (int l = 0; l < nv; ++l) {
+        const int v = g.level[size_t(e) * cell + j];
+        if (v >= l) beyond_set(j, l, true)[e / 64] |= 1ull << (e % 64);
+        if (v <= l) beyond_set(j, l, false)[e / 64] |= 1ull << (e % 64);
+      }
+  std::vector<int> l1s(static_cast<size_t>(count)), order(static_cast<size_t>(count));
+  std::vector<int> start(size_t(cell * (nv - 1) + 2));
+  std::vector<uint64_t> dominated(words), mask(words);
   std::vector<std::pair<int, int>> chosen;  // (differing values, entry)
   for (int pt = 0; pt < lattice; ++pt) {
     if (g.map[size_t(pt)] != INT32_MIN) continue;
     int p[8];
     for (int j = 0, v = pt; j < cell; ++j, v /= nv) p[j] = v % nv;
-    std::fill(hist.begin(), hist.end(), 0);
+    std::fill(start.begin(), start.end(), 0);
     for (int e = 0; e < count; ++e) {
-      const uint8_t* L = &g.level[size_t(e) * cell];
-      int d2 = 0;
-      for (int j = 0; j < cell; ++j) d2 += (p[j] - L[j]) * (p[j] - L[j]);
-      dist[size_t(e)] = d2;
-      ++hist[size_t(d2)];
+      int l1 = 0;
+      for (int j = 0; j < cell; ++j) l1 += std::abs(g.level[size_t(e) * cell + j] - p[j]);
+      l1s[size_t(e)] = l1;
+      ++start[size_t(l1) + 1];
     }
-    int limit = 0;
-    for (int shells = 0; limit < int(hist.size()); ++limit)
-      if (hist[size_t(limit)] && ++shells == kShells) break;
+    for (size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
+    for (int e = 0; e < count; ++e) order[size_t(start[size_t(l1s[size_t(e)])]++)] = e;
+    std::fill(dominated.begin(), dominated.end(), 0);
     chosen.clear();
-    for (int e = 0; e < count; ++e) {
-      if (dist[size_t(e)] > limit) continue;
+    for (int e : order) {
+      if (dominated[size_t(e) / 64] >> (e % 64) & 1) continue;
+      std::fill(mask.begin(), mask.end(), ~0ull);
       int differ = 0;
-      for (int j = 0; j < cell; ++j) differ += g.level[size_t(e) * cell + j] != p[j];
+      for (int j = 0; j < cell; ++j) {
+        const int v = g.level[size_t(e) * cell + j];
+        if (v == p[j]) continue;
+        ++differ;
+        const uint64_t* b = beyond_set(j, v, v > p[j]);
+        for (size_t w = 0; w < words; ++w) mask[w] &= b[w];
+      }
+      for (size_t w = 0; w < words; ++w) dominated[w] |= mask[w];
       chosen.emplace_back(differ, e);
     }
     std::sort(chosen.begin(), chosen.end());

@@ -66,7 +66,7 @@ float search_cell(const Grid& g, const Levels& lv, const float* t, const float* 
     *entry = m;
     return base;
   }
-  // Off the grid: the entries near the point, each costing `base` plus the
+  // Off the grid: the candidate entries of the point, each costing `base` plus the
   // extra cost of the values where it differs from the point.
   float extra[C * R];
   for (int j = 0; j < C; ++j)

@@ -22,10 +22,11 @@
 //      against the scale exactly as the decoder computes it.
 // A cell's search rounds each value to its nearest level (a point of the
 // full lattice of levels^cell points); when that point is a grid entry it is
-// the exact answer, otherwise the entries near the point (precomputed once
-// for every lattice point) are compared. The parity constraint is solved
-// exactly per 8 values: with an odd number of negatives, the flip of each
-// element is considered in order of a lower bound of its cost.
+// the exact answer, otherwise the entries no other entry dominates there
+// (precomputed once for every lattice point; quant_iq_lattice.cpp) are
+// compared, which is exact too, for any weights. The parity constraint is
+// solved exactly per 8 values: with an odd number of negatives, the flip of
+// each element is considered in order of a lower bound of its cost.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +36,7 @@
 
 namespace rf::qimpl::iqs {
 
-// A grid with the nearest entries of every lattice point.
+// A grid with, for every lattice point, its entry or the candidates for it.
 struct Grid {
   int cell = 0;                 // values per entry: 8 or 4
   int radix = 0;                // levels per value
