@@ -49,8 +49,8 @@ void quantize(const QuantOptions& o) {
                                           n_expert, n_gqa, imatrix != nullptr);
     if (!needs_importance(target) || target == t.type) continue;
     if (imatrix) {
-      RF_CHECK(imatrix->columns(t.name, int64_t(t.ne(0))), "tensor '", t.name, "' has no entry in the importance matrix ",
-               o.imatrix, ", which its type ", dtype_name(target), " needs");
+      RF_CHECK(imatrix->columns(t.name, int64_t(t.ne(0))), "tensor '", t.name,
+               "' has no entry in the importance matrix ", o.imatrix, ", which its type ", dtype_name(target), " needs");
     } else if (needing.find(dtype_name(target)) == std::string::npos) {
       needing += (needing.empty() ? "" : " and ") + std::string(dtype_name(target));
     }

@@ -146,7 +146,8 @@ class Searcher {
       for (int k = 0; k < gd.n / 8; ++k) code.negative[k] = 0;
     } else {
       float E[8];
-      for (int c = 0; c < cells; ++c) E[c] = search_cell<C, R>(*f_.grid, lv_[0], t + C * c, gd.w + C * c, &entry[c], b + C * c);
+      for (int c = 0; c < cells; ++c)
+        E[c] = search_cell<C, R>(*f_.grid, lv_[0], t + C * c, gd.w + C * c, &entry[c], b + C * c);
       for (int k = 0; k < gd.n / 8; ++k) {
         code.negative[k] = gd.neg[k];
         if (f_.signs == Signs::kEven && (__builtin_popcount(gd.neg[k]) & 1)) flip_one(gd, k, t, b, E, entry, &code);
