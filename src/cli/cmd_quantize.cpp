@@ -2,7 +2,8 @@
 // model's weights (the types and mixtures of model/quant_plan.h), keeping
 // its metadata; rows are converted on every core. With an importance matrix
 // (llama.cpp's imatrix GGUF) the quantizers weight each column's error by
-// its importance (model/imatrix.h).
+// its importance (model/imatrix.h); the i-quants below 4 bits that need
+// one (model/quant_plan.h, needs_importance) are refused without it.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -40,6 +41,22 @@ void quantize(const QuantOptions& o) {
   const int64_t n_head_kv = f->get_int(arch + ".attention.head_count_kv", n_head);
   const int n_gqa = n_head_kv > 0 ? int(n_head / n_head_kv) : 1;
   const bool tied_output = f->find_tensor("output.weight") == nullptr;
+  // The types llama.cpp will not make without importances: refuse before any work.
+  std::string needing;
+  for (const auto& t : f->tensors()) {
+    if (t.name == "output.weight" || t.name == "token_embd.weight") continue;
+    const DType target = plan_tensor_type(*plan, t.name, int64_t(t.ne(0)), int(t.dims.size()), n_layer, tied_output,
+                                          n_expert, n_gqa, imatrix != nullptr);
+    if (!needs_importance(target) || target == t.type) continue;
+    if (imatrix) {
+      RF_CHECK(imatrix->columns(t.name, int64_t(t.ne(0))), "tensor '", t.name,
+               "' has no entry in the importance matrix ", o.imatrix, ", which its type ", dtype_name(target), " needs");
+    } else if (needing.find(dtype_name(target)) == std::string::npos) {
+      needing += (needing.empty() ? "" : " and ") + std::string(dtype_name(target));
+    }
+  }
+  RF_CHECK(needing.empty(), o.type, " needs an importance matrix for its ", needing,
+           " tensors: pass --imatrix FILE (the output of llama-imatrix for this model)");
   ThreadPool pool(size_t(o.threads));
   gguf::Writer w;
   for (const auto& [k, v] : f->metadata())

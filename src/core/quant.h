@@ -26,17 +26,18 @@ bool can_dequantize(DType t);
 // values bit for bit. Throws rf::Error for an unsupported type or partial block.
 void dequantize_row(DType t, const void* src, float* dst, size_t n);
 
-// Types quantize_row writes: every type dequantize_row accepts except the
-// i-quants below 4 bits (IQ1_*, IQ2_*, IQ3_*), which this engine reads but
-// does not write.
+// Types quantize_row writes: every type dequantize_row accepts.
 bool can_quantize(DType t);
 
 // Quantizes n floats into type t (row_bytes(t, n) bytes at dst). Throws
 // rf::Error for unsupported types or a partial block. Non-finite inputs give
 // an unspecified (but valid) block. With `importance` (n non-negative
 // weights, e.g. an importance matrix's mean squared activations per column)
-// the quantizers of IQ4_NL, IQ4_XS and MXFP4 minimize the importance-weighted
-// error; the other types ignore it.
+// the quantizers of the i-quants (IQ1_S .. IQ4_XS) and MXFP4 minimize the
+// importance-weighted error; the other types ignore it. The i-quants below
+// 4 bits are meant to be made with importances (without, every weight is 1):
+// their grids leave too few choices for a plain squared error to spend
+// them where the activations need them.
 void quantize_row(DType t, const float* src, void* dst, size_t n, const float* importance = nullptr);
 
 // sum_i dequant(w)[i] * x[i] over one row of n elements, accumulated in f32.

@@ -249,6 +249,15 @@ bool quantize_kquant(DType t, const float* src, void* dst, size_t n);  // quant_
 // IQ4_NL, IQ4_XS, MXFP4 (quant_iq4.cpp); importance may be null.
 bool quantize_iq4(DType t, const float* src, void* dst, size_t n, const float* importance);
 
+// The i-quants below 4 bits: IQ1_S, IQ1_M (quant_iq1.cpp), IQ2_XXS, IQ2_XS,
+// IQ2_S (quant_iq2.cpp), IQ3_XXS, IQ3_S (quant_iq3.cpp), searched by
+// quant_iq_search.cpp. importance may be null (all weights 1); error, when
+// not null, receives the weighted squared error the search computed for
+// what it wrote.
+bool quantize_iq1(DType t, const float* src, void* dst, size_t n, const float* importance, double* error);
+bool quantize_iq2(DType t, const float* src, void* dst, size_t n, const float* importance, double* error);
+bool quantize_iq3(DType t, const float* src, void* dst, size_t n, const float* importance, double* error);
+
 // F8_E4M3_ROW rows (quant_f8_row.cpp): n a positive multiple of 32, dst of
 // row_bytes(F8_E4M3_ROW, n) bytes. A row holding a NaN gets a NaN scale (it
 // reads back all NaN); infinities saturate to +-448 s.

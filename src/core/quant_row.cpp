@@ -1,6 +1,6 @@
 // quantize_row / can_quantize: argument checks, the plain float formats
 // (f32, f16, bf16 with round-to-nearest-even) and dispatch to the legacy,
-// k-quant and non-linear 4-bit quantizers.
+// k-quant, non-linear 4-bit and low-bit i-quant quantizers.
 #include <cstring>
 
 #include "core/error.h"
@@ -10,15 +10,7 @@
 
 namespace rf {
 
-bool can_quantize(DType t) {
-  switch (t) {
-    case DType::IQ2_XXS: case DType::IQ2_XS: case DType::IQ2_S: case DType::IQ3_XXS: case DType::IQ3_S:
-    case DType::IQ1_S: case DType::IQ1_M:
-      return false;
-    default:
-      return can_dequantize(t);
-  }
-}
+bool can_quantize(DType t) { return can_dequantize(t); }
 
 void quantize_row(DType t, const float* src, void* dst, size_t n, const float* importance) {
   RF_CHECK(can_quantize(t), "quantize_row: cannot quantize to ", dtype_name(t));
@@ -43,6 +35,15 @@ void quantize_row(DType t, const float* src, void* dst, size_t n, const float* i
       return;
     case DType::F8_E4M3_ROW:
       qimpl::quantize_f8_row(src, dst, n);
+      return;
+    case DType::IQ1_S: case DType::IQ1_M:
+      qimpl::quantize_iq1(t, src, dst, n, importance, nullptr);
+      return;
+    case DType::IQ2_XXS: case DType::IQ2_XS: case DType::IQ2_S:
+      qimpl::quantize_iq2(t, src, dst, n, importance, nullptr);
+      return;
+    case DType::IQ3_XXS: case DType::IQ3_S:
+      qimpl::quantize_iq3(t, src, dst, n, importance, nullptr);
       return;
     case DType::IQ4_NL: case DType::IQ4_XS: case DType::MXFP4:
       qimpl::quantize_iq4(t, src, dst, n, importance);

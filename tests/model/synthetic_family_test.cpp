@@ -1,7 +1,8 @@
 // Synthetic models of every family (model/synthetic.h): the tiny-* presets
 // written as f16 and q4_k_m load with the building blocks their architecture
 // implies and run (finite logits, batched == alone to rounding); the q4_k_m mixture's
-// rules for tied embeddings, fused q/k/v and mixtures of experts; the
+// rules for tied embeddings, fused q/k/v and mixtures of experts, and those of
+// the non-linear and low-bit i-quant plans; the
 // published shapes of the full-size presets.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -164,6 +165,107 @@ TEST(SyntheticFamily, QuantMixtureRulesOfTheNonLinearFormats) {
   pure.mixture = false;
   EXPECT_EQ(plan_tensor_type(pure, "blk.0.attn_q.weight", 2880, 2, 24), DType::MXFP4);
   EXPECT_EQ(plan_tensor_type(pure, "output.weight", 2880, 2, 24), DType::MXFP4);
+}
+
+TEST(SyntheticFamily, QuantMixtureRulesOfTheLowBitIQuants) {
+  // llama.cpp's file types of these names (llama_tensor_get_type_impl):
+  // base types, general.file_type numbers, and the rules for output,
+  // token_embd, attn_v, ffn_down, attn_output, attn_q/attn_k.
+  struct Plan {
+    const char* name;
+    DType base;
+    int32_t file_type;
+  };
+  for (const Plan& p : {Plan{"iq2_xxs", DType::IQ2_XXS, 19}, Plan{"iq2_xs", DType::IQ2_XS, 20},
+                        Plan{"iq2_s", DType::IQ2_XS, 28}, Plan{"iq2_m", DType::IQ2_S, 29},
+                        Plan{"iq3_xxs", DType::IQ3_XXS, 23}, Plan{"iq3_s", DType::IQ3_S, 26},
+                        Plan{"iq3_m", DType::IQ3_S, 27}, Plan{"iq1_s", DType::IQ1_S, 24},
+                        Plan{"iq1_m", DType::IQ1_M, 31}}) {
+    const auto plan = quant_plan(p.name);
+    ASSERT_TRUE(plan) << p.name;
+    EXPECT_EQ(plan->base, p.base) << p.name;
+    EXPECT_EQ(plan->file_type, p.file_type) << p.name;
+    EXPECT_EQ(plan_tensor_type(*plan, "blk.9.ffn_up.weight", 4096, 2, 32, false, 0, 4, true), p.base) << p.name;
+    const DType out = plan->base == DType::IQ3_S ? DType::Q6_K : DType::Q5_K;
+    EXPECT_EQ(plan_tensor_type(*plan, "output.weight", 4096, 2, 32), out) << p.name;
+    EXPECT_EQ(plan_tensor_type(*plan, "token_embd.weight", 4096, 2, 32, true), out) << p.name;  // tied
+    EXPECT_EQ(plan_tensor_type(*plan, "output.weight", 2880, 2, 32), DType::Q8_0) << p.name;  // not whole 256s
+    // --pure: the base type everywhere.
+    auto pure = *plan;
+    pure.mixture = false;
+    EXPECT_EQ(plan_tensor_type(pure, "output.weight", 4096, 2, 32), p.base) << p.name;
+    EXPECT_EQ(plan_tensor_type(pure, "blk.0.attn_v.weight", 4096, 2, 32), p.base) << p.name;
+  }
+  const auto xs = *quant_plan("iq2_xs"), s = *quant_plan("iq2_s"), m = *quant_plan("iq2_m");
+  const auto xxs = *quant_plan("iq2_xxs"), one_s = *quant_plan("iq1_s"), one_m = *quant_plan("iq1_m");
+  for (const auto& p : {xs, xxs, one_s, one_m}) {
+    EXPECT_EQ(plan_tensor_type(p, "token_embd.weight", 4096, 2, 32), DType::Q2_K) << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_v.weight", 4096, 2, 32, false, 0, 2, true), DType::Q2_K) << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.3.ffn_down.weight", 14336, 2, 32, false, 0, 4, true), DType::Q2_K) << p.name;
+  }
+  for (const auto& p : {s, m}) {
+    EXPECT_EQ(plan_tensor_type(p, "token_embd.weight", 4096, 2, 32), DType::IQ3_S) << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_v.weight", 4096, 2, 32, false, 0, 2, true), DType::IQ3_S) << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.3.ffn_down.weight", 14336, 2, 32, false, 0, 4, true), DType::IQ3_S) << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_output.weight", 4096, 2, 32, false, 0, 4, true), DType::IQ3_S)
+        << p.name;
+  }
+  for (const auto& p : {xs, s, m, xxs, one_s, one_m}) {
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_v.weight", 4096, 2, 32, false, 0, 4, true), DType::Q4_K) << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_qkv.weight", 4096, 2, 32, false, 0, 4, true), DType::Q4_K) << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.4.ffn_down.weight", 14336, 2, 32, false, 0, 4, true), p.base) << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_q.weight", 4096, 2, 32, false, 0, 4, true), p.base) << p.name;
+    // Mixtral (8 experts): Q4_K attn_k and attn_v, Q5_K attn_output.
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_k.weight", 4096, 2, 32, false, 8, 4, true), DType::Q4_K) << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_v.weight", 4096, 2, 32, false, 8, 4, true), DType::Q4_K) << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_output.weight", 4096, 2, 32, false, 8, 4, true), DType::Q5_K)
+        << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.0.ffn_down_exps.weight", 14336, 3, 32, false, 8, 4, true),
+              p.name == "iq2_s" || p.name == "iq2_m" ? DType::IQ3_S : DType::Q2_K)
+        << p.name;
+  }
+  for (const auto& p : {one_s, one_m})
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_output.weight", 4096, 2, 32, false, 0, 4, true), DType::IQ2_XXS);
+  EXPECT_EQ(plan_tensor_type(xs, "blk.9.attn_output.weight", 4096, 2, 32, false, 0, 4, true), DType::IQ2_XS);
+
+  const auto x3 = *quant_plan("iq3_xxs"), s3 = *quant_plan("iq3_s"), m3 = *quant_plan("iq3_m");
+  EXPECT_EQ(plan_tensor_type(x3, "token_embd.weight", 4096, 2, 32), DType::IQ3_S);
+  EXPECT_EQ(plan_tensor_type(x3, "blk.9.attn_q.weight", 4096, 2, 32, false, 0, 4, true), DType::IQ2_S);
+  EXPECT_EQ(plan_tensor_type(x3, "blk.9.attn_k.weight", 4096, 2, 32, false, 0, 4, true), DType::IQ2_S);
+  EXPECT_EQ(plan_tensor_type(x3, "blk.9.attn_output.weight", 4096, 2, 32, false, 0, 4, true), DType::IQ3_S);
+  EXPECT_EQ(plan_tensor_type(x3, "blk.9.attn_v.weight", 4096, 2, 32, false, 0, 4, true), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(x3, "blk.9.attn_v.weight", 4096, 2, 32, false, 0, 2, true), DType::IQ3_XXS);
+  EXPECT_EQ(plan_tensor_type(x3, "blk.9.attn_v.weight", 4096, 2, 32, false, 0, 2, false), DType::IQ3_S);
+  EXPECT_EQ(plan_tensor_type(x3, "blk.1.ffn_down.weight", 14336, 2, 32, false, 0, 4, false), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(x3, "blk.9.ffn_down.weight", 14336, 2, 32, false, 0, 4, false), DType::Q3_K);
+  EXPECT_EQ(plan_tensor_type(x3, "blk.1.ffn_down.weight", 14336, 2, 32, false, 0, 4, true), DType::IQ3_XXS);
+  EXPECT_EQ(plan_tensor_type(s3, "token_embd.weight", 4096, 2, 32), DType::IQ3_S);
+  EXPECT_EQ(plan_tensor_type(s3, "blk.9.attn_v.weight", 4096, 2, 32, false, 0, 4), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(s3, "blk.9.attn_v.weight", 4096, 2, 32, false, 0, 2), DType::IQ3_S);
+  EXPECT_EQ(plan_tensor_type(s3, "blk.1.ffn_down.weight", 14336, 2, 32), DType::IQ3_S);
+  EXPECT_EQ(plan_tensor_type(s3, "blk.9.attn_output.weight", 4096, 2, 32), DType::IQ3_S);
+  EXPECT_EQ(plan_tensor_type(m3, "blk.9.attn_v.weight", 4096, 2, 32, false, 0, 2), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(m3, "blk.9.attn_qkv.weight", 4096, 2, 32), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(m3, "blk.9.attn_output.weight", 4096, 2, 32), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(m3, "blk.3.ffn_down.weight", 14336, 2, 32), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(m3, "blk.9.ffn_down.weight", 14336, 2, 32), DType::IQ3_S);
+  // With 8 experts also the "more bits" layers (6 of 32).
+  EXPECT_EQ(plan_tensor_type(m3, "blk.6.ffn_down_exps.weight", 14336, 3, 32, false, 8), DType::Q4_K);
+  EXPECT_EQ(plan_tensor_type(m3, "blk.7.ffn_down_exps.weight", 14336, 3, 32, false, 8), DType::IQ3_S);
+  for (const auto& p : {x3, s3, m3}) {  // 8 experts
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_k.weight", 4096, 2, 32, false, 8, 4, true), DType::Q8_0) << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_v.weight", 4096, 2, 32, false, 8, 4, true), DType::Q8_0) << p.name;
+    EXPECT_EQ(plan_tensor_type(p, "blk.9.attn_output.weight", 4096, 2, 32, false, 8, 4, true), DType::Q5_K)
+        << p.name;
+  }
+  // Rows that are not whole 256-value blocks fall back to IQ4_NL.
+  EXPECT_EQ(plan_tensor_type(xs, "blk.9.ffn_down.weight", 13696, 2, 40, false, 0, 4, true), DType::IQ4_NL);
+  EXPECT_EQ(plan_tensor_type(m3, "blk.9.ffn_down.weight", 13696, 2, 40), DType::IQ4_NL);
+  // The types that need an importance matrix (llama.cpp's rule: not IQ3_S).
+  for (DType t : {DType::IQ3_XXS, DType::IQ2_S, DType::IQ2_XS, DType::IQ2_XXS, DType::IQ1_M, DType::IQ1_S})
+    EXPECT_TRUE(needs_importance(t)) << dtype_name(t);
+  for (DType t : {DType::IQ3_S, DType::IQ4_XS, DType::Q2_K, DType::Q4_K, DType::F16})
+    EXPECT_FALSE(needs_importance(t)) << dtype_name(t);
 }
 
 TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
