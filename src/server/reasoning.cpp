@@ -80,7 +80,18 @@ ThinkingControl thinking_control(ReasoningFormat f, bool starts_inside, int32_t 
     c.close = "<|end|>";
     forced = "<|end|><|start|>assistant<|channel|>final<|message|>";
   }
-  if (budget >= 0) c.forced_close = tok.encode(forced, /*add_special=*/false, /*parse_special=*/true);
+  if (budget >= 0) {
+    c.forced_close = tok.encode(forced, /*add_special=*/false, /*parse_special=*/true);
+    // The text continues the reply: a SentencePiece vocabulary's space
+    // prefix is not part of it, where it came as tokens of its own.
+    std::vector<std::string> pieces;
+    for (int32_t t : c.forced_close) pieces.push_back(tok.token_to_piece(t, /*render_special=*/true));
+    size_t extra = 0, lead = 0;
+    for (const std::string& p : pieces) extra += p.size();
+    extra -= std::min(extra, forced.size());
+    while (lead < pieces.size() && extra >= pieces[lead].size() && extra > 0) extra -= pieces[lead++].size();
+    if (extra == 0 && lead < c.forced_close.size()) c.forced_close.erase(c.forced_close.begin(), c.forced_close.begin() + long(lead));
+  }
   return c;
 }
 
