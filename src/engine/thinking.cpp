@@ -30,12 +30,10 @@ void ThinkingTracker::push(std::string_view text) {
     case State::Inside: {
       const bool forced_now = forced_next() >= 0;
       ++tokens_;
-      if (forced_now) {
+      if (forced_now) {  // every closing token goes out, whatever the text shows meanwhile
         forcing_ = true;
-        if (++forced_ == c_->forced_close.size()) {  // every closing token is out: the section is over
-          state_ = State::After;
-          return;
-        }
+        if (++forced_ == c_->forced_close.size()) state_ = State::After;
+        return;
       }
       scan_inside(text);
       return;

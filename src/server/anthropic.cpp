@@ -1,6 +1,8 @@
 // Anthropic's Messages API: the request's translation and the reply's shapes.
 #include "server/anthropic.h"
 
+#include <limits>
+
 #include "core/json_text.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
@@ -173,6 +175,16 @@ Json chat_body(const Json& body, bool need_max_tokens) {
     } else {
       throw invalid_request("'thinking.type' must be 'enabled' or 'disabled', not '" + type + "'", "thinking.type");
     }
+  }
+  // This server's extensions, as chat completions take them.
+  for (const char* key : {"grammar", "logit_bias", "seed", "min_tokens", "ignore_eos", "repetition_penalty", "min_p"})
+    if (const Json* v = f.get(key)) chat[key] = *v;
+  if (const Json* budget = f.get("reasoning_budget"); budget && !chat.contains("reasoning_budget")) chat["reasoning_budget"] = *budget;
+  if (const Json* kwargs = f.get("chat_template_kwargs")) {
+    Json merged = *kwargs;
+    if (merged.is_object() && chat.contains("chat_template_kwargs"))
+      for (const auto& [k, v] : chat["chat_template_kwargs"].items()) merged[k] = v;
+    chat["chat_template_kwargs"] = std::move(merged);
   }
   if (const Json* md = f.get("metadata"); md && !md->is_object())
     throw invalid_request("'metadata' must be an object", "metadata");

@@ -6,8 +6,10 @@
 // stop_sequences, max_tokens, temperature, top_p, top_k, stream — is checked
 // with Anthropic's field names and turned into the chat request it means
 // (OpenAI's message shapes, which the chat template and the rest of the
-// server take), so every chat feature applies unchanged. Images, documents
-// and server tools are refused by name.
+// server take), so every chat feature applies unchanged; this server's
+// extensions of chat completions (grammar, logit_bias, seed, min_tokens,
+// reasoning_budget, chat_template_kwargs, ...) are taken too. Images,
+// documents and server tools are refused by name.
 // The reply: a message of thinking (signature ""), text and tool_use blocks,
 // stop_reason end_turn, max_tokens, stop_sequence (with the sequence) or
 // tool_use, usage; streamed as Anthropic's events: message_start, ping,

@@ -177,8 +177,10 @@ ResponsesRequest parse_responses_request(const Json& body, ResponseStore& store)
   r.conversation = std::move(conversation);
 
   if (auto max = f.integer("max_output_tokens", 1, std::numeric_limits<int32_t>::max())) chat["max_tokens"] = *max;
-  for (const char* key : {"temperature", "top_p", "top_k", "min_p", "seed", "stream", "parallel_tool_calls",
-                          "logit_bias", "reasoning_budget", "chat_template_kwargs", "stop"})
+  // Responses fields chat completions shares, and this server's extensions.
+  for (const char* key : {"temperature", "top_p", "stream", "parallel_tool_calls", "top_k", "min_p", "seed",
+                          "logit_bias", "reasoning_budget", "chat_template_kwargs", "grammar", "min_tokens",
+                          "ignore_eos", "repetition_penalty", "stop"})
     if (const Json* v = f.get(key)) chat[key] = *v;
   if (const Json* tools = f.get("tools")) chat["tools"] = tools_of(*tools);
   if (const Json* tc = f.get("tool_choice")) chat["tool_choice"] = tool_choice_of(*tc);
