@@ -111,7 +111,11 @@ Json tools_of(const Json& tools) {
     if (!t.is_object() || !t.contains("type") || !t["type"].is_string())
       throw invalid_request("'" + p + "' must be an object with a 'type'", p);
     if (t["type"] != "function") throw unsupported_parameter(p + ".type", "tools of type '" + t["type"].get<std::string>() + "'");
-    Json fn = {{"name", t.value("name", Json())}};
+    if (!t.contains("name") || !t["name"].is_string())
+      throw invalid_request("'" + p + ".name' is required and must be a string", p + ".name");
+    if (t.contains("parameters") && !t["parameters"].is_null() && !t["parameters"].is_object())
+      throw invalid_request("'" + p + ".parameters' must be a JSON Schema object", p + ".parameters");
+    Json fn = {{"name", t["name"]}};
     if (t.contains("description")) fn["description"] = t["description"];
     if (t.contains("parameters") && !t["parameters"].is_null()) fn["parameters"] = t["parameters"];
     out.push_back(Json{{"type", "function"}, {"function", std::move(fn)}});
@@ -195,6 +199,7 @@ ResponsesRequest parse_responses_request(const Json& body, ResponseStore& store)
   r.store = f.boolean("store").value_or(true);
   if (const Json* md = f.get("metadata"); md && !md->is_object())
     throw invalid_request("'metadata' must be an object", "metadata");
+  (void)f.string("user");  // (a string, or a 400)
   if (auto trunc = f.string("truncation"); trunc && *trunc != "disabled")
     throw unsupported_parameter("truncation", "only 'disabled' (the input must fit the context)");
   if (f.boolean("background").value_or(false)) throw unsupported_parameter("background");

@@ -168,6 +168,8 @@ describe('responses', () => {
       [{ input: [{ role: 'wizard', content: 'x' }] }, 'input[0].role'],
       [{ input: [{ type: 'function_call', name: 'f' }] }, 'input[0].call_id'],
       [{ input: 'x', tools: [{ type: 'web_search' }] }, 'tools[0].type'],
+      [{ input: 'x', tools: [{ type: 'function', parameters: {} }] }, 'tools[0].name'],
+      [{ input: 'x', user: 5 }, 'user'],
       [{ input: 'x', tool_choice: { type: 'file_search' } }, 'tool_choice'],
       [{ input: 'x', text: { format: { type: 'yaml' } } }, 'text.format.type'],
       [{ input: 'x', truncation: 'auto' }, 'truncation'],
