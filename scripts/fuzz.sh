@@ -24,11 +24,18 @@ for bin in build/fuzz/tests/fuzz/fuzz_*; do
       export ROCMFORGE_FUZZ_VOCAB="${ROCMFORGE_FUZZ_VOCAB:-$testdata/vocab/ggml-vocab-llama-spm.gguf:$testdata/vocab/ggml-vocab-gpt-2.gguf:$testdata/vocab/ggml-vocab-deepseek-coder.gguf}"
       for f in "$testdata"/vocab/*.inp; do [ -f "$f" ] && cp -f "$f" "$corpus/"; done ;;
     fuzz_request)
-      # Byte 0: even = /v1/completions, odd = /v1/chat/completions; then the body.
+      # Byte 0 mod 4: /v1/completions, /v1/chat/completions, /v1/messages, /v1/responses; then the body.
       printf '\0{"prompt":"Once upon a time","max_tokens":16,"temperature":0.7,"top_p":0.9,"stop":["\\n"],"seed":3}' > "$corpus/completion"
       printf '\0{"prompt":[[1,2,3],[4]],"logprobs":2,"stream":true,"stream_options":{"include_usage":true}}' > "$corpus/tokens"
       printf '\1{"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}],"logprobs":true,"top_logprobs":3,"max_completion_tokens":5}' > "$corpus/chat"
-      printf '\1{"messages":[{"role":"system","content":"x"}],"top_k":40,"min_p":0.1,"repetition_penalty":1.1,"presence_penalty":-1}' > "$corpus/penalties" ;;
+      printf '\1{"messages":[{"role":"system","content":"x"}],"top_k":40,"min_p":0.1,"repetition_penalty":1.1,"presence_penalty":-1}' > "$corpus/penalties"
+      printf '\1{"messages":[{"role":"assistant","content":"a","reasoning_content":"b"}],"chat_template_kwargs":{"enable_thinking":false},"reasoning_budget":4}' > "$corpus/reasoning"
+      printf '\2{"max_tokens":9,"system":"s","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"thinking":{"type":"enabled","budget_tokens":3}}' > "$corpus/messages"
+      printf '\3{"input":[{"role":"user","content":[{"type":"input_text","text":"x"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"}],"tools":[{"type":"function","name":"f"}],"text":{"format":{"type":"json_object"}}}' > "$corpus/responses" ;;
+    fuzz_reply)
+      # Byte 0: the format and whether tools are parsed; byte 1: the streamed piece size; then the reply.
+      printf '\0\3<think>\nhmm\n</think>\n\nHi <tool_call>{"name": "f", "arguments": {}}</tool_call>' > "$corpus/think"
+      printf '\2\5<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"x":1}<|call|>' > "$corpus/harmony" ;;
     fuzz_http_request)
       # Byte 0 seeds how the bytes are split; then what a client sends.
       printf '\7POST /v1/completions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 14\r\n\r\n{"prompt":"x"}' > "$corpus/post"

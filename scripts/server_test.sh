@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end tests of `rocmforge serve` with the official OpenAI client:
-# installs the pinned client (tests/server/package-lock.json) with npm ci and
+# End-to-end tests of `rocmforge serve` with the official OpenAI and
+# Anthropic clients: installs the pinned clients (tests/server/package-lock.json) with npm ci and
 # runs the node tests (tests/server/*.test.mjs) against the given binary on
 # the real stories260K model and the tiny model of each family (arch/), on
 # the CPU. Builds nothing.
@@ -25,12 +25,13 @@ command -v node >/dev/null || fail "node is not installed"
 command -v npm >/dev/null || fail "npm is not installed"
 
 cd tests/server
-echo "server_test: npm ci (openai client from package-lock.json)"
+echo "server_test: npm ci (openai and @anthropic-ai/sdk clients from package-lock.json)"
 npm ci --no-audit --no-fund --loglevel=error || fail "npm ci"
 echo "server_test: node --test with $ROCMFORGE_BIN"
 if ! node --test --test-concurrency=1 --test-timeout=120000 \
     e2e.test.mjs concurrency.test.mjs bad_input.test.mjs lifecycle.test.mjs hostile_clients.test.mjs \
-    families.test.mjs tools.test.mjs structured.test.mjs; then
+    families.test.mjs tools.test.mjs structured.test.mjs reasoning.test.mjs anthropic.test.mjs responses.test.mjs \
+    embeddings.test.mjs; then
   fail "node tests (see the failures above)"
 fi
 echo "server_test: all passed"

@@ -29,7 +29,7 @@ if has_stage cpu; then
   cmake --preset cpu >/dev/null
   cmake --build --preset cpu -j "$jobs"
   ctest --preset cpu -j "$jobs"
-  step "server: rocmforge serve on stories260K driven by the openai npm client"
+  step "server: rocmforge serve on stories260K and the tiny models driven by the openai and @anthropic-ai/sdk npm clients"
   bash scripts/server_test.sh build/cpu/src/rocmforge
   step "soak: ${ROCMFORGE_SOAK_SECONDS:-60} s of streamed, dropped and bad requests against rocmforge serve"
   model="${ROCMFORGE_TESTDATA:-../shared/testdata}/stories260K.gguf"

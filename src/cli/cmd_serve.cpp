@@ -45,6 +45,11 @@ struct ServeOptions {
   int http_threads = 4;
   bool allow_special_in_content = false;
   bool verbose = false;
+  std::string reasoning_format = "auto";
+  int reasoning_budget = -1;
+  bool embeddings = false;
+  std::string pooling;  // "": the model's
+  double responses_store_mb = 0;
   BackendOptions backend;
 };
 
@@ -157,16 +162,24 @@ void serve(const ServeOptions& o) {
   cfg.max_num_batched_tokens = o.max_num_batched_tokens;
   cfg.max_queue = o.max_queue;
   set_kv_options(backends.first(), o.backend, cfg);
+  if (!o.pooling.empty()) cfg.pooling = *pooling_from_name(o.pooling);
   Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
   engine.start();
-  server::ModelService service(engine, chat, model_names(o, path));
+  server::ServiceOptions features;
+  features.reasoning_mode = *server::reasoning_mode_from_name(o.reasoning_format);
+  features.reasoning_budget = o.reasoning_budget;
+  features.embeddings = o.embeddings;
+  features.responses_store_bytes = size_t(o.responses_store_mb * 1024 * 1024);
+  server::ModelService service(engine, chat, model_names(o, path), features);
   http.set_service(&service);
+  const char* reasoning[] = {"none", "think tags", "harmony"};
   std::fprintf(stderr,
                "rocmforge serve: ready: model '%s' (%s), context %d, KV cache %d blocks of %d tokens (%s; one "
-               "sequence up to %d tokens), chat template: %s\n",
+               "sequence up to %d tokens), chat template: %s; reasoning: %s; embeddings: %s\n",
                service.name().c_str(), path.c_str(), engine.max_model_len(), engine.num_blocks(),
                engine.config().block_size, engine.kv_groups().summary().c_str(), engine.max_sequence_tokens(),
-               tmpl.origin.c_str());
+               tmpl.origin.c_str(), reasoning[int(service.reasoning_format())],
+               o.embeddings ? pooling_name(engine.limits().pooling) : "off");
 
   bool listener_failed = false;
   while (!signals.wait_for(std::chrono::milliseconds(500))) {
@@ -190,7 +203,8 @@ void serve(const ServeOptions& o) {
 
 void add_serve_command(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
-  auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions)");
+  auto* cmd = app.add_subcommand("serve", "OpenAI- and Anthropic-compatible HTTP server (/v1/chat/completions, "
+                                          "/v1/completions, /v1/messages, /v1/responses, /v1/embeddings)");
   cmd->add_option("-m,--model", o->model, "GGUF model (default: $ROCMFORGE_MODEL or the demo stories260K.gguf)");
   cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o->port, "Port to listen on (0: any free port)")->check(CLI::Range(0, 65535))->capture_default_str();
@@ -243,6 +257,26 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--allow-special-in-content", o->allow_special_in_content,
                 "Tokenize special-token text in chat messages as control tokens (by default it stays text, so "
                 "content cannot forge roles)");
+  cmd->add_option("--reasoning-format", o->reasoning_format,
+                  "Thinking in chat replies: auto (the chat template's format: <think> tags or harmony channels) "
+                  "puts it in reasoning_content, deepseek parses <think> tags whatever the template, none leaves it "
+                  "in the content")
+      ->check(CLI::IsMember({"none", "deepseek", "auto"}))
+      ->capture_default_str();
+  cmd->add_option("--reasoning-budget", o->reasoning_budget,
+                  "Thinking tokens a reply may take before its end is forced (-1: no limit; 0: no thinking, the "
+                  "template told enable_thinking=false); a request's reasoning_budget overrides it")
+      ->check(CLI::Range(-1, 1 << 30))
+      ->capture_default_str();
+  cmd->add_flag("--embeddings", o->embeddings, "Serve /v1/embeddings (pooled, L2-normalised final hidden states)");
+  cmd->add_option("--pooling", o->pooling,
+                  "Embedding pooling: last, mean or cls (default: the model's pooling_type, else its family's)")
+      ->check(CLI::IsMember({"last", "mean", "cls"}));
+  cmd->add_option("--responses-store-mb", o->responses_store_mb,
+                  "Memory for responses of /v1/responses kept for previous_response_id, least recently used "
+                  "dropped first (0: none kept; requests are stateless)")
+      ->check(CLI::Range(0.0, 1048576.0))
+      ->capture_default_str();
   cmd->add_flag("-v,--verbose", o->verbose, "Log every request and loading details");
   add_backend_options(*cmd, o->backend);
   cmd->callback([o] { serve(*o); });

@@ -14,9 +14,11 @@ using Clock = std::chrono::steady_clock;
 
 struct Engine::Active {
   Active(const Tokenizer& tok, Request r, uint64_t id)
-      : req(std::move(r)), handle(std::make_shared<RequestStream>(id)), detok(tok, false, true), stop(req.stop) {
+      : req(std::move(r)), handle(std::make_shared<RequestStream>(id)), detok(tok, req.render_special, true),
+        stop(req.stop), thinking(req.thinking) {
     seq.id = id;
   }
+  bool embedding() const { return req.pooling != Pooling::None; }
   Sequence seq;
   Request req;
   RequestHandle handle;
@@ -31,6 +33,11 @@ struct Engine::Active {
   // same one) and where the text is in it.
   std::shared_ptr<grammar::CompiledGrammar> grammar;
   grammar::GrammarCursor gcursor;
+  ThinkingTracker thinking;
+  // Embedding requests: the pooled hidden states so far (mean: their sum).
+  std::vector<double> pooled;
+  int32_t pooled_rows = 0;
+  std::vector<float> result;  // embedding requests: the vector, for the final event
 };
 
 Engine::Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend, EngineConfig config)
@@ -117,7 +124,9 @@ size_t Engine::active_requests() const {
 }
 
 ServingLimits Engine::limits() const {
-  return ServingLimits{config_.max_model_len, model_.config().n_vocab, config_.max_num_seqs, config_.max_queue};
+  return ServingLimits{config_.max_model_len, model_.config().n_vocab, config_.max_num_seqs, config_.max_queue,
+                       model_.config().n_embd,
+                       config_.pooling != Pooling::None ? config_.pooling : model_.config().pooling};
 }
 
 RequestHandle Engine::submit(Request req) {
@@ -126,7 +135,14 @@ RequestHandle Engine::submit(Request req) {
   for (int32_t t : req.prompt)
     RF_CHECK(t >= 0 && t < model_.config().n_vocab, "prompt token id ", t, " is out of range [0, ",
              model_.config().n_vocab, ")");
-  RF_CHECK(req.max_tokens >= 1, "max_tokens must be at least 1");
+  if (req.pooling != Pooling::None) {  // embeddings: the prompt alone
+    req.max_tokens = 0;
+    req.min_tokens = 0;
+    req.grammar = nullptr;
+    req.thinking = ThinkingControl{};
+  } else {
+    RF_CHECK(req.max_tokens >= 1, "max_tokens must be at least 1");
+  }
   RF_CHECK(int64_t(n_prompt) + req.max_tokens <= config_.max_model_len, "this model's maximum context length is ",
            config_.max_model_len, " tokens; the request has ", n_prompt, " prompt tokens and asks for ",
            req.max_tokens, " more (", int64_t(n_prompt) + req.max_tokens, " in total)");
@@ -155,6 +171,9 @@ RequestHandle Engine::submit(Request req) {
   }
   a->seq.tokens = a->req.prompt;
   a->seq.n_prompt = n_prompt;
+  // Pooling over the first or every token needs each computed here, none
+  // taken from the prefix cache.
+  a->seq.reuse_prefix = a->req.pooling != Pooling::Mean && a->req.pooling != Pooling::Cls;
   for (int32_t t : a->seq.tokens) a->penalties[t] = PenaltyToken{t, 0, 1};
   RequestHandle h = a->handle;
   metrics_.requests_total++;
@@ -248,6 +267,7 @@ bool Engine::step() {
   rows_.clear();
   penalties_.clear();
   sampled_.clear();
+  embedding_rows_.clear();
   for (const ScheduledSeq& e : sched) {
     Active* a = by_seq_.at(e.seq);
     if (!a->admitted) {  // first scheduled: account the prefix-cache lookup
@@ -257,8 +277,12 @@ bool Engine::step() {
       metrics_.prefix_cache_hit_tokens += uint64_t(a->cached_prompt);
     }
     for (size_t g = 0; g < group_blocks_.size(); ++g) group_blocks_[g] = e.seq->tables[g].blocks;
-    batch_.add_sequence(std::span<const int32_t>(e.seq->tokens.data() + e.start, size_t(e.n_new)), e.start,
-                        group_blocks_, e.sample);
+    const int32_t si = batch_.add_sequence(std::span<const int32_t>(e.seq->tokens.data() + e.start, size_t(e.n_new)),
+                                           e.start, group_blocks_, e.sample && !a->embedding());
+    if (a->embedding()) {  // no sampling: its rows' hidden states are pooled after the pass
+      embedding_rows_.push_back({a, batch_.seq_starts[size_t(si)], e.start, e.n_new, e.sample});
+      continue;
+    }
     if (!e.sample) continue;
     SampleRow row;
     row.params = a->req.sampling;
@@ -287,11 +311,12 @@ bool Engine::step() {
   const bool wake_after_launch = runner_->forward_queues() && batch_.n_tokens() == batch_.n_seqs();
   try {
     if (!wake_after_launch) wake_listeners();
-    runner_->forward(batch_);
+    runner_->forward(batch_, !embedding_rows_.empty());
     if (wake_after_launch) wake_listeners();
-    grammar_masks();  // on the CPU while a GPU computes the logits
+    token_masks();  // on the CPU while a GPU computes the logits
     t_sample = Clock::now();
     if (!rows_.empty()) runner_->sample(rows_, penalties_, results_);
+    pool_embeddings();
   } catch (const std::exception& e) {
     log_error("forward pass failed: ", e.what());
     fail_step(sched, e.what());
@@ -303,6 +328,8 @@ bool Engine::step() {
   scheduler_->complete(sched);
   metrics_.steps++;
   for (size_t i = 0; i < sampled_.size(); ++i) process_token(*sampled_[i], results_[i]);
+  for (const EmbeddingRows& e : embedding_rows_)
+    if (e.last) finish_embedding(*e.a);
   update_gauges();
   const auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   metrics_.observe_step_phase(EngineMetrics::kSchedule, seconds(t_start, t_forward));
@@ -319,7 +346,7 @@ bool Engine::step() {
   return true;
 }
 
-void Engine::grammar_masks() {
+void Engine::token_masks() {
   const auto t0 = Clock::now();
   const size_t words = (size_t(model_.config().n_vocab) + 31) / 32;
   if (masks_.size() < rows_.size()) masks_.resize(rows_.size());
@@ -327,6 +354,13 @@ void Engine::grammar_masks() {
   bool any = false;
   for (size_t i = 0; i < rows_.size(); ++i) {
     Active& a = *sampled_[i];
+    if (const int32_t forced = a.thinking.forced_next(); forced >= 0) {  // a thinking budget is spent
+      std::vector<uint32_t>& buf = masks_[i];
+      buf.assign(words, 0u);
+      buf[size_t(forced) / 32] |= 1u << (forced % 32);
+      rows_[i].allowed = buf.data();
+      continue;
+    }
     if (!a.grammar) continue;
     any = true;
     grammar::TokenMasker& masker = a.grammar->masker();
@@ -385,6 +419,7 @@ void Engine::process_token(Active& a, const SampleResult& r) {
     reason = FinishReason::Stop;
   } else {
     const std::string piece = a.detok.push(tok);
+    a.thinking.push(piece);
     ev.text = a.stop.push(piece, past_min);
     if (a.stop.stopped()) reason = FinishReason::Stop;
     else if (n_gen >= a.req.max_tokens || s.n_tokens() >= config_.max_model_len) reason = FinishReason::Length;
@@ -406,6 +441,9 @@ void Engine::finish(Active& a, FinishReason reason, const std::string& error) {
   ev.prompt_tokens = a.seq.n_prompt;
   ev.completion_tokens = a.seq.n_generated();
   ev.cached_prompt_tokens = a.cached_prompt;  // not n_cached: a recompute after preemption may hit generated tokens
+  ev.reasoning_tokens = a.thinking.tokens();
+  ev.embedding = std::move(a.result);
+  if (a.stop.stopped()) ev.stop_string = a.stop.matched();
   if (a.seq.status != SeqStatus::Finished) scheduler_->finish(&a.seq);
   metrics_.requests_finished++;
   if (reason == FinishReason::Cancelled) metrics_.requests_cancelled++;
@@ -420,6 +458,47 @@ void Engine::finish(Active& a, FinishReason reason, const std::string& error) {
   emit(*a.handle, std::move(ev));
   by_seq_.erase(&a.seq);
   active_.erase(a.seq.id);  // destroys a
+}
+
+void Engine::pool_embeddings() {
+  const int32_t n_embd = model_.config().n_embd;
+  for (const EmbeddingRows& e : embedding_rows_) {
+    Active& a = *e.a;
+    const Pooling p = a.req.pooling;
+    // The rows this pooling reads: every row (mean), the first token's (cls)
+    // or the last token's (last).
+    int32_t first = e.first_row, n = e.n;
+    if (p == Pooling::Cls) {
+      if (e.start != 0) continue;
+      n = 1;
+    } else if (p == Pooling::Last) {
+      if (!e.last) continue;
+      first += e.n - 1;
+      n = 1;
+    }
+    if (e.start == 0 || p != Pooling::Mean) {  // a fresh start (also a recompute after preemption)
+      a.pooled.assign(size_t(n_embd), 0.0);
+      a.pooled_rows = 0;
+    }
+    hidden_.resize(size_t(n) * size_t(n_embd));
+    runner_->copy_hidden(first, n, hidden_.data());
+    for (int32_t r = 0; r < n; ++r)
+      for (int32_t j = 0; j < n_embd; ++j) a.pooled[size_t(j)] += double(hidden_[size_t(r) * size_t(n_embd) + size_t(j)]);
+    a.pooled_rows += n;
+  }
+}
+
+void Engine::finish_embedding(Active& a) {
+  // The mean (or the one row), L2-normalised.
+  a.result.resize(a.pooled.size());
+  double norm = 0.0;
+  for (double& v : a.pooled) {
+    v /= std::max(a.pooled_rows, 1);
+    norm += v * v;
+  }
+  norm = std::sqrt(norm);
+  for (size_t j = 0; j < a.pooled.size(); ++j) a.result[j] = float(norm > 0.0 ? a.pooled[j] / norm : 0.0);
+  finish(a, FinishReason::Stop);
 }
 
 void Engine::emit(RequestStream& stream, StreamEvent ev) {

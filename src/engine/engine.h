@@ -22,6 +22,7 @@
 #include "engine/scheduler.h"
 #include "engine/serving.h"
 #include "engine/stop_matcher.h"
+#include "engine/thinking.h"
 #include "model/model.h"
 #include "model/step_runner.h"
 #include "tokenizer/tokenizer.h"
@@ -42,6 +43,7 @@ struct EngineConfig {
   int32_t max_queue = 4096;      // requests waiting for a sequence slot beyond this are refused (EngineBusy)
   bool prefix_caching = true;
   KVCacheDType kv_cache_dtype = KVCacheDType::Auto;  // --kv-cache-dtype
+  Pooling pooling = Pooling::None;  // embedding requests' pooling (--pooling); None: the model's (ModelConfig::pooling)
 };
 
 
@@ -90,6 +92,10 @@ class Engine final : public ServingEngine {
   void admit_new();
   void handle_cancellations();
   void process_token(Active& a, const SampleResult& r);
+  // Embedding requests of this step: their rows' hidden states pooled
+  // (after the forward pass), and those whose prompt is done finished.
+  void pool_embeddings();
+  void finish_embedding(Active& a);
   void finish(Active& a, FinishReason reason, const std::string& error = "");
   void fail_step(const std::vector<ScheduledSeq>& step, const std::string& error);
   void update_gauges();
@@ -116,6 +122,15 @@ class Engine final : public ServingEngine {
   std::vector<PenaltyToken> penalties_;
   std::vector<SampleResult> results_;
   std::vector<Active*> sampled_;
+  struct EmbeddingRows {
+    Active* a;
+    int32_t first_row;  // in the batch
+    int32_t start;      // position of that row in the sequence
+    int32_t n;          // rows
+    bool last;          // the prompt's last chunk
+  };
+  std::vector<EmbeddingRows> embedding_rows_;
+  std::vector<float> hidden_;  // pool_embeddings' host copy
   std::vector<RequestStream::Listener> listeners_to_wake_;  // emit()'s, in order
   std::vector<int32_t> eog_tokens_;
   // Structured output (requests with a grammar): each token's bytes, their
@@ -127,7 +142,9 @@ class Engine final : public ServingEngine {
   std::unique_ptr<grammar::TokenTrie> trie_;
   std::unique_ptr<grammar::GrammarCache> grammars_;
   std::vector<std::vector<uint32_t>> masks_;
-  void grammar_masks();  // after the forward pass is queued, before sampling
+  // After the forward pass is queued, before sampling: each row's token
+  // mask — the one token a thinking budget forces, or the grammar's.
+  void token_masks();
 
   // Shared with submitters.
   mutable std::mutex mu_;

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/pooling.h"
 #include "core/sampling.h"
 #include "grammar/grammar.h"
 
@@ -24,6 +25,19 @@ namespace rf {
 
 enum class FinishReason { None, Stop, Length, Cancelled, Error };
 const char* finish_reason_name(FinishReason r);  // "stop", "length", ...
+
+// A reply that thinks before it answers: its thinking section, delimited in
+// the generated text by `open` and `close`, is tracked to count its tokens
+// (StreamEvent::reasoning_tokens) and, with a budget, ended by force once it
+// has run that many tokens (llama.cpp's reasoning budget): the next tokens
+// are then `forced_close`, one a step, whatever the model would draw.
+struct ThinkingControl {
+  bool enabled = false;
+  bool starts_inside = false;         // the prompt opened the section (the template wrote `open`)
+  std::string open, close;            // e.g. "<think>", "</think>"
+  int32_t budget = -1;                // thinking tokens before the close is forced; -1: no limit
+  std::vector<int32_t> forced_close;  // the tokens that end the section
+};
 
 struct Request {
   std::vector<int32_t> prompt;        // token ids (BOS included if wanted)
@@ -39,6 +53,12 @@ struct Request {
   // sentence of this grammar, and end of generation comes only where the
   // grammar accepts (null: free text).
   std::shared_ptr<const grammar::Grammar> grammar;
+  bool render_special = false;        // control tokens' text appears in `text` (formats that need their markers)
+  ThinkingControl thinking;
+  // An embedding request (not None): the prompt is computed without a
+  // sampling step, its final hidden states pooled this way and L2-normalised
+  // into the final event's `embedding`; max_tokens and sampling are unused.
+  Pooling pooling = Pooling::None;
 };
 
 struct TokenLogprob {
@@ -59,6 +79,9 @@ struct StreamEvent {
   int32_t prompt_tokens = 0;           // set on the final event
   int32_t completion_tokens = 0;
   int32_t cached_prompt_tokens = 0;
+  int32_t reasoning_tokens = 0;        // of completion_tokens, those of the thinking section
+  std::string stop_string;             // the stop string that ended the output, if one did
+  std::vector<float> embedding;        // embedding requests: the pooled, normalised vector
 };
 
 class RequestStream {

@@ -98,7 +98,7 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
   // Waiting sequences in order, unless this step had to preempt.
   while (!preempted && !waiting_.empty() && budget > 0 && int32_t(running_.size()) < config_.max_num_seqs) {
     Sequence* s = waiting_.front();
-    if (config_.prefix_caching && s->n_blocks_held() == 0) apply_prefix_hits(s);
+    if (config_.prefix_caching && s->reuse_prefix && s->n_blocks_held() == 0) apply_prefix_hits(s);
     const int32_t n_new = std::min(s->n_pending(), budget);
     if (!allocate_for(s, s->n_computed + n_new)) {
       release_blocks(s);  // give back any prefix hits; retry next step

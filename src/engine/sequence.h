@@ -22,6 +22,7 @@ struct Sequence {
   std::vector<BlockTable> tables;  // one per KV group (the scheduler sizes it)
   int32_t n_hashed_blocks = 0;   // leading full blocks registered in the prefix cache (in every group)
   uint64_t last_hash = 0;        // chain hash of block n_hashed_blocks - 1
+  bool reuse_prefix = true;      // prefix-cache hits at admission allowed (else every token is computed)
   SeqStatus status = SeqStatus::Waiting;
   int32_t n_preemptions = 0;
 

@@ -26,6 +26,8 @@ struct ServingLimits {
   int32_t n_vocab = 0;        // valid token ids are [0, n_vocab)
   int32_t max_num_seqs = 0;   // sequences generated at once
   int32_t max_queue = 0;      // requests that may wait for a sequence slot
+  int32_t n_embd = 0;         // an embedding's dimensions
+  Pooling pooling = Pooling::Last;  // the model's pooling for embedding requests
 };
 
 class ServingEngine {

@@ -74,6 +74,11 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
     r.beta_slow = float(f.get_float(a + "rope.scaling.yarn_beta_slow", 1.0));
   }
   configure_family(f, c);
+  c.pooling = c.arch.rfind("gemma", 0) == 0 ? Pooling::Mean : Pooling::Last;
+  const int64_t pooling = f.get_int(a + "pooling_type", 0);
+  RF_CHECK(pooling >= 0 && pooling <= 4, "model metadata '", a, "pooling_type' = ", pooling,
+           " is out of range (0 none, 1 mean, 2 cls, 3 last, 4 rank)");
+  if (pooling >= 1 && pooling <= 3) c.pooling = Pooling(pooling);  // none and rank: the family's default
   return c;
 }
 

@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "core/activation.h"
+#include "core/pooling.h"
 #include "core/rope_params.h"
 #include "gguf/reader.h"
 
@@ -61,6 +62,13 @@ struct ModelConfig {
   bool expert_weights_norm = true;  // expert_weights_norm: the chosen experts' weights renormalised to sum 1
   bool moe_biases = false;      // router ffn_gate_inp.bias [n_expert] and expert biases ffn_*_exps.bias (gpt-oss)
   Activation expert_activation = Activation::SiLU;  // the experts' GLU
+
+  // --- embeddings ------------------------------------------------------------
+  // How an embedding request pools the final hidden states: `pooling_type`
+  // (llama.cpp's key and values) when it names mean, cls or last; else the
+  // family's default (mean for the Gemma families, as EmbeddingGemma pools;
+  // last for the others, as Qwen3-Embedding does).
+  Pooling pooling = Pooling::Last;
 
   int32_t q_dim() const { return n_head * head_dim; }
   int32_t kv_dim() const { return n_head_kv * head_dim; }

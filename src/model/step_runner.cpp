@@ -2,6 +2,7 @@
 #include "model/step_runner.h"
 
 #include "core/error.h"
+#include "core/fp16.h"
 #include "core/spin_wait.h"
 
 namespace rf {
@@ -140,11 +141,32 @@ void StepRunner::note_error(std::exception_ptr err, bool aborted) {
   }
 }
 
-void StepRunner::forward(const Batch& batch) {
+void StepRunner::forward(const Batch& batch, bool hidden_states) {
   on_ranks([&](int32_t r) {
     Rank& k = ranks_[size_t(r)];
-    k.logits = k.tf->forward(batch, *k.kv);
+    k.logits = k.tf->forward(batch, *k.kv, hidden_states);
   });
+}
+
+void StepRunner::copy_hidden(int32_t first, int32_t n, float* out) {
+  // Every rank holds the whole hidden state (the residual stream is summed
+  // over the ranks): rank 0's is read.
+  Rank& k = ranks_[0];
+  const Tensor h = k.tf->hidden();
+  RF_CHECK(first >= 0 && n >= 0 && first + n <= h.rows(), "runner: hidden rows [", first, ", ", first + n, ") of ",
+           h.rows());
+  if (n == 0) return;
+  const Tensor rows = h.slice_rows(first, n);
+  const size_t count = size_t(n) * size_t(h.cols());
+  if (rows.type == DType::F32) {
+    k.backend->copy_to_host(out, rows.data, count * sizeof(float));
+    return;
+  }
+  RF_CHECK(rows.type == DType::F16 || rows.type == DType::BF16, "runner: hidden states of type ",
+           dtype_name(rows.type));
+  std::vector<uint16_t> half(count);
+  k.backend->copy_to_host(half.data(), rows.data, count * sizeof(uint16_t));
+  for (size_t i = 0; i < count; ++i) out[i] = rows.type == DType::F16 ? f16_to_f32(half[i]) : bf16_to_f32(half[i]);
 }
 
 void StepRunner::sample(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,

@@ -49,7 +49,9 @@ class StepRunner {
   DType kv_type() const { return ranks_[0].kv->type(); }
 
   // Runs the step on every rank (queued on GPUs); the logits stay on the ranks.
-  void forward(const Batch& batch);
+  // `hidden_states`: every token's final normed hidden state is kept too
+  // (Transformer::forward), for copy_hidden.
+  void forward(const Batch& batch, bool hidden_states = false);
   // Whether forward() returns with the step queued on a device, not done.
   bool forward_queues() const { return ranks_[0].backend->device() != DeviceKind::CPU; }
   // Samples the last forward's logit rows.
@@ -57,6 +59,9 @@ class StepRunner {
               std::vector<SampleResult>& out);
   // Copies logit row `row` of the last forward, all n_vocab of it, to the host.
   void copy_logits(int32_t row, float* out);
+  // Copies token rows [first, first + n) of the last forward's final hidden
+  // states (a forward with hidden_states) to the host as f32, n * n_embd values.
+  void copy_hidden(int32_t first, int32_t n, float* out);
 
  private:
   struct Rank {

@@ -120,7 +120,7 @@ void Transformer::warmup(KVCache& kv) {
   backend_.synchronize();
 }
 
-Tensor Transformer::forward(const Batch& batch, KVCache& kv) {
+Tensor Transformer::forward(const Batch& batch, KVCache& kv, bool hidden_states) {
   const int32_t n = batch.n_tokens();
   RF_CHECK(n > 0 && n <= limits_.max_tokens, "forward: ", n, " tokens (limit ", limits_.max_tokens, ")");
   RF_CHECK(batch.n_seqs() <= limits_.max_seqs, "forward: ", batch.n_seqs(), " sequences (limit ", limits_.max_seqs, ")");
@@ -133,6 +133,13 @@ Tensor Transformer::forward(const Batch& batch, KVCache& kv) {
   // pass); GPU steps skip it on the hot path.
   if (backend_.device() == DeviceKind::CPU) batch.validate(kv.num_blocks(), kv.groups().group_windows());
   const int32_t nl = batch.n_logits();
+  hidden_rows_ = 0;
+  if (hidden_states) {  // embeddings: every row through the last layer, never a captured graph
+    const StepMeta m = backend_.upload_step(batch);
+    run_layers(m, kv, true);
+    hidden_rows_ = n;
+    return logits_.slice_rows(0, nl);
+  }
   if (graph_eligible(batch)) {
     const int32_t bucket = graph_bucket(n);
     pad_for_graph(batch, bucket);
@@ -273,7 +280,7 @@ void Transformer::logits_of(const Tensor& last, int32_t nl) {
   if (c_.final_softcap > 0.0f) backend_.softcap(logits, c_.final_softcap);
 }
 
-void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
+void Transformer::run_layers(const StepMeta& m, KVCache& kv, bool hidden_states) {
   const int32_t n = m.n_tokens, nl = m.n_logits;
   Tensor x = x_.slice_rows(0, n), xn = xn_.slice_rows(0, n);
   if (comm_) {
@@ -291,7 +298,7 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
     const StepMeta lm = m.for_group(kv.groups().group_of(il));
     const KVLayer& cache = kv.layer(il);
     const Tensor q = project_qkv(il, lm, cache);
-    if (last_layer && nl < n) {
+    if (last_layer && nl < n && !hidden_states) {
       last_layer_for_logits(il, lm, cache, q, x);
       return;
     }
@@ -312,6 +319,9 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv) {
     }
     add_last_residual(il, x, ffn_out);
   }
+  // Embeddings: the final norm of every row (xn is free after the last FFN).
+  if (hidden_states) backend_.rms_norm(x, w_.output_norm, c_.rms_eps, xn);
+  if (nl == 0) return;  // (only embedding rows)
   // Every row needs logits (decode steps), possibly in another order.
   Tensor last = last_.slice_rows(0, nl);
   backend_.gather_rows(x, m, last);

@@ -31,8 +31,14 @@ class Transformer {
 
   // Runs every layer for all of the batch's tokens, writing their K/V into
   // `kv`, and returns f32 logits [batch.n_logits(), vocab_range().count] on
-  // the backend (valid until the next call).
-  Tensor forward(const Batch& batch, KVCache& kv);
+  // the backend (valid until the next call). With `hidden_states`, every
+  // token also runs the whole last layer and the final norm: hidden()
+  // then holds the normed final hidden state of each (embedding requests).
+  Tensor forward(const Batch& batch, KVCache& kv, bool hidden_states = false);
+  // [n_tokens of the last forward, n_embd] (activation type): the final
+  // norm of each token's last hidden state, after a forward with
+  // hidden_states; valid until the next call.
+  Tensor hidden() const { return xn_.slice_rows(0, hidden_rows_); }
 
   // Captures the decode graphs of every batch bucket up front (backends
   // with graphs), so that later steps allocate nothing.
@@ -45,7 +51,7 @@ class Transformer {
 
  private:
   Tensor alloc_act(int64_t cols, int64_t rows, DType type, const char* what);
-  void run_layers(const StepMeta& m, KVCache& kv);
+  void run_layers(const StepMeta& m, KVCache& kv, bool hidden_states = false);
   // Layer il's q/k/v projections of the normed input in xn_, [q/k norms,]
   // RoPE and the store of K and V into the layer's cache: returns q.
   Tensor project_qkv(int32_t il, const StepMeta& m, const KVLayer& cache);
@@ -112,6 +118,7 @@ class Transformer {
   Tensor last_n_;   // [max_logits rows, n_embd]
   Tensor logits_;   // [max_logits rows, n_vocab] f32
   Batch padded_;    // the padded copy of a decode batch (reused: no per-step allocation once grown)
+  int64_t hidden_rows_ = 0;  // rows of xn_ that hold final hidden states (forward with hidden_states)
 };
 
 }  // namespace rf

@@ -38,6 +38,25 @@ std::string error_body(const ApiError& e) {
   return Json{{"error", std::move(err)}}.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+const char* anthropic_error_type(int status) {
+  switch (status) {
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 503:
+    case 529: return "overloaded_error";
+    default: return status >= 500 ? "api_error" : "invalid_request_error";
+  }
+}
+
+std::string anthropic_error_body(const ApiError& e) {
+  using Json = nlohmann::ordered_json;
+  const Json body = {{"type", "error"}, {"error", {{"type", anthropic_error_type(e.status())}, {"message", e.what()}}}};
+  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 std::string error_body_for_status(int status, const std::string& message) {
   std::string type = status >= 500 ? "server_error" : "invalid_request_error";
   std::string code;

@@ -37,6 +37,12 @@ ApiError internal_error(const std::string& message);           // 500
 
 // The JSON body {"error": {...}} for an error.
 std::string error_body(const ApiError& e);
+// Anthropic's shape of the same error: {"type": "error", "error": {"type",
+// "message"}}, the type from the status (invalid_request_error,
+// authentication_error, permission_error, not_found_error,
+// request_too_large, rate_limit_error, api_error, overloaded_error).
+std::string anthropic_error_body(const ApiError& e);
+const char* anthropic_error_type(int status);
 // The body for a bare HTTP status (unknown route, oversized body, ...).
 std::string error_body_for_status(int status, const std::string& message);
 

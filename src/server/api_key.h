@@ -22,6 +22,8 @@ class ApiKey {
   bool required() const { return required_; }
   // True for "Bearer KEY" (the scheme case-insensitive) with the right key.
   bool accepts(std::string_view authorization) const;
+  // True for the key itself (an `x-api-key` header, Anthropic's way).
+  bool accepts_key(std::string_view presented) const;
 
  private:
   bool required_ = false;

@@ -3,10 +3,13 @@
 #include "server/api_routes.h"
 
 #include "core/log.h"
+#include "server/anthropic.h"
 #include "server/api_error.h"
+#include "server/embeddings.h"
 #include "server/generation.h"
 #include "server/protocol.h"
 #include "server/response_format.h"
+#include "server/responses.h"
 
 namespace rf::server {
 namespace {
@@ -18,41 +21,43 @@ HttpResponse json_response(int status, std::string body) {
   return r;
 }
 
-HttpResponse error_response(const ApiError& e) {
-  HttpResponse r = json_response(e.status(), error_body(e));
+enum class ErrorShape { OpenAI, Anthropic };
+
+HttpResponse error_response(const ApiError& e, ErrorShape shape = ErrorShape::OpenAI) {
+  HttpResponse r = json_response(e.status(), shape == ErrorShape::Anthropic ? anthropic_error_body(e) : error_body(e));
   if (e.status() == 503) r.headers.emplace_back("Retry-After", e.code() == "queue_full" ? "1" : "5");
   if (e.status() == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer");
   return r;
 }
 
-// The OpenAI error response for the exception being handled.
-HttpResponse current_error_response() {
+// The error response for the exception being handled.
+HttpResponse current_error_response(ErrorShape shape = ErrorShape::OpenAI) {
   try {
     throw;
   } catch (const ApiError& e) {
-    return error_response(e);
+    return error_response(e, shape);
   } catch (const EngineBusy& e) {
-    return error_response(service_unavailable(e.what(), "queue_full"));
+    return error_response(service_unavailable(e.what(), "queue_full"), shape);
   } catch (const nlohmann::json::exception& e) {  // a JSON value of an unexpected shape: the client's
-    return error_response(invalid_request(e.what()));
+    return error_response(invalid_request(e.what()), shape);
   } catch (const std::bad_alloc&) {
-    return error_response(internal_error("out of memory"));
+    return error_response(internal_error("out of memory"), shape);
   } catch (const std::exception& e) {
     log_error("http: internal error: ", e.what());
-    return error_response(internal_error(e.what()));
+    return error_response(internal_error(e.what()), shape);
   } catch (...) {
     log_error("http: internal error: unknown exception");
-    return error_response(internal_error("unknown error"));
+    return error_response(internal_error("unknown error"), shape);
   }
 }
 
-// Runs `f`, turning every exception into an OpenAI error response.
+// Runs `f`, turning every exception into an error response of `shape`.
 template <typename F>
-HandlerResult guarded(F&& f) {
+HandlerResult guarded(F&& f, ErrorShape shape = ErrorShape::OpenAI) {
   try {
     return f();
   } catch (...) {
-    return current_error_response();
+    return current_error_response(shape);
   }
 }
 
@@ -86,16 +91,18 @@ std::string percent_decode(std::string_view s) {
 }
 
 constexpr std::string_view kModelPrefix = "/v1/models/";
+constexpr std::string_view kResponsePrefix = "/v1/responses/";
 
-// A Generation as a DeferredResponse: an SSE stream (the head at once, then
-// events) or one JSON body when every choice is done. Holds its place in the
-// in-flight count; destroyed before its end, it counts a client that left
-// and the Generation's destructor cancels what still runs.
+// Pending work (a Generation, embeddings) as a DeferredResponse: an SSE
+// stream (the head at once, then events) or one JSON body when it is done.
+// Holds its place in the in-flight count; destroyed before its end, it
+// counts a client that left and the work's destructor cancels what still
+// runs.
 class GenerationResponse : public DeferredResponse {
  public:
-  GenerationResponse(std::unique_ptr<Generation> gen, bool stream, std::shared_ptr<ApiRoutes::InFlight> in_flight,
-                     HttpMetrics& metrics)
-      : gen_(std::move(gen)), stream_(stream), in_flight_(std::move(in_flight)), metrics_(metrics) {
+  GenerationResponse(std::unique_ptr<PendingWork> gen, bool stream, std::shared_ptr<ApiRoutes::InFlight> in_flight,
+                     HttpMetrics& metrics, ErrorShape shape = ErrorShape::OpenAI)
+      : gen_(std::move(gen)), stream_(stream), shape_(shape), in_flight_(std::move(in_flight)), metrics_(metrics) {
     std::lock_guard<std::mutex> lock(in_flight_->mu);
     ++in_flight_->count;
   }
@@ -149,13 +156,14 @@ class GenerationResponse : public DeferredResponse {
       if (!body) return;
       out.start = json_response(200, std::move(*body));
     } catch (...) {
-      out.start = current_error_response();
+      out.start = current_error_response(shape_);
     }
     ended_ = out.end = true;
   }
 
-  std::unique_ptr<Generation> gen_;
+  std::unique_ptr<PendingWork> gen_;
   bool stream_;
+  ErrorShape shape_;
   std::shared_ptr<ApiRoutes::InFlight> in_flight_;
   HttpMetrics& metrics_;
   bool head_sent_ = false, ended_ = false;
@@ -185,11 +193,20 @@ ApiRoutes::Route ApiRoutes::route_of(const HttpRequestHead& head) {
     if (path == "/metrics") return Route::Metrics;
     if (path == "/v1/models") return Route::Models;
     if (path.size() > kModelPrefix.size() && path.substr(0, kModelPrefix.size()) == kModelPrefix) return Route::Model;
+    if (path.size() > kResponsePrefix.size() && path.substr(0, kResponsePrefix.size()) == kResponsePrefix)
+      return Route::GetResponse;
   } else if (head.method == "POST") {
     if (path == "/v1/completions") return Route::Completions;
     if (path == "/v1/chat/completions") return Route::ChatCompletions;
+    if (path == "/v1/messages") return Route::Messages;
+    if (path == "/v1/messages/count_tokens") return Route::CountTokens;
+    if (path == "/v1/responses") return Route::Responses;
+    if (path == "/v1/embeddings") return Route::Embeddings;
     if (path == "/tokenize") return Route::Tokenize;
     if (path == "/detokenize") return Route::Detokenize;
+  } else if (head.method == "DELETE") {
+    if (path.size() > kResponsePrefix.size() && path.substr(0, kResponsePrefix.size()) == kResponsePrefix)
+      return Route::DeleteResponse;
   }
   return Route::None;
 }
@@ -209,14 +226,17 @@ std::optional<HttpResponse> ApiRoutes::check_head(const HttpRequestHead& head) {
   const Route route = route_of(head);
   if (route == Route::None) return refuse(404, "no route for " + head.method + " " + std::string(head.path()));
   if (route == Route::Metrics) return std::nullopt;
+  const ErrorShape shape = route == Route::Messages || route == Route::CountTokens ? ErrorShape::Anthropic
+                                                                                  : ErrorShape::OpenAI;
   try {
-    if (route != Route::Health && !key_.accepts(head.header("Authorization")))
-      throw authentication_failed(head.header("Authorization").empty()
-                                      ? "missing API key: send the header 'Authorization: Bearer KEY'"
+    const std::string_view bearer = head.header("Authorization"), key = head.header("x-api-key");
+    if (route != Route::Health && !(key_.accepts(bearer) || (!key.empty() && key_.accepts_key(key))))
+      throw authentication_failed(bearer.empty() && key.empty()
+                                      ? "missing API key: send the header 'Authorization: Bearer KEY' or 'x-api-key: KEY'"
                                       : "incorrect API key");
     ready_service();
   } catch (const ApiError& e) {
-    return error_response(e);
+    return error_response(e, shape);
   }
   return std::nullopt;
 }
@@ -229,6 +249,8 @@ HandlerResult ApiRoutes::handle(HttpRequest& request) {
     r.body = metrics_text();
     return r;
   }
+  if (route == Route::Messages || route == Route::CountTokens)
+    return guarded([&]() -> HandlerResult { return generation(request, route); }, ErrorShape::Anthropic);
   return guarded([&]() -> HandlerResult {
     ModelService& svc = ready_service();
     switch (route) {
@@ -240,12 +262,17 @@ HandlerResult ApiRoutes::handle(HttpRequest& request) {
         return json_response(200, model_object(svc));
       }
       case Route::Completions:
-      case Route::ChatCompletions: return generation(request, route);
+      case Route::ChatCompletions:
+      case Route::Responses:
+      case Route::Embeddings: return generation(request, route);
+      case Route::GetResponse:
+      case Route::DeleteResponse: return stored_response(request, route);
       case Route::Tokenize: {
         const TokenizeRequest r = parse_tokenize_request(parse_json_body(request.body));
         if (!r.model.empty() && !svc.answers_to(r.model)) throw model_not_found(r.model);
         return json_response(200, tokenize_body(tokenize_request(svc, r), svc.max_model_len(),
-                                                r.return_token_strs ? &svc.tokenizer() : nullptr));
+                                                r.return_token_strs ? &svc.tokenizer() : nullptr,
+                                                r.with_pieces ? &svc.tokenizer() : nullptr));
       }
       case Route::Detokenize: {
         const DetokenizeRequest r = parse_detokenize_request(parse_json_body(request.body));
@@ -260,11 +287,63 @@ HandlerResult ApiRoutes::handle(HttpRequest& request) {
 HandlerResult ApiRoutes::generation(const HttpRequest& request, Route route) {
   ModelService& svc = ready_service();
   const Json body = parse_json_body(request.body);
-  const GenerationRequest gr =
-      route == Route::Completions ? parse_completion_request(body) : parse_chat_request(body);
-  if (!gr.model.empty() && !svc.answers_to(gr.model)) throw model_not_found(gr.model);
-  auto gen = std::make_unique<Generation>(svc, gr);
-  return std::make_unique<GenerationResponse>(std::move(gen), gr.stream, in_flight_, metrics_);
+  auto check_model = [&](const std::string& model) {
+    if (!model.empty() && !svc.answers_to(model)) throw model_not_found(model);
+  };
+  auto response_model = [&](const std::string& model) { return model.empty() ? svc.name() : model; };
+  switch (route) {
+    case Route::Messages: {
+      const GenerationRequest gr = parse_anthropic_messages(body);
+      check_model(gr.model);
+      auto writer = std::make_unique<AnthropicWriter>(svc.next_id("msg", '_'), response_model(gr.model));
+      auto gen = std::make_unique<Generation>(svc, gr, std::move(writer));
+      return std::make_unique<GenerationResponse>(std::move(gen), gr.stream, in_flight_, metrics_, ErrorShape::Anthropic);
+    }
+    case Route::CountTokens: {
+      const GenerationRequest gr = parse_anthropic_count_tokens(body);
+      check_model(gr.model);
+      const std::vector<int32_t> ids = prepare_requests(svc, gr).requests.front().prompt;
+      return json_response(200, "{\"input_tokens\":" + std::to_string(ids.size()) + "}");
+    }
+    case Route::Responses: {
+      const ResponsesRequest rr = parse_responses_request(body, svc.responses());
+      check_model(rr.chat.model);
+      auto writer = std::make_unique<ResponsesWriter>(svc.next_id("resp", '_'), response_model(rr.chat.model), rr, &svc.responses());
+      auto gen = std::make_unique<Generation>(svc, rr.chat, std::move(writer));
+      return std::make_unique<GenerationResponse>(std::move(gen), rr.chat.stream, in_flight_, metrics_);
+    }
+    case Route::Embeddings: {
+      if (!svc.options().embeddings)
+        throw ApiError(501, "this server does not serve embeddings: start it with --embeddings", "invalid_request_error",
+                       "", "embeddings_disabled");
+      const EmbeddingsRequest er = parse_embeddings_request(body);
+      check_model(er.model);
+      return std::make_unique<GenerationResponse>(std::make_unique<Embeddings>(svc, er), false, in_flight_, metrics_);
+    }
+    default: {
+      const GenerationRequest gr =
+          route == Route::Completions ? parse_completion_request(body) : parse_chat_request(body);
+      check_model(gr.model);
+      auto gen = std::make_unique<Generation>(svc, gr);
+      return std::make_unique<GenerationResponse>(std::move(gen), gr.stream, in_flight_, metrics_);
+    }
+  }
+}
+
+HandlerResult ApiRoutes::stored_response(const HttpRequest& request, Route route) {
+  ModelService& svc = ready_service();
+  const std::string id = percent_decode(request.head.path().substr(kResponsePrefix.size()));
+  auto not_found = [&] {
+    return ApiError(404, "Response with id '" + id + "' not found", "invalid_request_error", "response_id",
+                    "response_not_found");
+  };
+  if (route == Route::DeleteResponse) {
+    if (!svc.responses().erase(id)) throw not_found();
+    return json_response(200, Json{{"id", id}, {"object", "response.deleted"}, {"deleted", true}}.dump());
+  }
+  const std::optional<ResponseStore::Entry> e = svc.responses().get(id);
+  if (!e) throw not_found();
+  return json_response(200, e->response);
 }
 
 std::string ApiRoutes::metrics_text() const {

@@ -1,8 +1,13 @@
-// ApiRoutes: the OpenAI-compatible application behind the HTTP transport
-// (an HttpHandler). Routes:
+// ApiRoutes: the OpenAI- and Anthropic-compatible application behind the
+// HTTP transport (an HttpHandler). Routes:
 //   POST /v1/completions, POST /v1/chat/completions  (JSON or SSE streams)
+//   POST /v1/messages, /v1/messages/count_tokens     (Anthropic, server/anthropic.h)
+//   POST /v1/responses, GET and DELETE /v1/responses/{id}  (server/responses.h)
+//   POST /v1/embeddings  (with --embeddings; server/embeddings.h)
 //   POST /tokenize, /detokenize  (prompt or chat -> the ids the model gets, and back)
 //   GET  /v1/models, /v1/models/{id}, /health, /metrics
+// The key is taken from `Authorization: Bearer KEY` or `x-api-key: KEY`.
+// Errors of /v1/messages* are in Anthropic's shape, all others in OpenAI's.
 // It owns the server's state — loading (503 until a ModelService is set),
 // ready, draining (503 for new work) — the API key, the HTTP metrics and the
 // count of generations in flight. Unknown routes, a missing or wrong key and
@@ -58,11 +63,15 @@ class ApiRoutes : public HttpHandler {
 
  private:
   enum class State { Loading, Ready, Draining };
-  enum class Route { None, Health, Metrics, Models, Model, Completions, ChatCompletions, Tokenize, Detokenize };
+  enum class Route {
+    None, Health, Metrics, Models, Model, Completions, ChatCompletions, Messages, CountTokens, Responses,
+    GetResponse, DeleteResponse, Embeddings, Tokenize, Detokenize
+  };
 
   static Route route_of(const HttpRequestHead& head);
   ModelService& ready_service() const;  // throws ApiError 503
   HandlerResult generation(const HttpRequest& request, Route route);
+  HandlerResult stored_response(const HttpRequest& request, Route route);
   std::string metrics_text() const;
 
   ApiKey key_;

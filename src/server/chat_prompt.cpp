@@ -18,7 +18,8 @@ constexpr std::string_view kClose = "\xEE\x80\x81";
 }  // namespace
 
 ChatPrompt::ChatPrompt(const Tokenizer& tok, std::string source, std::string origin, bool special_in_content)
-    : tok_(tok), tool_format_(tool_call_format(source)), origin_(std::move(origin)), special_in_content_(special_in_content) {
+    : tok_(tok), tool_format_(tool_call_format(source)), reasoning_format_(reasoning_format_of(source)),
+      origin_(std::move(origin)), special_in_content_(special_in_content) {
   try {
     tmpl_ = std::make_unique<ChatTemplate>(std::move(source));
   } catch (const std::exception& e) {
@@ -36,13 +37,16 @@ ChatPrompt::ChatPrompt(const Tokenizer& tok, std::string source, std::string ori
     std::stable_sort(list.begin(), list.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
 }
 
-std::string ChatPrompt::render(const Json& messages, bool add_generation_prompt, const Json& tools) const {
+std::string ChatPrompt::render(const Json& messages, bool add_generation_prompt, const Json& tools,
+                               const Json& kwargs) const {
   if (!tmpl_) throw invalid_request("the chat template (" + origin_ + ") is invalid: " + error_, "messages",
                                     "chat_template_error");
   ChatTemplateOptions opts;
   opts.add_generation_prompt = add_generation_prompt;
   opts.bos_token = bos_text_;
   opts.eos_token = eos_text_;
+  if (kwargs.is_object())
+    for (const auto& [key, value] : kwargs.items()) opts.extra_context[key] = value;
   if (!tools.is_null()) opts.extra_context["tools"] = tools;
   try {
     return tmpl_->render(messages, opts);
@@ -107,18 +111,23 @@ std::vector<int32_t> ChatPrompt::encode_marked(const std::string& text, const st
   return tok_.encode(plain, /*add_special=*/false, /*parse_special=*/true, ranges);
 }
 
-std::vector<int32_t> ChatPrompt::tokenize(const Json& messages, bool add_generation_prompt, const Json& tools) const {
+std::vector<int32_t> ChatPrompt::tokenize(const Json& messages, bool add_generation_prompt, const Json& tools,
+                                          const Json& kwargs, std::string* rendered) const {
   std::vector<int32_t> ids;
   try {
     if (special_in_content_) {
-      ids = tok_.encode(render(messages, add_generation_prompt, tools), /*add_special=*/false, /*parse_special=*/true);
+      const std::string text = render(messages, add_generation_prompt, tools, kwargs);
+      ids = tok_.encode(text, /*add_special=*/false, /*parse_special=*/true);
+      if (rendered) *rendered = text;
     } else {
-      Json marked = messages, marked_tools = tools;
+      Json marked = messages, marked_tools = tools, marked_kwargs = kwargs;
       std::vector<std::string> literals;
       mark_specials(marked, literals);
       mark_specials(marked_tools, literals);
-      const std::string text = render(marked, add_generation_prompt, marked_tools);
+      mark_specials(marked_kwargs, literals);
+      const std::string text = render(marked, add_generation_prompt, marked_tools, marked_kwargs);
       ids = literals.empty() ? tok_.encode(text, false, true) : encode_marked(text, literals);
+      if (rendered) *rendered = text;
     }
   } catch (const ApiError&) {
     throw;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "server/protocol.h"
+#include "server/reasoning.h"
 #include "server/tool_calls.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -36,13 +37,21 @@ class ChatPrompt {
   ChatPrompt(const Tokenizer& tok, std::string source, std::string origin, bool special_in_content = false);
 
   // The rendered prompt text, `tools` (unless null) given to the template
-  // as the variable `tools`, as transformers does; throws ApiError 400 when
-  // the template fails.
-  std::string render(const Json& messages, bool add_generation_prompt, const Json& tools = Json()) const;
-  // The prompt's token ids (render, then tokenize as described above).
-  std::vector<int32_t> tokenize(const Json& messages, bool add_generation_prompt, const Json& tools = Json()) const;
+  // as the variable `tools`, as transformers does, and each member of
+  // `kwargs` (an object, or null) as a variable of its own (a request's
+  // chat_template_kwargs: enable_thinking, reasoning_effort, ...); throws
+  // ApiError 400 when the template fails.
+  std::string render(const Json& messages, bool add_generation_prompt, const Json& tools = Json(),
+                     const Json& kwargs = Json()) const;
+  // The prompt's token ids (render, then tokenize as described above);
+  // `rendered`, if given, gets the rendered text (special-token text from
+  // the messages appearing as markers).
+  std::vector<int32_t> tokenize(const Json& messages, bool add_generation_prompt, const Json& tools = Json(),
+                                const Json& kwargs = Json(), std::string* rendered = nullptr) const;
   // The format the template's model writes tool calls in (found once).
   ToolCallFormat tool_format() const { return tool_format_; }
+  // The format the template's model thinks in (found once).
+  ReasoningFormat reasoning_format() const { return reasoning_format_; }
 
   bool valid() const { return tmpl_ != nullptr; }
   const std::string& error() const { return error_; }  // why the template did not parse
@@ -58,6 +67,7 @@ class ChatPrompt {
   const Tokenizer& tok_;
   std::unique_ptr<ChatTemplate> tmpl_;
   ToolCallFormat tool_format_;
+  ReasoningFormat reasoning_format_;
   std::string error_, origin_;
   std::string bos_text_, eos_text_;
   bool special_in_content_;

@@ -10,21 +10,6 @@
 namespace rf::server {
 namespace {
 
-std::vector<int32_t> prompt_tokens(const ModelService& svc, const PromptInput& p, bool add_special = true) {
-  if (!p.is_tokens) {
-    try {
-      return svc.tokenizer().encode(p.text, add_special, /*parse_special=*/true);
-    } catch (const Error& e) {  // the tokenizer refuses the text
-      throw invalid_request(e.what(), "prompt");
-    }
-  }
-  for (int32_t t : p.tokens)
-    if (t >= svc.n_vocab())
-      throw invalid_request("prompt token id " + std::to_string(t) + " is out of range [0, " +
-                                std::to_string(svc.n_vocab()) + ")", "prompt");
-  return p.tokens;
-}
-
 ResponseMeta make_meta(ModelService& svc, const GenerationRequest& req) {
   ResponseMeta m;
   m.endpoint = req.endpoint;
@@ -39,79 +24,8 @@ ResponseMeta make_meta(ModelService& svc, const GenerationRequest& req) {
 
 }  // namespace
 
-std::vector<Request> build_engine_requests(ModelService& svc, const GenerationRequest& req) {
-  const bool chat = req.endpoint == Endpoint::ChatCompletions;
-  const char* prompt_param = chat ? "messages" : "prompt";
-  std::vector<std::vector<int32_t>> prompts;
-  if (chat) prompts.push_back(svc.chat().tokenize(req.messages, req.add_generation_prompt, req.tools));
-  else
-    for (const PromptInput& p : req.prompts) prompts.push_back(prompt_tokens(svc, p));
-
-  for (const auto& [t, bias] : req.logit_bias)
-    if (t >= svc.n_vocab())
-      throw invalid_request("'logit_bias' names token " + std::to_string(t) + ", outside the vocabulary [0, " +
-                                std::to_string(svc.n_vocab()) + ")", "logit_bias");
-  for (int32_t t : req.stop_token_ids)
-    if (t >= svc.n_vocab())
-      throw invalid_request("'stop_token_ids' names token " + std::to_string(t) + ", outside the vocabulary [0, " +
-                                std::to_string(svc.n_vocab()) + ")", "stop_token_ids");
-  if (int64_t(prompts.size()) * req.n > kMaxChoices)
-    throw invalid_request(std::to_string(prompts.size()) + " prompts x n = " + std::to_string(req.n) + " is more than " +
-                              std::to_string(kMaxChoices) + " choices",
-                          "n");
-  std::shared_ptr<const grammar::Grammar> grammar = req.grammar;
-  if (req.tool_call_forced) {  // the reply: calls of the offered functions, in the model's format
-    try {
-      grammar = std::make_shared<const grammar::Grammar>(tool_call_grammar(
-          svc.chat().tool_format(), req.tools, req.tool_call_name, req.parallel_tool_calls));
-    } catch (const Error& e) {
-      throw invalid_request(std::string("a tool's parameters cannot be enforced: ") + e.what(), "tools");
-    }
-  }
-  const int64_t ctx = svc.max_model_len();
-  std::vector<Request> out;
-  for (auto& ids : prompts) {
-    if (ids.empty()) throw invalid_request("the prompt is empty", prompt_param);
-    const int64_t n_prompt = int64_t(ids.size());
-    int64_t max_tokens = req.max_tokens ? *req.max_tokens : chat ? ctx - n_prompt : 16;
-    if (n_prompt + std::max<int64_t>(max_tokens, 1) > ctx)
-      throw invalid_request("this model's maximum context length is " + std::to_string(ctx) + " tokens; the prompt has " +
-                                std::to_string(n_prompt) + " tokens and " + std::to_string(max_tokens) +
-                                " more were asked for (" + std::to_string(n_prompt + max_tokens) + " in total)",
-                            req.max_tokens ? "max_tokens" : prompt_param, "context_length_exceeded");
-    if (req.min_tokens > max_tokens)
-      throw invalid_request("'min_tokens' (" + std::to_string(req.min_tokens) + ") is more than max_tokens (" +
-                                std::to_string(max_tokens) + ")", "min_tokens");
-    for (int32_t j = 0; j < req.n; ++j) {
-      Request r;
-      r.prompt = ids;
-      r.logit_bias = req.logit_bias;
-      r.sampling = req.sampling;
-      r.sampling.seed = req.seed_given ? req.sampling.seed + uint64_t(j) : svc.next_seed();
-      r.max_tokens = int32_t(max_tokens);
-      r.min_tokens = req.min_tokens;
-      r.ignore_eos = req.ignore_eos;
-      r.stop = req.stop;
-      r.stop_token_ids = req.stop_token_ids;
-      r.logprobs = req.logprobs;
-      r.grammar = grammar;
-      out.push_back(std::move(r));
-    }
-  }
-  return out;
-}
-
-std::vector<int32_t> tokenize_request(const ModelService& svc, const TokenizeRequest& req) {
-  if (req.chat) return svc.chat().tokenize(req.messages, req.add_generation_prompt, req.tools);
-  return prompt_tokens(svc, PromptInput{false, req.prompt, {}}, req.add_special_tokens);
-}
-
-std::string detokenize_request(const ModelService& svc, const DetokenizeRequest& req) {
-  for (int32_t t : req.tokens)
-    if (t >= svc.tokenizer().n_vocab())
-      throw invalid_request("token id " + std::to_string(t) + " is out of range [0, " +
-                                std::to_string(svc.tokenizer().n_vocab()) + ")", "tokens");
-  return utf8::sanitize(svc.tokenizer().decode(req.tokens, /*render_special=*/true));
+std::unique_ptr<ReplyWriter> openai_writer(ModelService& svc, const GenerationRequest& req) {
+  return std::make_unique<OpenAIWriter>(make_meta(svc, req), svc.tokenizer());
 }
 
 RequestHandle Generation::submit(Request r) {
@@ -124,18 +38,32 @@ RequestHandle Generation::submit(Request r) {
   }
 }
 
-Generation::Generation(ModelService& svc, const GenerationRequest& req)
+Generation::Generation(ModelService& svc, const GenerationRequest& req, std::unique_ptr<ReplyWriter> writer)
     : svc_(svc),
-      fmt_(make_meta(svc, req), svc.tokenizer()),
-      n_per_prompt_(size_t(req.n)),
-      parse_tools_(req.endpoint == Endpoint::ChatCompletions && (req.tool_choice_auto || req.tool_call_forced)),
-      tool_format_(svc.chat().tool_format()),
-      tool_names_(req.tool_names),
-      parallel_tool_calls_(req.parallel_tool_calls) {
-  std::vector<Request> requests = build_engine_requests(svc, req);
-  handles_.resize(requests.size());
-  held_.resize(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
+      writer_(writer ? std::move(writer) : openai_writer(svc, req)),
+      chat_(is_chat(req.endpoint)),
+      logprobs_(req.logprobs),
+      n_per_prompt_(size_t(req.n)) {
+  PreparedRequests prepared = prepare_requests(svc, req);
+  std::vector<Request>& requests = prepared.requests;
+  prompt_tokens_ = prepared.prompt_tokens;
+  const size_t n = requests.size();
+  if (chat_) {
+    ReplyParserOptions o;
+    o.reasoning = prepared.reasoning;
+    o.starts_inside = prepared.starts_inside;
+    o.parse_tools = req.tool_choice_auto || req.tool_call_forced;
+    o.tool_format = svc.chat().tool_format();
+    o.tool_names = req.tool_names;
+    o.parallel_tool_calls = req.parallel_tool_calls;
+    for (size_t i = 0; i < n; ++i) {
+      o.id_prefix = svc.next_id("c", '_').substr(2) + "_" + std::to_string(i);
+      parsers_.emplace_back(o);
+    }
+  }
+  handles_.resize(n);
+  held_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
     if (i % n_per_prompt_ != 0) {
       held_[i] = std::move(requests[i]);
       continue;
@@ -147,11 +75,7 @@ Generation::Generation(ModelService& svc, const GenerationRequest& req)
       throw;
     }
   }
-  const size_t n = handles_.size();
   results_.resize(n);
-  reply_.resize(n);
-  sent_.assign(n, 0);
-  text_offset_.assign(n, 0);
   done_.assign(n, false);
   live_ = n;
 }
@@ -205,46 +129,16 @@ bool finished_normally(FinishReason r) { return r == FinishReason::Stop || r == 
 
 }  // namespace
 
-ParsedReply Generation::parse_reply(size_t i, const std::string& text) const {
-  ParsedReply p = parse_tool_calls(tool_format_, text, tool_names_, fmt_.meta().id + "_" + std::to_string(i));
-  if (!parallel_tool_calls_ && p.calls.size() > 1) p.calls.resize(1);
-  return p;
-}
-
-// A streamed choice whose reply may hold tool calls: content goes out up to
-// where a call may start; at the end, the calls (or the held text).
-void Generation::on_tool_event(size_t i, StreamEvent& ev, std::string& sse) {
-  std::string& reply = reply_[i];
-  reply += ev.text;
-  const size_t safe = ev.finished ? sent_[i] : std::max(sent_[i], tool_call_safe_prefix(tool_format_, reply));
-  const std::string_view fresh = std::string_view(reply).substr(sent_[i], safe - sent_[i]);
-  if (!fresh.empty() || (fmt_.meta().logprobs && !ev.logprobs.empty()))
-    fmt_.delta_chunk(sse, int(i), fresh, ev.logprobs, text_offset_[i]);
-  sent_[i] = safe;
-  if (!ev.finished || !finished_normally(ev.finish_reason)) return;
-  const ParsedReply p = parse_reply(i, reply);
-  if (!p.calls.empty()) {
-    fmt_.tool_calls_chunk(sse, int(i), p.calls);
-  } else if (sent_[i] < reply.size()) {
-    std::vector<TokenLogprob> none;
-    fmt_.delta_chunk(sse, int(i), std::string_view(reply).substr(sent_[i]), none, text_offset_[i]);
-  }
-  results_[i].tool_calls = p.calls;
-}
-
 void Generation::on_event(size_t i, StreamEvent& ev, std::string* sse) {
   ChoiceResult& c = results_[i];
   // A prompt's first choice has news: its prompt is computed (or it ended).
   if (n_per_prompt_ > 1 && i % n_per_prompt_ == 0) submit_followers(i);
-  if (sse && parse_tools_) {
-    on_tool_event(i, ev, *sse);
-  } else if (sse) {
-    if (!ev.text.empty() || (fmt_.meta().logprobs && !ev.logprobs.empty()))
-      fmt_.delta_chunk(*sse, int(i), ev.text, ev.logprobs, text_offset_[i]);
-  } else {
-    c.text += ev.text;
-    if (fmt_.meta().logprobs) c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
-  }
+  ReplyDelta d;
+  if (chat_) d = parsers_[i].push(ev.text);
+  else d.content = ev.text;
+  if (logprobs_) c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+  if (!chat_) c.text += ev.text;
+  if (sse && (!d.empty() || (logprobs_ && !ev.logprobs.empty()))) writer_->delta(*sse, i, d, ev.logprobs);
   if (!ev.finished) return;
   done_[i] = true;
   --live_;
@@ -252,21 +146,26 @@ void Generation::on_event(size_t i, StreamEvent& ev, std::string* sse) {
     if (!failure_) failure_ = finish_error(ev);
     return;
   }
+  if (chat_) {
+    std::vector<ToolCall> calls;
+    const ReplyDelta rest = parsers_[i].finish(calls);
+    if (sse && !rest.empty()) writer_->delta(*sse, i, rest, {});
+    if (sse && !calls.empty()) writer_->tool_calls(*sse, i, calls);
+    const ReplyResult& r = parsers_[i].result();
+    c.text = r.content;
+    c.reasoning = r.reasoning;
+    c.tool_calls = r.calls;
+  }
   // The prompt counts once for its n choices.
   const bool first = i % n_per_prompt_ == 0;
   c.finish = ev.finish_reason;
   c.prompt_tokens = first ? ev.prompt_tokens : 0;
   c.completion_tokens = ev.completion_tokens;
   c.cached_tokens = first ? ev.cached_prompt_tokens : 0;
-  usage_.add(ChoiceResult{"", {}, c.finish, "", c.prompt_tokens, c.completion_tokens, c.cached_tokens, {}});
-  if (!sse && parse_tools_) {
-    ParsedReply p = parse_reply(i, c.text);
-    if (!p.calls.empty()) {
-      c.text = std::move(p.content);
-      c.tool_calls = std::move(p.calls);
-    }
-  }
-  if (sse) fmt_.finish_chunk(*sse, int(i), ev.finish_reason, !c.tool_calls.empty());
+  c.reasoning_tokens = ev.reasoning_tokens;
+  c.stop_string = ev.stop_string;
+  usage_.add(c);
+  if (sse) writer_->finish(*sse, i, c);
 }
 
 void Generation::drain(std::string* sse) {
@@ -279,9 +178,8 @@ void Generation::drain(std::string* sse) {
 }
 
 bool Generation::end_stream(std::string& out) {
-  if (failure_) ResponseFormatter::error_event(out, *failure_);
-  else if (fmt_.meta().include_usage) fmt_.usage_chunk(out, usage_);
-  ResponseFormatter::done_event(out);
+  if (failure_) writer_->error(out, *failure_);
+  else writer_->end(out, usage_);
   ended_ = true;
   cancel();  // after a failure, the other choices
   return true;
@@ -291,8 +189,7 @@ bool Generation::pull_events(std::string& out) {
   if (ended_) return true;
   if (!started_) {
     started_ = true;
-    if (fmt_.meta().endpoint == Endpoint::ChatCompletions)
-      for (size_t i = 0; i < handles_.size(); ++i) fmt_.role_chunk(out, int(i));
+    writer_->begin(out, handles_.size(), prompt_tokens_);
   }
   drain(&out);
   if (live_ > 0 && !failure_) return false;
@@ -305,7 +202,7 @@ bool Generation::idle_events(std::string& out) {
     if (!failure_) failure_ = shutdown_error();
     return end_stream(out);
   }
-  out += ": keep-alive\n\n";
+  writer_->keep_alive(out);
   return false;
 }
 
@@ -316,7 +213,7 @@ std::optional<std::string> Generation::pull_result() {
     throw *failure_;
   }
   if (live_ > 0) return std::nullopt;
-  return fmt_.full_response(results_);
+  return writer_->body(results_, usage_);
 }
 
 void Generation::check_stopping() const {

@@ -18,8 +18,10 @@ uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
 
 }  // namespace
 
-ModelService::ModelService(ServingEngine& engine, const ChatPrompt& chat, std::vector<std::string> names)
-    : engine_(engine), chat_(chat), names_(std::move(names)) {
+ModelService::ModelService(ServingEngine& engine, const ChatPrompt& chat, std::vector<std::string> names,
+                           ServiceOptions options)
+    : engine_(engine), chat_(chat), names_(std::move(names)), options_(options),
+      responses_(options.responses_store_bytes) {
   if (names_.empty()) names_.push_back("model");
   created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::random_device rd;
@@ -32,9 +34,9 @@ bool ModelService::answers_to(const std::string& model) const {
   return false;
 }
 
-std::string ModelService::next_id(const char* prefix) {
+std::string ModelService::next_id(const char* prefix, char sep) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%s-%016llx", prefix, (unsigned long long)mix64(id_base_ + counter_.fetch_add(1)));
+  std::snprintf(buf, sizeof buf, "%s%c%016llx", prefix, sep, (unsigned long long)mix64(id_base_ + counter_.fetch_add(1)));
   return buf;
 }
 

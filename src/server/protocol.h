@@ -25,7 +25,11 @@ namespace rf::server {
 
 using Json = nlohmann::ordered_json;  // keeps the client's key order (chat templates' tojson shows it)
 
-enum class Endpoint { Completions, ChatCompletions };
+// The API a generation answers in: OpenAI's completions and chat
+// completions, Anthropic's messages (server/anthropic.h), OpenAI's
+// responses (server/responses.h). The last two arrive as chat requests.
+enum class Endpoint { Completions, ChatCompletions, Messages, Responses };
+inline bool is_chat(Endpoint e) { return e != Endpoint::Completions; }
 
 // One prompt of a completions request: text, or token ids given as they are.
 struct PromptInput {
@@ -63,6 +67,13 @@ struct GenerationRequest {
   // Structured output: `response_format` json_object / json_schema, or
   // llama.cpp's `grammar` (GBNF), compiled (null: free text).
   std::shared_ptr<const grammar::Grammar> grammar;
+  bool raw_grammar = false;          // `grammar` (GBNF): it constrains the whole reply, thinking included
+  // Reasoning (chat): template variables beyond messages and tools
+  // (chat_template_kwargs, e.g. enable_thinking; reasoning_effort lands
+  // here too), null when none; the thinking budget in tokens (-1: none;
+  // unset: the server's --reasoning-budget).
+  Json chat_template_kwargs;
+  std::optional<int32_t> reasoning_budget;
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]), sorted by id
   bool logprobs = false;             // completions: `logprobs` is set; chat: `logprobs: true`
   bool stream = false;
@@ -80,7 +91,10 @@ struct TokenizeRequest {
   Json tools;                         // messages: rendered with these tools (null: none)
   bool add_special_tokens = true;     // prompt: BOS (and EOS) as the vocabulary wants
   bool add_generation_prompt = true;  // messages
+  Json chat_template_kwargs;          // messages: template variables (null: none)
+  bool parse_special = true;          // prompt: special-token text becomes control tokens (llama.cpp's `parse_special`)
   bool return_token_strs = false;     // also the vocabulary's text of each token
+  bool with_pieces = false;           // llama.cpp's shape: tokens as [{"id", "piece"}]
 };
 
 // POST /detokenize: {"tokens": [ids]} -> the text, special tokens rendered.

@@ -150,6 +150,7 @@ void parse_structured_output(const FieldReader& f, GenerationRequest& r) {
   if (const Json* g = f.get("grammar"); g && !g->is_null()) {
     if (!g->is_string()) throw invalid_request("'grammar' must be a string of GBNF rules", "grammar");
     r.grammar = compile_grammar(g->get<std::string>(), "grammar");
+    r.raw_grammar = true;
   }
   const Json* rf = f.get("response_format");
   if (!rf || rf->is_null()) return;
@@ -255,6 +256,23 @@ void template_tool_calls(Json& msg, const std::string& param) {
   }
 }
 
+// An earlier turn's thinking, for templates that show it again:
+// `reasoning_content` (or vLLM's `reasoning`), a string, given to the
+// template as `reasoning_content` and, for harmony templates, `thinking`.
+void message_reasoning(Json& msg, const std::string& param) {
+  for (const char* key : {"reasoning_content", "reasoning", "thinking"}) {
+    auto it = msg.find(key);
+    if (it == msg.end() || it->is_null()) continue;
+    if (!it->is_string()) throw invalid_request("'" + param + "." + key + "' must be a string", param + "." + key);
+  }
+  if (!msg.contains("reasoning_content") || msg["reasoning_content"].is_null()) {
+    if (msg.contains("reasoning") && msg["reasoning"].is_string()) msg["reasoning_content"] = msg["reasoning"];
+    else if (msg.contains("thinking") && msg["thinking"].is_string()) msg["reasoning_content"] = msg["thinking"];
+    else return;
+  }
+  if (!msg.contains("thinking") || msg["thinking"].is_null()) msg["thinking"] = msg["reasoning_content"];
+}
+
 // The roles of OpenAI's chat API (function: the deprecated form of tool).
 bool known_role(const std::string& role) {
   for (const char* r : {"system", "developer", "user", "assistant", "tool", "function"})
@@ -283,6 +301,7 @@ void parse_messages(const FieldReader& f, GenerationRequest& r) {
     auto content = m.find("content");
     msg["content"] = message_content(content == m.end() ? Json() : *content, i);
     template_tool_calls(msg, param);
+    message_reasoning(msg, param);
     r.messages.push_back(std::move(msg));
   }
 }
@@ -361,6 +380,39 @@ void parse_tools(const FieldReader& f, GenerationRequest& r) {
                         "tool_choice");
 }
 
+// chat_template_kwargs: an object of template variables, none of those
+// the server sets itself.
+Json parse_template_kwargs(const FieldReader& f) {
+  const Json* v = f.get("chat_template_kwargs");
+  if (!v) return Json();
+  if (!v->is_object())
+    throw invalid_request(std::string("'chat_template_kwargs' must be an object, not ") + json_type_name(*v),
+                          "chat_template_kwargs");
+  for (const char* reserved : {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"})
+    if (v->contains(reserved))
+      throw invalid_request(std::string("'chat_template_kwargs' may not set '") + reserved +
+                                "' (the request's own fields give it)",
+                            "chat_template_kwargs");
+  return *v;
+}
+
+// Reasoning controls of a chat request: chat_template_kwargs, OpenAI's
+// reasoning_effort (a template variable, as gpt-oss's template reads it),
+// and the thinking budget `reasoning_budget` (tokens; -1: no limit).
+void parse_reasoning(const FieldReader& f, GenerationRequest& r) {
+  r.chat_template_kwargs = parse_template_kwargs(f);
+  if (auto effort = f.string("reasoning_effort")) {
+    bool known = false;
+    for (const char* e : {"none", "minimal", "low", "medium", "high"}) known = known || *effort == e;
+    if (!known)
+      throw invalid_request("'reasoning_effort' must be one of none, minimal, low, medium, high, not '" + *effort + "'",
+                            "reasoning_effort");
+    if (!r.chat_template_kwargs.is_object()) r.chat_template_kwargs = Json::object();
+    if (!r.chat_template_kwargs.contains("reasoning_effort")) r.chat_template_kwargs["reasoning_effort"] = *effort;
+  }
+  if (auto budget = f.integer("reasoning_budget", -1, kInt32Max)) r.reasoning_budget = int32_t(*budget);
+}
+
 }  // namespace
 
 Json parse_json_body(std::string_view body) {
@@ -404,21 +456,25 @@ TokenizeRequest parse_tokenize_request(const Json& body) {
   const FieldReader f(body);
   if (auto model = f.string("model")) r.model = *model;
   // vLLM's `prompt` or `messages`, or llama.cpp's `content` (special
-  // tokens added only with its `add_special`).
+  // tokens added only with its `add_special`). A body with both `prompt`
+  // and `content` is tokenized from `prompt` (vLLM's field; `content` is
+  // then ignored, though still checked to be a string).
   const bool has_prompt = f.get("prompt") != nullptr, has_messages = f.get("messages") != nullptr,
              has_content = f.get("content") != nullptr;
-  if (int(has_prompt) + int(has_messages) + int(has_content) != 1)
-    throw invalid_request("give one of 'prompt' (a string), 'messages' (a chat) or 'content' (a string)",
-                          has_prompt ? "messages" : "prompt");
+  if (has_messages && (has_prompt || has_content))
+    throw invalid_request("give either 'messages' (a chat) or a text ('prompt' or 'content'), not both", "messages");
+  if (!has_prompt && !has_messages && !has_content)
+    throw invalid_request("give one of 'prompt' (a string), 'messages' (a chat) or 'content' (a string)", "prompt");
   r.return_token_strs = f.boolean("return_token_strs").value_or(false);
-  if (has_prompt) {
-    r.prompt = *f.string("prompt");
-    r.add_special_tokens = f.boolean("add_special_tokens").value_or(true);
-    return r;
-  }
-  if (has_content) {
-    r.prompt = *f.string("content");
-    r.add_special_tokens = f.boolean("add_special").value_or(false);
+  r.with_pieces = f.boolean("with_pieces").value_or(false);
+  const std::optional<bool> add_special_tokens = f.boolean("add_special_tokens"), add_special = f.boolean("add_special");
+  if (has_prompt || has_content) {
+    const std::optional<std::string> content = f.string("content");
+    r.prompt = has_prompt ? *f.string("prompt") : *content;
+    // Either server's flag; vLLM's when both are given. The default is the
+    // text field's server's: BOS for `prompt`, none for `content`.
+    r.add_special_tokens = add_special_tokens.value_or(add_special.value_or(has_prompt));
+    r.parse_special = f.boolean("parse_special").value_or(true);
     return r;
   }
   GenerationRequest chat;
@@ -428,6 +484,7 @@ TokenizeRequest parse_tokenize_request(const Json& body) {
   std::vector<std::string> names;
   if (const Json* tools = f.get("tools"); tools && !tools->is_null()) r.tools = parse_tool_list(*tools, names);
   r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+  r.chat_template_kwargs = parse_template_kwargs(f);
   return r;
 }
 
@@ -457,6 +514,7 @@ GenerationRequest parse_chat_request(const Json& body) {
   }
   r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   parse_tools(f, r);
+  parse_reasoning(f, r);
   return r;
 }
 

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "core/json_text.h"
+#include "core/utf8.h"
 
 namespace rf::server {
 
@@ -57,11 +58,13 @@ void append_tool_calls(std::string& out, const std::vector<ToolCall>& calls, boo
   out += ']';
 }
 
-void append_usage(std::string& out, const Usage& u) {
+void append_usage(std::string& out, const Usage& u, bool chat) {
   out += "{\"prompt_tokens\":" + std::to_string(u.prompt_tokens) +
          ",\"completion_tokens\":" + std::to_string(u.completion_tokens) +
          ",\"total_tokens\":" + std::to_string(u.prompt_tokens + u.completion_tokens) +
-         ",\"prompt_tokens_details\":{\"cached_tokens\":" + std::to_string(u.cached_tokens) + "}}";
+         ",\"prompt_tokens_details\":{\"cached_tokens\":" + std::to_string(u.cached_tokens) + "}";
+  if (chat) out += ",\"completion_tokens_details\":{\"reasoning_tokens\":" + std::to_string(u.reasoning_tokens) + "}";
+  out += '}';
 }
 
 }  // namespace
@@ -156,6 +159,10 @@ std::string ResponseFormatter::full_response(const std::vector<ChoiceResult>& ch
       out += ",\"message\":{\"role\":\"assistant\",\"content\":";
       if (!c.tool_calls.empty() && c.text.empty()) out += "null";
       else append_json_string(out, c.text);
+      if (!c.reasoning.empty()) {
+        out += ",\"reasoning_content\":";
+        append_json_string(out, c.reasoning);
+      }
       if (!c.tool_calls.empty()) {
         out += ",\"tool_calls\":";
         append_tool_calls(out, c.tool_calls, false);
@@ -179,7 +186,7 @@ std::string ResponseFormatter::full_response(const std::vector<ChoiceResult>& ch
     out += "\"}";
   }
   out += "],\"usage\":";
-  append_usage(out, usage);
+  append_usage(out, usage, chat);
   out += '}';
   return out;
 }
@@ -212,6 +219,19 @@ void ResponseFormatter::delta_chunk(std::string& out, int index, std::string_vie
   out += suffix_;
 }
 
+void ResponseFormatter::reasoning_chunk(std::string& out, int index, std::string_view text,
+                                        const std::vector<TokenLogprob>& logprobs) const {
+  out += prefix_;
+  out += std::to_string(index);
+  out += ",\"delta\":{\"reasoning_content\":";
+  append_json_string(out, text);
+  out += "},\"logprobs\":";
+  if (meta_.logprobs) append_chat_logprobs(out, logprobs);
+  else out += "null";
+  out += ",\"finish_reason\":null";
+  out += suffix_;
+}
+
 void ResponseFormatter::tool_calls_chunk(std::string& out, int index, const std::vector<ToolCall>& calls) const {
   out += prefix_;
   out += std::to_string(index);
@@ -237,7 +257,7 @@ void ResponseFormatter::usage_chunk(std::string& out, const Usage& usage) const 
   const size_t head_end = prefix_.size() - std::string_view(",\"choices\":[{\"index\":").size();
   out.append(prefix_, 0, head_end);
   out += ",\"choices\":[],\"usage\":";
-  append_usage(out, usage);
+  append_usage(out, usage, meta_.endpoint == Endpoint::ChatCompletions);
   out += "}\n\n";
 }
 
@@ -247,8 +267,22 @@ void ResponseFormatter::error_event(std::string& out, const ApiError& e) {
   out += "\n\n";
 }
 
-std::string tokenize_body(const std::vector<int32_t>& tokens, int32_t max_model_len, const Tokenizer* token_strs) {
+std::string tokenize_body(const std::vector<int32_t>& tokens, int32_t max_model_len, const Tokenizer* token_strs,
+                          const Tokenizer* pieces) {
   Json body = {{"count", tokens.size()}, {"max_model_len", max_model_len}, {"tokens", tokens}};
+  if (pieces) {
+    Json list = Json::array();
+    for (int32_t t : tokens) {
+      const std::string p = pieces->token_to_piece(t, /*render_special=*/true);
+      Json piece = p;
+      if (!utf8::is_valid(p)) {
+        piece = Json::array();
+        for (unsigned char b : p) piece.push_back(int(b));
+      }
+      list.push_back(Json{{"id", t}, {"piece", std::move(piece)}});
+    }
+    body["tokens"] = std::move(list);
+  }
   if (token_strs) {
     Json strs = Json::array();
     for (int32_t t : tokens) strs.push_back(token_strs->token_text(t));

@@ -1,8 +1,11 @@
 // libFuzzer target: the path from a request body to generation parameters
-// (server/protocol.h) — parse_json_body, then parse_completion_request or
-// parse_chat_request — never crashes and either refuses the body with an
-// ApiError (4xx) or yields parameters inside their documented ranges.
-// Input: byte 0 picks the endpoint; the rest is the body.
+// (server/protocol.h) — parse_json_body, then parse_completion_request,
+// parse_chat_request, Anthropic's parse_anthropic_messages
+// (server/anthropic.h) or parse_responses_request (server/responses.h) —
+// never crashes and either refuses the body with an ApiError (4xx) or
+// yields parameters inside their documented ranges.
+// Input: byte 0 picks the endpoint (mod 4: completions, chat, messages,
+// responses); the rest is the body.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -10,8 +13,10 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "server/anthropic.h"
 #include "server/api_error.h"
 #include "server/protocol.h"
+#include "server/responses.h"
 
 namespace {
 
@@ -57,11 +62,17 @@ void check(const rf::server::GenerationRequest& r) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const bool chat = data[0] & 1;
+  const int endpoint = data[0] % 4;
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  static rf::server::ResponseStore store(1 << 16);  // (empty: a previous_response_id is a 404)
   try {
     const rf::server::Json j = rf::server::parse_json_body(body);
-    check(chat ? rf::server::parse_chat_request(j) : rf::server::parse_completion_request(j));
+    switch (endpoint) {
+      case 0: check(rf::server::parse_completion_request(j)); break;
+      case 1: check(rf::server::parse_chat_request(j)); break;
+      case 2: check(rf::server::parse_anthropic_messages(j)); break;
+      default: check(rf::server::parse_responses_request(j, store).chat); break;
+    }
   } catch (const rf::server::ApiError& e) {
     if (e.status() < 400 || e.status() >= 500) violated("refusals are 4xx");
   }

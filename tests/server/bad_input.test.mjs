@@ -147,8 +147,13 @@ describe('bad requests', () => {
       assertOpenAIError(assert, r, 400);
       assert.equal(r.json.error.param, 'messages[1].role', r.text);
     }
-    const both = await post(server, '/tokenize', { content: 'x', prompt: 'x' });
-    assertOpenAIError(assert, both, 400);
+    // Both servers' text fields: `prompt` (vLLM's) is the one tokenized; a
+    // chat with either is a 400.
+    const both = await post(server, '/tokenize', { content: 'a b c', prompt: 'x' });
+    assert.equal(both.status, 200, both.text);
+    assert.deepEqual(both.json.tokens, (await post(server, '/tokenize', { prompt: 'x' })).json.tokens);
+    const chatAndText = await post(server, '/tokenize', { messages: [{ role: 'user', content: 'a' }], content: 'x' });
+    assertOpenAIError(assert, chatAndText, 400);
     await assertHealthy(server);
   });
 

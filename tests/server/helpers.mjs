@@ -1,12 +1,13 @@
 // Helpers for the end-to-end server tests: start `rocmforge serve` on the
 // real stories260K model or another one (CPU, a free port), wait until
 // /health says ready, stop it with SIGTERM and check its exit code; read /metrics; make an
-// OpenAI client for it. Paths come from ROCMFORGE_BIN (the built binary)
+// OpenAI or Anthropic client for it; read a raw SSE stream as events. Paths come from ROCMFORGE_BIN (the built binary)
 // and ROCMFORGE_TESTDATA (the shared test data).
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -88,6 +89,41 @@ export async function startServer(extraArgs = [], { ready = true, model = MODEL 
 
 export function client(server, options = {}) {
   return new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000, ...options });
+}
+
+export function anthropicClient(server, options = {}) {
+  return new Anthropic({ baseURL: server.url, apiKey: 'unused', maxRetries: 0, timeout: 60000, ...options });
+}
+
+// The test data's tiny models and this repository's test chat templates.
+export const TINY_QWEN3 = path.join(TESTDATA, 'arch', 'tiny-qwen3.gguf');
+export const TEMPLATES = path.resolve(here, '..', 'templates');
+
+// POSTs a streamed request and reads the whole SSE body: [{event, data}]
+// (data parsed as JSON where it is JSON; event null when not named), and the status.
+export async function sseEvents(server, route, body, headers = {}) {
+  const res = await fetch(`${server.url}${route}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ ...body, stream: true }),
+  });
+  const text = await res.text();
+  const events = [];
+  for (const block of text.split('\n\n')) {
+    if (!block.trim() || block.startsWith(':')) continue;
+    let event = null;
+    let data = '';
+    for (const line of block.split('\n')) {
+      if (line.startsWith('event: ')) event = line.slice(7);
+      else if (line.startsWith('data: ')) data += line.slice(6);
+    }
+    let parsed = data;
+    try {
+      parsed = JSON.parse(data);
+    } catch {}
+    events.push({ event, data: parsed });
+  }
+  return { status: res.status, events, text };
 }
 
 // /metrics as {name or name{labels}: value}.
