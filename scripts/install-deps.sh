@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs ROCmForge's build and test dependencies from Debian 12 packages.
-# Safe to re-run; uses sudo when not root. Set ROCMFORGE_SKIP_APT=1 to skip.
+# Safe to re-run (nothing to do when every package is present); uses sudo
+# when not root. `bash scripts/test.sh --no-install` skips it.
 set -euo pipefail
-[ "${ROCMFORGE_SKIP_APT:-0}" = 1 ] && exit 0
 
 packages=(
   build-essential cmake ninja-build ccache pkgconf git

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Soak test of `rocmforge serve` (issue 14): for DURATION seconds, 2 x
+"""Soak test of `rocmforge serve`: for DURATION seconds, 2 x
 --max-num-seqs concurrent clients send completions and chat requests, half
 of them streamed; 10% of the requests are dropped by their client at a
 random moment (while sending, waiting or streaming) and 10% are bad (malformed

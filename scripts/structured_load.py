@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""On the GPU machine: what structured output costs a loaded server (issue 15).
+"""On the GPU machine: what structured output costs a loaded server.
 
 Starts `rocmforge serve` on MODEL, then drives it with C streaming clients
 sending N /v1/completions requests of P random prompt tokens and M output

@@ -1,7 +1,8 @@
 // Locating the shared test data: $ROCMFORGE_TESTDATA, else ../shared/testdata
 // beside the repository. Tests skip with a clear message when it is absent,
-// unless ROCMFORGE_REQUIRE_GPU=1 / ROCMFORGE_REQUIRE_TESTDATA=1 turn skips
-// into failures (so a green run on the GPU machine means the tests ran).
+// unless ROCMFORGE_REQUIRE_GPU (=1, or =2 on a two-GPU machine) or
+// ROCMFORGE_REQUIRE_TESTDATA=1 turn skips into failures (so a green run on
+// the GPU machine means the tests ran).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,6 +17,15 @@ namespace rf::test {
 inline bool env_flag(const char* name) {
   const char* v = std::getenv(name);
   return v && *v && std::string(v) != "0";
+}
+
+// ROCMFORGE_REQUIRE_GPU=N: N GPUs are there, so a GPU test that needs up
+// to N fails instead of skipping (any other non-zero value: 1).
+inline int required_gpus() {
+  const char* v = std::getenv("ROCMFORGE_REQUIRE_GPU");
+  if (!env_flag("ROCMFORGE_REQUIRE_GPU")) return 0;
+  const int n = std::atoi(v);
+  return n > 0 ? n : 1;
 }
 
 inline std::string testdata_dir() {

@@ -6,8 +6,8 @@
 // the golden file (one sequence, and 33 at once through the engine with
 // decode graphs), and every family's first-step logits at 2 ranks against
 // the CPU (1e-2 relative L2, as one GPU is held to). Needs two GPUs: with
-// fewer it skips, and fails under ROCMFORGE_REQUIRE_MULTI_GPU=1 (set it on
-// the two-GPU machine, so that green there means these ran).
+// fewer it skips, and fails under ROCMFORGE_REQUIRE_GPU=2 (set it on the
+// two-GPU machine, so that green there means these ran).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -27,7 +27,7 @@
 #define RF_REQUIRE_TWO_GPUS()                                                                          \
   do {                                                                                                 \
     if (::rf::CudaBackend::device_count() < 2) {                                                       \
-      if (::rf::test::env_flag("ROCMFORGE_REQUIRE_MULTI_GPU")) FAIL() << "fewer than 2 GPUs found";    \
+      if (::rf::test::required_gpus() >= 2) FAIL() << "fewer than 2 GPUs found";                     \
       GTEST_SKIP() << "fewer than 2 GPUs";                                                             \
     }                                                                                                  \
   } while (0)

@@ -47,7 +47,7 @@ TEST_F(ServerChatPrompt, SpecialTextInContentStaysText) {
   }
 }
 
-TEST_F(ServerChatPrompt, PlainMessagesTokenizeAsBefore) {
+TEST_F(ServerChatPrompt, PlainMessagesTokenizeAsTheirRenderedText) {
   const ChatPrompt guarded(*tok_, ChatTemplate::chatml_source(), "test");
   const Json messages = chat("user", "Tell me a story about <html> tags & 'quotes'.");
   EXPECT_EQ(guarded.tokenize(messages, true), tok_->encode(guarded.render(messages, true), false, true));

@@ -1,7 +1,6 @@
-// Issue 14's findings, each a test: clients that leave, trickle, pipeline,
+// Hostile clients, each a test: clients that leave, trickle, pipeline,
 // flood headers, half-close, send ambiguous framing, or skip the API key.
-// Raw sockets (raw_http.mjs) write what fetch() cannot. Every test here
-// failed against the cpp-httplib server this replaced (base ddd4902).
+// Raw sockets (raw_http.mjs) write what fetch() cannot.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { assertOpenAIError, metrics, startServer, waitForMetrics } from './helpers.mjs';
@@ -14,7 +13,7 @@ async function stopOk(server) {
   assert.equal(code, 0, server.log());
 }
 
-describe('finding 1: a request is cancelled when its client leaves, streamed or not', () => {
+describe('a request is cancelled when its client leaves, streamed or not', () => {
   let server;
   before(async () => {
     server = await startServer(['--max-num-seqs', '64']);
@@ -90,7 +89,7 @@ describe('finding 1: a request is cancelled when its client leaves, streamed or 
   });
 });
 
-describe('finding 2: slow clients hold neither a thread nor the shutdown', () => {
+describe('slow clients hold neither a thread nor the shutdown', () => {
   test('SIGTERM ends within --shutdown-timeout + 1 s whatever the clients do', async () => {
     const server = await startServer(['--shutdown-timeout', '1']);
     const head = request('POST', '/v1/completions', { headers: [['Content-Length', '20']] });
@@ -161,7 +160,7 @@ describe('HTTP/1.1 framing', () => {
   });
   after(() => stopOk(server));
 
-  test('finding 3: two requests in one write get two responses, in order', async () => {
+  test('two requests in one write get two responses, in order', async () => {
     const c = await connect(server);
     await c.write(postJson('/v1/completions', { prompt: 'Once upon a time', max_tokens: 4, temperature: 0 }) +
                   request('GET', '/v1/models'));
@@ -175,7 +174,7 @@ describe('HTTP/1.1 framing', () => {
     c.destroy();
   });
 
-  test('finding 3: a stream, a completion and /health pipelined are answered in order on one connection', async () => {
+  test('a stream, a completion and /health pipelined are answered in order on one connection', async () => {
     const c = await connect(server);
     await c.write(postJson('/v1/completions', { prompt: 'Once', max_tokens: 6, stream: true }) +
                   postJson('/v1/chat/completions', { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3 }) +
@@ -195,7 +194,7 @@ describe('HTTP/1.1 framing', () => {
   // still pending when the pipelined request is parsed; the next request on
   // the connection must arrive intact (seen as a 408 "head did not arrive"
   // after a keep-alive fetch, when the read buffer moved under that read).
-  test('finding 3: after pipelined requests, later requests on the connection arrive intact', async () => {
+  test('after pipelined requests, later requests on the connection arrive intact', async () => {
     const c = await connect(server);
     const long = (target) => request('GET', target, { headers: [['X-Padding', 'p'.repeat(400)]] });
     for (let round = 0; round < 5; ++round) {
@@ -209,7 +208,7 @@ describe('HTTP/1.1 framing', () => {
     c.destroy();
   });
 
-  test('finding 5: a client that half-closes after its request gets the response', async () => {
+  test('a client that half-closes after its request gets the response', async () => {
     const c = await connect(server);
     await c.write(postJson('/v1/completions', { prompt: 'Once upon a time', max_tokens: 16, ignore_eos: true }));
     c.end();
@@ -219,7 +218,7 @@ describe('HTTP/1.1 framing', () => {
     assert.ok(await c.closedWithin(3000), 'then the server closed');
   });
 
-  test('finding 5: half-closed, a stream runs to [DONE] and pipelined requests are all answered', async () => {
+  test('half-closed, a stream runs to [DONE] and pipelined requests are all answered', async () => {
     const c = await connect(server);
     await c.write(postJson('/v1/completions', { prompt: 'Once', max_tokens: 40, ignore_eos: true, stream: true }) +
                   request('GET', '/v1/models'));
@@ -251,7 +250,7 @@ describe('HTTP/1.1 framing', () => {
     c.destroy();
   });
 
-  test('finding 6: ambiguous or malformed framing gets 400 and closes the connection (no smuggled request)', async () => {
+  test('ambiguous or malformed framing gets 400 and closes the connection (no smuggled request)', async () => {
     const body = '{"prompt":"x","max_tokens":2}';
     const smuggled = request('GET', '/v1/models');
     const cases = [
@@ -278,20 +277,20 @@ describe('HTTP/1.1 framing', () => {
     }
   });
 
-  test('finding 4: more than --max-headers header fields get 431', async () => {
+  test('more than --max-headers header fields get 431', async () => {
     const c = await connect(server);
     const headers = Array.from({ length: 200 }, (_, i) => [`X-H${i}`, 'v']);
     await c.write(request('GET', '/health', { headers }));
     assertOpenAIError(assert, await c.response(), 431);
   });
 
-  test('finding 4: a URL over --max-url-bytes gets 414', async () => {
+  test('a URL over --max-url-bytes gets 414', async () => {
     const c = await connect(server);
     await c.write(request('GET', `/health?${'q'.repeat(20000)}`)).catch(() => {});
     assertOpenAIError(assert, await c.response(), 414);
   });
 
-  test('finding 4: a 64 MB head gets 431 early and leaves no memory behind', async () => {
+  test('a 64 MB head gets 431 early and leaves no memory behind', async () => {
     const rss0 = rssBytes(server.proc.pid);
     const c = await connect(server);
     const line = `X-Pad: ${'a'.repeat(8000)}\r\n`; // 8 KB lines, 8,192 of them
@@ -312,7 +311,7 @@ describe('HTTP/1.1 framing', () => {
   });
 });
 
-describe('finding 7: authentication before the body', () => {
+describe('authentication before the body', () => {
   let server;
   before(async () => {
     server = await startServer(['--api-key', 'sk-test-123']);
