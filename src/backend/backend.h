@@ -304,8 +304,9 @@ class Backend {
                                  Tensor& out);
   // The gated delta rule. qkv [n_tokens, conv_channels]: the conv's output,
   // q (n_k_heads x head_k_dim) | k (the same) | v (n_v_heads x head_v_dim);
-  // alpha, beta f32 [n_tokens, n_v_heads] (the raw projections); dt_bias, a
-  // f32 [n_v_heads] (a = -exp(A_log) < 0). Per token and value head h, with
+  // alpha, beta [n_tokens, n_v_heads] (the raw projections); dt_bias, a
+  // f32 [n_v_heads] (a = -exp(A_log) < 0). qkv, alpha, beta and out are of
+  // the activation type (f32 on the CPU), as is the conv's x and out. Per token and value head h, with
   // q, k of head h % n_k_heads, each L2-normalised (x / max(|x|, l2_eps)),
   // q further scaled by 1/sqrt(head_k_dim):
   //   g = softplus(alpha_h + dt_bias_h) * a_h   (softplus(x) = x above 20)
