@@ -76,11 +76,7 @@ class ModelRunner {
     b.state_loads = std::move(loads);
     b.state_saves = std::move(saves);
     for (Seq* s : seqs) {
-      if (model_->config().has_recurrent() && s->state_row < 0) {
-        RF_CHECK(!free_rows_.empty(), "runner: no free state row");
-        s->state_row = free_rows_.back();
-        free_rows_.pop_back();
-      }
+      if (model_->config().has_recurrent() && s->state_row < 0) take_state_row(*s);
       const int32_t end = int32_t(s->tokens.size());
       s->blocks.resize(size_t(groups_.n_groups()));
       std::vector<std::span<const int32_t>> tables;
@@ -109,6 +105,13 @@ class ModelRunner {
   }
   // State rows not held by a sequence (hybrid models).
   size_t free_state_rows() const { return free_rows_.size(); }
+  // Gives s a free state row now (before its first step: a test that
+  // restores a checkpoint into it needs the row).
+  void take_state_row(Seq& s) {
+    RF_CHECK(!free_rows_.empty() && s.state_row < 0, "runner: no free state row");
+    s.state_row = free_rows_.back();
+    free_rows_.pop_back();
+  }
 
   static int32_t argmax(const std::vector<float>& v) {
     int32_t best = 0;
