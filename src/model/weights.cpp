@@ -327,8 +327,6 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
   // holding all of q's, then k's, then v's.
   const std::vector<IndexRange> qkv_parts =
       only({heads, offset(kv_heads, q_full), offset(kv_heads, q_full + kv_full)});
-  RF_CHECK(!split || (!c.has_recurrent() && !c.attn_output_gate && c.n_ff_shexp == 0), "tensor parallelism of '",
-           c.arch, "' (its recurrent layers, gated attention and shared experts) is not supported yet");
   // Block i (a main layer, or an MTP block after them) into l.
   auto load_layer = [&](int32_t i, LayerWeights& l) {
     const std::string p = "blk." + std::to_string(i) + ".";
