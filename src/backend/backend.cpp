@@ -87,6 +87,18 @@ void Backend::moe_ffn(const Tensor&, const Tensor&, const Tensor&, const ExpertW
   unsupported("moe_ffn");
 }
 void Backend::softcap(Tensor&, float) { unsupported("softcap"); }
+void Backend::sigmoid_mul(const Tensor&, const Tensor&, Tensor&) { unsupported("sigmoid_mul"); }
+void Backend::conv1d_silu_state(const Tensor&, const Tensor&, const StepMeta&, const RecurrentLayer&, Tensor&) {
+  unsupported("conv1d_silu_state");
+}
+void Backend::gated_delta_net(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                              const StepMeta&, const RecurrentLayer&, float, Tensor&) {
+  unsupported("gated_delta_net");
+}
+void Backend::gated_rms_norm(const Tensor&, const Tensor&, const Tensor&, float, Tensor&) {
+  unsupported("gated_rms_norm");
+}
+void Backend::copy_on_device(void*, const void*, size_t) { unsupported("copy_on_device"); }
 void Backend::attention_ext(const Tensor&, const KVLayer&, const StepMeta&, const AttentionParams&, Tensor&) {
   unsupported("attention_ext (sliding window / logit soft-cap / sinks)");
 }

@@ -41,6 +41,36 @@ struct KVLayer {
   float* v_scale = nullptr;
 };
 
+// One Gated DeltaNet layer's slice of the recurrent state cache (model/
+// kv_cache.h): `n_rows` rows of f32 state, row r of this layer at
+// conv + r * row_stride and ssm + r * row_stride (the rows of all layers
+// interleave, so one row of every layer is one contiguous block: a
+// sequence's slot, or a prefix checkpoint; StepMeta::state_slots picks a
+// sequence's row). In one row:
+//   conv [conv_kernel - 1, conv_channels]: the inputs of the last
+//        conv_kernel - 1 positions before the sequence's next token, oldest
+//        first (row p of them: position next - (conv_kernel - 1) + p);
+//   ssm  [n_v_heads, head_v_dim, head_k_dim]: per value head h the state
+//        S_h as its transpose, S_h[i][j] at (h, j, i) — row j (a value
+//        component) holds the key components i contiguously.
+// A sequence whose first token in a step is at position 0 starts from the
+// zero state (nothing is read from its row); every step leaves the state
+// after the sequence's last token of the step in its row.
+struct RecurrentLayer {
+  float* conv = nullptr;
+  float* ssm = nullptr;
+  int64_t row_stride = 0;  // floats from one row to the next
+  int32_t n_rows = 0;
+  int32_t conv_kernel = 0;    // taps of the causal conv (ssm.conv_kernel)
+  int32_t conv_channels = 0;  // 2 * n_k_heads * head_k_dim + n_v_heads * head_v_dim: q | k | v
+  int32_t n_k_heads = 0;      // q/k heads (ssm.group_count)
+  int32_t n_v_heads = 0;      // value heads (ssm.time_step_rank); value head h uses q/k head h % n_k_heads
+  int32_t head_k_dim = 0;     // ssm.state_size
+  int32_t head_v_dim = 0;     // ssm.inner_size / n_v_heads
+  int64_t conv_floats() const { return int64_t(conv_kernel - 1) * conv_channels; }
+  int64_t ssm_floats() const { return int64_t(n_v_heads) * head_v_dim * head_k_dim; }
+};
+
 struct AttentionParams {
   int32_t n_heads = 0;
   int32_t n_kv_heads = 0;
@@ -71,6 +101,9 @@ struct StepMeta {
   // must not be read.
   const int32_t* block_tables = nullptr;
   const int32_t* logits_rows = nullptr;   // [n_logits]
+  // Hybrid models: each sequence's recurrent-state row (RecurrentLayer);
+  // -1 for padding sequences. Null for models without recurrent layers.
+  const int32_t* state_slots = nullptr;   // [n_seqs]
   // Query tiles for prefill kernels (backends that build them; query_tiles.h):
   // up to 16 consecutive tokens of one sequence each, a tile deep in its
   // context possibly split into parts over its keys, which the q_splits
@@ -248,6 +281,50 @@ class Backend {
   // the head's sink logit in the denominator where p.sinks is set).
   virtual void attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                              Tensor& out);
+
+  // out = x * sigmoid(gate), elementwise; gate has x's shape, or one column
+  // (a scalar per row, broadcast over the row). out may alias x. (Qwen3.5's
+  // gated attention output and its shared expert's gate.)
+  virtual void sigmoid_mul(const Tensor& x, const Tensor& gate, Tensor& out);
+
+  // --- Gated DeltaNet (recurrent layers of hybrid models) ---------------------
+  // Ops over the flattened batch: each sequence's tokens are
+  // [seq_starts[s], seq_starts[s + 1]) in order, its state in row
+  // m.state_slots[s] of `st` (backend.h RecurrentLayer: the zero state when
+  // the sequence's first token of the step is at position 0). Padding
+  // sequences (position -1) are skipped.
+  //
+  // Causal depthwise conv1d with SiLU: x [n_tokens, conv_channels] (the q|k|v
+  // projections), w f32 [conv_channels rows, conv_kernel]: for token t of a
+  // sequence and channel c, out[t, c] = silu(sum_k w[c, k] * in(t - (K-1) + k, c))
+  // with K = conv_kernel, in(p) the input of position p (this step's x, or
+  // the state's rows for earlier positions; zero before position 0). Then
+  // the state's conv rows hold the inputs of the last K - 1 positions.
+  virtual void conv1d_silu_state(const Tensor& x, const Tensor& w, const StepMeta& m, const RecurrentLayer& st,
+                                 Tensor& out);
+  // The gated delta rule. qkv [n_tokens, conv_channels]: the conv's output,
+  // q (n_k_heads x head_k_dim) | k (the same) | v (n_v_heads x head_v_dim);
+  // alpha, beta [n_tokens, n_v_heads] (the raw projections); dt_bias, a
+  // f32 [n_v_heads] (a = -exp(A_log) < 0). qkv, alpha, beta and out are of
+  // the activation type (f32 on the CPU), as is the conv's x and out. Per token and value head h, with
+  // q, k of head h % n_k_heads, each L2-normalised (x / max(|x|, l2_eps)),
+  // q further scaled by 1/sqrt(head_k_dim):
+  //   g = softplus(alpha_h + dt_bias_h) * a_h   (softplus(x) = x above 20)
+  //   b = sigmoid(beta_h)
+  //   S <- exp(g) S;  S <- S + k (b (v - S^T k))^T;  out_h = S^T q
+  // (S [head_k_dim, head_v_dim], held transposed in the state). out
+  // [n_tokens, n_v_heads * head_v_dim]; the state row holds S afterwards.
+  virtual void gated_delta_net(const Tensor& qkv, const Tensor& alpha, const Tensor& beta, const Tensor& dt_bias,
+                               const Tensor& a, const StepMeta& m, const RecurrentLayer& st, float l2_eps,
+                               Tensor& out);
+  // Gated RMSNorm: per head of w.cols() elements of each row of x,
+  // out = rms_norm(x_head) * w * silu(z_head); z has x's shape. out may
+  // alias x.
+  virtual void gated_rms_norm(const Tensor& x, const Tensor& w, const Tensor& z, float eps, Tensor& out);
+  // dst = src for `bytes` bytes of this backend's memory (recurrent-state
+  // rows: a prefix checkpoint restored to a sequence's slot, or saved from
+  // it), queued in order with the ops.
+  virtual void copy_on_device(void* dst, const void* src, size_t bytes);
 
   // --- mixture of experts -----------------------------------------------------
   // Routing: router_logits f32 [n, n_expert] -> ids i32 [n, n_used] and

@@ -32,12 +32,16 @@ void Batch::reset(int32_t bs, int32_t max_blocks, int32_t n_groups) {
     g.block_tables.clear();
   }
   logits_rows.clear();
+  state_slots.clear();
+  state_loads.clear();
+  state_saves.clear();
   block_size = bs;
   max_blocks_per_seq = max_blocks;
 }
 
 int32_t Batch::add_sequence(std::span<const int32_t> tokens, int32_t start_pos,
-                            std::span<const std::span<const int32_t>> group_blocks, bool want_logits) {
+                            std::span<const std::span<const int32_t>> group_blocks, bool want_logits,
+                            int32_t state_slot) {
   RF_CHECK(block_size > 0, "Batch::reset was not called");
   RF_CHECK(group_blocks.size() == groups.size(), "sequence has block tables for ", group_blocks.size(),
            " KV groups, the batch ", groups.size());
@@ -70,23 +74,55 @@ int32_t Batch::add_sequence(std::span<const int32_t> tokens, int32_t start_pos,
   }
   seq_starts.push_back(int32_t(token_ids.size()));
   context_lens.push_back(end);
+  state_slots.push_back(state_slot);
   if (want_logits && n > 0) logits_rows.push_back(int32_t(token_ids.size()) - 1);
   return seq;
 }
 
 int32_t Batch::add_sequence(std::span<const int32_t> tokens, int32_t start_pos, std::span<const int32_t> blocks,
-                            bool want_logits) {
+                            bool want_logits, int32_t state_slot) {
   const std::span<const int32_t> one[1] = {blocks};
-  return add_sequence(tokens, start_pos, one, want_logits);
+  return add_sequence(tokens, start_pos, one, want_logits, state_slot);
 }
 
-void Batch::validate(int64_t num_blocks, std::span<const int32_t> group_windows) const {
+namespace {
+
+// Recurrent-state rows: every non-padding sequence has its own row; copies
+// stay within the rows, and a load targets a row its sequence reads.
+void validate_state(const Batch& b, int32_t state_rows) {
+  RF_CHECK(b.state_slots.size() == b.context_lens.size(), "batch: ", b.state_slots.size(), " state slots for ",
+           b.n_seqs(), " sequences");
+  std::vector<uint8_t> used(size_t(std::max(state_rows, 0)), 0);
+  for (int32_t s = 0; s < b.n_seqs(); ++s) {
+    const int32_t slot = b.state_slots[size_t(s)];
+    const bool padding = b.seq_starts[s] < b.seq_starts[s + 1] && b.positions[size_t(b.seq_starts[s])] < 0;
+    if (padding) {
+      RF_CHECK(slot < 0, "batch: padding sequence ", s, " has state row ", slot);
+      continue;
+    }
+    RF_CHECK(slot >= 0 && slot < state_rows, "batch: sequence ", s, " has state row ", slot, " of ", state_rows);
+    RF_CHECK(!used[size_t(slot)], "batch: state row ", slot, " given to two sequences");
+    used[size_t(slot)] = 1;
+  }
+  for (const auto* copies : {&b.state_loads, &b.state_saves})
+    for (const Batch::StateCopy& c : *copies) {
+      RF_CHECK(c.src >= 0 && c.src < state_rows && c.dst >= 0 && c.dst < state_rows && c.src != c.dst,
+               "batch: state copy ", c.src, " -> ", c.dst, " outside the ", state_rows, " rows");
+      const int32_t own = copies == &b.state_loads ? c.dst : c.src;
+      RF_CHECK(used[size_t(own)], "batch: state copy ", c.src, " -> ", c.dst, " touches no row of the step's sequences");
+    }
+}
+
+}  // namespace
+
+void Batch::validate(int64_t num_blocks, std::span<const int32_t> group_windows, int32_t state_rows) const {
   const size_t nt = token_ids.size();
   RF_CHECK(positions.size() == nt && token_seq.size() == nt, "batch: token arrays differ in size");
   RF_CHECK(seq_starts.size() == context_lens.size() + 1, "batch: seq_starts size");
   RF_CHECK(group_windows.size() == groups.size(), "batch: ", groups.size(), " KV groups, ", group_windows.size(),
            " windows");
   for (int32_t r : logits_rows) RF_CHECK(r >= 0 && size_t(r) < nt, "batch: logits row ", r, " out of range");
+  if (state_rows > 0) validate_state(*this, state_rows);
   for (int32_t s = 0; s < n_seqs(); ++s) {
     RF_CHECK(context_lens[s] <= max_blocks_per_seq * block_size, "batch: context too long for block table");
     RF_CHECK(seq_starts[s] <= seq_starts[s + 1], "batch: seq_starts not sorted");
@@ -128,6 +164,7 @@ void Batch::pad_to(int32_t n) {
     token_seq.push_back(i);
     seq_starts.push_back(seq_starts.back() + 1);
     context_lens.push_back(0);
+    state_slots.push_back(-1);
     for (Group& g : groups) {
       g.slot_mapping.push_back(-1);
       g.block_tables.resize(g.block_tables.size() + size_t(max_blocks_per_seq), 0);

@@ -3,7 +3,10 @@
 // group (layers sharing block tables, kv/group_layout.h; one group unless
 // the model has sliding-window layers) the paged KV slots they write and
 // each sequence's block table; which rows need logits. Built on the host
-// once per step and uploaded to the device in one copy.
+// once per step and uploaded to the device in one copy. Hybrid models
+// (recurrent layers) add each sequence's recurrent-state row and the state
+// rows to copy before and after the step (prefix checkpoints restored and
+// saved, backend.h RecurrentLayer).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,15 @@ struct Batch {
   int32_t block_size = 0;
   // Token rows whose logits are wanted, in output order.
   std::vector<int32_t> logits_rows;
+  // Per sequence, [n_seqs]: its recurrent-state row (-1: none — padding, or
+  // a model without recurrent layers).
+  std::vector<int32_t> state_slots;
+  // Whole state rows copied (every recurrent layer's part of the row):
+  // state_loads before the step's first layer, state_saves after its last.
+  struct StateCopy {
+    int32_t src = -1, dst = -1;
+  };
+  std::vector<StateCopy> state_loads, state_saves;
 
   int32_t n_tokens() const { return int32_t(token_ids.size()); }
   int32_t n_seqs() const { return int32_t(context_lens.size()); }
@@ -49,12 +61,14 @@ struct Batch {
   // start_pos + tokens.size()), whose KV blocks in group g are
   // group_blocks[g] (covering at least start_pos + tokens.size() positions;
   // the blocks of the new tokens held). If `want_logits`, the last token's
-  // logits are requested. Returns the sequence's index.
+  // logits are requested. `state_slot`: its recurrent-state row (hybrid
+  // models). Returns the sequence's index.
   int32_t add_sequence(std::span<const int32_t> tokens, int32_t start_pos,
-                       std::span<const std::span<const int32_t>> group_blocks, bool want_logits);
+                       std::span<const std::span<const int32_t>> group_blocks, bool want_logits,
+                       int32_t state_slot = -1);
   // The same for a batch of one KV group.
   int32_t add_sequence(std::span<const int32_t> tokens, int32_t start_pos, std::span<const int32_t> blocks,
-                       bool want_logits);
+                       bool want_logits, int32_t state_slot = -1);
   // Appends padding sequences of one token each (token 0, position -1, KV
   // slot -1, zero block tables, a logits row) until there are n_seqs: rows
   // no kernel stores or attends for, as decode graphs of a bucket size
@@ -62,8 +76,11 @@ struct Batch {
   void pad_to(int32_t n_seqs);
   // Checks internal consistency (sizes, ranges, slots within the tables,
   // released entries only where group_windows[g] > 0 and wholly before the
-  // window of the sequence's first new token); throws rf::Error.
-  void validate(int64_t num_blocks, std::span<const int32_t> group_windows) const;
+  // window of the sequence's first new token; with state_rows > 0, every
+  // sequence's state row distinct and in [0, state_rows), loads into and
+  // saves from rows of the step's sequences);
+  // throws rf::Error.
+  void validate(int64_t num_blocks, std::span<const int32_t> group_windows, int32_t state_rows = 0) const;
 };
 
 }  // namespace rf

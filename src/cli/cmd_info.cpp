@@ -1,7 +1,8 @@
 // `rocmforge info MODEL`: metadata, tensors (dtype, shape, size), parameter
 // count and file type of a GGUF file; for a supported model, its experts
 // (mixture-of-experts models), its KV cache groups (model/kv_cache.h) and
-// what a full-context sequence holds; with --tp N, whether and how it splits
+// what a full-context sequence holds (hybrid models: and its recurrent
+// state); with --tp N, whether and how it splits
 // over N tensor-parallel ranks (model/shard.h).
 #include <cstdio>
 #include <map>
@@ -64,11 +65,25 @@ void print_kv(const ModelConfig& c) {
   const double decode_blocks = double(geo.groups.max_blocks_per_sequence(n, bs, 1));
   const double decode = decode_blocks * block;
   const double decode_fp8 = decode_blocks * double(kv_geometry(c, DType::F8_E4M3, bs).bytes_per_block());
-  const double every = 2.0 * double(c.n_layer) * double(n) * double(geo.row_bytes);
+  const double every = 2.0 * double(geo.groups.n_kv_layers()) * double(n) * double(geo.row_bytes);
   std::printf("kv cache:    %s; a %d-token sequence holds %s of f16 K/V decoding (%s with --kv-cache-dtype fp8), %s "
               "at most with 2048-token prompt chunks (%s if every layer kept every token)\n",
               geo.groups.summary().c_str(), n, human_bytes(decode).c_str(), human_bytes(decode_fp8).c_str(),
               human_bytes(prefill).c_str(), human_bytes(every).c_str());
+}
+
+// Hybrid models: the recurrent state a sequence holds whatever its length
+// (f32: each Gated DeltaNet layer's conv inputs and delta-rule matrices),
+// one such row per sequence slot and per prefix checkpoint.
+void print_state(const ModelConfig& c) {
+  if (!c.has_recurrent()) return;
+  const StateRowLayout rows = state_row_layout(c);
+  const double conv = 4.0 * double(c.ssm_conv_kernel - 1) * double(c.ssm_conv_channels());
+  const double ssm = 4.0 * double(c.ssm_v_heads) * double(c.ssm_head_dim) * double(c.ssm_head_dim);
+  std::printf("state:       %d Gated DeltaNet layers: %s per sequence (f32; per layer %s of conv inputs and %s of "
+              "delta-rule state), one row per sequence slot and per prefix checkpoint\n",
+              c.n_recurrent(), human_bytes(double(rows.row_bytes())).c_str(), human_bytes(conv).c_str(),
+              human_bytes(ssm).c_str());
 }
 
 // What each of n tensor-parallel ranks would hold, or why the model does not
@@ -120,6 +135,7 @@ void run_info(const std::string& path, bool all_tensors, int32_t tp) {
     std::printf("model:       %s\n", config->summary().c_str());
     print_experts(*config);
     print_kv(*config);
+    print_state(*config);
     if (tp > 1) print_tensor_parallel(*f, *config, tp);
   }
   uint64_t params = 0, bytes = 0;

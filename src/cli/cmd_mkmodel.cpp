@@ -1,7 +1,7 @@
 // `rocmforge mkmodel --preset NAME --type TYPE -o FILE`: write a synthetic
 // model in a real model's shape (see model/synthetic.h: Llama, Qwen2.5,
-// Qwen3, Gemma 2 and 3, Phi-3, GLM-4, and the mixtures of experts Mixtral
-// and Qwen3-MoE), using every core.
+// Qwen3, Gemma 2 and 3, Phi-3, GLM-4, the mixtures of experts Mixtral and
+// Qwen3-MoE, gpt-oss, and the hybrid Qwen3.5 / Qwen3.6), using every core.
 #include <chrono>
 #include <cstdio>
 

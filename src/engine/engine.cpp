@@ -62,6 +62,10 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend
   budget.max_seqs = config_.max_num_seqs;
   budget.max_model_len = config_.max_model_len;
   budget.max_chunk = config_.max_num_batched_tokens;
+  // Hybrid models: a state slot per sequence and the prefix checkpoints.
+  if (config_.state_checkpoints < 0) config_.state_checkpoints = config_.prefix_caching ? config_.max_num_seqs : 0;
+  if (!mc.has_recurrent()) config_.state_checkpoints = 0;
+  if (mc.has_recurrent()) budget.state_rows = config_.max_num_seqs + config_.state_checkpoints;
   runner_ = std::make_unique<StepRunner>(model, backends, comms, limits, budget, config_.block_size,
                                          config_.kv_cache_dtype);
   config_.num_blocks = runner_->num_blocks();
@@ -69,7 +73,8 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend
   const KVGroupLayout& groups = runner_->kv_groups();
   scheduler_ = std::make_unique<Scheduler>(
       SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens, config_.prefix_caching,
-                      groups.group_windows()},
+                      groups.group_windows(), mc.has_recurrent() ? config_.max_num_seqs : 0,
+                      config_.state_checkpoints},
       *pool_);
   group_blocks_.resize(size_t(groups.n_groups()));
   for (int32_t t = 0; t < mc.n_vocab && t < tokenizer.n_vocab(); ++t)
@@ -81,6 +86,10 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend
            "), KV ", groups.summary(), "; one sequence holds up to ", max_sequence_tokens(), " tokens; max ",
            config_.max_num_seqs, " sequences, ", config_.max_num_batched_tokens, " tokens per step, context ",
            config_.max_model_len);
+  if (mc.has_recurrent())
+    log_info("engine: recurrent state of ", mc.n_recurrent(), " layers: ", double(runner_->state_row_bytes()) / 1e6,
+             " MB per sequence; ", config_.max_num_seqs, " sequence slots and ", config_.state_checkpoints,
+             " prefix checkpoints (", double(runner_->state_bytes()) / 1e6, " MB", runner_->n_ranks() > 1 ? " over the ranks" : "", ")");
 }
 
 int32_t Engine::max_sequence_tokens() const {
@@ -278,7 +287,9 @@ bool Engine::step() {
     }
     for (size_t g = 0; g < group_blocks_.size(); ++g) group_blocks_[g] = e.seq->tables[g].blocks;
     const int32_t si = batch_.add_sequence(std::span<const int32_t>(e.seq->tokens.data() + e.start, size_t(e.n_new)),
-                                           e.start, group_blocks_, e.sample && !a->embedding());
+                                           e.start, group_blocks_, e.sample && !a->embedding(), e.seq->state_slot);
+    if (e.state_load >= 0) batch_.state_loads.push_back({e.state_load, e.seq->state_slot});
+    if (e.state_save >= 0) batch_.state_saves.push_back({e.seq->state_slot, e.state_save});
     if (a->embedding()) {  // no sampling: its rows' hidden states are pooled after the pass
       embedding_rows_.push_back({a, batch_.seq_starts[size_t(si)], e.start, e.n_new, e.sample});
       continue;

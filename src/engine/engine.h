@@ -44,6 +44,10 @@ struct EngineConfig {
   bool prefix_caching = true;
   KVCacheDType kv_cache_dtype = KVCacheDType::Auto;  // --kv-cache-dtype
   Pooling pooling = Pooling::None;  // embedding requests' pooling (--pooling); None: the model's (ModelConfig::pooling)
+  // Hybrid models (recurrent layers): prefix-checkpoint state rows beside
+  // the max_num_seqs sequence slots (-1: max_num_seqs with prefix caching,
+  // else 0). Planned with the KV cache (kv/memory_plan).
+  int32_t state_checkpoints = -1;
 };
 
 
@@ -84,6 +88,9 @@ class Engine final : public ServingEngine {
   const KVGroupLayout& kv_groups() const { return runner_->kv_groups(); }
   int32_t tensor_parallel_size() const { return runner_->n_ranks(); }
   int32_t free_blocks() const { return int32_t(metrics_.kv_blocks_free.load()); }
+  // Hybrid models: the recurrent-state rows' bookkeeping (null otherwise;
+  // engine thread, or while the engine is not started).
+  const StatePool* state_pool() const { return scheduler_->state_pool(); }
   size_t active_requests() const override;
 
  private:

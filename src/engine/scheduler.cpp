@@ -12,6 +12,18 @@ Scheduler::Scheduler(const SchedulerConfig& config, BlockPool& pool) : config_(c
   RF_CHECK(config.max_num_seqs > 0 && config.max_num_batched_tokens > 0, "scheduler: empty limits");
   RF_CHECK(!config.group_windows.empty(), "scheduler: no KV group");
   for (int32_t w : config.group_windows) RF_CHECK(w >= 0, "scheduler: KV group window ", w);
+  if (config.state_slots > 0) {
+    state_ = std::make_unique<StatePool>(config.state_slots, config.state_checkpoints);
+    const auto full = std::find(config.group_windows.begin(), config.group_windows.end(), 0);
+    RF_CHECK(full != config.group_windows.end(), "scheduler: recurrent state needs a full-attention KV group");
+    full_group_ = int32_t(full - config.group_windows.begin());
+    // A checkpoint is only useful with its block: it goes when the block does.
+    pool_.set_forget_listener([this](uint64_t key) { state_->drop(key); });
+  }
+}
+
+Scheduler::~Scheduler() {
+  if (state_) pool_.set_forget_listener(nullptr);
 }
 
 void Scheduler::add(Sequence* seq) {
@@ -27,6 +39,24 @@ void Scheduler::release_blocks(Sequence* seq) {
   seq->n_cached = 0;
   seq->n_hashed_blocks = 0;
   seq->last_hash = 0;
+  seq->state_load = -1;
+}
+
+void Scheduler::release_state(Sequence* seq) {
+  if (!state_) return;
+  if (seq->state_slot >= 0) state_->release_slot(seq->state_slot);
+  if (seq->pending_checkpoint >= 0) state_->cancel(seq->pending_checkpoint);
+  seq->state_slot = seq->pending_checkpoint = seq->state_load = -1;
+  seq->pending_key = 0;
+}
+
+ScheduledSeq Scheduler::entry(Sequence* s, int32_t n_new) {
+  ScheduledSeq e{s, s->n_computed, n_new, s->n_computed + n_new == s->n_tokens()};
+  if (!state_) return e;
+  e.state_load = s->state_load;
+  s->state_load = -1;
+  e.state_save = plan_checkpoint(s, e.start + n_new);
+  return e;
 }
 
 void Scheduler::slide_windows(Sequence* seq) {
@@ -41,6 +71,7 @@ void Scheduler::slide_windows(Sequence* seq) {
 void Scheduler::preempt(Sequence* seq) {
   running_.erase(std::find(running_.begin(), running_.end(), seq));
   release_blocks(seq);
+  release_state(seq);
   seq->status = SeqStatus::Waiting;
   ++seq->n_preemptions;
   ++preemptions_;
@@ -51,6 +82,7 @@ void Scheduler::finish(Sequence* seq) {
   if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) running_.erase(it);
   if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end()) waiting_.erase(it);
   release_blocks(seq);
+  release_state(seq);
   seq->status = SeqStatus::Finished;
 }
 
@@ -80,7 +112,7 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
   // Running sequences, oldest admission first.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* s = running_[i];
-    const int32_t n_new = std::min(s->n_pending(), budget);
+    const int32_t n_new = cut_for_checkpoint(s, std::min(s->n_pending(), budget));
     if (n_new <= 0) { ++i; continue; }
     bool self_preempted = false;
     while (!allocate_for(s, s->n_computed + n_new)) {
@@ -90,16 +122,17 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
       if (victim == s) { self_preempted = true; break; }
     }
     if (self_preempted) break;  // s was the newest: nothing after it remains
-    out.push_back({s, s->n_computed, n_new, s->n_computed + n_new == s->n_tokens()});
+    out.push_back(entry(s, n_new));
     budget -= n_new;
     ++i;
   }
 
   // Waiting sequences in order, unless this step had to preempt.
   while (!preempted && !waiting_.empty() && budget > 0 && int32_t(running_.size()) < config_.max_num_seqs) {
+    if (state_ && !state_->has_free_slot()) break;  // a hybrid model's sequence needs its state slot
     Sequence* s = waiting_.front();
     if (config_.prefix_caching && s->reuse_prefix && s->n_blocks_held() == 0) apply_prefix_hits(s);
-    const int32_t n_new = std::min(s->n_pending(), budget);
+    const int32_t n_new = cut_for_checkpoint(s, std::min(s->n_pending(), budget));
     if (!allocate_for(s, s->n_computed + n_new)) {
       release_blocks(s);  // give back any prefix hits; retry next step
       break;
@@ -107,7 +140,11 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
     waiting_.pop_front();
     s->status = SeqStatus::Running;
     running_.push_back(s);
-    out.push_back({s, s->n_computed, n_new, s->n_computed + n_new == s->n_tokens()});
+    if (state_) {
+      s->state_slot = state_->acquire_slot();
+      if (s->state_load >= 0) ++checkpoint_hits_;
+    }
+    out.push_back(entry(s, n_new));
     budget -= n_new;
   }
   return out;
@@ -118,6 +155,16 @@ void Scheduler::complete(const std::vector<ScheduledSeq>& step) {
   for (const ScheduledSeq& e : step) {
     Sequence* s = e.seq;
     s->n_computed = e.start + e.n_new;
+    if (s->pending_checkpoint >= 0) {  // the step saved the slot: the checkpoint is valid now
+      state_->commit(s->pending_checkpoint, s->pending_key);
+      const int32_t prompt_hit = (s->n_prompt - 1) / bs * bs;
+      if (s->n_computed > prompt_hit) {  // past the prompt: the latest replaces the sequence's previous one
+        if (s->rolling_key != 0 && s->rolling_key != s->pending_key) state_->drop(s->rolling_key);
+        s->rolling_key = s->pending_key;
+      }
+      s->pending_checkpoint = -1;
+      s->pending_key = 0;
+    }
     if (!config_.prefix_caching) continue;
     while ((s->n_hashed_blocks + 1) * bs <= s->n_computed) {
       const std::span<const int32_t> toks(s->tokens.data() + size_t(s->n_hashed_blocks) * bs, size_t(bs));

@@ -14,14 +14,32 @@
 // stay in the prefix cache). A prefix hit takes the leading blocks cached in
 // every full group, shortened until every window group has all the blocks
 // of the first computed query's window cached (kv/block_table.h).
+//
+// Hybrid models (recurrent layers, kv/state_pool.h): a sequence is admitted
+// only with a free state slot, which it holds until it is preempted or
+// ends; chunked prefill carries the state in the slot from step to step.
+// With prefix caching, a step that ends a sequence's computed tokens on a
+// block boundary saves the slot's state as a checkpoint keyed like the
+// block that ends there (in the first full-attention group), and a prefix
+// hit is shortened to the longest one with a checkpoint at its end, which
+// is restored into the new sequence's slot (a hit without one starts from
+// position 0). Checkpoints go with their block when the BlockPool forgets
+// it. A prompt's chunk is cut at its last block boundary before the last
+// token (the point a repeated prompt or a second choice hits), so that a
+// checkpoint is saved there; past the prompt, each new checkpoint of a
+// sequence replaces its previous one, keeping the latest for a
+// conversation's next turn.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <vector>
 
+#include <memory>
+
 #include "engine/sequence.h"
 #include "kv/block_pool.h"
+#include "kv/state_pool.h"
 
 namespace rf {
 
@@ -32,6 +50,11 @@ struct SchedulerConfig {
   // The sliding window of each KV group, 0 for full attention
   // (KVGroupLayout::group_windows()); by default one full-attention group.
   std::vector<int32_t> group_windows = {0};
+  // Hybrid models: recurrent-state sequence slots (0: no recurrent layers)
+  // and prefix-checkpoint rows (state rows [state_slots, state_slots +
+  // state_checkpoints)).
+  int32_t state_slots = 0;
+  int32_t state_checkpoints = 0;
 };
 
 struct ScheduledSeq {
@@ -39,11 +62,18 @@ struct ScheduledSeq {
   int32_t start;   // first position computed this step (== seq->n_computed before the step)
   int32_t n_new;   // tokens computed this step
   bool sample;     // the chunk reaches the last token: sample the next one
+  // Hybrid models: a checkpoint row restored into seq->state_slot before
+  // the step, and one the slot is saved into after it (-1: none).
+  int32_t state_load = -1;
+  int32_t state_save = -1;
 };
 
 class Scheduler {
  public:
   Scheduler(const SchedulerConfig& config, BlockPool& pool);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
 
   // Queues a sequence (status Waiting) behind the others; gives it a block
   // table per KV group.
@@ -63,11 +93,25 @@ class Scheduler {
   // Blocks released because a sliding window moved past them.
   uint64_t num_window_releases() const { return window_releases_; }
   const BlockPool& pool() const { return pool_; }
+  // The recurrent-state rows' bookkeeping (null without recurrent layers).
+  const StatePool* state_pool() const { return state_.get(); }
+  uint64_t num_checkpoint_hits() const { return checkpoint_hits_; }
 
  private:
   int32_t n_groups() const { return int32_t(config_.group_windows.size()); }
   void preempt(Sequence* seq);
   void release_blocks(Sequence* seq);
+  // Gives back the sequence's state slot and a checkpoint it had reserved.
+  void release_state(Sequence* seq);
+  // Hybrid models with checkpoints: n_new cut at the sequence's last block
+  // boundary before its last token, and the checkpoint row the step's end
+  // is saved into (-1: none; scheduler_prefix.cpp).
+  int32_t cut_for_checkpoint(const Sequence* seq, int32_t n_new) const;
+  int32_t plan_checkpoint(Sequence* seq, int32_t end);
+  uint64_t checkpoint_key(uint64_t chain_hash) const { return BlockPool::group_key(chain_hash, full_group_); }
+  bool checkpoints() const { return state_ && config_.prefix_caching && state_->n_checkpoint_rows() > 0; }
+  // A scheduled entry, with the state rows it loads and saves.
+  ScheduledSeq entry(Sequence* seq, int32_t n_new);
   // Releases the window groups' blocks that the next query's window no longer reaches.
   void slide_windows(Sequence* seq);
   // Takes cached blocks for the sequence's leading full blocks
@@ -84,6 +128,9 @@ class Scheduler {
   uint64_t preemptions_ = 0;
   uint64_t window_releases_ = 0;
   std::vector<uint64_t> hashes_;  // apply_prefix_hits' scratch
+  std::unique_ptr<StatePool> state_;  // hybrid models only
+  int32_t full_group_ = 0;            // the first full-attention KV group: checkpoints are keyed by its blocks
+  uint64_t checkpoint_hits_ = 0;
 };
 
 }  // namespace rf

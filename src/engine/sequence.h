@@ -1,7 +1,8 @@
 // Sequence: the scheduler's view of one request — its tokens (prompt, then
 // generated), how many have KV in the cache, and its block table in each KV
-// group (kv/group_layout.h). The engine keeps the generation state
-// (sampler, detokenizer, stream) beside it.
+// group (kv/group_layout.h); for hybrid models its recurrent-state slot and
+// prefix checkpoints in flight (kv/state_pool.h). The engine keeps the
+// generation state (sampler, detokenizer, stream) beside it.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,12 @@ struct Sequence {
   bool reuse_prefix = true;      // prefix-cache hits at admission allowed (else every token is computed)
   SeqStatus status = SeqStatus::Waiting;
   int32_t n_preemptions = 0;
+  // Hybrid models (recurrent layers):
+  int32_t state_slot = -1;          // its state row while running
+  int32_t state_load = -1;          // a prefix checkpoint to restore into the slot before its next step
+  int32_t pending_checkpoint = -1;  // a checkpoint row this step saves the slot into
+  uint64_t pending_key = 0;         // and its key
+  uint64_t rolling_key = 0;         // the last checkpoint saved past the prompt (the next one replaces it)
 
   int32_t n_tokens() const { return int32_t(tokens.size()); }
   int32_t n_generated() const { return n_tokens() - n_prompt; }

@@ -90,8 +90,11 @@ void BlockPool::forget_hash(int32_t b) {
   const uint64_t h = hash_[size_t(b)];
   if (h == 0) return;
   auto it = by_hash_.find(h);
-  if (it != by_hash_.end() && it->second == b) by_hash_.erase(it);
   hash_[size_t(b)] = 0;
+  if (it != by_hash_.end() && it->second == b) {
+    by_hash_.erase(it);
+    if (on_forget_) on_forget_(h);
+  }
 }
 
 void BlockPool::clear_cache() {

@@ -4,11 +4,15 @@
 // same prefix share it. Freed blocks with a hash stay cached and are evicted
 // least-recently-freed first, after the free blocks without one. With
 // several KV groups (kv/group_layout.h) the same tokens are different
-// content in each group: the cache is keyed by group_key(hash, group).
+// content in each group: the cache is keyed by group_key(hash, group). A
+// listener may be told of every key the cache forgets (a block evicted or
+// re-hashed, clear_cache): what is cached beside a block (a hybrid model's
+// state checkpoints) goes with it.
 // Not thread-safe: owned by the engine thread.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <optional>
 #include <span>
@@ -46,6 +50,8 @@ class BlockPool {
   // Marks a (full, just computed) block as holding content `key`.
   void set_hash(int32_t block, uint64_t key);
   void clear_cache();  // forgets every hash (e.g. after the weights change)
+  // Called with each key the cache forgets (null: none).
+  void set_forget_listener(std::function<void(uint64_t key)> fn) { on_forget_ = std::move(fn); }
 
  private:
   void forget_hash(int32_t block);
@@ -58,6 +64,7 @@ class BlockPool {
   std::vector<std::list<int32_t>::iterator> lru_pos_;
   std::vector<uint8_t> in_lru_;
   std::unordered_map<uint64_t, int32_t> by_hash_;
+  std::function<void(uint64_t)> on_forget_;
 };
 
 }  // namespace rf

@@ -9,13 +9,17 @@
 
 namespace rf {
 
-KVGroupLayout::KVGroupLayout(std::vector<int32_t> layer_windows) : layer_windows_(std::move(layer_windows)) {
+KVGroupLayout::KVGroupLayout(std::vector<int32_t> layer_windows, std::vector<uint8_t> no_kv)
+    : layer_windows_(std::move(layer_windows)) {
   RF_CHECK(!layer_windows_.empty(), "KV group layout: no layers");
+  RF_CHECK(no_kv.empty() || no_kv.size() == layer_windows_.size(), "KV group layout: ", no_kv.size(),
+           " no-KV flags for ", layer_windows_.size(), " layers");
   std::vector<int32_t> kinds;  // distinct windows, in order of first appearance
   std::vector<std::vector<int32_t>> kind_layers;
   for (int32_t il = 0; il < n_layer(); ++il) {
     const int32_t w = layer_windows_[size_t(il)];
     RF_CHECK(w >= 0, "KV group layout: layer ", il, " has window ", w);
+    if (!no_kv.empty() && no_kv[size_t(il)]) continue;
     auto it = std::find(kinds.begin(), kinds.end(), w);
     if (it == kinds.end()) {
       kinds.push_back(w);
@@ -24,10 +28,11 @@ KVGroupLayout::KVGroupLayout(std::vector<int32_t> layer_windows) : layer_windows
     }
     kind_layers[size_t(it - kinds.begin())].push_back(il);
   }
+  RF_CHECK(!kinds.empty(), "KV group layout: no layer keeps KV");
   group_size_ = 0;
   for (const auto& ls : kind_layers) group_size_ = std::gcd(group_size_, int32_t(ls.size()));
-  group_of_.assign(size_t(n_layer()), 0);
-  index_.assign(size_t(n_layer()), 0);
+  group_of_.assign(size_t(n_layer()), -1);
+  index_.assign(size_t(n_layer()), -1);
   for (size_t k = 0; k < kinds.size(); ++k) {
     const auto& ls = kind_layers[k];
     for (size_t i = 0; i < ls.size(); ++i) {
@@ -75,6 +80,7 @@ int32_t KVGroupLayout::max_tokens_for_blocks(int64_t num_blocks, int32_t block_s
 
 std::string KVGroupLayout::summary() const {
   std::string s = str(n_groups(), n_groups() == 1 ? " group" : " groups", " of ", group_size_, " layers: ");
+  const int32_t without = n_layer() - n_kv_layers();
   std::vector<int32_t> seen;
   for (int32_t w : group_windows_) {
     if (std::find(seen.begin(), seen.end(), w) != seen.end()) continue;
@@ -82,6 +88,7 @@ std::string KVGroupLayout::summary() const {
     const auto n = std::count(group_windows_.begin(), group_windows_.end(), w);
     s += str(seen.size() > 1 ? ", " : "", n, w > 0 ? str(" window ", w) : std::string(" full"));
   }
+  if (without > 0) s += str(" (", without, without == 1 ? " layer" : " layers", " without KV)");
   return s;
 }
 

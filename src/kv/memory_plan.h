@@ -6,8 +6,11 @@
 // (kv/group_layout.h), so there are 2 * g arrays of [num_blocks *
 // block_size slots] rows, and layer il uses the pair index_in_group(il)
 // with its group's block ids (a single group of every layer: one pair per
-// layer, as without groups). The engine sizes its cache with it and the
-// device memory (model/kv_cache) is carved by it.
+// layer, as without groups). Hybrid models also keep recurrent-state rows
+// (one per sequence slot and one per prefix checkpoint, every recurrent
+// layer's state in each): their bytes are planned here too, counted in the
+// same budget before the blocks. The engine sizes its cache with it and
+// the device memory (model/kv_cache) is carved by it.
 // Pure arithmetic: no device memory here.
 #pragma once
 
@@ -24,6 +27,9 @@ struct KVGeometry {
   // (and their scales in an 8-bit cache).
   size_t row_bytes = 0;
   int32_t block_size = 0;
+  // Hybrid models: one recurrent-state row (every recurrent layer's conv
+  // and delta-rule state of one sequence); 0 without recurrent layers.
+  size_t state_row_bytes = 0;
 
   int32_t group_size() const { return groups.group_size(); }
   size_t bytes_per_block() const { return 2 * size_t(group_size()) * size_t(block_size) * row_bytes; }
@@ -37,7 +43,9 @@ struct KVGeometry {
 // what is already allocated and a reserve for graphs and library state);
 // else a host default of max_seqs full contexts, at most 4 GiB (a full
 // context: KVGroupLayout::max_blocks_per_sequence of max_model_len tokens
-// in chunks of max_chunk).
+// in chunks of max_chunk). The state rows (state_rows of them, hybrid
+// models) come out of an explicit byte budget or the device share first;
+// with a block count or the host default they are extra.
 struct KVBudget {
   int32_t num_blocks = 0;
   size_t kv_bytes = 0;
@@ -47,6 +55,7 @@ struct KVBudget {
   int32_t max_seqs = 0;
   int32_t max_model_len = 0;
   int32_t max_chunk = 0;  // tokens per step (0: max_model_len)
+  int32_t state_rows = 0;  // recurrent-state rows (sequence slots + prefix checkpoints; hybrid models)
 };
 
 inline constexpr size_t kDeviceReserveBytes = size_t(512) << 20;  // CUDA graphs, library workspaces
@@ -62,7 +71,11 @@ class KVMemoryPlan {
   const KVGeometry& geometry() const { return geometry_; }
   // One K or V array: [num_blocks * block_size slots] rows.
   size_t array_bytes() const { return size_t(num_blocks_) * size_t(geometry_.block_size) * geometry_.row_bytes; }
-  size_t total_bytes() const { return 2 * size_t(geometry_.group_size()) * array_bytes(); }
+  size_t total_bytes() const { return 2 * size_t(geometry_.group_size()) * array_bytes(); }  // the KV arrays
+  // The recurrent-state rows (hybrid models; 0 otherwise), allocated apart
+  // from the KV arrays.
+  int32_t state_rows() const { return state_rows_; }
+  size_t state_bytes() const { return size_t(state_rows_) * geometry_.state_row_bytes; }
   // The arrays of index j within a group (KVGroupLayout::index_in_group).
   size_t k_offset(int32_t j) const { return 2 * size_t(j) * array_bytes(); }
   size_t v_offset(int32_t j) const { return (2 * size_t(j) + 1) * array_bytes(); }
@@ -70,6 +83,7 @@ class KVMemoryPlan {
  private:
   KVGeometry geometry_;
   int32_t num_blocks_ = 0;
+  int32_t state_rows_ = 0;
 };
 
 }  // namespace rf

@@ -32,6 +32,26 @@
 //                   wide) with router and expert biases and the clamped
 //                   SwiGLU (swiglu_oai); routing: softmax over the top-k
 //                   logits, i.e. the renormalised top-k
+//   qwen35          hybrid: Gated DeltaNet layers (ssm.conv_kernel,
+//                   ssm.state_size, ssm.group_count, ssm.time_step_rank,
+//                   ssm.inner_size, all required; value and key head sizes
+//                   equal) on every layer but each
+//                   full_attention_interval-th (default 4), or where
+//                   attention.recurrent_layers (one flag per layer) says;
+//                   full-attention layers: q/k RMSNorm, a sigmoid output
+//                   gate from the doubled attn_q, IMRoPE
+//                   (rope.dimension_sections, required: with text positions
+//                   every section turns by the token's position, i.e. NeoX
+//                   RoPE over rope.dimension_count dims); post_attention_norm
+//                   is the pre-FFN norm; block_count includes
+//                   nextn_predict_layers MTP blocks after the main layers
+//   qwen35moe       qwen35's layers with experts (expert_count required, each
+//                   expert_feed_forward_length wide, default
+//                   feed_forward_length / expert_used_count, which may then
+//                   be absent) and a shared expert on every layer
+//                   (expert_shared_feed_forward_length wide, default
+//                   feed_forward_length), scaled by sigmoid(x .
+//                   ffn_gate_inp_shexp); routing renormalised
 // Experts (every layer's FFN a router and expert_count experts): softmax
 // routing over all experts, the expert_used_count most probable run, their
 // weights renormalised unless expert_weights_norm is false (llama.cpp's
@@ -147,6 +167,84 @@ void configure_qwen3moe(const gguf::File& f, ModelConfig& c) {
   }
 }
 
+// Qwen3.5 / Qwen3.6 (qwen35, qwen35moe): the hybrid layers and the MTP
+// blocks (llama.cpp's load_arch_hparams for both).
+void configure_qwen35(const gguf::File& f, ModelConfig& c) {
+  const std::string a = c.arch + ".";
+  c.rope.neox = true;
+  c.qk_norm = true;
+  c.attn_output_gate = true;
+  c.ffn_norm_name = "post_attention_norm";
+  const int64_t n_all = c.n_layer;  // block_count: the main layers and the MTP blocks
+  const std::string nk = a + "nextn_predict_layers";
+  const int64_t nextn = f.get_int(nk, 0);
+  RF_CHECK(nextn >= 0 && nextn < n_all, "model metadata '", nk, "' = ", nextn, " is out of range (0..",
+           n_all - 1, " for block_count ", n_all, ")");
+  c.n_layer_nextn = int32_t(nextn);
+  c.n_layer = int32_t(n_all - nextn);
+  c.swa_layers.assign(size_t(c.n_layer), 0);
+
+  const std::string sk = a + "rope.dimension_sections";
+  const gguf::Value* sv = f.find(sk);
+  RF_CHECK(sv && sv->type == gguf::ValueType::ARRAY, "model metadata is missing required key '", sk, "'");
+  int64_t total = 0;
+  for (int64_t v : sv->as_array(sk).to_i64(sk)) {
+    RF_CHECK(v >= 0 && v <= c.rope.n_rot, "model metadata '", sk, "' has an entry ", v, " out of range");
+    c.rope_sections.push_back(int32_t(v));
+    total += v;
+  }
+  RF_CHECK(c.rope_sections.size() <= 4 && total <= c.rope.n_rot / 2, "model metadata '", sk, "': ",
+           c.rope_sections.size(), " sections of ", total, " dimension pairs for rope.dimension_count ", c.rope.n_rot);
+
+  auto ssm_key = [&](const char* key, int64_t max) { return positive_key(a + key, f.require_int(a + key), max); };
+  c.ssm_conv_kernel = ssm_key("ssm.conv_kernel", 64);
+  RF_CHECK(c.ssm_conv_kernel >= 2, "model metadata '", a, "ssm.conv_kernel' = ", c.ssm_conv_kernel,
+           " (at least 2 taps)");
+  c.ssm_head_dim = ssm_key("ssm.state_size", 1024);
+  c.ssm_k_heads = ssm_key("ssm.group_count", 4096);
+  c.ssm_v_heads = ssm_key("ssm.time_step_rank", 4096);
+  const int32_t inner = ssm_key("ssm.inner_size", int64_t(1) << 24);
+  RF_CHECK(c.ssm_v_heads % c.ssm_k_heads == 0, "model metadata: ssm.time_step_rank ", c.ssm_v_heads,
+           " value heads is not a multiple of ssm.group_count ", c.ssm_k_heads);
+  RF_CHECK(inner == c.ssm_v_heads * c.ssm_head_dim, "model metadata: ssm.inner_size ", inner, " is not ",
+           c.ssm_v_heads, " value heads of ssm.state_size ", c.ssm_head_dim, " (other value head sizes are not supported)");
+
+  c.recurrent_layers.assign(size_t(c.n_layer), 0);
+  const std::string rk = a + "attention.recurrent_layers";
+  if (const gguf::Value* rv = f.find(rk); rv && rv->type == gguf::ValueType::ARRAY) {
+    const auto flags = rv->as_array(rk).to_i64(rk);
+    RF_CHECK(int64_t(flags.size()) == n_all || int64_t(flags.size()) == c.n_layer, "model metadata '", rk, "' has ",
+             flags.size(), " entries for ", n_all, " layers");
+    for (size_t il = 0; il < flags.size(); ++il) {
+      RF_CHECK(int64_t(il) < c.n_layer || flags[il] == 0, "model metadata '", rk, "': MTP block ", il,
+               " marked recurrent");
+      if (int64_t(il) < c.n_layer) c.recurrent_layers[il] = flags[il] != 0;
+    }
+  } else {
+    const std::string ik = a + "full_attention_interval";
+    const int32_t interval = positive_key(ik, f.get_int(ik, 4), 4096);
+    for (int32_t il = 0; il < c.n_layer; ++il) c.recurrent_layers[size_t(il)] = (il + 1) % interval != 0;
+  }
+  RF_CHECK(c.n_recurrent() < c.n_layer, "model metadata: every layer of '", c.arch,
+           "' is recurrent (no full-attention layer to hold KV)");
+}
+
+void configure_qwen35moe(const gguf::File& f, ModelConfig& c) {
+  configure_qwen35(f, c);
+  const std::string a = c.arch + ".";
+  c.expert_weights_norm = true;  // llama.cpp's build_moe_ffn call for the family
+  const std::string ek = a + "expert_feed_forward_length", sk = a + "expert_shared_feed_forward_length";
+  if (f.has(ek)) {
+    c.n_ff_expert = positive_key(ek, f.get_int(ek, 0));
+  } else {
+    c.n_ff_expert = c.n_ff / c.n_expert_used;
+    RF_CHECK(c.n_ff_expert > 0, "model metadata is missing '", ek, "' (feed_forward_length ", c.n_ff,
+             " / expert_used_count ", c.n_expert_used, " is 0)");
+  }
+  c.n_ff_shexp = f.has(sk) ? positive_key(sk, f.get_int(sk, 0)) : c.n_ff;
+  RF_CHECK(c.n_ff_shexp > 0, "model metadata is missing '", sk, "' (and feed_forward_length, its default)");
+}
+
 const Family kFamilies[] = {
     {"llama",
      [](const gguf::File&, ModelConfig& c) {
@@ -182,6 +280,8 @@ const Family kFamilies[] = {
        c.fused_gate_up = true;
      }},
     {"gpt-oss", configure_gpt_oss, ExpertUse::Required},
+    {"qwen35", configure_qwen35},
+    {"qwen35moe", configure_qwen35moe, ExpertUse::Required},
 };
 
 // At most llama.cpp's LLAMA_MAX_EXPERTS.
@@ -218,6 +318,8 @@ void read_experts(const gguf::File& f, ModelConfig& c, ExpertUse use) {
 }
 
 }  // namespace
+
+bool family_ffn_optional(const std::string& arch) { return arch == "qwen35moe"; }
 
 bool architecture_supported(const std::string& arch) {
   for (const Family& fam : kFamilies)

@@ -14,6 +14,10 @@ bool architecture_supported(const std::string& arch);
 // "llama, mistral, qwen2, ..." for messages.
 std::string supported_architectures();
 
+// True when `arch`'s feed_forward_length key may be absent (every FFN is
+// experts with their own width key).
+bool family_ffn_optional(const std::string& arch);
+
 // Sets c's building blocks for c.arch and reads the family's own keys; the
 // common hyper-parameters (sizes, heads, RoPE base and scaling) are already
 // in c. Throws rf::Error naming a missing or bad key.

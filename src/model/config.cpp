@@ -30,7 +30,8 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
   };
   c.n_embd = required("embedding_length");
   c.n_layer = required("block_count", 4096);
-  c.n_ff = required("feed_forward_length");
+  // Families whose FFNs are all experts may omit it (model/arch.cpp).
+  c.n_ff = f.has(a + "feed_forward_length") || !family_ffn_optional(c.arch) ? required("feed_forward_length") : 0;
   c.n_head = required("attention.head_count", 4096);
   c.n_head_kv = positive_key(a + "attention.head_count_kv", f.get_int(a + "attention.head_count_kv", c.n_head), 4096);
   RF_CHECK(c.n_head % c.n_head_kv == 0, "model metadata: head_count ", c.n_head, " is not a multiple of head_count_kv ",
@@ -82,6 +83,12 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
   return c;
 }
 
+int32_t ModelConfig::n_recurrent() const {
+  int32_t n = 0;
+  for (uint8_t r : recurrent_layers) n += r != 0;
+  return n;
+}
+
 MoeParams ModelConfig::moe() const {
   MoeParams p;
   p.n_expert = n_expert;
@@ -106,6 +113,12 @@ std::string ModelConfig::summary() const {
   add(attn_sinks, "attention sinks");
   add(moe_biases, "router and expert biases");
   add(fused_gate_up, "fused gate+up");
+  add(has_recurrent(), str("Gated DeltaNet on ", n_recurrent(), " of ", n_layer, " layers (", ssm_k_heads,
+                           " q/k heads, ", ssm_v_heads, " value heads of ", ssm_head_dim, ", conv ", ssm_conv_kernel,
+                           ")"));
+  add(attn_output_gate, "gated attention output");
+  add(n_ff_shexp > 0, str("shared expert of ffn ", n_ff_shexp));
+  add(n_layer_nextn > 0, str(n_layer_nextn, " MTP block", n_layer_nextn == 1 ? "" : "s", " (not run)"));
   add(attn_softcap > 0, str("attn soft-cap ", attn_softcap));
   add(final_softcap > 0, str("final soft-cap ", final_softcap));
   add(sliding_window > 0, str("sliding window ", sliding_window));

@@ -62,6 +62,27 @@ struct ModelConfig {
   bool expert_weights_norm = true;  // expert_weights_norm: the chosen experts' weights renormalised to sum 1
   bool moe_biases = false;      // router ffn_gate_inp.bias [n_expert] and expert biases ffn_*_exps.bias (gpt-oss)
   Activation expert_activation = Activation::SiLU;  // the experts' GLU
+  // > 0: a shared expert (ffn_{gate,up,down}_shexp, this wide) runs for every
+  // token beside the routed ones, its output times sigmoid(x . ffn_gate_inp_shexp).
+  int32_t n_ff_shexp = 0;
+
+  // --- hybrid models: Gated DeltaNet (recurrent) layers -------------------
+  // Such a layer keeps no KV: a fixed-size state per sequence (a causal
+  // conv's last inputs and a delta-rule matrix per value head, backend.h
+  // RecurrentLayer) replaces attention. Shapes from the ssm.* keys.
+  std::vector<uint8_t> recurrent_layers;  // [n_layer]: 1 where the layer is a Gated DeltaNet layer
+  int32_t ssm_conv_kernel = 0;  // ssm.conv_kernel
+  int32_t ssm_k_heads = 0;      // ssm.group_count: q/k heads
+  int32_t ssm_v_heads = 0;      // ssm.time_step_rank: value heads (head h uses q/k head h % ssm_k_heads)
+  int32_t ssm_head_dim = 0;     // ssm.state_size: each q/k and value head's size
+  // Full-attention layers: attn_q holds per head head_dim query rows, then
+  // head_dim gate rows; the attention output is multiplied by sigmoid(gate).
+  bool attn_output_gate = false;
+  std::vector<int32_t> rope_sections;  // rope.dimension_sections (IMRoPE; text positions give every section the same position)
+  // Multi-token prediction: nextn_predict_layers blocks stored after the
+  // n_layer main ones (blk.{n_layer}.*, with their nextn.* tensors), loaded
+  // for speculative decoding; the forward pass does not run them.
+  int32_t n_layer_nextn = 0;
 
   // --- embeddings ------------------------------------------------------------
   // How an embedding request pools the final hidden states: `pooling_type`
@@ -75,6 +96,11 @@ struct ModelConfig {
   bool is_swa(int32_t il) const { return sliding_window > 0 && swa_layers[size_t(il)] != 0; }
   const RopeParams& rope_for(int32_t il) const { return is_swa(il) ? rope_swa : rope; }
   bool has_experts() const { return n_expert > 0; }
+  bool is_recurrent(int32_t il) const { return !recurrent_layers.empty() && recurrent_layers[size_t(il)] != 0; }
+  bool has_recurrent() const { return ssm_v_heads > 0; }
+  int32_t n_recurrent() const;
+  int32_t ssm_inner() const { return ssm_v_heads * ssm_head_dim; }  // ssm.inner_size: the value heads together
+  int32_t ssm_conv_channels() const { return 2 * ssm_k_heads * ssm_head_dim + ssm_inner(); }  // q | k | v
   MoeParams moe() const;  // the expert layers' shape and routing for the backend
 
   // Reads and validates; throws rf::Error naming the key on bad or missing

@@ -30,6 +30,7 @@ Evaluator::Evaluator(const Model& model, std::span<Backend* const> backends, std
   const int32_t n_groups = kv_group_layout(c).n_groups();
   KVBudget budget;
   budget.num_blocks = n_blocks * n_groups;
+  budget.state_rows = c.has_recurrent() ? 1 : 0;  // the one sequence's recurrent-state row
   runner_ = std::make_unique<StepRunner>(model, backends, comms, lim, budget, options.block_size,
                                          options.kv_cache_dtype);
   blocks_.resize(size_t(n_groups));
@@ -56,7 +57,8 @@ void Evaluator::add_tokens(Batch& b, std::span<const int32_t> tokens, int32_t do
     std::fill(tables_[g].begin(), tables_[g].begin() + first, kNullBlock);
     spans[g] = tables_[g];
   }
-  b.add_sequence(tokens.subspan(size_t(done), size_t(end - done)), done, spans, want_logits);
+  b.add_sequence(tokens.subspan(size_t(done), size_t(end - done)), done, spans, want_logits,
+                 model_.config().has_recurrent() ? 0 : -1);
 }
 
 EvalResult Evaluator::run(std::span<const int32_t> prompt, int32_t n_predict, std::span<const int32_t> eog) {

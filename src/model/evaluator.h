@@ -9,7 +9,8 @@
 // own blocks; a sliding-window group's table entries before the window of
 // the step's first token are null (kv/block_table.h), as the engine
 // leaves them after releasing them, so kernels that read them would fail
-// the golden checks.
+// the golden checks. Hybrid models keep the sequence's recurrent state in
+// the one state row; each prompt starts from position 0 (the zero state).
 #pragma once
 
 #include <cstdint>

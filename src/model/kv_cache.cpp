@@ -22,13 +22,28 @@ DType kv_element_type(const Backend& backend, KVCacheDType d) {
 KVGroupLayout kv_group_layout(const ModelConfig& c) {
   std::vector<int32_t> windows(size_t(c.n_layer), 0);
   for (int32_t il = 0; il < c.n_layer; ++il) windows[size_t(il)] = c.is_swa(il) ? c.sliding_window : 0;
-  return KVGroupLayout(std::move(windows));
+  return KVGroupLayout(std::move(windows), c.recurrent_layers);
+}
+
+StateRowLayout state_row_layout(const ModelConfig& c) {
+  StateRowLayout l;
+  l.conv.assign(size_t(c.n_layer), -1);
+  l.ssm.assign(size_t(c.n_layer), -1);
+  auto aligned = [](int64_t n) { return (n + 63) / 64 * 64; };
+  for (int32_t il = 0; il < c.n_layer; ++il) {
+    if (!c.is_recurrent(il)) continue;
+    l.conv[size_t(il)] = l.row_floats;
+    l.row_floats += aligned(int64_t(c.ssm_conv_kernel - 1) * c.ssm_conv_channels());
+    l.ssm[size_t(il)] = l.row_floats;
+    l.row_floats += aligned(int64_t(c.ssm_v_heads) * c.ssm_head_dim * c.ssm_head_dim);
+  }
+  return l;
 }
 
 KVGeometry kv_geometry(const ModelConfig& c, DType type, int32_t block_size) {
   size_t row = row_bytes(type, uint64_t(c.kv_dim()));
   if (type == DType::F8_E4M3) row += sizeof(float) * size_t(c.n_head_kv);
-  return KVGeometry{kv_group_layout(c), row, block_size};
+  return KVGeometry{kv_group_layout(c), row, block_size, state_row_layout(c).row_bytes()};
 }
 
 KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& plan, DType type)
@@ -38,7 +53,8 @@ KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& pla
            " KV cache");
   const KVGeometry want = kv_geometry(c, type, block_size_);
   RF_CHECK(groups_.n_layer() == c.n_layer && groups_.group_windows() == want.groups.group_windows() &&
-               groups_.group_size() == want.group_size() && plan.geometry().row_bytes == want.row_bytes,
+               groups_.group_size() == want.group_size() && plan.geometry().row_bytes == want.row_bytes &&
+               plan.geometry().state_row_bytes == want.state_row_bytes,
            "KV cache: the memory plan was made for another model or element type");
   bytes_ = plan.total_bytes();
   memory_ = backend.alloc(bytes_, "KV cache");
@@ -47,6 +63,10 @@ KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& pla
   const size_t elem_bytes = slots * row_bytes(type, uint64_t(c.kv_dim()));  // each array's scales follow
   for (int32_t i = 0; i < c.n_layer; ++i) {
     KVLayer l;
+    if (!groups_.has_kv(i)) {  // a recurrent layer: its state is in the state rows
+      layers_.push_back(l);
+      continue;
+    }
     l.k = base + plan.k_offset(groups_.index_in_group(i));
     l.v = base + plan.v_offset(groups_.index_in_group(i));
     if (type == DType::F8_E4M3) {
@@ -60,8 +80,41 @@ KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& pla
     l.head_dim = c.head_dim;
     layers_.push_back(l);
   }
+  // The recurrent-state rows.
+  const StateRowLayout rows = state_row_layout(c);
+  state_layers_.assign(size_t(c.n_layer), RecurrentLayer{});
+  state_rows_ = plan.state_rows();
+  state_row_bytes_ = rows.row_bytes();
+  if (state_rows_ == 0) return;
+  state_memory_ = backend.alloc(state_bytes(), "recurrent state");
+  auto* sbase = static_cast<float*>(state_memory_);
+  for (int32_t i = 0; i < c.n_layer; ++i) {
+    if (!c.is_recurrent(i)) continue;
+    RecurrentLayer& r = state_layers_[size_t(i)];
+    r.conv = sbase + rows.conv[size_t(i)];
+    r.ssm = sbase + rows.ssm[size_t(i)];
+    r.row_stride = rows.row_floats;
+    r.n_rows = state_rows_;
+    r.conv_kernel = c.ssm_conv_kernel;
+    r.conv_channels = c.ssm_conv_channels();
+    r.n_k_heads = c.ssm_k_heads;
+    r.n_v_heads = c.ssm_v_heads;
+    r.head_k_dim = c.ssm_head_dim;
+    r.head_v_dim = c.ssm_head_dim;
+  }
 }
 
-KVCache::~KVCache() { backend_.free(memory_); }
+KVCache::~KVCache() {
+  backend_.free(memory_);
+  backend_.free(state_memory_);
+}
+
+void KVCache::copy_state_row(int32_t src, int32_t dst) {
+  RF_CHECK(src >= 0 && src < state_rows_ && dst >= 0 && dst < state_rows_, "state row copy ", src, " -> ", dst,
+           " outside the ", state_rows_, " rows");
+  auto* base = static_cast<uint8_t*>(state_memory_);
+  backend_.copy_on_device(base + size_t(dst) * state_row_bytes_, base + size_t(src) * state_row_bytes_,
+                          state_row_bytes_);
+}
 
 }  // namespace rf

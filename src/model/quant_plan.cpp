@@ -170,7 +170,7 @@ DType fit_row_width(DType t, int64_t cols) {
 
 DType plan_tensor_type(const QuantPlan& plan, const std::string& name, int64_t cols, int n_dims, int n_layer,
                        bool tied_output, int n_expert, int n_gqa, bool has_imatrix) {
-  if (n_dims < 2 || ends_with(name, "ffn_gate_inp.weight")) return DType::F32;
+  if (n_dims < 2 || ends_with(name, "ffn_gate_inp.weight") || ends_with(name, "ssm_conv1d.weight")) return DType::F32;
   DType t = plan.base;
   const bool is_output = name == "output.weight" || (tied_output && name == "token_embd.weight");
   if (plan.mixture && is_low_bit_plan(plan)) {

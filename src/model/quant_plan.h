@@ -39,7 +39,8 @@
 //   attn_output under q4_k_m, iq4_nl and iq4_xs.
 //   A plan with `mixture` off (rocmforge quantize --pure) gives every matrix
 //   the base type.
-// 1-D tensors (norms, rope factors) and MoE routers (ffn_gate_inp) stay F32
+// 1-D tensors (norms, rope factors), MoE routers (ffn_gate_inp) and the
+// Gated DeltaNet conv kernels (ssm_conv1d, as llama.cpp keeps them) stay F32
 // under every plan. A tensor whose row length is not a multiple of the
 // chosen type's block size falls back as llama.cpp's quantizer does (the
 // 256-wide i-quants to IQ4_NL, Q2_K/Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to

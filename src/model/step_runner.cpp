@@ -62,6 +62,12 @@ size_t StepRunner::kv_bytes() const {
   return total;
 }
 
+size_t StepRunner::state_bytes() const {
+  size_t total = 0;
+  for (const Rank& k : ranks_) total += k.kv->state_bytes();
+  return total;
+}
+
 void StepRunner::worker(int32_t r) {
   uint64_t seen = 0;
   for (;;) {

@@ -46,6 +46,9 @@ class StepRunner {
   const KVGroupLayout& kv_groups() const { return ranks_[0].kv->groups(); }
   int32_t num_blocks() const { return ranks_[0].kv->num_blocks(); }
   size_t kv_bytes() const;  // over all ranks
+  // Hybrid models: one recurrent-state row (a rank's), and all the rows over all ranks.
+  size_t state_row_bytes() const { return ranks_[0].kv->state_row_bytes(); }
+  size_t state_bytes() const;
   DType kv_type() const { return ranks_[0].kv->type(); }
 
   // Runs the step on every rank (queued on GPUs); the logits stay on the ranks.

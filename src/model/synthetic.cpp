@@ -12,6 +12,7 @@
 #include "core/quant.h"
 #include "core/rng.h"
 #include "gguf/writer.h"
+#include "model/synthetic_hybrid.h"
 
 namespace rf {
 namespace {
@@ -147,6 +148,7 @@ std::vector<SyntheticPreset> presets() {
     p.n_layer = 4;
     v.push_back(p);
   }
+  add_hybrid_presets(v);  // Qwen3.5 / Qwen3.6 (model/synthetic_hybrid.cpp)
   return v;
 }
 
@@ -159,6 +161,11 @@ uint64_t name_seed(uint64_t seed, const std::string& name) {
 }  // namespace
 
 int32_t SyntheticPreset::n_tensors() const {
+  if (hybrid()) {
+    int32_t n = 2 + (tied_embeddings ? 0 : 1);
+    for (int32_t il = 0; il < n_layer + nextn_layers; ++il) n += hybrid_block_tensors(*this, il);
+    return n;
+  }
   const int32_t ffn = n_expert > 0 ? 4 : (fused_gate_up ? 1 : 2) + 1;
   const int32_t per_layer = 2 + (fused_qkv ? 1 : 3) + 1 + (qkv_bias ? 3 : 0) + (qk_norm ? 2 : 0) +
                             (post_norms ? 2 : 0) + ffn + (oai_blocks ? 6 : 0);
@@ -210,8 +217,8 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
   w.set_u32("general.file_type", uint32_t(plan.file_type));
   w.set_u32(a + "context_length", uint32_t(p.n_ctx));
   w.set_u32(a + "embedding_length", uint32_t(p.n_embd));
-  w.set_u32(a + "block_count", uint32_t(p.n_layer));
-  w.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));
+  w.set_u32(a + "block_count", uint32_t(p.n_layer + p.nextn_layers));  // MTP blocks counted in (llama.cpp)
+  if (p.n_ff > 0) w.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));
   w.set_u32(a + "attention.head_count", uint32_t(p.n_head));
   w.set_u32(a + "attention.head_count_kv", uint32_t(p.n_head_kv));
   if (p.head_dim > 0) {
@@ -242,6 +249,7 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
     w.set_u32(a + "expert_used_count", uint32_t(p.n_expert_used));
     if (p.n_ff_expert > 0) w.set_u32(a + "expert_feed_forward_length", uint32_t(p.n_ff_expert));
   }
+  if (p.hybrid()) describe_hybrid_metadata(w, p);
 
   std::vector<std::string> tokens;
   std::vector<float> scores;
@@ -310,6 +318,22 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
   matrix("token_embd.weight", p.n_embd, p.n_vocab);
   norm("output_norm.weight", p.n_embd);
   if (!p.tied_embeddings) matrix("output.weight", p.n_embd, p.n_vocab);
+  if (p.hybrid()) {
+    TensorSink sink;
+    sink.matrix = matrix;
+    sink.vec = vec;
+    sink.f32_matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
+      const uint64_t tseed = name_seed(seed, name);
+      const float scale = std::sqrt(3.0f / float(cols));
+      w.add_tensor(name, DType::F32, {uint64_t(cols), uint64_t(rows)}, [=](uint8_t* dst) {
+        std::vector<float> v(static_cast<size_t>(cols * rows));
+        synthetic_values(tseed, 0, scale, v.data(), v.size());
+        std::memcpy(dst, v.data(), v.size() * 4);
+      });
+    };
+    for (int32_t il = 0; il < p.n_layer + p.nextn_layers; ++il) describe_hybrid_block(sink, p, il);
+    return;
+  }
   for (int l = 0; l < p.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     norm(b + "attn_norm.weight", p.n_embd);

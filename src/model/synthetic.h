@@ -46,8 +46,20 @@ struct SyntheticPreset {
   bool oai_blocks = false;
   float yarn_factor = 0;
   int32_t yarn_orig_ctx = 0;
+  // Hybrid Qwen3.5 / Qwen3.6 (arch qwen35, qwen35moe; model/synthetic_hybrid.cpp):
+  // Gated DeltaNet layers of ssm_k_heads q/k heads and ssm_v_heads value
+  // heads of ssm_head_dim, a conv of ssm_conv_kernel taps, on every layer
+  // but each full_attention_interval-th; gated full attention; a shared
+  // expert of n_ff_shexp (qwen35moe); nextn_layers MTP blocks after the
+  // n_layer main ones; rope.dimension_sections.
+  int32_t ssm_k_heads = 0, ssm_v_heads = 0, ssm_head_dim = 0, ssm_conv_kernel = 4;
+  int32_t full_attention_interval = 4;
+  int32_t n_ff_shexp = 0;
+  int32_t nextn_layers = 0;
+  std::vector<int32_t> rope_sections;
 
   int32_t hd() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
+  bool hybrid() const { return ssm_v_heads > 0; }
   int32_t expert_ff() const { return n_ff_expert > 0 ? n_ff_expert : n_ff; }
   int32_t n_tensors() const;  // what write_synthetic_model writes
 };

@@ -2,11 +2,16 @@
 // [-> per-head q/k RMSNorm], RoPE + KV store, paged attention [window,
 // soft-cap], output projection [-> post norm], residual, RMSNorm, SwiGLU or
 // GeGLU FFN — or router logits (f32) -> top-k routing -> the chosen
-// experts' FFNs, weighted — [-> post norm], residual) -> gather the rows
-// that need logits -> final norm -> LM head [-> soft-cap]. Bracketed steps
-// run where the model's configuration has them. Where only some of a step's
-// rows need logits (prompts), the last layer gathers them after its
-// attention: the other rows only store their K and V there.
+// experts' FFNs, weighted [+ a shared expert times sigmoid of its gate] —
+// [-> post norm], residual) -> gather the rows that need logits -> final
+// norm -> LM head [-> soft-cap]. Bracketed steps run where the model's
+// configuration has them. A gated attention output multiplies the
+// attention by sigmoid of its gate rows before the output projection; a
+// Gated DeltaNet layer replaces attention by input projections -> causal
+// conv with SiLU -> the gated delta rule over each sequence's state row ->
+// gated RMSNorm -> ssm_out. Where only some of a step's rows need logits
+// (prompts), the last layer gathers them after its token mixer: the other
+// rows only store their K and V (or state) there.
 #include "model/transformer.h"
 
 #include <algorithm>
@@ -42,7 +47,8 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   auto elems = [](const Tensor& t) { return t.cols() * t.rows(); };
   limits_.max_weight_elems = std::max(elems(w_.tok_embd), elems(w_.output));
   for (const LayerWeights& l : w_.layers) {
-    for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router})
+    for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.w_attn_gate,
+                            &l.shexp_gate, &l.shexp_up, &l.shexp_down, &l.ssm_in, &l.ssm_z, &l.ssm_out})
       limits_.max_weight_elems = std::max(limits_.max_weight_elems, elems(*t));
     if (l.experts.n_expert > 0)
       for (const Tensor& t : {l.experts.gate_of(0), l.experts.up_of(0), l.experts.down_of(0)})
@@ -70,7 +76,24 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     k_raw_ = alloc_act(c_.kv_dim(), T, act, "k before norm");
   }
   if (c_.post_ffn_norm) post_ = alloc_act(c_.n_embd, T, act, "post norm");  // the last layer's post-FFN norm
-  last_attn_ = alloc_act(c_.q_dim(), limits.max_logits, act, "last attention out");
+  if (c_.attn_output_gate) attn_gate_ = alloc_act(c_.q_dim(), T, act, "attention gate");
+  if (c_.has_recurrent()) {
+    ssm_mixed_ = alloc_act(c_.ssm_conv_channels(), T, act, "deltanet q|k|v");
+    ssm_conv_ = alloc_act(c_.ssm_conv_channels(), T, act, "deltanet conv out");
+    ssm_z_ = alloc_act(c_.ssm_inner(), T, act, "deltanet z");
+    ssm_beta_ = alloc_act(c_.ssm_v_heads, T, act, "deltanet beta");
+    ssm_alpha_ = alloc_act(c_.ssm_v_heads, T, act, "deltanet alpha");
+    ssm_core_ = alloc_act(c_.ssm_inner(), T, act, "deltanet out");
+  }
+  if (c_.n_ff_shexp > 0) {
+    sh_gate_ = alloc_act(c_.n_ff_shexp, T, act, "shared expert gate");
+    sh_up_ = alloc_act(c_.n_ff_shexp, T, act, "shared expert up");
+    sh_out_ = alloc_act(c_.n_embd, T, act, "shared expert out");
+    sh_scale_ = alloc_act(1, T, act, "shared expert scale");
+  }
+  for (const LayerWeights& l : w_.layers) mixer_inputs_.push_back(l.mixer_inputs());
+  last_attn_ = alloc_act(std::max(c_.q_dim(), c_.has_recurrent() ? c_.ssm_inner() : 0), limits.max_logits, act,
+                         "last mixer out");
   last_ = alloc_act(c_.n_embd, limits.max_logits, res, "last hidden");
   last_n_ = alloc_act(c_.n_embd, limits.max_logits, act, "last normed");
   logits_ = alloc_act(vocab_.count, limits.max_logits, DType::F32, "logits");
@@ -131,24 +154,29 @@ Tensor Transformer::forward(const Batch& batch, KVCache& kv, bool hidden_states)
            batch.n_groups(), " KV groups for a cache of ", kv.groups().n_groups());
   // The reference backend checks every batch (cheap beside its forward
   // pass); GPU steps skip it on the hot path.
-  if (backend_.device() == DeviceKind::CPU) batch.validate(kv.num_blocks(), kv.groups().group_windows());
+  if (backend_.device() == DeviceKind::CPU)
+    batch.validate(kv.num_blocks(), kv.groups().group_windows(), kv.state_rows());
+  RF_CHECK(kv.state_rows() > 0 || (batch.state_loads.empty() && batch.state_saves.empty()),
+           "forward: state copies for a model without recurrent state");
   const int32_t nl = batch.n_logits();
+  // Prefix checkpoints into the sequences' state rows before the layers,
+  // the rows saved as checkpoints after them (outside any graph).
+  for (const Batch::StateCopy& c : batch.state_loads) kv.copy_state_row(c.src, c.dst);
   hidden_rows_ = 0;
   if (hidden_states) {  // embeddings: every row through the last layer, never a captured graph
     const StepMeta m = backend_.upload_step(batch);
     run_layers(m, kv, true);
     hidden_rows_ = n;
-    return logits_.slice_rows(0, nl);
-  }
-  if (graph_eligible(batch)) {
+  } else if (graph_eligible(batch)) {
     const int32_t bucket = graph_bucket(n);
     pad_for_graph(batch, bucket);
     const StepMeta m = backend_.upload_step(padded_);
     backend_.run_graph(uint64_t(bucket), [&] { run_layers(m, kv); });
-    return logits_.slice_rows(0, nl);
+  } else {
+    const StepMeta m = backend_.upload_step(batch);
+    run_layers(m, kv);
   }
-  const StepMeta m = backend_.upload_step(batch);
-  run_layers(m, kv);
+  for (const Batch::StateCopy& c : batch.state_saves) kv.copy_state_row(c.src, c.dst);
   return logits_.slice_rows(0, nl);
 }
 
@@ -158,9 +186,11 @@ Tensor Transformer::project_qkv(int32_t il, const StepMeta& m, const KVLayer& ca
   Tensor xn = xn_.slice_rows(0, n), q = q_.slice_rows(0, n), k = k_.slice_rows(0, n), v = v_.slice_rows(0, n);
   // Projections, into the pre-norm buffers when q and k get a per-head norm.
   Tensor qp = c_.qk_norm ? q_raw_.slice_rows(0, n) : q, kp = c_.qk_norm ? k_raw_.slice_rows(0, n) : k;
-  const Tensor qkv_w[3] = {l.wq, l.wk, l.wv}, qkv_b[3] = {l.bq, l.bk, l.bv};
-  Tensor qkv[3] = {qp, kp, v};
-  backend_.matmul_multi(xn, qkv_w, qkv, l.bq.data ? std::span<const Tensor>(qkv_b) : std::span<const Tensor>());
+  const Tensor qkv_b[4] = {l.bq, l.bk, l.bv, Tensor{}};
+  Tensor qkv[4] = {qp, kp, v, c_.attn_output_gate ? attn_gate_.slice_rows(0, n) : Tensor{}};
+  const std::vector<Tensor>& ws = mixer_inputs_[size_t(il)];  // q, k, v [, gate]
+  backend_.matmul_multi(xn, ws, std::span<Tensor>(qkv, ws.size()),
+                        l.bq.data ? std::span<const Tensor>(qkv_b, ws.size()) : std::span<const Tensor>());
   if (c_.qk_norm) {
     backend_.qk_norm_rope_store_kv(qp, l.q_norm, kp, l.k_norm, c_.rms_eps, q, k, v, m, c_.rope_for(il), cache);
   } else {
@@ -184,7 +214,34 @@ Tensor Transformer::attend(int32_t il, const StepMeta& m, const KVLayer& cache, 
   } else {
     backend_.attention(q, cache, m, ap, attn);
   }
+  if (c_.attn_output_gate) backend_.sigmoid_mul(attn, attn_gate_.slice_rows(0, m.n_tokens), attn);
   return attn;
+}
+
+Tensor Transformer::delta_net(int32_t il, const StepMeta& m, const RecurrentLayer& st) {
+  const int32_t n = m.n_tokens;
+  const LayerWeights& l = w_.layers[size_t(il)];
+  Tensor mixed = ssm_mixed_.slice_rows(0, n), z = ssm_z_.slice_rows(0, n), beta = ssm_beta_.slice_rows(0, n),
+         alpha = ssm_alpha_.slice_rows(0, n);
+  Tensor outs[4] = {mixed, z, beta, alpha};
+  backend_.matmul_multi(xn_.slice_rows(0, n), mixer_inputs_[size_t(il)], outs, {});
+  Tensor conv = ssm_conv_.slice_rows(0, n), core = ssm_core_.slice_rows(0, n);
+  backend_.conv1d_silu_state(mixed, l.ssm_conv, m, st, conv);
+  backend_.gated_delta_net(conv, alpha, beta, l.ssm_dt_bias, l.ssm_a, m, st, c_.rms_eps, core);
+  backend_.gated_rms_norm(core, l.ssm_norm, z, c_.rms_eps, core);
+  return core;
+}
+
+Tensor Transformer::mixer(int32_t il, const StepMeta& m, KVCache& kv) {
+  if (c_.is_recurrent(il)) return delta_net(il, m, kv.state_layer(il));
+  const KVLayer& cache = kv.layer(il);
+  const Tensor q = project_qkv(il, m, cache);
+  return attend(il, m, cache, q);
+}
+
+const Tensor& Transformer::mixer_out(int32_t il) const {
+  const LayerWeights& l = w_.layers[size_t(il)];
+  return c_.is_recurrent(il) ? l.ssm_out : l.wo;
 }
 
 Tensor Transformer::ffn_block(int32_t il, const Tensor& xn) {
@@ -202,6 +259,15 @@ Tensor Transformer::ffn_block(int32_t il, const Tensor& xn) {
       backend_.moe_router_route(xn, l.router, moe_, logits, ids, weights);
     }
     backend_.moe_ffn(xn, ids, weights, l.experts, moe_, proj);
+    if (l.shexp_gate.data) {  // + the shared expert, times sigmoid(x . ffn_gate_inp_shexp)
+      Tensor sg = sh_gate_.slice_rows(0, n), su = sh_up_.slice_rows(0, n), so = sh_out_.slice_rows(0, n),
+             ss = sh_scale_.slice_rows(0, n);
+      backend_.matmul_gate_up_glu(xn, l.shexp_gate, l.shexp_up, sg, su, sg, Activation::SiLU);
+      backend_.matmul(sg, l.shexp_down, so);
+      backend_.matmul(xn, l.shexp_gate_inp, ss);
+      backend_.sigmoid_mul(so, ss, so);
+      backend_.add(proj, so, proj);
+    }
     return proj;
   }
   backend_.matmul(ffn_hidden(il, xn), l.w_down, proj);
@@ -255,17 +321,16 @@ void Transformer::add_last_residual(int32_t il, Tensor& x, Tensor& ffn_out) {
   }
 }
 
-void Transformer::last_layer_for_logits(int32_t il, const StepMeta& m, const KVLayer& cache, const Tensor& q,
-                                        const Tensor& x) {
+void Transformer::last_layer_for_logits(int32_t il, const StepMeta& m, const Tensor& mix, const Tensor& x) {
   const int32_t nl = m.n_logits;
   if (nl == 0) return;  // a prompt's chunk before its last: its K and V were all it needed
   const LayerWeights& l = w_.layers[size_t(il)];
-  const Tensor attn = attend(il, m, cache, q);
-  Tensor attn_l = last_attn_.slice_rows(0, nl), last = last_.slice_rows(0, nl), xn = last_n_.slice_rows(0, nl);
+  Tensor mix_l = make_tensor(last_attn_.data, mix.type, mix.cols(), nl, mix.device);
+  Tensor last = last_.slice_rows(0, nl), xn = last_n_.slice_rows(0, nl);
   Tensor proj = proj_.slice_rows(0, nl);
-  backend_.gather_rows(attn, m, attn_l);
+  backend_.gather_rows(mix, m, mix_l);
   backend_.gather_rows(x, m, last);
-  backend_.matmul(attn_l, l.wo, proj);
+  backend_.matmul(mix_l, mixer_out(il), proj);
   if (l.bo.data) backend_.add_bias(proj, l.bo);
   residual_and_norm(last, proj, l.post_attn_norm, l.ffn_norm, xn);
   Tensor ffn_out = ffn_block(il, xn);
@@ -294,22 +359,23 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv, bool hidden_states)
   for (int32_t il = 0; il < c_.n_layer; ++il) {
     const LayerWeights& l = w_.layers[size_t(il)];
     const bool last_layer = il + 1 == c_.n_layer;
-    // The layer's slots and block tables are its KV group's.
-    const StepMeta lm = m.for_group(kv.groups().group_of(il));
-    const KVLayer& cache = kv.layer(il);
-    const Tensor q = project_qkv(il, lm, cache);
+    // The layer's slots and block tables are its KV group's (recurrent
+    // layers: no KV, the state rows instead).
+    const int32_t group = kv.groups().group_of(il);
+    const StepMeta lm = group >= 0 ? m.for_group(group) : m;
+    const Tensor mix = mixer(il, lm, kv);
     if (last_layer && nl < n && !hidden_states) {
-      last_layer_for_logits(il, lm, cache, q, x);
+      last_layer_for_logits(il, lm, mix, x);
       return;
     }
     // Each norm's matmuls come right after it (the backend may fuse them).
     const Tensor ffn_in[2] = {l.w_gate, l.w_up};
-    project_into_residual(attend(il, lm, cache, q), l.wo, l.bo, x, l.post_attn_norm, l.ffn_norm,
+    project_into_residual(mix, mixer_out(il), l.bo, x, l.post_attn_norm, l.ffn_norm,
                           c_.has_experts() ? std::span<const Tensor>() : std::span<const Tensor>(ffn_in), xn);
     if (!last_layer && !c_.has_experts()) {
       const LayerWeights& next = w_.layers[size_t(il) + 1];
-      const Tensor qkv_in[3] = {next.wq, next.wk, next.wv};
-      project_into_residual(ffn_hidden(il, xn), l.w_down, Tensor{}, x, l.post_ffn_norm, next.attn_norm, qkv_in, xn);
+      project_into_residual(ffn_hidden(il, xn), l.w_down, Tensor{}, x, l.post_ffn_norm, next.attn_norm,
+                            mixer_inputs_[size_t(il) + 1], xn);
       continue;
     }
     Tensor ffn_out = ffn_block(il, xn);

@@ -2,9 +2,13 @@
 // (DESIGN.md step 4), written once against the Backend interface for every
 // family: ModelConfig's building blocks switch its optional steps on (biases,
 // q/k norms, post norms, GeGLU, soft-caps, sliding windows, embedding scale,
-// experts in place of the dense FFN).
+// experts in place of the dense FFN, a shared expert beside them, a gated
+// attention output, Gated DeltaNet layers in place of attention).
 // Each layer stores and reads its K/V through its KV group's slots and
-// block tables (kv/group_layout.h, StepMeta::for_group).
+// block tables (kv/group_layout.h, StepMeta::for_group); a recurrent layer
+// instead reads and writes each sequence's state row (StepMeta::
+// state_slots), and the batch's state copies (prefix checkpoints) run
+// before the first layer and after the last.
 // Owns the activation workspace, sized at construction for the largest step;
 // forward allocates nothing.
 // With a communicator, it runs one tensor-parallel rank (model/shard.h):
@@ -55,8 +59,16 @@ class Transformer {
   // Layer il's q/k/v projections of the normed input in xn_, [q/k norms,]
   // RoPE and the store of K and V into the layer's cache: returns q.
   Tensor project_qkv(int32_t il, const StepMeta& m, const KVLayer& cache);
-  // Paged attention of q over the layer's cache into rows of attn_.
+  // Paged attention of q over the layer's cache into rows of attn_ (times
+  // sigmoid of the gate rows, with a gated attention output).
   Tensor attend(int32_t il, const StepMeta& m, const KVLayer& cache, const Tensor& q);
+  // Layer il's token mixer for all the step's tokens: attention (q/k/v, KV
+  // store, attention) or the Gated DeltaNet block (input projections,
+  // conv, delta rule, gated norm): the rows its output projection
+  // (mixer_out) multiplies.
+  Tensor mixer(int32_t il, const StepMeta& m, KVCache& kv);
+  Tensor delta_net(int32_t il, const StepMeta& m, const RecurrentLayer& st);
+  const Tensor& mixer_out(int32_t il) const;
   // Sums a row-parallel product over the ranks (tensor parallel only).
   void reduce(Tensor& x);
   // The FFN of the normed rows xn (dense, or router -> top-k experts):
@@ -75,12 +87,12 @@ class Transformer {
   // The last layer's x += ffn_out (summed over the ranks, post-normed
   // where the model has it): no next norm to fuse it with.
   void add_last_residual(int32_t il, Tensor& x, Tensor& ffn_out);
-  // The last layer past its KV store for the rows that need logits only
+  // The last layer past its token mixer for the rows that need logits only
   // (m.n_logits < m.n_tokens: a prompt's other tokens only leave their K
-  // and V), then the logits: attention of every token, its rows that need
-  // logits gathered with their residuals, then the output projection and
-  // the FFN on those rows alone.
-  void last_layer_for_logits(int32_t il, const StepMeta& m, const KVLayer& cache, const Tensor& q, const Tensor& x);
+  // and V, or state): the mixer output `mix` of every token, its rows that
+  // need logits gathered with their residuals, then the output projection
+  // and the FFN on those rows alone.
+  void last_layer_for_logits(int32_t il, const StepMeta& m, const Tensor& mix, const Tensor& x);
   // The final norm, the LM head [and soft-cap] of the gathered rows in last.
   void logits_of(const Tensor& last, int32_t nl);
   // x += block_out (summed over the ranks, then post-normed when post_norm
@@ -112,8 +124,20 @@ class Transformer {
   Tensor expert_ids_;             // [n_expert_used] i32: each token's chosen experts
   Tensor expert_weights_;         // [n_expert_used] f32: their weights
   Tensor q_raw_, k_raw_;  // [q_dim], [kv_dim]: q and k before their per-head norm (qk_norm only)
+  Tensor attn_gate_;      // [q_dim]: the attention output's gate (attn_output_gate only)
+  // Gated DeltaNet layers (hybrid models only):
+  Tensor ssm_mixed_;      // [conv_channels]: q | k | v before the conv
+  Tensor ssm_conv_;       // [conv_channels]: after the conv and SiLU
+  Tensor ssm_z_;          // [ssm_inner]: the output norm's gate
+  Tensor ssm_beta_, ssm_alpha_;  // [v heads]
+  Tensor ssm_core_;       // [ssm_inner]: the delta rule's output, then gated-normed
+  // A shared expert (n_ff_shexp > 0 only):
+  Tensor sh_gate_, sh_up_;  // [n_ff_shexp]
+  Tensor sh_out_;           // [n_embd]
+  Tensor sh_scale_;         // [1]
+  std::vector<std::vector<Tensor>> mixer_inputs_;  // [n_layer]: LayerWeights::mixer_inputs, kept
   Tensor post_;     // a post-norm's output [n_embd] (post norms only)
-  Tensor last_attn_;  // [max_logits rows, q_dim]: the last layer's attention rows that need logits
+  Tensor last_attn_;  // [max_logits rows, max(q_dim, ssm_inner)]: the last layer's mixer rows that need logits
   Tensor last_;     // [max_logits rows, n_embd]
   Tensor last_n_;   // [max_logits rows, n_embd]
   Tensor logits_;   // [max_logits rows, n_vocab] f32

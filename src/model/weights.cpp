@@ -207,6 +207,82 @@ struct Loader {
   }
 };
 
+// A Gated DeltaNet layer's weights (blk.N. prefix p).
+void load_recurrent_mixer(Loader& L, const ModelConfig& c, const std::string& p, LayerWeights& l) {
+  const int64_t ch = c.ssm_conv_channels(), inner = c.ssm_inner(), vh = c.ssm_v_heads;
+  l.ssm_in = L.matrix(p + "attn_qkv.weight", c.n_embd, ch);
+  l.ssm_z = L.matrix(p + "attn_gate.weight", c.n_embd, inner);
+  l.ssm_beta = L.matrix(p + "ssm_beta.weight", c.n_embd, vh);
+  l.ssm_alpha = L.matrix(p + "ssm_alpha.weight", c.n_embd, vh);
+  l.ssm_conv = L.matrix_f32(p + "ssm_conv1d.weight", c.ssm_conv_kernel, ch);
+  l.ssm_dt_bias = L.vector_f32(p + "ssm_dt.bias", vh);
+  l.ssm_a = L.vector_f32(p + "ssm_a", vh);
+  l.ssm_norm = L.vector_f32(p + "ssm_norm.weight", c.ssm_head_dim);
+  l.ssm_out = L.matrix(p + "ssm_out.weight", inner, c.n_embd);
+}
+
+// Full attention with an output gate: attn_q (or the q part of a fused
+// attn_qkv) holds per head head_dim query rows, then head_dim gate rows;
+// the query rows become wq, the gate rows w_attn_gate (copied apart at load
+// time, so that both are plain matrices).
+void load_gated_attention(Loader& L, const ModelConfig& c, const std::string& p, LayerWeights& l, bool pack) {
+  const int64_t hd = c.head_dim, q2 = 2 * int64_t(c.q_dim()), kv = c.kv_dim();
+  std::vector<IndexRange> q_rows, gate_rows;
+  for (int64_t h = 0; h < c.n_head; ++h) {
+    q_rows.push_back({2 * h * hd, hd});
+    gate_rows.push_back({2 * h * hd + hd, hd});
+  }
+  if (L.f.find_tensor(p + "attn_qkv.weight")) {  // q and gate, then k, then v
+    const std::string n = p + "attn_qkv.weight";
+    l.wq = L.matrix(n, c.n_embd, q2 + 2 * kv, q_rows);
+    l.w_attn_gate = L.matrix(n, c.n_embd, q2 + 2 * kv, gate_rows);
+    l.wk = L.matrix(n, c.n_embd, q2 + 2 * kv, {IndexRange{q2, kv}});
+    l.wv = L.matrix(n, c.n_embd, q2 + 2 * kv, {IndexRange{q2 + kv, kv}});
+    l.fused_qkv = true;
+    return;
+  }
+  if (pack) {  // q, k, v and the gate rows adjacent (Backend::packs_qkv)
+    const Tensor all = L.packed({{p + "attn_q.weight", q2, q_rows},
+                                 {p + "attn_k.weight", kv, {}},
+                                 {p + "attn_v.weight", kv, {}},
+                                 {p + "attn_q.weight", q2, gate_rows}},
+                                c.n_embd, p + "attn_qkv_gate (packed)");
+    if (all.data) {
+      l.wq = all.slice_rows(0, c.q_dim());
+      l.wk = all.slice_rows(c.q_dim(), kv);
+      l.wv = all.slice_rows(c.q_dim() + kv, kv);
+      l.w_attn_gate = all.slice_rows(c.q_dim() + 2 * kv, c.q_dim());
+      return;
+    }
+  }
+  l.wq = L.matrix(p + "attn_q.weight", c.n_embd, q2, q_rows);
+  l.w_attn_gate = L.matrix(p + "attn_q.weight", c.n_embd, q2, gate_rows);
+  l.wk = L.matrix(p + "attn_k.weight", c.n_embd, kv);
+  l.wv = L.matrix(p + "attn_v.weight", c.n_embd, kv);
+}
+
+// The shared expert and its scale's weight vector.
+void load_shared_expert(Loader& L, const ModelConfig& c, const std::string& p, LayerWeights& l) {
+  const int64_t ff = c.n_ff_shexp;
+  l.shexp_gate = L.matrix(p + "ffn_gate_shexp.weight", c.n_embd, ff);
+  l.shexp_up = L.matrix(p + "ffn_up_shexp.weight", c.n_embd, ff);
+  l.shexp_down = L.matrix(p + "ffn_down_shexp.weight", ff, c.n_embd);
+  l.shexp_gate_inp = L.matrix(p + "ffn_gate_inp_shexp.weight", c.n_embd, 1);
+}
+
+// An MTP block's own tensors (llama.cpp's names: blk.N.nextn.*).
+void load_mtp_extras(Loader& L, const ModelConfig& c, const std::string& p, MtpWeights& m) {
+  m.eh_proj = L.matrix(p + "nextn.eh_proj.weight", 2 * int64_t(c.n_embd), c.n_embd);
+  m.enorm = L.vector_f32(p + "nextn.enorm.weight", c.n_embd);
+  m.hnorm = L.vector_f32(p + "nextn.hnorm.weight", c.n_embd);
+  if (L.f.find_tensor(p + "nextn.embed_tokens.weight"))
+    m.embed_tokens = L.matrix(p + "nextn.embed_tokens.weight", c.n_embd, c.n_vocab);
+  if (L.f.find_tensor(p + "nextn.shared_head_head.weight"))
+    m.shared_head_head = L.matrix(p + "nextn.shared_head_head.weight", c.n_embd, c.n_vocab);
+  if (L.f.find_tensor(p + "nextn.shared_head_norm.weight"))
+    m.shared_head_norm = L.vector_f32(p + "nextn.shared_head_norm.weight", c.n_embd);
+}
+
 // Elements [first, first + n) of an f32 vector, as a vector of their own.
 Tensor f32_cols(const Tensor& v, int64_t first, int64_t n) {
   return make_tensor(static_cast<float*>(v.data) + first, DType::F32, n, 1, v.device);
@@ -251,12 +327,16 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
   // holding all of q's, then k's, then v's.
   const std::vector<IndexRange> qkv_parts =
       only({heads, offset(kv_heads, q_full), offset(kv_heads, q_full + kv_full)});
-  w.layers.resize(size_t(c.n_layer));
-  for (int32_t i = 0; i < c.n_layer; ++i) {
+  // Block i (a main layer, or an MTP block after them) into l.
+  auto load_layer = [&](int32_t i, LayerWeights& l) {
     const std::string p = "blk." + std::to_string(i) + ".";
-    LayerWeights& l = w.layers[size_t(i)];
+    const bool attention = !(i < c.n_layer && c.is_recurrent(i));
     l.attn_norm = L.vector_f32(p + "attn_norm.weight", c.n_embd);
-    if (f.find_tensor(p + "attn_qkv.weight")) {
+    if (!attention) {
+      load_recurrent_mixer(L, c, p, l);
+    } else if (c.attn_output_gate) {
+      load_gated_attention(L, c, p, l, backend.packs_qkv());
+    } else if (f.find_tensor(p + "attn_qkv.weight")) {
       // One matrix of q, k and v rows, in that order (a rank's parts copied together).
       const Tensor qkv = L.matrix(p + "attn_qkv.weight", c.n_embd, q_full + 2 * kv_full, qkv_parts);
       l.wq = qkv.slice_rows(0, c.q_dim());
@@ -285,18 +365,18 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
       l.wk = L.matrix(p + "attn_k.weight", c.n_embd, kv_full, only({kv_heads}));
       l.wv = L.matrix(p + "attn_v.weight", c.n_embd, kv_full, only({kv_heads}));
     }
-    const bool bias = !l.fused_qkv && (c.qkv_bias == BiasUse::Required ||
+    const bool bias = attention && !l.fused_qkv && (c.qkv_bias == BiasUse::Required ||
                                        (c.qkv_bias == BiasUse::Optional && f.find_tensor(p + "attn_q.bias")));
     if (bias) {
       l.bq = L.vector_f32(p + "attn_q.bias", q_full, only({heads}));
       l.bk = L.vector_f32(p + "attn_k.bias", kv_full, only({kv_heads}));
       l.bv = L.vector_f32(p + "attn_v.bias", kv_full, only({kv_heads}));
     }
-    if (c.qk_norm) {
+    if (c.qk_norm && attention) {
       l.q_norm = L.vector_f32(p + "attn_q_norm.weight", c.head_dim);
       l.k_norm = L.vector_f32(p + "attn_k_norm.weight", c.head_dim);
     }
-    l.wo = L.columns(p + "attn_output.weight", {uint64_t(q_full), uint64_t(c.n_embd)}, heads);
+    if (attention) l.wo = L.columns(p + "attn_output.weight", {uint64_t(q_full), uint64_t(c.n_embd)}, heads);
     if (c.out_bias) {
       RF_CHECK(!split, "tensor parallelism of '", c.arch, "' (its output bias) is not supported yet");
       l.bo = L.vector_f32(p + "attn_output.bias", c.n_embd);
@@ -343,7 +423,15 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
       }
       l.w_down = L.columns(p + "ffn_down.weight", {uint64_t(full.n_ff), uint64_t(c.n_embd)}, ff);
     }
+    if (c.n_ff_shexp > 0) load_shared_expert(L, c, p, l);
     if (c.post_ffn_norm) l.post_ffn_norm = L.vector_f32(p + "post_ffw_norm.weight", c.n_embd);
+  };
+  w.layers.resize(size_t(c.n_layer));
+  for (int32_t i = 0; i < c.n_layer; ++i) load_layer(i, w.layers[size_t(i)]);
+  w.mtp.resize(size_t(c.n_layer_nextn));
+  for (int32_t j = 0; j < c.n_layer_nextn; ++j) {
+    load_layer(c.n_layer + j, w.mtp[size_t(j)].layer);
+    load_mtp_extras(L, c, "blk." + std::to_string(c.n_layer + j) + ".", w.mtp[size_t(j)]);
   }
   // As llama.cpp: a tensor the architecture does not use means the file is
   // not what its metadata says (computing without it would be wrong).
@@ -356,8 +444,9 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
   // all-reduce fusions that keep their gains).
   if (!split) {
     for (LayerWeights& l : w.layers) {
-      const Tensor qkv[3] = {l.wq, l.wk, l.wv}, gate_up[2] = {l.w_gate, l.w_up};
-      backend.fold_norm_gain(l.attn_norm, qkv);
+      const std::vector<Tensor> inputs = l.mixer_inputs();
+      const Tensor gate_up[2] = {l.w_gate, l.w_up};
+      backend.fold_norm_gain(l.attn_norm, inputs);
       if (l.experts.n_expert == 0) backend.fold_norm_gain(l.ffn_norm, gate_up);
     }
   }
@@ -366,6 +455,12 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
   // Backends that copied the weights over no longer need the host parts.
   if (backend.device() != DeviceKind::CPU) w.host_parts.clear();
   return w;
+}
+
+std::vector<Tensor> LayerWeights::mixer_inputs() const {
+  if (ssm_in.data) return {ssm_in, ssm_z, ssm_beta, ssm_alpha};
+  if (w_attn_gate.data) return {wq, wk, wv, w_attn_gate};
+  return {wq, wk, wv};
 }
 
 double ModelWeights::bytes_read_per_step(int32_t seqs, int32_t n_used, int32_t n_expert) const {

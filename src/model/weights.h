@@ -6,6 +6,8 @@
 // mixture-of-experts layer has a router (ffn_gate_inp) and 3-D expert
 // tensors (ffn_{gate,up,down}_exps) seen as matrices with the experts
 // stacked along rows (backend.h, ExpertWeights) instead of the dense FFN.
+// Hybrid models' recurrent layers have the Gated DeltaNet weights in place
+// of q/k/v/o; their MTP blocks are loaded beside the layers (mtp).
 #pragma once
 
 #include <functional>
@@ -38,6 +40,37 @@ struct LayerWeights {
   ExpertWeights experts;  // ffn_{gate,up,down}_exps (MoE layers)
   Tensor post_ffn_norm;        // [n_embd] f32, optional
   bool fused_qkv = false;
+  // Gated attention output (attn_output_gate): the gate rows of attn_q.
+  Tensor w_attn_gate;  // [q_dim rows, n_embd]
+  // A shared expert beside the routed ones (n_ff_shexp > 0).
+  Tensor shexp_gate, shexp_up;  // [n_ff_shexp rows, n_embd]
+  Tensor shexp_down;            // [n_embd rows, n_ff_shexp]
+  Tensor shexp_gate_inp;        // ffn_gate_inp_shexp [1 row, n_embd]: the shared expert's scale before the sigmoid
+  // Gated DeltaNet layers (recurrent; the attention tensors above are then empty).
+  Tensor ssm_in;        // attn_qkv [conv_channels rows, n_embd]: q | k | v before the conv
+  Tensor ssm_z;         // attn_gate [ssm_inner rows, n_embd]: the output norm's gate
+  Tensor ssm_beta;      // [v heads rows, n_embd]: write strength before the sigmoid
+  Tensor ssm_alpha;     // [v heads rows, n_embd]: decay before softplus
+  Tensor ssm_conv;      // ssm_conv1d [conv_channels rows, conv_kernel] f32
+  Tensor ssm_dt_bias;   // ssm_dt.bias [v heads] f32
+  Tensor ssm_a;         // [v heads] f32: -exp(A_log)
+  Tensor ssm_norm;      // [head_dim] f32: the gated RMSNorm's weight, shared by the heads
+  Tensor ssm_out;       // [n_embd rows, ssm_inner]
+  // The weights the layer's first matmul multiplies its normed input by
+  // (q, k, v [and the attention gate], or the DeltaNet input projections).
+  std::vector<Tensor> mixer_inputs() const;
+};
+
+// A multi-token-prediction (NextN) block: a full-attention layer (its FFN
+// the model's kind) fed by eh_proj of [RMSNorm(embedding) | RMSNorm(hidden)]
+// (speculative decoding's draft head; not run by the forward pass).
+struct MtpWeights {
+  LayerWeights layer;
+  Tensor eh_proj;                // [n_embd rows, 2 * n_embd]
+  Tensor enorm, hnorm;           // [n_embd] f32
+  Tensor embed_tokens;           // [n_vocab rows, n_embd], optional (else the model's)
+  Tensor shared_head_head;       // [n_vocab rows, n_embd], optional (else the model's output)
+  Tensor shared_head_norm;       // [n_embd] f32, optional
 };
 
 struct ModelWeights {
@@ -46,6 +79,7 @@ struct ModelWeights {
   Tensor output;       // [n_vocab rows, n_embd]; the embeddings when tied
   Tensor rope_freqs;   // [n_rot/2] f32, or empty
   std::vector<LayerWeights> layers;
+  std::vector<MtpWeights> mtp;  // [n_layer_nextn]: blocks n_layer, n_layer + 1, ...
   uint64_t bytes = 0;  // weight bytes on the backend
   uint64_t expert_bytes = 0;  // of them, the experts' (ffn_*_exps)
 

@@ -1,5 +1,5 @@
 // Every model family on the CPU backend (the mixtures of experts Mixtral
-// and Qwen3-MoE included) against llama.cpp's outputs on the tiny models of
+// and Qwen3-MoE, and the hybrid Qwen3.5 ones, included) against llama.cpp's outputs on the tiny models of
 // arch/ (README there): through the Evaluator (what
 // `rocmforge eval` runs), greedy tokens identical and first-step logits
 // within 1e-3 of the largest golden logit, per prompt; the measured errors
@@ -72,7 +72,9 @@ TEST_P(ArchGolden, EvalMatchesLlamaCpp) {
   CpuBackend backend(2);
   auto model = Model::load(test::testdata_path(arch_file(arch)), backend, false);
   EXPECT_EQ(model->config().arch, arch == "mixtral" ? "llama" : arch);  // Mixtral is Llama with experts
-  EXPECT_EQ(model->config().has_experts(), arch == "mixtral" || arch == "qwen3moe" || arch == "gpt-oss");
+  EXPECT_EQ(model->config().has_experts(),
+            arch == "mixtral" || arch == "qwen3moe" || arch == "gpt-oss" || arch == "qwen35moe");
+  EXPECT_EQ(model->config().has_recurrent(), arch == "qwen35" || arch == "qwen35moe");
   const auto eog = eog_tokens(*model);
   EvalOptions eo;
   for (const auto& g : golden) {
@@ -99,13 +101,14 @@ TEST_P(ArchGolden, EvalMatchesLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(Families, ArchGolden,
                          ::testing::Values("qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4", "mixtral",
-                                           "qwen3moe", "gpt-oss"),
+                                           "qwen3moe", "gpt-oss", "qwen35", "qwen35moe"),
                          [](const auto& info) { return test_name(info.param); });
 
 // Batching, decode steps and chunked prefill change nothing: several
 // sequences (one longer than gemma's sliding window of 8) prefilled together
 // and then decoded together give bit-identical logits to each alone, and a
-// prompt fed in chunks equals it fed whole.
+// prompt fed in chunks (of 3; of 7 then single tokens; a 150-token prompt
+// in steps of 64) equals it fed whole.
 class ArchBatch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ArchBatch, BatchedAndChunkedMatchAlone) {
@@ -156,12 +159,40 @@ TEST_P(ArchBatch, BatchedAndChunkedMatchAlone) {
     }
   }
   runner.release(s);
+
+  // Chunks of 7 and then single tokens, then a prompt longer than the
+  // step's 64 tokens in steps of 64 (recurrent layers carry their state
+  // from chunk to chunk), each equal to the whole prompt in one step.
+  test::ModelRunner::Seq s2;
+  s2.tokens.assign(prompts[1].begin(), prompts[1].begin() + 7);
+  runner.step({&s2});
+  std::vector<float> last;
+  for (size_t end = 8; end <= prompts[1].size(); ++end) {
+    s2.tokens.assign(prompts[1].begin(), prompts[1].begin() + long(end));
+    last = runner.step({&s2})[0];
+  }
+  EXPECT_EQ(last, alone[1][0]) << arch << " prefill in chunks of 7 and 1";
+  runner.release(s2);
+  std::vector<int32_t> long_prompt;
+  for (int i = 0; i < 150; ++i) long_prompt.push_back(3 + (i * 37) % 500);
+  test::ModelRunner big(test::testdata_path(arch_file(arch)), backend, 160, 1, 64, 4);
+  test::ModelRunner::Seq whole, chunked;
+  whole.tokens = long_prompt;
+  const auto want = big.step({&whole})[0];
+  big.release(whole);
+  for (size_t end = 64; end < long_prompt.size() + 64; end += 64) {
+    chunked.tokens.assign(long_prompt.begin(), long_prompt.begin() + long(std::min(end, long_prompt.size())));
+    const auto got = big.step({&chunked})[0];
+    if (chunked.tokens.size() == long_prompt.size()) EXPECT_EQ(got, want) << arch << " 150 tokens in steps of 64";
+  }
+  big.release(chunked);
   EXPECT_EQ(runner.pool().num_free(), runner.pool().num_blocks());
+  if (runner.model().config().has_recurrent()) EXPECT_EQ(runner.free_state_rows(), 4u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ArchBatch,
                          ::testing::Values("qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4", "mixtral",
-                                           "qwen3moe", "gpt-oss"),
+                                           "qwen3moe", "gpt-oss", "qwen35", "qwen35moe"),
                          [](const auto& info) { return test_name(info.param); });
 
 // tiny-qwen3moe.gguf relabelled as Qwen2-MoE (shared experts: not supported).

@@ -2,7 +2,9 @@
 // KVCache, BlockPool, Batch) without the scheduler, for one or several
 // sequences at once — the model tier of the tests. A sequence holds every
 // block of its context in each KV group (nothing is released as sliding
-// windows move): `num_blocks` per group.
+// windows move): `num_blocks` per group. Hybrid models: each sequence
+// takes a free recurrent-state row (max_seqs of them, plus `checkpoints`
+// rows a test may save states into and restore them from).
 #pragma once
 
 #include <memory>
@@ -24,7 +26,8 @@ class ModelRunner {
   // `path`: a GGUF file, or "dummy:PRESET[:TYPE]" for dummy weights in a
   // synthetic preset's shape (Model::load_dummy).
   ModelRunner(const std::string& path, Backend& backend, int32_t max_tokens = 256, int32_t max_seqs = 8,
-              int32_t num_blocks = 256, int32_t block_size = 16, KVCacheDType kv_dtype = KVCacheDType::Auto)
+              int32_t num_blocks = 256, int32_t block_size = 16, KVCacheDType kv_dtype = KVCacheDType::Auto,
+              int32_t checkpoints = 0)
       : backend_(backend),
         model_(load_model(path, backend)),
         groups_(kv_group_layout(model_->config())),
@@ -37,6 +40,10 @@ class ModelRunner {
     tf_ = std::make_unique<Transformer>(model_->config(), model_->weights(), backend, lim);
     KVBudget budget;
     budget.num_blocks = pool_.num_blocks();
+    if (model_->config().has_recurrent()) {
+      budget.state_rows = max_seqs + checkpoints;
+      for (int32_t r = max_seqs - 1; r >= 0; --r) free_rows_.push_back(r);
+    }
     const DType kv_type = kv_element_type(backend, kv_dtype);
     kv_ = std::make_unique<KVCache>(backend, model_->config(),
                                     KVMemoryPlan(kv_geometry(model_->config(), kv_type, block_size), budget), kv_type);
@@ -56,14 +63,20 @@ class ModelRunner {
     std::vector<int32_t> tokens;  // all tokens fed so far
     std::vector<std::vector<int32_t>> blocks;  // per KV group
     int32_t n_done = 0;
+    int32_t state_row = -1;  // hybrid models: taken at the first step
   };
 
   // Feeds each sequence's pending tokens (tokens[n_done:]) in one batch and
   // returns the logits after each sequence's last token, [n_seqs][vocab].
-  std::vector<std::vector<float>> step(std::vector<Seq*> seqs) {
+  // `loads` and `saves`: whole state rows copied before and after the step.
+  std::vector<std::vector<float>> step(std::vector<Seq*> seqs, std::vector<Batch::StateCopy> loads = {},
+                                       std::vector<Batch::StateCopy> saves = {}) {
     Batch b;
     b.reset(pool_.block_size(), max_blocks_, groups_.n_groups());
+    b.state_loads = std::move(loads);
+    b.state_saves = std::move(saves);
     for (Seq* s : seqs) {
+      if (model_->config().has_recurrent() && s->state_row < 0) take_state_row(*s);
       const int32_t end = int32_t(s->tokens.size());
       s->blocks.resize(size_t(groups_.n_groups()));
       std::vector<std::span<const int32_t>> tables;
@@ -72,7 +85,7 @@ class ModelRunner {
         tables.emplace_back(blocks);
       }
       b.add_sequence(std::span<const int32_t>(s->tokens.data() + s->n_done, size_t(end - s->n_done)), s->n_done,
-                     tables, true);
+                     tables, true, s->state_row);
       s->n_done = end;
     }
     Tensor logits = tf_->forward(b, *kv_);
@@ -87,6 +100,17 @@ class ModelRunner {
     for (auto& blocks : s.blocks)
       for (int32_t b : blocks) pool_.release(b);
     s.blocks.clear();
+    if (s.state_row >= 0) free_rows_.push_back(s.state_row);
+    s.state_row = -1;
+  }
+  // State rows not held by a sequence (hybrid models).
+  size_t free_state_rows() const { return free_rows_.size(); }
+  // Gives s a free state row now (before its first step: a test that
+  // restores a checkpoint into it needs the row).
+  void take_state_row(Seq& s) {
+    RF_CHECK(!free_rows_.empty() && s.state_row < 0, "runner: no free state row");
+    s.state_row = free_rows_.back();
+    free_rows_.pop_back();
   }
 
   static int32_t argmax(const std::vector<float>& v) {
@@ -124,6 +148,7 @@ class ModelRunner {
   int32_t max_blocks_ = 0;
   std::unique_ptr<Transformer> tf_;
   std::unique_ptr<KVCache> kv_;
+  std::vector<int32_t> free_rows_;  // sequence state rows (hybrid models)
 };
 
 // The error loading `path` on a CPU backend gives ("" if it loads).

@@ -1,6 +1,7 @@
 // Synthetic models of every family (model/synthetic.h): the tiny-* presets
 // written as f16 and q4_k_m load with the building blocks their architecture
-// implies and run (finite logits, batched == alone to rounding); the q4_k_m mixture's
+// implies and run (finite logits, batched == alone to rounding; hybrid ones
+// with their MTP block loaded); the q4_k_m mixture's
 // rules for tied embeddings, fused q/k/v and mixtures of experts, and those of
 // the non-linear and low-bit i-quant plans; the
 // published shapes of the full-size presets.
@@ -64,6 +65,17 @@ TEST_P(SyntheticFamily, LoadsWithItsBlocksAndRuns) {
     EXPECT_EQ(c.rope.n_rot, c.head_dim / 2);
     EXPECT_FALSE(c.rope.neox);
   }
+  if (p.hybrid()) {  // 3 Gated DeltaNet layers, then full attention; the MTP block loaded
+    EXPECT_EQ(std::vector<uint8_t>(c.recurrent_layers), (std::vector<uint8_t>{1, 1, 1, 0}));
+    EXPECT_TRUE(c.attn_output_gate);
+    EXPECT_EQ(c.n_layer_nextn, 1);
+    EXPECT_EQ(c.n_ff_shexp, p.n_ff_shexp);
+    const ModelWeights& w = runner.model().weights();
+    EXPECT_EQ(w.layers[0].ssm_conv.type, DType::F32);  // kept f32 by every plan
+    ASSERT_EQ(w.mtp.size(), 1u);
+    EXPECT_EQ(w.mtp[0].eh_proj.cols(), 2 * int64_t(c.n_embd));
+    EXPECT_TRUE(w.mtp[0].layer.w_attn_gate.data && w.mtp[0].enorm.data && w.mtp[0].hnorm.data);
+  }
 
   // A prompt longer than gemma's window of 16, alone and beside another.
   std::vector<int32_t> prompt;
@@ -91,7 +103,7 @@ TEST_P(SyntheticFamily, LoadsWithItsBlocksAndRuns) {
 std::vector<FamilyCase> cases() {
   std::vector<FamilyCase> v;
   for (const char* p : {"tiny-qwen2", "tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-glm4",
-                        "tiny-mixtral", "tiny-qwen3moe"})
+                        "tiny-mixtral", "tiny-qwen3moe", "tiny-qwen35", "tiny-qwen35moe"})
     for (const char* t : {"f16", "q4_k_m"}) v.push_back({p, t});
   return v;
 }

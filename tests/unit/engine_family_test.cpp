@@ -5,7 +5,8 @@
 // prefill and prefix-cache hits — on Gemma 3 (sliding window 8, its own RoPE
 // base on local layers) and Gemma 2 (soft-caps) and Qwen2 (biases), and on
 // the mixtures of experts Mixtral and Qwen3-MoE (a token's experts chosen
-// the same in any batch).
+// the same in any batch), and the hybrid Qwen3.5 models (recurrent state
+// per sequence slot, prefix hits through state checkpoints).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -89,7 +90,8 @@ TEST_P(EngineFamily, GoldenTokensAloneAndUnderPreemption) {
   test::expect_idle(engine);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, EngineFamily, ::testing::Values("gemma3", "gemma2", "qwen2", "mixtral", "qwen3moe"),
+INSTANTIATE_TEST_SUITE_P(Families, EngineFamily, ::testing::Values("gemma3", "gemma2", "qwen2", "mixtral", "qwen3moe",
+                                                                   "qwen35", "qwen35moe"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -120,10 +120,15 @@ inline std::vector<Output> run_all(Engine& engine, const std::vector<Request>& r
 
 inline Output run_one(Engine& engine, const Request& r) { return run_all(engine, {r})[0]; }
 
-// The engine is idle and every KV block is back in the pool.
+// The engine is idle and every KV block is back in the pool (hybrid
+// models: every state slot too, no checkpoint row left reserved).
 inline void expect_idle(const Engine& e) {
   EXPECT_EQ(e.active_requests(), 0u);
   EXPECT_EQ(e.free_blocks(), e.num_blocks());
+  if (const StatePool* sp = e.state_pool()) {
+    EXPECT_EQ(sp->num_free_slots(), sp->n_slots()) << "state slots leaked";
+    EXPECT_EQ(sp->num_reserved(), 0) << "checkpoint rows left reserved";
+  }
 }
 
 struct Golden {

@@ -7,7 +7,12 @@
 // blocks are verified), and for entries with `sample` derives the next
 // token from what the last query reads back through each group's block
 // table. The expected output of a sequence is the same function applied to
-// its own tokens, with no scheduler involved.
+// its own tokens, with no scheduler involved. With recurrent-state slots
+// (SchedulerConfig::state_slots), each state row records the tokens it has
+// absorbed: a step's checkpoint loads copy rows first, every scheduled
+// chunk must find its slot holding exactly the sequence's tokens before the
+// chunk (or start at position 0), then absorbs the chunk, and saves copy the
+// slot into the checkpoint row — so restored checkpoints are verified.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -62,7 +67,8 @@ class SchedSim {
  public:
   SchedSim(SchedulerConfig cfg, int32_t num_blocks, int32_t block_size)
       : cfg_(cfg), pool_(num_blocks, block_size), sched_(cfg, pool_),
-        kv_(size_t(num_blocks) * size_t(block_size), {-1, -1, -1}) {}
+        kv_(size_t(num_blocks) * size_t(block_size), {-1, -1, -1}),
+        state_(cfg.state_slots > 0 ? size_t(cfg.state_slots + cfg.state_checkpoints) : 0) {}
 
   int32_t n_groups() const { return int32_t(cfg_.group_windows.size()); }
   int32_t window(int32_t g) const { return cfg_.group_windows[size_t(g)]; }
@@ -107,7 +113,17 @@ class SchedSim {
   std::vector<ScheduledSeq> step() {
     const auto sched = sched_.schedule();
     check_schedule(sched);
+    for (const ScheduledSeq& e : sched)
+      if (e.state_load >= 0) {
+        state_[size_t(e.seq->state_slot)] = state_[size_t(e.state_load)];
+        ++checkpoint_loads_;
+      }
     for (const ScheduledSeq& e : sched) run_entry(e);
+    for (const ScheduledSeq& e : sched)
+      if (e.state_save >= 0) {
+        state_[size_t(e.state_save)] = state_[size_t(e.seq->state_slot)];
+        ++checkpoint_saves_;
+      }
     sched_.complete(sched);
     for (const ScheduledSeq& e : sched) {
       Entry& en = *by_seq_.at(e.seq);
@@ -144,6 +160,8 @@ class SchedSim {
   int64_t steps() const { return steps_; }
   // Admissions that took blocks from the prefix cache.
   uint64_t prefix_hits() const { return prefix_hits_; }
+  uint64_t checkpoint_loads() const { return checkpoint_loads_; }
+  uint64_t checkpoint_saves() const { return checkpoint_saves_; }
 
   // Every finished (not cancelled) sequence generated its reference output.
   void expect_reference_outputs() const {
@@ -160,6 +178,10 @@ class SchedSim {
     EXPECT_FALSE(sched_.has_work());
     EXPECT_EQ(pool_.num_free(), pool_.num_blocks());
     for (int32_t b = 0; b < pool_.num_blocks(); ++b) EXPECT_EQ(pool_.ref_count(b), 0) << "block " << b;
+    if (const StatePool* sp = sched_.state_pool()) {
+      EXPECT_EQ(sp->num_free_slots(), sp->n_slots()) << "state slots leaked";
+      EXPECT_EQ(sp->num_reserved(), 0) << "checkpoint rows left reserved";
+    }
   }
 
  private:
@@ -200,6 +222,15 @@ class SchedSim {
     Sequence& s = *e.seq;
     const int32_t bs = pool_.block_size();
     const int32_t end = e.start + e.n_new;
+    if (!state_.empty()) {  // the slot holds the tokens before the chunk, then absorbs it
+      ASSERT_GE(s.state_slot, 0) << "sequence " << s.id << " runs without a state slot";
+      ASSERT_LT(s.state_slot, cfg_.state_slots);
+      std::vector<int32_t>& st = state_[size_t(s.state_slot)];
+      if (e.start == 0) st.clear();
+      ASSERT_EQ(st, std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + e.start))
+          << "sequence " << s.id << " state at position " << e.start << (e.state_load >= 0 ? " (restored)" : "");
+      st.insert(st.end(), s.tokens.begin() + e.start, s.tokens.begin() + end);
+    }
     ASSERT_EQ(int32_t(s.tables.size()), n_groups());
     for (int32_t g = 0; g < n_groups(); ++g) {
       const BlockTable& t = s.tables[size_t(g)];
@@ -233,15 +264,20 @@ class SchedSim {
   }
 
   // Ref counts equal the number of sequences holding each block; waiting
-  // sequences hold none; free + held == total.
+  // sequences hold none (nor a state slot); free + held == total; running
+  // sequences' state slots are distinct.
   void check_pool() {
     std::map<int32_t, int32_t> holders;
+    std::set<int32_t> slots;
     for (const auto& e : entries_) {
       const Sequence& s = *e->seq;
       if (e->done || s.status != SeqStatus::Running) {
         EXPECT_EQ(s.n_blocks_held(), 0) << "sequence " << s.id << " holds blocks while not running";
+        EXPECT_EQ(s.state_slot, -1) << "sequence " << s.id << " holds a state slot while not running";
+        EXPECT_EQ(s.pending_checkpoint, -1) << "sequence " << s.id;
         continue;
       }
+      if (!state_.empty()) EXPECT_TRUE(slots.insert(s.state_slot).second) << "state slot " << s.state_slot << " twice";
       std::set<int32_t> own;
       size_t held = 0;
       for (int32_t g = 0; g < n_groups(); ++g) {
@@ -265,6 +301,10 @@ class SchedSim {
       EXPECT_EQ(pool_.ref_count(b), it == holders.end() ? 0 : it->second) << "block " << b;
     }
     EXPECT_EQ(pool_.num_free() + int32_t(holders.size()), pool_.num_blocks());
+    if (const StatePool* sp = sched_.state_pool()) {
+      EXPECT_EQ(sp->num_free_slots() + int32_t(slots.size()), sp->n_slots());
+      EXPECT_EQ(sp->num_reserved(), 0);  // between steps every checkpoint is committed or cancelled
+    }
   }
 
   SchedulerConfig cfg_;
@@ -276,6 +316,8 @@ class SchedSim {
   uint64_t next_id_ = 1;
   int64_t steps_ = 0;
   uint64_t prefix_hits_ = 0;
+  std::vector<std::vector<int32_t>> state_;  // per state row: the tokens it absorbed
+  uint64_t checkpoint_loads_ = 0, checkpoint_saves_ = 0;
 };
 
 // n tokens starting at `first` (distinct, so blocks differ unless meant to).

@@ -1,6 +1,6 @@
 // CpuBackend: memory, step upload and the elementwise ops. Matmul, attention
-// (with RoPE/KV store), mixture of experts and sampling live in their own
-// files.
+// (with RoPE/KV store), mixture of experts, the recurrent (Gated DeltaNet)
+// ops and sampling live in their own files.
 #include "backend/cpu/cpu_backend.h"
 
 #include <unistd.h>
@@ -89,6 +89,7 @@ StepMeta CpuBackend::upload_step(const Batch& b) {
   m.group_slot_stride = b.n_tokens();
   m.group_table_stride = int64_t(b.n_seqs()) * b.max_blocks_per_seq;
   m.logits_rows = step_.logits_rows.data();
+  m.state_slots = step_.state_slots.empty() ? nullptr : step_.state_slots.data();
   m.n_tokens = step_.n_tokens();
   m.n_seqs = step_.n_seqs();
   m.n_logits = step_.n_logits();

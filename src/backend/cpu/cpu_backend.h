@@ -65,6 +65,14 @@ class CpuBackend : public Backend {
   void softcap(Tensor& x, float cap) override;
   void attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                      Tensor& out) override;
+  void sigmoid_mul(const Tensor& x, const Tensor& gate, Tensor& out) override;
+  void conv1d_silu_state(const Tensor& x, const Tensor& w, const StepMeta& m, const RecurrentLayer& st,
+                         Tensor& out) override;
+  void gated_delta_net(const Tensor& qkv, const Tensor& alpha, const Tensor& beta, const Tensor& dt_bias,
+                       const Tensor& a, const StepMeta& m, const RecurrentLayer& st, float l2_eps,
+                       Tensor& out) override;
+  void gated_rms_norm(const Tensor& x, const Tensor& w, const Tensor& z, float eps, Tensor& out) override;
+  void copy_on_device(void* dst, const void* src, size_t bytes) override;
   void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) override;
   void moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w, const MoeParams& p,
                Tensor& out) override;
@@ -112,6 +120,14 @@ void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const St
                const AttentionParams& p, Tensor& out);
 void sample_row(const float* logits, int32_t vocab, const SampleRow& row, const PenaltyToken* pen,
                 SampleResult& out);
+// Gated DeltaNet ops (cpu_recurrent.cpp; semantics in backend.h).
+void conv1d_silu_state(ThreadPool& pool, const Tensor& x, const Tensor& w, const StepMeta& m, const RecurrentLayer& st,
+                       Tensor& out);
+void gated_delta_net(ThreadPool& pool, const Tensor& qkv, const Tensor& alpha, const Tensor& beta,
+                     const Tensor& dt_bias, const Tensor& a, const StepMeta& m, const RecurrentLayer& st, float l2_eps,
+                     Tensor& out);
+void gated_rms_norm(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& z, float eps, Tensor& out);
+void sigmoid_mul(const Tensor& x, const Tensor& gate, Tensor& out);
 }  // namespace cpu
 
 }  // namespace rf
