@@ -21,7 +21,8 @@ function(rf_add_test name label)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
     ROCMFORGE_TESTDATA_DEFAULT="${CMAKE_SOURCE_DIR}/../shared/testdata"
-    ROCMFORGE_TEST_TEMPLATES="${CMAKE_SOURCE_DIR}/tests/templates")
+    ROCMFORGE_TEST_TEMPLATES="${CMAKE_SOURCE_DIR}/tests/templates"
+    ROCMFORGE_DOCS_DIR="${CMAKE_SOURCE_DIR}/docs")
   set(props LABELS ${label})
   if(T_SERIAL)  # tests that read device-wide state must not share the machine
     list(APPEND props RUN_SERIAL TRUE)

@@ -19,7 +19,7 @@ passed; 1 when a test, a golden check, a sanitizer or a run failed (listed at
 the end); 2 for a usage error; 3 when --on does not match the GPU.
 
 verbs:
-  tests    every GPU test with ROCMFORGE_REQUIRE_GPU=1 (a skip for want of a
+  tests    every GPU test with ROCMFORGE_REQUIRE=testdata,gpu (a skip for want of a
            GPU or test data fails): test_gpu in gtest shards at once,
            test_gpu_serial alone, stories260K's golden text through
            `rocmforge run --device cuda`, each family's tiny model through
@@ -37,7 +37,7 @@ verbs:
            weights): per-op GPU time (ROCMFORGE_PROFILE=1, graphs off),
            Nsight Compute's time summed by kernel, or one kernel's details
            (speed of light, occupancy, warp stalls)
-  tp       two GPUs: the tensor-parallel tests (ROCMFORGE_REQUIRE_GPU=2),
+  tp       two GPUs: the tensor-parallel tests (ROCMFORGE_REQUIRE=...,multi-gpu),
            memcheck on them, `eval` at TP=2 against TP=1, perplexity at TP=2
            against the CPU, llama3-8b bench at TP=1 and TP=2; with --serve
            llama3-70b-shaped dummy weights served at TP=2 under loadgen
@@ -135,7 +135,7 @@ OUT="${OUT:-/tmp/rf-out}"
 MODELS=/tmp/rf-models
 mkdir -p "$OUT" "$MODELS"
 export ROCMFORGE_TESTDATA="${ROCMFORGE_TESTDATA:-$PWD/.gpu/testdata}"
-export ROCMFORGE_REQUIRE_GPU="${ROCMFORGE_REQUIRE_GPU:-1}"
+export ROCMFORGE_REQUIRE="${ROCMFORGE_REQUIRE:-testdata,gpu}"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$PATH:/usr/local/cuda/bin"  # appended: a compute-sanitizer or ncu earlier in PATH wins
 TD="$ROCMFORGE_TESTDATA"
@@ -460,7 +460,7 @@ run_profile() {
 
 # --- tp -------------------------------------------------------------------------
 run_tp() {
-  export ROCMFORGE_REQUIRE_GPU=2 NCCL_NVLS_ENABLE=0
+  export ROCMFORGE_REQUIRE="testdata,gpu,multi-gpu" NCCL_NVLS_ENABLE=0
   local nccl fam m
   nccl="$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2> /dev/null || true)"
   [ -n "$nccl" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl"

@@ -16,7 +16,7 @@ bin="${1:-build/cpu/src/rocmforge}"
 export ROCMFORGE_BIN="$(realpath "$bin")"
 testdata="${ROCMFORGE_TESTDATA:-../shared/testdata}"
 if [ ! -f "$testdata/stories260K.gguf" ]; then
-  if [ "${ROCMFORGE_REQUIRE_TESTDATA:-0}" = 1 ]; then fail "no $testdata/stories260K.gguf"; fi
+  if [[ ",${ROCMFORGE_REQUIRE:-}," == *,testdata,* ]]; then fail "no $testdata/stories260K.gguf"; fi
   echo "server_test: SKIPPED: no $testdata/stories260K.gguf (set ROCMFORGE_TESTDATA)"
   exit 0
 fi

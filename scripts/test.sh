@@ -26,7 +26,7 @@ options:
   --no-install       skip scripts/install-deps.sh
 
 The tests read the test data from \$ROCMFORGE_TESTDATA (default
-../shared/testdata); ROCMFORGE_REQUIRE_TESTDATA=1 makes a missing file fail.
+../shared/testdata); ROCMFORGE_REQUIRE=testdata makes a missing file fail.
 EOF
 }
 bad_usage() { echo "test.sh: $*" >&2; echo "(bash scripts/test.sh --help)" >&2; exit 2; }
@@ -79,7 +79,7 @@ if has_stage cpu; then
   if [ -f "$model" ]; then
     python3 scripts/soak.py --bin build/cpu/src/rocmforge --model "$model" --max-num-seqs 32 \
       --duration "$soak_seconds" --server-args "--threads 2"
-  elif [ "${ROCMFORGE_REQUIRE_TESTDATA:-0}" = 1 ]; then
+  elif [[ ",${ROCMFORGE_REQUIRE:-}," == *,testdata,* ]]; then
     echo "soak: FAILED: no $model" >&2; exit 1
   else
     echo "soak: SKIPPED: no $model (set ROCMFORGE_TESTDATA)"

@@ -1,35 +1,21 @@
 // Locating the shared test data: $ROCMFORGE_TESTDATA, else ../shared/testdata
-// beside the repository. Tests skip with a clear message when it is absent,
-// unless ROCMFORGE_REQUIRE_GPU (=1, or =2 on a two-GPU machine) or
-// ROCMFORGE_REQUIRE_TESTDATA=1 turn skips into failures (so a green run on
-// the GPU machine means the tests ran).
+// beside the repository (core/env.h reads the variables). Tests skip with a
+// clear message when it is absent, unless ROCMFORGE_REQUIRE=testdata turns
+// such skips into failures (so a green run means the tests ran).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cctype>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "core/env.h"
+
 namespace rf::test {
 
-inline bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string(v) != "0";
-}
-
-// ROCMFORGE_REQUIRE_GPU=N: N GPUs are there, so a GPU test that needs up
-// to N fails instead of skipping (any other non-zero value: 1).
-inline int required_gpus() {
-  const char* v = std::getenv("ROCMFORGE_REQUIRE_GPU");
-  if (!env_flag("ROCMFORGE_REQUIRE_GPU")) return 0;
-  const int n = std::atoi(v);
-  return n > 0 ? n : 1;
-}
-
 inline std::string testdata_dir() {
-  if (const char* d = std::getenv("ROCMFORGE_TESTDATA")) return d;
+  if (!env().testdata.empty()) return env().testdata;
 #ifdef ROCMFORGE_TESTDATA_DEFAULT
   return ROCMFORGE_TESTDATA_DEFAULT;
 #else
@@ -49,9 +35,7 @@ inline std::string testdata_param_name(const std::string& rel) {
   return n;
 }
 
-inline bool skips_are_failures() {
-  return env_flag("ROCMFORGE_REQUIRE_TESTDATA") || env_flag("ROCMFORGE_REQUIRE_GPU");
-}
+inline bool skips_are_failures() { return env().require_testdata; }
 
 }  // namespace rf::test
 

@@ -7,44 +7,57 @@
 
 namespace rf {
 
-void Backend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
-                           std::span<const Tensor> biases) {
+void Backend::check_handoff(const Tensor& x, const Handoff& x_in, const char* op, bool norm_ok) {
+  RF_CHECK(!x_in.data || x_in.data == x.data, op, ": handed over with another tensor than the one it reads");
+  RF_CHECK(norm_ok || !x_in.norm_pending, op,
+           ": reads rows whose RMSNorm was left to the matmul after matmul_add_rms_norm");
+}
+
+Handoff Backend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                              std::span<const Tensor> biases, const Handoff& x_in) {
   RF_CHECK(ws.size() == outs.size(), "matmul_multi: ", ws.size(), " weights for ", outs.size(), " outputs");
   RF_CHECK(biases.empty() || biases.size() == ws.size(), "matmul_multi: ", biases.size(), " biases for ", ws.size(),
            " weights");
+  check_handoff(x, x_in, "matmul_multi");
+  Handoff h = x_in;  // each matmul hands x on to the next
   for (size_t i = 0; i < ws.size(); ++i) {
-    matmul(x, ws[i], outs[i]);
+    h = matmul(x, ws[i], outs[i], h);
     if (!biases.empty() && biases[i].data) add_bias(outs[i], biases[i]);
   }
+  return h;
 }
 
 void Backend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
-                                 Tensor& out, Activation act) {
-  matmul(x, w_gate, gate);
-  matmul(x, w_up, up);
+                                 Tensor& out, Activation act, const Handoff& x_in) {
+  check_handoff(x, x_in, "matmul_gate_up_glu");
+  const Handoff h = matmul(x, w_gate, gate, x_in);
+  matmul(x, w_up, up, h);
   if (act == Activation::GeluTanh) geglu(gate, up, out);
   else if (act == Activation::SiLUClampedOai) swiglu_oai(gate, up, out);
   else swiglu(gate, up, out);
 }
 
-void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
+Handoff Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
   add(x, y, x);
   rms_norm(x, w, eps, out);
+  return {};
 }
 
-void Backend::matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual,
-                                  const Tensor& norm_w, float eps, Tensor& next, std::span<const Tensor>) {
-  matmul(x, w, out);
-  add_rms_norm(residual, out, norm_w, eps, next);
+Handoff Backend::matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual,
+                                     const Tensor& norm_w, float eps, Tensor& next, std::span<const Tensor>,
+                                     const Handoff& x_in) {
+  matmul(x, w, out, x_in);
+  return add_rms_norm(residual, out, norm_w, eps, next);
 }
 
 bool Backend::fold_norm_gain(Tensor&, std::span<const Tensor>) { return false; }
 
-void Backend::add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
-                                     Tensor& out) {
+Handoff Backend::add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
+                                        Tensor& out) {
   rms_norm(y, w_y, eps, out);
   add(x, out, x);
   rms_norm(x, w, eps, out);
+  return {};
 }
 
 void Backend::rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb,
@@ -63,10 +76,10 @@ void Backend::qk_norm_rope_store_kv(const Tensor& q_raw, const Tensor& wq, const
   rope_store_kv(q, k, v, m, rope, cache);
 }
 
-void Backend::moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits,
-                               Tensor& ids, Tensor& weights) {
+Handoff Backend::moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits,
+                                  Tensor& ids, Tensor& weights) {
   matmul(x, w_router, logits);
-  moe_route(logits, p, ids, weights);
+  return moe_route(logits, p, ids, weights);
 }
 
 void Backend::unsupported(const char* op) const {
@@ -82,8 +95,9 @@ void Backend::sample_vocab_parallel(const Tensor&, int64_t, int64_t, std::span<c
 void Backend::geglu(const Tensor&, const Tensor&, Tensor&) { unsupported("geglu"); }
 void Backend::swiglu_oai(const Tensor&, const Tensor&, Tensor&) { unsupported("swiglu_oai"); }
 void Backend::scale(Tensor&, float) { unsupported("scale"); }
-void Backend::moe_route(const Tensor&, const MoeParams&, Tensor&, Tensor&) { unsupported("moe_route"); }
-void Backend::moe_ffn(const Tensor&, const Tensor&, const Tensor&, const ExpertWeights&, const MoeParams&, Tensor&) {
+Handoff Backend::moe_route(const Tensor&, const MoeParams&, Tensor&, Tensor&) { unsupported("moe_route"); }
+void Backend::moe_ffn(const Tensor&, const Tensor&, const Tensor&, const ExpertWeights&, const MoeParams&, Tensor&,
+                      const Handoff&, const Handoff&) {
   unsupported("moe_ffn");
 }
 void Backend::softcap(Tensor&, float) { unsupported("softcap"); }
@@ -99,7 +113,7 @@ void Backend::gated_rms_norm(const Tensor&, const Tensor&, const Tensor&, float,
   unsupported("gated_rms_norm");
 }
 void Backend::copy_on_device(void*, const void*, size_t) { unsupported("copy_on_device"); }
-void Backend::attention_ext(const Tensor&, const KVLayer&, const StepMeta&, const AttentionParams&, Tensor&) {
+Handoff Backend::attention_ext(const Tensor&, const KVLayer&, const StepMeta&, const AttentionParams&, Tensor&) {
   unsupported("attention_ext (sliding window / logit soft-cap / sinks)");
 }
 

@@ -187,6 +187,28 @@ struct ExpertWeights {
   Tensor down_of(int32_t e) const { return down.slice_rows(e * (down.rows() / n_expert), down.rows() / n_expert); }
 };
 
+// What an op hands over with a tensor it wrote (or read whole), for the
+// next op that reads that tensor: the op returns it, and the caller passes
+// it to that one reader and to no other (a fused op takes what it consumes
+// as an argument, never state a previous call left in the backend). A
+// default Handoff hands over nothing, and every op takes it: the reader
+// then reads the tensor as it is. Which readers take a non-default one is
+// said at each op.
+struct Handoff {
+  const void* data = nullptr;  // the tensor this describes (its data); null: nothing handed over
+  // The rows are not RMS-normed yet: the reader scales each by 1 /
+  // sqrt(mean(row^2) + norm_eps), the norm's gain being folded into its
+  // weights (matmul_add_rms_norm; read by matmul_multi and
+  // matmul_gate_up_glu only).
+  bool norm_pending = false;
+  float norm_eps = 0.0f;
+  // A copy of the rows the backend made for its own kernels (on GPUs: one
+  // activation row's 8-bit quants; routed ids' expert plan), by the number
+  // the backend gave it; 0: none. It stays good until the backend
+  // overwrites it, and an op handed an overwritten one throws rf::Error.
+  uint64_t copy = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -230,16 +252,19 @@ class Backend {
   virtual void embed(const Tensor& table, const StepMeta& m, Tensor& out) = 0;
   // out = x / rms(x) * w, row-wise; w is f32 [cols].
   virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
-  // out[n, m] = x[n, k] . w[m, k]^T, with w in any stored format.
-  virtual void matmul(const Tensor& x, const Tensor& w, Tensor& out) = 0;
+  // out[n, m] = x[n, k] . w[m, k]^T, with w in any stored format. x_in:
+  // what the op that wrote x handed over with it; returns what x carries
+  // now, for another matmul of x (the copy a backend made of it).
+  virtual Handoff matmul(const Tensor& x, const Tensor& w, Tensor& out, const Handoff& x_in = {}) = 0;
   // Applies RoPE to q [n_tokens, n_heads*hd] and k [n_tokens, n_kv*hd] in place
   // and stores k and v into the cache at slot_mapping (slots of -1 skipped).
   virtual void rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
                              const KVLayer& cache) = 0;
   // Causal attention of each step token over its sequence's cached context
   // [0, position]; q [n_tokens, n_heads*hd] -> out [n_tokens, n_heads*hd].
-  virtual void attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
-                         Tensor& out) = 0;
+  // Returns out's Handoff, for the matmul that reads it.
+  virtual Handoff attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                            Tensor& out) = 0;
   // out = silu(gate) * up.
   virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   // out = a + b (out may alias a).
@@ -279,8 +304,8 @@ class Backend {
   // pos (window 0: from 0), with logits s = p.scale * q.k soft-capped as
   // p.softcap * tanh(s / p.softcap) when p.softcap > 0, then softmax (with
   // the head's sink logit in the denominator where p.sinks is set).
-  virtual void attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
-                             Tensor& out);
+  virtual Handoff attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                                Tensor& out);
 
   // out = x * sigmoid(gate), elementwise; gate has x's shape, or one column
   // (a scalar per row, broadcast over the row). out may alias x. (Qwen3.5's
@@ -331,19 +356,21 @@ class Backend {
   // weights f32 [n, n_used]: softmax over all experts, the n_used most
   // probable in descending order (ties to the lower index), their
   // probabilities renormalised to sum 1 when p.norm_weights (Mixtral's
-  // softmax over the chosen top-k is the same thing).
-  virtual void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights);
+  // softmax over the chosen top-k is the same thing). Returns ids' Handoff,
+  // for the moe_ffn of these ids.
+  virtual Handoff moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights);
   // The router logits x . w_router^T into `logits` (f32 [n, n_expert]),
-  // then moe_route on them; the default runs matmul and moe_route.
-  virtual void moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits,
-                                Tensor& ids, Tensor& weights);
+  // then moe_route on them; the default runs matmul and moe_route. x is not
+  // changed: what x was handed over with goes on to moe_ffn.
+  virtual Handoff moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits,
+                                   Tensor& ids, Tensor& weights);
   // out[t] = sum_j weights[t, j] * down_e . (act(gate_e . x[t]) * (up_e . x[t]))
   // with e = ids[t, j] (each product plus expert e's bias where w has
   // biases): only the chosen experts' weights are read. Scratch
   // is the backend's own, sized by reserve() from BackendLimits' expert
-  // fields.
+  // fields. x_in, ids_in: what x's and ids' producers handed over.
   virtual void moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
-                       const MoeParams& p, Tensor& out);
+                       const MoeParams& p, Tensor& out, const Handoff& x_in = {}, const Handoff& ids_in = {});
 
   // --- tensor parallelism (model/shard.h) -------------------------------------
   // embed() from a vocabulary range's rows: out[t, :] = table[id - first, :]
@@ -363,9 +390,10 @@ class Backend {
   // --- fused ops (defaults compose the ops above; backends may fuse) -------
   // outs[i] = x . ws[i]^T for each weight (e.g. the q, k and v
   // projections), plus biases[i] (f32 [rows]) where biases is not empty and
-  // biases[i] has data.
-  virtual void matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
-                            std::span<const Tensor> biases);
+  // biases[i] has data. x_in as for matmul (here also rows whose norm is
+  // pending: matmul_add_rms_norm); returns what x carries now.
+  virtual Handoff matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                               std::span<const Tensor> biases, const Handoff& x_in = {});
   // Whether the loader should place a layer's q, k and v weights (when they
   // share a format) in one allocation, q's rows, then k's, then v's, as a
   // fused attn_qkv file tensor is, and its FFN gate and up weights likewise
@@ -375,19 +403,21 @@ class Backend {
   virtual bool packs_qkv() const { return false; }
   // out = act(x . w_gate^T) * (x . w_up^T): SwiGLU or GeGLU (act as
   // swiglu() and geglu() compute it); gate and up are scratch the default
-  // uses ([n, n_ff] each).
+  // uses ([n, n_ff] each). x_in as for matmul_multi.
   virtual void matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
-                                  Tensor& out, Activation act);
-  // x += y, then out = rms_norm(x) * w.
-  virtual void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
+                                  Tensor& out, Activation act, const Handoff& x_in = {});
+  // x += y, then out = rms_norm(x) * w. Returns out's Handoff.
+  virtual Handoff add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
   // out = x . w^T, residual += out, next = rms_norm(residual) * norm_w (an
   // o or down projection, then the next block's norm): matmul then
   // add_rms_norm. `consumers` are the weights the one op right after
   // (matmul_multi or matmul_gate_up_glu) multiplies next by, and nothing
-  // else reads next: a backend may leave next in a form only that op reads
-  // (and out unwritten).
-  virtual void matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual,
-                                   const Tensor& norm_w, float eps, Tensor& next, std::span<const Tensor> consumers);
+  // else reads next: a backend may leave next un-normed for that op (and
+  // out unwritten), which the returned Handoff says (norm_pending). x_in as
+  // for matmul.
+  virtual Handoff matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual,
+                                      const Tensor& norm_w, float eps, Tensor& next, std::span<const Tensor> consumers,
+                                      const Handoff& x_in = {});
   // Load time: folds an RMSNorm's gain into the weights of every matmul of
   // its output (`consumers`' columns scaled by it, the gain set to ones), so
   // that the backend may fuse the norm into those matmuls
@@ -397,9 +427,10 @@ class Backend {
   // The same with y post-normed first (Gemma's and GLM-4's norms after
   // attention and FFN): x += rms_norm(y) * w_y, the normed y rounded to y's
   // type as a separate rms_norm would store it; then out = rms_norm(x) * w.
-  // out has y's shape and type (the default uses it as scratch).
-  virtual void add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
-                                      Tensor& out);
+  // out has y's shape and type (the default uses it as scratch). Returns
+  // out's Handoff.
+  virtual Handoff add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
+                                         Tensor& out);
   // Two RMSNorms at once: a_out = rms_norm(a) * wa and b_out = rms_norm(b) *
   // wb, rows of the same width (the per-head norms of q and k).
   virtual void rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb,
@@ -430,6 +461,10 @@ class Backend {
  protected:
   // Throws "backend '<name>' does not implement op '<op>'".
   [[noreturn]] void unsupported(const char* op) const;
+  // Checks that `op`, which reads x, may take x_in: it describes x (or
+  // nothing), and no norm is pending on it unless the op applies it
+  // (norm_ok).
+  static void check_handoff(const Tensor& x, const Handoff& x_in, const char* op, bool norm_ok = false);
 };
 
 }  // namespace rf

@@ -9,10 +9,11 @@
 #include <thread>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/env.h"
 #include "core/log.h"
 #ifdef ROCMFORGE_HAVE_GPU
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/nccl_comm.h"
+#include "backend/cuda/collective/nccl_comm.h"
 #endif
 
 namespace rf::cli {
@@ -168,9 +169,9 @@ std::unique_ptr<Model> load_model(const std::string& source, const BackendSet& b
 
 std::string resolve_model_path(const std::string& given, const char* argv0) {
   if (!given.empty()) return given;
-  if (const char* env = std::getenv("ROCMFORGE_MODEL"); env && *env) return env;
+  if (!env().model.empty()) return env().model;
   std::vector<std::filesystem::path> dirs;
-  if (const char* td = std::getenv("ROCMFORGE_TESTDATA"); td && *td) dirs.emplace_back(td);
+  if (!env().testdata.empty()) dirs.emplace_back(env().testdata);
   dirs.emplace_back("../shared/testdata");
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -19,6 +19,7 @@
 #include "cli/backend_factory.h"
 #include "cli/chat_template_choice.h"
 #include "cli/commands.h"
+#include "core/env.h"
 #include "core/log.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -132,8 +133,7 @@ void serve(const ServeOptions& o) {
   http_opts.host = o.host;
   http_opts.port = o.port;
   http_opts.api_key = o.api_key;
-  if (http_opts.api_key.empty())
-    if (const char* env = std::getenv("ROCMFORGE_API_KEY"); env && *env) http_opts.api_key = env;
+  if (http_opts.api_key.empty()) http_opts.api_key = env().api_key;
   http_opts.limits.max_body_bytes = size_t(o.max_body_mb * 1024 * 1024);
   http_opts.limits.max_header_bytes = o.max_header_bytes;
   http_opts.limits.max_headers = o.max_headers;

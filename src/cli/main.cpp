@@ -1,10 +1,12 @@
-// Entry point of `rocmforge`: adds the registered subcommands, dispatches,
-// and turns errors into a one-line message and a non-zero exit code.
+// Entry point of `rocmforge`: checks the environment switches (core/env.h),
+// adds the registered subcommands, dispatches, and turns errors into a
+// one-line message and a non-zero exit code.
 #include <algorithm>
 #include <cstdio>
 #include <exception>
 
 #include "cli/commands.h"
+#include "core/env.h"
 #include "core/error.h"
 
 namespace rf::cli {
@@ -21,6 +23,7 @@ int main(int argc, char** argv) {
   std::sort(table.begin(), table.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
   for (const auto& c : table) c.add(app);
   try {
+    (void)rf::env();  // the environment switches, checked before anything runs
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

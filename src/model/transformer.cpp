@@ -180,7 +180,7 @@ Tensor Transformer::forward(const Batch& batch, KVCache& kv, bool hidden_states)
   return logits_.slice_rows(0, nl);
 }
 
-Tensor Transformer::project_qkv(int32_t il, const StepMeta& m, const KVLayer& cache) {
+Tensor Transformer::project_qkv(int32_t il, const StepMeta& m, const KVLayer& cache, const Handoff& xn_h) {
   const int32_t n = m.n_tokens;
   const LayerWeights& l = w_.layers[size_t(il)];
   Tensor xn = xn_.slice_rows(0, n), q = q_.slice_rows(0, n), k = k_.slice_rows(0, n), v = v_.slice_rows(0, n);
@@ -190,7 +190,7 @@ Tensor Transformer::project_qkv(int32_t il, const StepMeta& m, const KVLayer& ca
   Tensor qkv[4] = {qp, kp, v, c_.attn_output_gate ? attn_gate_.slice_rows(0, n) : Tensor{}};
   const std::vector<Tensor>& ws = mixer_inputs_[size_t(il)];  // q, k, v [, gate]
   backend_.matmul_multi(xn, ws, std::span<Tensor>(qkv, ws.size()),
-                        l.bq.data ? std::span<const Tensor>(qkv_b, ws.size()) : std::span<const Tensor>());
+                        l.bq.data ? std::span<const Tensor>(qkv_b, ws.size()) : std::span<const Tensor>(), xn_h);
   if (c_.qk_norm) {
     backend_.qk_norm_rope_store_kv(qp, l.q_norm, kp, l.k_norm, c_.rms_eps, q, k, v, m, c_.rope_for(il), cache);
   } else {
@@ -199,7 +199,7 @@ Tensor Transformer::project_qkv(int32_t il, const StepMeta& m, const KVLayer& ca
   return q;
 }
 
-Tensor Transformer::attend(int32_t il, const StepMeta& m, const KVLayer& cache, const Tensor& q) {
+Tensor Transformer::attend(int32_t il, const StepMeta& m, const KVLayer& cache, const Tensor& q, Handoff& attn_h) {
   Tensor attn = attn_.slice_rows(0, m.n_tokens);
   AttentionParams ap;
   ap.n_heads = c_.n_head;
@@ -210,21 +210,24 @@ Tensor Transformer::attend(int32_t il, const StepMeta& m, const KVLayer& cache, 
   ap.softcap = c_.attn_softcap;
   ap.sinks = w_.layers[size_t(il)].sinks.data ? w_.layers[size_t(il)].sinks.ptr<float>() : nullptr;
   if (ap.window > 0 || ap.softcap > 0.0f || ap.sinks) {
-    backend_.attention_ext(q, cache, m, ap, attn);
+    attn_h = backend_.attention_ext(q, cache, m, ap, attn);
   } else {
-    backend_.attention(q, cache, m, ap, attn);
+    attn_h = backend_.attention(q, cache, m, ap, attn);
   }
-  if (c_.attn_output_gate) backend_.sigmoid_mul(attn, attn_gate_.slice_rows(0, m.n_tokens), attn);
+  if (c_.attn_output_gate) {  // (what attention handed over is of the rows before the gate)
+    backend_.sigmoid_mul(attn, attn_gate_.slice_rows(0, m.n_tokens), attn);
+    attn_h = {};
+  }
   return attn;
 }
 
-Tensor Transformer::delta_net(int32_t il, const StepMeta& m, const RecurrentLayer& st) {
+Tensor Transformer::delta_net(int32_t il, const StepMeta& m, const RecurrentLayer& st, const Handoff& xn_h) {
   const int32_t n = m.n_tokens;
   const LayerWeights& l = w_.layers[size_t(il)];
   Tensor mixed = ssm_mixed_.slice_rows(0, n), z = ssm_z_.slice_rows(0, n), beta = ssm_beta_.slice_rows(0, n),
          alpha = ssm_alpha_.slice_rows(0, n);
   Tensor outs[4] = {mixed, z, beta, alpha};
-  backend_.matmul_multi(xn_.slice_rows(0, n), mixer_inputs_[size_t(il)], outs, {});
+  backend_.matmul_multi(xn_.slice_rows(0, n), mixer_inputs_[size_t(il)], outs, {}, xn_h);
   Tensor conv = ssm_conv_.slice_rows(0, n), core = ssm_core_.slice_rows(0, n);
   backend_.conv1d_silu_state(mixed, l.ssm_conv, m, st, conv);
   backend_.gated_delta_net(conv, alpha, beta, l.ssm_dt_bias, l.ssm_a, m, st, c_.rms_eps, core);
@@ -232,11 +235,12 @@ Tensor Transformer::delta_net(int32_t il, const StepMeta& m, const RecurrentLaye
   return core;
 }
 
-Tensor Transformer::mixer(int32_t il, const StepMeta& m, KVCache& kv) {
-  if (c_.is_recurrent(il)) return delta_net(il, m, kv.state_layer(il));
+Tensor Transformer::mixer(int32_t il, const StepMeta& m, KVCache& kv, const Handoff& xn_h, Handoff& out_h) {
+  out_h = {};
+  if (c_.is_recurrent(il)) return delta_net(il, m, kv.state_layer(il), xn_h);
   const KVLayer& cache = kv.layer(il);
-  const Tensor q = project_qkv(il, m, cache);
-  return attend(il, m, cache, q);
+  const Tensor q = project_qkv(il, m, cache, xn_h);
+  return attend(il, m, cache, q, out_h);
 }
 
 const Tensor& Transformer::mixer_out(int32_t il) const {
@@ -244,69 +248,68 @@ const Tensor& Transformer::mixer_out(int32_t il) const {
   return c_.is_recurrent(il) ? l.ssm_out : l.wo;
 }
 
-Tensor Transformer::ffn_block(int32_t il, const Tensor& xn) {
+Tensor Transformer::ffn_block(int32_t il, const Tensor& xn, const Handoff& xn_h) {
   const int32_t n = int32_t(xn.rows());
   const LayerWeights& l = w_.layers[size_t(il)];
   Tensor proj = proj_.slice_rows(0, n);
   if (c_.has_experts()) {
     Tensor logits = router_logits_.slice_rows(0, n), ids = expert_ids_.slice_rows(0, n);
     Tensor weights = expert_weights_.slice_rows(0, n);
+    Handoff ids_h;
     if (l.router_bias.data) {
-      backend_.matmul(xn, l.router, logits);
+      backend_.matmul(xn, l.router, logits, xn_h);
       backend_.add_bias(logits, l.router_bias);
-      backend_.moe_route(logits, moe_, ids, weights);
+      ids_h = backend_.moe_route(logits, moe_, ids, weights);
     } else {
-      backend_.moe_router_route(xn, l.router, moe_, logits, ids, weights);
+      ids_h = backend_.moe_router_route(xn, l.router, moe_, logits, ids, weights);
     }
-    backend_.moe_ffn(xn, ids, weights, l.experts, moe_, proj);
+    backend_.moe_ffn(xn, ids, weights, l.experts, moe_, proj, xn_h, ids_h);
     if (l.shexp_gate.data) {  // + the shared expert, times sigmoid(x . ffn_gate_inp_shexp)
       Tensor sg = sh_gate_.slice_rows(0, n), su = sh_up_.slice_rows(0, n), so = sh_out_.slice_rows(0, n),
              ss = sh_scale_.slice_rows(0, n);
-      backend_.matmul_gate_up_glu(xn, l.shexp_gate, l.shexp_up, sg, su, sg, Activation::SiLU);
+      backend_.matmul_gate_up_glu(xn, l.shexp_gate, l.shexp_up, sg, su, sg, Activation::SiLU, xn_h);
       backend_.matmul(sg, l.shexp_down, so);
-      backend_.matmul(xn, l.shexp_gate_inp, ss);
+      backend_.matmul(xn, l.shexp_gate_inp, ss, xn_h);
       backend_.sigmoid_mul(so, ss, so);
       backend_.add(proj, so, proj);
     }
     return proj;
   }
-  backend_.matmul(ffn_hidden(il, xn), l.w_down, proj);
+  backend_.matmul(ffn_hidden(il, xn, xn_h), l.w_down, proj);
   return proj;
 }
 
-Tensor Transformer::ffn_hidden(int32_t il, const Tensor& xn) {
+Tensor Transformer::ffn_hidden(int32_t il, const Tensor& xn, const Handoff& xn_h) {
   const int32_t n = int32_t(xn.rows());
   const LayerWeights& l = w_.layers[size_t(il)];
   Tensor gate = gate_.slice_rows(0, n), up = up_.slice_rows(0, n);
-  backend_.matmul_gate_up_glu(xn, l.w_gate, l.w_up, gate, up, gate, c_.activation);
+  backend_.matmul_gate_up_glu(xn, l.w_gate, l.w_up, gate, up, gate, c_.activation, xn_h);
   return gate;
 }
 
-void Transformer::project_into_residual(const Tensor& in, const Tensor& w, const Tensor& bias, Tensor& x,
-                                        const Tensor& post_norm, const Tensor& next_norm,
-                                        std::span<const Tensor> consumers, Tensor& xn) {
+Handoff Transformer::project_into_residual(const Tensor& in, const Handoff& in_h, const Tensor& w, const Tensor& bias,
+                                           Tensor& x, const Tensor& post_norm, const Tensor& next_norm,
+                                           std::span<const Tensor> consumers, Tensor& xn) {
   Tensor proj = proj_.slice_rows(0, in.rows());
-  if (!comm_ && !post_norm.data && !bias.data) {
-    backend_.matmul_add_rms_norm(in, w, proj, x, next_norm, c_.rms_eps, xn, consumers);
-    return;
-  }
-  backend_.matmul(in, w, proj);
+  if (!comm_ && !post_norm.data && !bias.data)
+    return backend_.matmul_add_rms_norm(in, w, proj, x, next_norm, c_.rms_eps, xn, consumers, in_h);
+  backend_.matmul(in, w, proj, in_h);
   if (bias.data) backend_.add_bias(proj, bias);
-  residual_and_norm(x, proj, post_norm, next_norm, xn);
+  return residual_and_norm(x, proj, post_norm, next_norm, xn);
 }
 
 void Transformer::reduce(Tensor& x) {
   if (comm_) comm_->all_reduce_sum(x);
 }
 
-void Transformer::residual_and_norm(Tensor& x, Tensor& block_out, const Tensor& post_norm, const Tensor& next_norm,
-                                    Tensor& xn) {
+Handoff Transformer::residual_and_norm(Tensor& x, Tensor& block_out, const Tensor& post_norm, const Tensor& next_norm,
+                                       Tensor& xn) {
   if (comm_ &&
       comm_->all_reduce_add_rms_norm(block_out, x, post_norm.data ? &post_norm : nullptr, next_norm, c_.rms_eps, xn))
-    return;
+    return {};
   reduce(block_out);
-  if (post_norm.data) backend_.add_post_norm_rms_norm(x, block_out, post_norm, next_norm, c_.rms_eps, xn);
-  else backend_.add_rms_norm(x, block_out, next_norm, c_.rms_eps, xn);
+  if (post_norm.data) return backend_.add_post_norm_rms_norm(x, block_out, post_norm, next_norm, c_.rms_eps, xn);
+  return backend_.add_rms_norm(x, block_out, next_norm, c_.rms_eps, xn);
 }
 
 void Transformer::add_last_residual(int32_t il, Tensor& x, Tensor& ffn_out) {
@@ -332,8 +335,8 @@ void Transformer::last_layer_for_logits(int32_t il, const StepMeta& m, const Ten
   backend_.gather_rows(x, m, last);
   backend_.matmul(mix_l, mixer_out(il), proj);
   if (l.bo.data) backend_.add_bias(proj, l.bo);
-  residual_and_norm(last, proj, l.post_attn_norm, l.ffn_norm, xn);
-  Tensor ffn_out = ffn_block(il, xn);
+  const Handoff xn_h = residual_and_norm(last, proj, l.post_attn_norm, l.ffn_norm, xn);
+  Tensor ffn_out = ffn_block(il, xn, xn_h);
   add_last_residual(il, last, ffn_out);
   logits_of(last, nl);
 }
@@ -356,6 +359,9 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv, bool hidden_states)
   }
   if (c_.embd_scale != 1.0f) backend_.scale(x, c_.embd_scale);
   backend_.rms_norm(x, w_.layers[0].attn_norm, c_.rms_eps, xn);
+  // What xn's norm handed over, for the matmuls that read xn next
+  // (Backend::Handoff).
+  Handoff xn_h;
   for (int32_t il = 0; il < c_.n_layer; ++il) {
     const LayerWeights& l = w_.layers[size_t(il)];
     const bool last_layer = il + 1 == c_.n_layer;
@@ -363,24 +369,25 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv, bool hidden_states)
     // layers: no KV, the state rows instead).
     const int32_t group = kv.groups().group_of(il);
     const StepMeta lm = group >= 0 ? m.for_group(group) : m;
-    const Tensor mix = mixer(il, lm, kv);
+    Handoff mix_h;
+    const Tensor mix = mixer(il, lm, kv, xn_h, mix_h);
     if (last_layer && nl < n && !hidden_states) {
       last_layer_for_logits(il, lm, mix, x);
       return;
     }
     // Each norm's matmuls come right after it (the backend may fuse them).
     const Tensor ffn_in[2] = {l.w_gate, l.w_up};
-    project_into_residual(mix, mixer_out(il), l.bo, x, l.post_attn_norm, l.ffn_norm,
-                          c_.has_experts() ? std::span<const Tensor>() : std::span<const Tensor>(ffn_in), xn);
+    xn_h = project_into_residual(mix, mix_h, mixer_out(il), l.bo, x, l.post_attn_norm, l.ffn_norm,
+                                 c_.has_experts() ? std::span<const Tensor>() : std::span<const Tensor>(ffn_in), xn);
     if (!last_layer && !c_.has_experts()) {
       const LayerWeights& next = w_.layers[size_t(il) + 1];
-      project_into_residual(ffn_hidden(il, xn), l.w_down, Tensor{}, x, l.post_ffn_norm, next.attn_norm,
-                            mixer_inputs_[size_t(il) + 1], xn);
+      xn_h = project_into_residual(ffn_hidden(il, xn, xn_h), {}, l.w_down, Tensor{}, x, l.post_ffn_norm,
+                                   next.attn_norm, mixer_inputs_[size_t(il) + 1], xn);
       continue;
     }
-    Tensor ffn_out = ffn_block(il, xn);
+    Tensor ffn_out = ffn_block(il, xn, xn_h);
     if (!last_layer) {
-      residual_and_norm(x, ffn_out, l.post_ffn_norm, w_.layers[size_t(il) + 1].attn_norm, xn);
+      xn_h = residual_and_norm(x, ffn_out, l.post_ffn_norm, w_.layers[size_t(il) + 1].attn_norm, xn);
       continue;
     }
     add_last_residual(il, x, ffn_out);

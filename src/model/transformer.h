@@ -58,32 +58,36 @@ class Transformer {
   void run_layers(const StepMeta& m, KVCache& kv, bool hidden_states = false);
   // Layer il's q/k/v projections of the normed input in xn_, [q/k norms,]
   // RoPE and the store of K and V into the layer's cache: returns q.
-  Tensor project_qkv(int32_t il, const StepMeta& m, const KVLayer& cache);
+  // (xn_h: what xn's norm handed over, Backend::Handoff)
+  Tensor project_qkv(int32_t il, const StepMeta& m, const KVLayer& cache, const Handoff& xn_h);
   // Paged attention of q over the layer's cache into rows of attn_ (times
   // sigmoid of the gate rows, with a gated attention output).
-  Tensor attend(int32_t il, const StepMeta& m, const KVLayer& cache, const Tensor& q);
+  // What it hands over with them goes into attn_h.
+  Tensor attend(int32_t il, const StepMeta& m, const KVLayer& cache, const Tensor& q, Handoff& attn_h);
   // Layer il's token mixer for all the step's tokens: attention (q/k/v, KV
   // store, attention) or the Gated DeltaNet block (input projections,
   // conv, delta rule, gated norm): the rows its output projection
   // (mixer_out) multiplies.
-  Tensor mixer(int32_t il, const StepMeta& m, KVCache& kv);
-  Tensor delta_net(int32_t il, const StepMeta& m, const RecurrentLayer& st);
+  // out_h: what the mixer hands over with its output.
+  Tensor mixer(int32_t il, const StepMeta& m, KVCache& kv, const Handoff& xn_h, Handoff& out_h);
+  Tensor delta_net(int32_t il, const StepMeta& m, const RecurrentLayer& st, const Handoff& xn_h);
   const Tensor& mixer_out(int32_t il) const;
   // Sums a row-parallel product over the ranks (tensor parallel only).
   void reduce(Tensor& x);
   // The FFN of the normed rows xn (dense, or router -> top-k experts):
   // returns its down projection (rows of proj_), before any post-FFN norm
   // and the sum over ranks.
-  Tensor ffn_block(int32_t il, const Tensor& xn);
+  Tensor ffn_block(int32_t il, const Tensor& xn, const Handoff& xn_h);
   // A dense FFN's GLU of the normed rows xn (rows of gate_): what its down
   // projection multiplies.
-  Tensor ffn_hidden(int32_t il, const Tensor& xn);
+  Tensor ffn_hidden(int32_t il, const Tensor& xn, const Handoff& xn_h);
   // x += in . w^T [+ bias] (summed over the ranks, post-normed where
   // post_norm is present), then xn = the next RMSNorm of x, whose matmuls by `consumers`
   // come next (the backend may fuse the three: Backend::matmul_add_rms_norm).
-  void project_into_residual(const Tensor& in, const Tensor& w, const Tensor& bias, Tensor& x,
-                             const Tensor& post_norm, const Tensor& next_norm, std::span<const Tensor> consumers,
-                             Tensor& xn);
+  // in_h: what in's producer handed over; returns xn's Handoff, for those matmuls.
+  Handoff project_into_residual(const Tensor& in, const Handoff& in_h, const Tensor& w, const Tensor& bias,
+                                Tensor& x, const Tensor& post_norm, const Tensor& next_norm,
+                                std::span<const Tensor> consumers, Tensor& xn);
   // The last layer's x += ffn_out (summed over the ranks, post-normed
   // where the model has it): no next norm to fuse it with.
   void add_last_residual(int32_t il, Tensor& x, Tensor& ffn_out);
@@ -98,7 +102,9 @@ class Transformer {
   // x += block_out (summed over the ranks, then post-normed when post_norm
   // is present), then xn = the next RMSNorm of x: one fused op either way
   // (with the sum too where the communicator fuses it).
-  void residual_and_norm(Tensor& x, Tensor& block_out, const Tensor& post_norm, const Tensor& next_norm, Tensor& xn);
+  // Returns xn's Handoff.
+  Handoff residual_and_norm(Tensor& x, Tensor& block_out, const Tensor& post_norm, const Tensor& next_norm,
+                            Tensor& xn);
   // Pure decode steps (one new token and one logit row per sequence) run as
   // graphs, padded to a bucket size.
   bool graph_eligible(const Batch& b) const;

@@ -12,7 +12,7 @@ bin_path, testdata = sys.argv[1], sys.argv[2]
 arch_dir = os.path.join(testdata, "arch")
 if not os.path.isdir(arch_dir):
     print(f"test data missing: {arch_dir}")
-    sys.exit(1 if os.environ.get("ROCMFORGE_REQUIRE_TESTDATA") == "1" else 0)
+    sys.exit(1 if "testdata" in os.environ.get("ROCMFORGE_REQUIRE", "").split(",") else 0)
 prompts = os.path.join(arch_dir, "prompts.txt")
 fails = 0
 for arch in ["qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4", "mixtral", "qwen3moe", "gpt-oss", "qwen35", "qwen35moe"]:

@@ -1,6 +1,5 @@
 // libFuzzer target: tokenizing arbitrary bytes never crashes and keeps the
-// tokenizer's invariants. Vocabularies come from $ROCMFORGE_FUZZ_VOCAB (GGUF
-// paths separated by ':'), by default the llama-spm, gpt-2 and
+// tokenizer's invariants. Vocabularies: the llama-spm, gpt-2 and
 // deepseek-coder vocabularies of the test data ($ROCMFORGE_TESTDATA, else
 // ../shared/testdata, which is right when run from the repository root as
 // scripts/fuzz.sh does). They are loaded once.
@@ -22,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/utf8.h"
 #include "tokenizer/tokenizer.h"
@@ -34,19 +34,8 @@ namespace {
 }
 
 std::vector<std::string> vocab_paths() {
-  if (const char* env = std::getenv("ROCMFORGE_FUZZ_VOCAB"); env && *env) {
-    std::vector<std::string> out;
-    std::string s = env;
-    for (size_t pos = 0; pos <= s.size();) {
-      size_t end = s.find(':', pos);
-      if (end == std::string::npos) end = s.size();
-      if (end > pos) out.push_back(s.substr(pos, end - pos));
-      pos = end + 1;
-    }
-    return out;
-  }
-  const char* td = std::getenv("ROCMFORGE_TESTDATA");
-  const std::string dir = std::string(td && *td ? td : "../shared/testdata") + "/vocab/";
+  const std::string& td = rf::env().testdata;
+  const std::string dir = (td.empty() ? std::string("../shared/testdata") : td) + "/vocab/";
   return {dir + "ggml-vocab-llama-spm.gguf", dir + "ggml-vocab-gpt-2.gguf", dir + "ggml-vocab-deepseek-coder.gguf"};
 }
 
@@ -61,7 +50,7 @@ const std::vector<std::unique_ptr<rf::Tokenizer>>& tokenizers() {
       }
     }
     if (v.empty()) {
-      std::fprintf(stderr, "fuzz_tokenizer: no vocabulary loaded (set ROCMFORGE_FUZZ_VOCAB or ROCMFORGE_TESTDATA)\n");
+      std::fprintf(stderr, "fuzz_tokenizer: no vocabulary loaded (set ROCMFORGE_TESTDATA)\n");
       std::abort();
     }
     return v;

@@ -22,8 +22,8 @@ using test::AttnShape;
 enum class AttnKernels { CudaCorePrefill, TensorCorePrefill };
 
 // min_split_keys: decode attention's shortest key slice
-// (CudaOptions::attention_min_split_keys; long ones leave slices empty).
-// tile_partials: prefill's split query tiles (CudaOptions::
+// (Tuning::attention_min_split_keys; long ones leave slices empty).
+// tile_partials: prefill's split query tiles (Tuning::
 // prefill_tile_partials; these small steps split their longer tiles over
 // their keys unless 0).
 void check_attention(const AttnShape& sh, AttnKernels kernels, int min_split_keys = 32, int tile_partials = 64) {
@@ -33,9 +33,11 @@ void check_attention(const AttnShape& sh, AttnKernels kernels, int min_split_key
   std::mt19937 rng(11 + sh.hd);
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
-  o.prefill_mma = kernels != AttnKernels::CudaCorePrefill;
-  o.attention_min_split_keys = min_split_keys;
-  o.prefill_tile_partials = tile_partials;
+  o.tune = [=](gpu::Tuning& t) {
+    t.prefill_mma = kernels != AttnKernels::CudaCorePrefill;
+    t.attention_min_split_keys = min_split_keys;
+    t.prefill_tile_partials = tile_partials;
+  };
   auto gpu = std::make_unique<CudaBackend>(o);
   CpuBackend cpu(2);
   const int bs = 16, num_blocks = 200, max_blocks = 160;
@@ -149,7 +151,7 @@ TEST_P(CudaAttention, MatchesCpuOnMixedBatch) {
 }
 
 // Decode splits summed by a thread-block cluster of their blocks
-// (CudaOptions::attention_cluster) against the combine kernel over the same
+// (Tuning::attention_cluster) against the combine kernel over the same
 // splits (max_attention_splits): the same arithmetic in the same order, so
 // the same bits — for clusters of 16 (past the portable size), 8 and 3
 // (output chunks that do not spread evenly over the blocks), decode-only
@@ -175,8 +177,10 @@ TEST_P(CudaAttention, DecodeClusterSumMatchesCombineKernel) {
       CudaOptions o;
       o.dequant_scratch_bytes = size_t(32) << 20;
       o.max_attention_splits = splits;
-      o.attention_target_blocks = 4096;  // every step takes all the splits
-      o.attention_cluster = o.attention_cluster_hd256 = cluster ? splits : 0;
+      o.tune = [=](gpu::Tuning& t) {
+        t.attention_blocks_per_sm = 4096;  // every step takes all the splits
+        t.attention_cluster = t.attention_cluster_hd256 = cluster ? splits : 0;
+      };
       CudaBackend gpu(o);
       gpu.reserve(BackendLimits{512, 16, max_blocks, 16, 100, 1, sh.n_heads, sh.hd});
       KVLayer cache{test::upload(gpu, kc), test::upload(gpu, vc), DType::F16, num_blocks, bs, sh.n_kv, sh.hd};

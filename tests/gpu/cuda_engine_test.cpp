@@ -90,7 +90,7 @@ TEST_P(CudaEngineBatch, GreedyAloneEqualsAmong32) {
     path = test::testdata_path(name);
   }
   // FP8 weights keep f16 activations here: by default batches past 8 rows
-  // multiply e4m3 activations (CudaOptions::fp8_gemm_min_rows), so a
+  // multiply e4m3 activations (Tuning::fp8_gemm_min_rows), so a
   // sequence's activations are rounded among 32 and not alone, by design.
   auto gpu = test::make_gpu(/*fp8_activations=*/false);
   auto model = Model::load(path, *gpu, false);

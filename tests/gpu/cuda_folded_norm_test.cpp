@@ -1,5 +1,5 @@
 // One token's residual add + RMSNorm folded into the f16 GEMVs around it
-// (CudaOptions::fold_norm_gains): the norm gains folded into the q/k/v and
+// (Fusions::fold_norm_gains): the norm gains folded into the q/k/v and
 // gate/up weights at load (fold_norm_gain), an o / down projection that adds
 // its rows to the residual (matmul_add_rms_norm), then the gate*up and
 // q/k/v GEMVs scaling by 1 / rms of the row they read. Against a
@@ -89,12 +89,14 @@ struct Results {
   std::vector<float> res1, res2, glu, q, k, v;
 };
 
-// tma_rows: CudaOptions::gemv_tma_rows (0: the default rows per block).
+// tma_rows: Tuning::gemv_tma_rows (0: the default rows per block).
 Results run(const Inputs& in, bool fold, int tma_rows = 0) {
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
-  o.fold_norm_gains = fold;
-  o.gemv_tma_rows = tma_rows;
+  o.tune = [=](gpu::Tuning& t) {
+    t.fusions.fold_norm_gains = fold;
+    t.gemv_tma_rows = tma_rows;
+  };
   CudaBackend gpu(o);
   const int H = in.hidden;
   BackendLimits lim{8, 4, 4, 4, 100, int64_t(H) * kIn, 32, 128, 8};
@@ -125,22 +127,27 @@ Results run(const Inputs& in, bool fold, int tma_rows = 0) {
   const auto read_f16 = [&](const Tensor& t) {
     return test::from_f16(test::download<uint16_t>(gpu, t.data, size_t(t.cols())));
   };
-  gpu.matmul_add_rms_norm(a, wp, out, res, gain_ffn, kEps, xn, ffn_in);
+  // Each Handoff to the op after (folded: the row's norm left to it).
+  const Handoff to_ffn = gpu.matmul_add_rms_norm(a, wp, out, res, gain_ffn, kEps, xn, ffn_in);
+  EXPECT_EQ(to_ffn.norm_pending, fold);
+  EXPECT_TRUE(!to_ffn.norm_pending || (to_ffn.data == xn.data && to_ffn.norm_eps == kEps));
   r.out_untouched = test::download<uint16_t>(gpu, out.data, size_t(H)) == sentinel;
   r.res1 = test::download<float>(gpu, res.data, size_t(H));
-  gpu.matmul_gate_up_glu(xn, wg, wu, gate, up, gate, Activation::SiLU);
+  gpu.matmul_gate_up_glu(xn, wg, wu, gate, up, gate, Activation::SiLU, to_ffn);
   r.glu = read_f16(gate);
-  gpu.matmul_add_rms_norm(a, wp, out, res, gain_attn, kEps, xn, qkv_in);
+  const Handoff to_qkv = gpu.matmul_add_rms_norm(a, wp, out, res, gain_attn, kEps, xn, qkv_in);
   r.res2 = test::download<float>(gpu, res.data, size_t(H));
   Tensor outs[3] = {q, k, v};
-  gpu.matmul_multi(xn, qkv_in, outs, biases);
+  gpu.matmul_multi(xn, qkv_in, outs, biases, to_qkv);
   r.q = read_f16(q);
   r.k = read_f16(k);
   r.v = read_f16(v);
   if (fold) {
-    // The un-normed row is for the matmuls named, and nothing else.
-    gpu.matmul_add_rms_norm(a, wp, out, res, gain_ffn, kEps, xn, ffn_in);
-    EXPECT_THROW(gpu.matmul(xn, wq, q), Error);
+    // The un-normed row is for the matmuls that apply its norm, and its
+    // Handoff for the tensor it describes.
+    const Handoff pending = gpu.matmul_add_rms_norm(a, wp, out, res, gain_ffn, kEps, xn, ffn_in);
+    EXPECT_THROW(gpu.matmul(xn, wq, q, pending), Error);
+    EXPECT_THROW(gpu.matmul_gate_up_glu(q, wg, wu, gate, up, gate, Activation::SiLU, pending), Error);
   }
   return r;
 }

@@ -1,10 +1,12 @@
 // The batch-1 k-quant GEMV's 8-bit activations written by the kernel that
-// produces its input row (CudaOptions::fused_act_q8): the residual add +
-// RMSNorm and the attention combine. Every result must be bit-identical to
-// the separate quantize kernel's (the same arithmetic on the same f16
-// values), GEMVs of the row in the ops right after reuse the quants (and
-// a MoE layer's expert gate*up after the router, which carries them), and
-// none does once another op came between.
+// produces its input row (Fusions::act_q8): the residual add +
+// RMSNorm and the attention combine, which hand them over with the row
+// (Handoff). Every result must be bit-identical to the separate quantize
+// kernel's (the same arithmetic on the same f16 values); a GEMV handed the
+// quants reads them (and hands them on to another GEMV of the row, and a
+// MoE layer's expert gate*up takes the norm's through the router); one
+// handed nothing quantizes its row itself; quants overwritten since they
+// were handed over are refused.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -19,15 +21,18 @@ namespace {
 constexpr int kHidden = 4096;  // 32 heads of 128: wide enough for the streaming GEMV
 
 struct FusedQ8Results {
-  std::vector<float> after_norm, second_gemv, after_other_op, after_combine;
+  std::vector<float> after_norm, second_gemv, not_handed, after_combine;
   // A producer, its row changed behind the backend's back (a copy, no
-  // kernel between), the GEMV, another op, the GEMV again: the first GEMV
-  // reads the producer's quants where they are reused, the second the
-  // changed row.
+  // kernel between), the GEMV handed the producer's Handoff (it reads the
+  // producer's quants where they are handed over: stale), the same GEMV
+  // handed nothing (fresh).
   std::vector<float> norm_stale, norm_fresh, combine_stale, combine_fresh;
-  // The same with the row replaced through the backend (copy_to_device):
-  // the GEMV must quantize it anew.
-  std::vector<float> norm_copied, combine_copied;
+  // Handed quants that were overwritten since (the backend's own copy over
+  // the row; another GEMV's quants in the buffer): the GEMV refuses them.
+  bool norm_copied_refused = false, combine_copied_refused = false, other_gemv_refused = false;
+  bool handed_other_tensor_refused = false;
+  // Whether each producer handed quants over.
+  bool norm_hands_quants = false, combine_hands_quants = false;
 };
 
 // The residual add + RMSNorm's inputs for one row of d: residual x (f32),
@@ -44,12 +49,23 @@ NormInputs norm_inputs(CudaBackend& gpu, int d, std::mt19937& rng) {
           gpu.load_f32(nw.data(), d, 1, "norm")};
 }
 
+bool throws(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error&) {
+    return true;
+  }
+  return false;
+}
+
 // One backend (fused_act_q8 on or off) through the same ops on the same data.
 FusedQ8Results run_ops(bool fused) {
   std::mt19937 rng(23);
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
-  o.fused_act_q8 = fused;
+  o.tune = [=](gpu::Tuning& t) {
+    t.fusions.act_q8 = fused;
+  };
   CudaBackend gpu(o);
   const int n_heads = 32, hd = 128, bs = 16, num_blocks = 160, max_blocks = 150;
   BackendLimits lim{64, 4, max_blocks, 4, 100, int64_t(kHidden) * 256, n_heads, hd, n_heads};
@@ -70,19 +86,18 @@ FusedQ8Results run_ops(bool fused) {
   const auto read = [&](const Tensor& t, int m) { return test::download<float>(gpu, t.data, size_t(m)); };
 
   FusedQ8Results r;
-  // Add + RMSNorm, then two GEMVs of its row (the second in the op after).
-  gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
-  gpu.matmul(xn, gw4, o4);
+  // Add + RMSNorm, then two GEMVs of its row, each handed what the op
+  // before handed over.
+  const Handoff from_norm = gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
+  r.norm_hands_quants = from_norm.copy != 0 && from_norm.data == xn.data;
+  const Handoff after_first = gpu.matmul(xn, gw4, o4, from_norm);
   r.after_norm = read(o4, m4);
-  gpu.matmul(xn, gw6, o6);
+  gpu.matmul(xn, gw6, o6, after_first);
   r.second_gemv = read(o6, m6);
-  // Add + RMSNorm, an op that changes the row, then the GEMV: quantized anew.
+  // The GEMV handed nothing quantizes the row itself.
   gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
-  const auto bias = test::randn(kHidden, rng);
-  Tensor gbias = gpu.load_f32(bias.data(), kHidden, 1, "bias");
-  gpu.add_bias(xn, gbias);
   gpu.matmul(xn, gw4, o4);
-  r.after_other_op = read(o4, m4);
+  r.not_handed = read(o4, m4);
 
   // Decode attention of one token over 1,500 keys (8 slices summed by a
   // cluster of their blocks: see CudaBackend::decode_slices), then the GEMV
@@ -98,68 +113,82 @@ FusedQ8Results run_ops(bool fused) {
                          kv_dim, 1, DeviceKind::CUDA);
   Tensor att = make_tensor(gpu.alloc(kv_dim * 2, "attention out"), DType::F16, kv_dim, 1, DeviceKind::CUDA);
   const AttentionParams ap{n_heads, n_heads, hd, 1.0f / std::sqrt(float(hd))};
-  gpu.attention(q, cache, meta, ap, att);
-  gpu.matmul(att, gw4, o4);
+  const Handoff from_attention = gpu.attention(q, cache, meta, ap, att);
+  r.combine_hands_quants = from_attention.copy != 0 && from_attention.data == att.data;
+  gpu.matmul(att, gw4, o4, from_attention);
   r.after_combine = read(o4, m4);
 
   const auto other = test::to_f16(test::round_f16(test::randn(kHidden, rng)));
   Tensor spare = make_tensor(gpu.alloc(kHidden * 2, "spare"), DType::F16, kHidden, 1, DeviceKind::CUDA);
+  gpu.copy_to_device(spare.data, other.data(), kHidden * 2);
   // After `produce` wrote `row`: the row replaced by a raw copy behind the
   // backend's back (the backend idle: read() synchronized it), the GEMV
-  // (stale where the quants are reused), another op, the GEMV again
-  // (fresh); then produced again and replaced by the backend's own copy.
-  const auto stale_then_fresh = [&](const std::function<void()>& produce, const Tensor& row,
-                                    std::vector<float>& stale, std::vector<float>& fresh,
-                                    std::vector<float>& copied) {
-    produce();
+  // handed the producer's Handoff (stale where it hands quants over), the
+  // GEMV handed nothing (fresh); then produced again, replaced by the
+  // backend's own copy, and the GEMV handed the old Handoff (refused where
+  // it hands quants over).
+  const auto stale_then_fresh = [&](const std::function<Handoff()>& produce, const Tensor& row,
+                                    std::vector<float>& stale, std::vector<float>& fresh, bool& copied_refused) {
+    Handoff h = produce();
     (void)read(o4, m4);
-    ASSERT_EQ(gpuMemcpy(row.data, other.data(), kHidden * 2, gpuMemcpyHostToDevice), gpuSuccess);
-    ASSERT_EQ(gpuDeviceSynchronize(), gpuSuccess);
-    gpu.matmul(row, gw4, o4);
+    EXPECT_EQ(gpuMemcpy(row.data, other.data(), kHidden * 2, gpuMemcpyHostToDevice), gpuSuccess);
+    EXPECT_EQ(gpuDeviceSynchronize(), gpuSuccess);
+    gpu.matmul(row, gw4, o4, h);
     stale = read(o4, m4);
-    gpu.add_bias(spare, gbias);
     gpu.matmul(row, gw4, o4);
     fresh = read(o4, m4);
-    produce();
+    h = produce();
     gpu.copy_to_device(row.data, other.data(), kHidden * 2);
-    gpu.matmul(row, gw4, o4);
-    copied = read(o4, m4);
+    copied_refused = throws([&] { gpu.matmul(row, gw4, o4, h); });
   };
-  stale_then_fresh([&] { gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn); }, xn, r.norm_stale, r.norm_fresh,
-                   r.norm_copied);
-  stale_then_fresh([&] { gpu.attention(q, cache, meta, ap, att); }, att, r.combine_stale, r.combine_fresh,
-                   r.combine_copied);
+  stale_then_fresh([&] { return gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn); }, xn, r.norm_stale, r.norm_fresh,
+                   r.norm_copied_refused);
+  stale_then_fresh([&] { return gpu.attention(q, cache, meta, ap, att); }, att, r.combine_stale, r.combine_fresh,
+                   r.combine_copied_refused);
+  // Another row's GEMV between the producer and the GEMV it handed over to:
+  // the quants in the buffer are that row's now.
+  const Handoff h = gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
+  gpu.matmul(spare, gw4, o4);
+  r.other_gemv_refused = throws([&] { gpu.matmul(xn, gw4, o4, h); });
+  // A Handoff is for the tensor it describes.
+  const Handoff h2 = gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
+  r.handed_other_tensor_refused = throws([&] { gpu.matmul(spare, gw4, o4, h2); });
   return r;
 }
 
 TEST(CudaFusedQ8, SameBitsAsTheQuantizeKernel) {
   RF_REQUIRE_GPU();
   const FusedQ8Results off = run_ops(false), on = run_ops(true);
+  EXPECT_TRUE(on.norm_hands_quants && on.combine_hands_quants);
+  EXPECT_FALSE(off.norm_hands_quants || off.combine_hands_quants);
   EXPECT_EQ(on.after_norm, off.after_norm) << "GEMV after add + RMSNorm";
   EXPECT_EQ(on.second_gemv, off.second_gemv) << "second GEMV of the normed row";
-  EXPECT_EQ(on.after_other_op, off.after_other_op) << "GEMV after an op that changed the row";
+  EXPECT_EQ(on.not_handed, off.not_handed) << "GEMV handed nothing";
   EXPECT_EQ(on.after_combine, off.after_combine) << "GEMV after the attention combine";
   EXPECT_EQ(on.norm_fresh, off.norm_fresh);
   EXPECT_EQ(on.combine_fresh, off.combine_fresh);
   // Without fusing, every GEMV quantizes the row it reads.
   EXPECT_EQ(off.norm_stale, off.norm_fresh);
   EXPECT_EQ(off.combine_stale, off.combine_fresh);
-  // Fused, the GEMV right after each producer read the producer's quants.
+  // Fused, the GEMV handed each producer's quants read them.
   EXPECT_NE(on.norm_stale, on.norm_fresh) << "the GEMV after the norm quantized its row itself";
   EXPECT_NE(on.combine_stale, on.combine_fresh) << "the GEMV after the combine quantized its row itself";
   EXPECT_EQ(on.combine_stale, on.after_combine) << "the combine's quants are those of its output";
-  // The backend's own copies drop the record.
-  EXPECT_EQ(on.norm_copied, on.norm_fresh) << "GEMV after copy_to_device over the normed row";
-  EXPECT_EQ(on.combine_copied, on.combine_fresh) << "GEMV after copy_to_device over the combined row";
+  // Quants overwritten since they were handed over are refused.
+  EXPECT_TRUE(on.norm_copied_refused) << "GEMV handed quants after copy_to_device over the normed row";
+  EXPECT_TRUE(on.combine_copied_refused) << "GEMV handed quants after copy_to_device over the combined row";
+  EXPECT_TRUE(on.other_gemv_refused) << "GEMV handed quants after another row's GEMV";
+  EXPECT_FALSE(off.norm_copied_refused || off.combine_copied_refused || off.other_gemv_refused);
+  EXPECT_TRUE(on.handed_other_tensor_refused && off.handed_other_tensor_refused);
 }
 
-// One token's MoE layer: add + RMSNorm (writing the row's quants), the
-// router GEMV + routing in one launch (CudaOptions::fused_moe_router, which
-// carries the record: it neither writes the row nor act_q8), the experts'
-// gate*up (a streaming GEMV of 2048-wide Q4_K rows, reading the norm's
-// quants) and down. Results after a normal pass, after the normed row was
-// replaced behind the backend's back (stale where the gate*up reused the
-// norm's quants), and after another op came between (fresh).
+// One token's MoE layer: add + RMSNorm (handing over the row's quants), the
+// router GEMV + routing in one launch (Fusions::moe_router: it
+// neither writes the row nor the quants, so the norm's Handoff goes on to
+// moe_ffn), the experts' gate*up (a streaming GEMV of 2048-wide Q4_K rows,
+// reading the norm's quants) and down. Results after a normal pass, after
+// the normed row was replaced behind the backend's back (stale where the
+// gate*up read the norm's quants), and with no Handoff (fresh).
 struct MoeQ8Results {
   std::vector<float> normal, stale, fresh;
 };
@@ -169,8 +198,10 @@ MoeQ8Results run_moe(bool fused) {
   const int d = 2048, E = 16, k = 4, ff = 256;
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
-  o.fused_act_q8 = fused;
-  o.fused_moe_router = true;
+  o.tune = [=](gpu::Tuning& t) {
+    t.fusions.act_q8 = fused;
+    t.fusions.moe_router = true;
+  };
   CudaBackend gpu(o);
   gpu.reserve(test::moe_limits(8, E, k, ff, d));
   const auto gate = test::random_weight(DType::Q4_K, E * ff, d, rng, 0.3f);
@@ -193,27 +224,21 @@ MoeQ8Results run_moe(bool fused) {
     return make_tensor(gpu.alloc(row_bytes(t, uint64_t(cols)), what), t, cols, 1, DeviceKind::CUDA);
   };
   Tensor xn = act("normed", d, DType::F16), logits = act("logits", E, DType::F32), ids = act("ids", k, DType::I32),
-         weights = act("weights", k, DType::F32), out = act("out", d, DType::F16), spare = act("spare", d, DType::F16);
-  const auto bias = test::randn(d, rng);
-  Tensor gbias = gpu.load_f32(bias.data(), d, 1, "bias");
+         weights = act("weights", k, DType::F32), out = act("out", d, DType::F16);
   const auto other = test::to_f16(test::round_f16(test::randn(d, rng)));
-  const auto moe = [&] {
-    gpu.moe_router_route(xn, wr, p, logits, ids, weights);
-    gpu.moe_ffn(xn, ids, weights, w, p, out);
+  const auto moe = [&](const Handoff& xn_h) {
+    const Handoff ids_h = gpu.moe_router_route(xn, wr, p, logits, ids, weights);
+    gpu.moe_ffn(xn, ids, weights, w, p, out, xn_h, ids_h);
     return test::from_f16(test::download<uint16_t>(gpu, out.data, size_t(d)));
   };
   MoeQ8Results r;
-  gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
-  (void)moe();  // a k-quant GEMV has run: from now on the norm writes quants
-  gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
-  r.normal = moe();
-  gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
+  r.normal = moe(gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn));
+  const Handoff h = gpu.add_rms_norm(gres, gy, gnw, 1e-5f, xn);
   gpu.synchronize();  // the norm done before the raw copy (on another stream) lands
   EXPECT_EQ(gpuMemcpy(xn.data, other.data(), size_t(d) * 2, gpuMemcpyHostToDevice), gpuSuccess);
   EXPECT_EQ(gpuDeviceSynchronize(), gpuSuccess);
-  r.stale = moe();
-  gpu.add_bias(spare, gbias);
-  r.fresh = moe();
+  r.stale = moe(h);
+  r.fresh = moe({});
   return r;
 }
 

@@ -167,7 +167,9 @@ TEST_P(CudaPackedGateUp, MatchesCpu) {
   for (const bool packed_matmul : {true, false}) {
     std::mt19937 rng(43 + int(type));
     CudaOptions o;
-    o.packed_gate_up = packed_matmul;
+    o.tune = [=](gpu::Tuning& t) {
+      t.fusions.packed_gate_up = packed_matmul;
+    };
     CudaBackend gpu(o);
     BackendLimits lim{512, 4, 4, 4, 100, 2 * ff * k, 4, 64, 1};
     lim.n_ff = ff;
@@ -206,7 +208,7 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaPackedGateUp,
 
 // q/k/v of mixed formats (q4_k_m keeps some V projections in Q6_K): one
 // row takes one launch of the streaming GEMV for both formats
-// (CudaOptions::gemv_two_formats), a few rows the leading run of one
+// (Fusions::gemv_two_formats), a few rows the leading run of one
 // format fused and the rest alone; all match the CPU, with and without
 // biases.
 TEST(CudaFusedOps, MixedFormatProjectionsMatchCpu) {
@@ -217,7 +219,7 @@ TEST(CudaFusedOps, MixedFormatProjectionsMatchCpu) {
   CpuBackend cpu(2);
   const int rows[3] = {256, 64, 64};
   // 2048 wide: one chunk a lane; 3584: 56 chunks, a lane's first two
-  // loaded before the PDL wait (CudaOptions::kq_stream_early_two).
+  // loaded before the PDL wait (Tuning::kq_stream_early_two).
   for (const int k : {2048, 3584})
   for (const auto& types : {std::array<DType, 3>{DType::Q4_K, DType::Q4_K, DType::Q6_K},
                             std::array<DType, 3>{DType::Q6_K, DType::Q4_K, DType::Q4_K}}) {
@@ -346,7 +348,7 @@ TEST(CudaFusedOps, AddPostNormRmsNormMatchesCpu) {
 }
 
 // Qwen3's and Gemma 3's per-head q/k norms inside the RoPE + KV store
-// kernel (CudaOptions::fused_qk_norm_rope) against the CPU's rms_norm_pair
+// kernel (Fusions::qk_norm_rope) against the CPU's rms_norm_pair
 // then rope_store_kv, and against the GPU's two kernels (the same values
 // but for the order of a head's sum of squares).
 struct QkNormRopeShape {
@@ -398,7 +400,9 @@ TEST_P(CudaQkNormRope, MatchesCpuAndUnfused) {
   };
   const auto run_gpu = [&](bool fused) {
     CudaOptions o;
-    o.fused_qk_norm_rope = fused;
+    o.tune = [=](gpu::Tuning& t) {
+      t.fusions.qk_norm_rope = fused;
+    };
     CudaBackend gpu(o);
     gpu.reserve(BackendLimits{std::max(n, 64), 4, num_blocks, 4, 10, 1, sh.n_heads, hd});
     void* gkc = gpu.alloc(cache_n * 2, "k cache");

@@ -67,7 +67,7 @@ using test::kMinRoutingMargin;
 using test::RoutingMarginCpu;
 
 // FP8 weights with e4m3 activations in batches past 8 rows (the default,
-// CudaOptions::fp8_gemm_min_rows), which the CPU reference does not
+// Tuning::fp8_gemm_min_rows), which the CPU reference does not
 // emulate: each activation rounded to 3 mantissa bits (a relative error of
 // up to 1/16) in the 40-token prefill, its KV entries kept for the decode
 // steps. Measured on the H200: rel. L2 0.076 at the prefill's logits,
@@ -153,11 +153,19 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaModelVsCpu,
 constexpr double kQ8ActivationsL2 = 0.0224;
 class CudaFamilyWidths : public ::testing::TestWithParam<const char*> {};
 
+// "+fusions-off": the same with every fusion off (ROCMFORGE_FUSIONS=off's
+// tuning: each op in launches of its own), against the same CPU run.
 TEST_P(CudaFamilyWidths, DecodeMatchesCpu) {
   RF_REQUIRE_GPU();
-  const std::string spec = std::string("dummy:") + GetParam();
+  std::string preset = GetParam();
+  const bool fusions_off = preset.ends_with("+fusions-off");
+  if (fusions_off) preset.resize(preset.size() - std::string("+fusions-off").size());
+  const std::string spec = "dummy:" + preset;
   CpuBackend cpu(int(std::max(2u, std::thread::hardware_concurrency())));
-  auto gpu = test::make_gpu();
+  CudaOptions o;
+  o.dequant_scratch_bytes = size_t(32) << 20;
+  if (fusions_off) o.tune = [](gpu::Tuning& t) { t.fusions = gpu::Fusions::none(); };
+  auto gpu = std::make_unique<CudaBackend>(o);
   test::ModelRunner g(spec, *gpu, 32, 1, 8), c(spec, cpu, 32, 1, 8);
   g.warmup();  // decode graphs captured up front, as the engine does
   std::mt19937 rng(17);
@@ -182,7 +190,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaFamilyWidths,
                          ::testing::Values("llama3-8b-4l:q4_k_m", "llama3-8b-4l:f16", "qwen2.5-7b-4l:q4_k_m",
                                            "qwen2.5-7b-4l:f16", "qwen3-8b-4l:q4_k_m",
                                            "gemma2-9b-4l:q4_k_m", "gemma2-9b-4l:f16", "gemma3-12b-4l:q4_k_m",
-                                           "phi3-mini-4l:q4_k_m", "phi3-mini-4l:f16", "glm4-9b-4l:q4_k_m"),
+                                           "phi3-mini-4l:q4_k_m", "phi3-mini-4l:f16", "glm4-9b-4l:q4_k_m",
+                                           "llama3-8b-4l:q4_k_m+fusions-off", "llama3-8b-4l:f16+fusions-off",
+                                           "qwen3-8b-4l:q4_k_m+fusions-off", "gemma2-9b-4l:f16+fusions-off"),
                          [](const auto& info) { return test::param_name(info.param); });
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <numeric>
 
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/moe/moe.cuh"
 #include "core/quant.h"
 #include "gpu/gpu_test_util.h"
 
@@ -98,7 +98,7 @@ double act_ref(double g, bool gelu) {
 }
 
 // One token's router GEMV and routing in one launch
-// (CudaOptions::fused_moe_router): the logits against a double-precision
+// (Fusions::moe_router): the logits against a double-precision
 // product, the routing (and the one-token plan moe_ffn then uses) exactly
 // as moe_route and moe_ffn give them from those logits; several launches in
 // a row (the last block's ticket goes back to 0).
@@ -110,7 +110,9 @@ TEST(CudaMoe, RouterAndRouteInOneLaunch) {
     const int ff = 64;
     const BackendLimits lim = test::moe_limits(8, E, k, ff, d);
     CudaOptions o;
-    o.fused_moe_router = true;
+    o.tune = [=](gpu::Tuning& t) {
+      t.fusions.moe_router = true;
+    };
     CudaBackend fused(o);
     auto plain = test::make_gpu();
     fused.reserve(lim);
@@ -147,15 +149,17 @@ TEST(CudaMoe, RouterAndRouteInOneLaunch) {
         Tensor ti = make_tensor(gpu.alloc(size_t(k) * 4, "ids"), DType::I32, k, 1, DeviceKind::CUDA);
         Tensor tw = make_tensor(gpu.alloc(size_t(k) * 4, "weights"), DType::F32, k, 1, DeviceKind::CUDA);
         Tensor to = make_tensor(gpu.alloc(size_t(d) * 2, "out"), DType::F16, d, 1, DeviceKind::CUDA);
+        Handoff planned;  // the routing's plan for these ids, which moe_ffn takes
         if (side == 0) {
-          gpu.moe_router_route(tx, sides[side].router, p, tl, ti, tw);
+          planned = gpu.moe_router_route(tx, sides[side].router, p, tl, ti, tw);
           logits = test::download<float>(gpu, tl.data, size_t(E));
         } else {
           // The plain path from the fused side's logits: the same routing.
           gpu.copy_to_device(tl.data, logits.data(), size_t(E) * 4);
-          gpu.moe_route(tl, p, ti, tw);
+          planned = gpu.moe_route(tl, p, ti, tw);
         }
-        gpu.moe_ffn(tx, ti, tw, sides[side].w, p, to);
+        EXPECT_TRUE(planned.data == ti.data && planned.copy != 0);
+        gpu.moe_ffn(tx, ti, tw, sides[side].w, p, to, {}, planned);
         out[side] = test::from_f16(test::download<uint16_t>(gpu, to.data, size_t(d)));
         if (side == 0) {
           std::vector<double> ref(static_cast<size_t>(E), 0.0);
@@ -190,7 +194,7 @@ TEST(CudaMoe, DownAndCombineInOneLaunch) {
                          Shape{DType::Q4_K, 16, 4, 30, 512}}) {
     CudaBackend gpu;
     gpu.reserve(test::moe_limits(4, c.n_expert, c.k, c.ff, c.m));
-    ASSERT_TRUE(gpu::moe_down_combined_supported(gpu.options(), c.type, c.ff, c.k));
+    ASSERT_TRUE(gpu::moe_down_combined_supported(gpu.tuning(), c.type, c.ff, c.k));
     const Experts down = make_experts(c.type, c.n_expert * c.m, c.ff, rng);
     const Tensor w = gpu.load_weight(down.host, "down");
     std::vector<int32_t> ids(static_cast<size_t>(c.n_expert)), pos(static_cast<size_t>(c.k));
@@ -238,35 +242,37 @@ struct MoeCase {
   bool gelu;
   int d = 256;  // model width (gate/up rows' length); 2048: one token's gate*up streams (gemv_stream.cu)
   int ff = 512;  // each expert's FFN width (the down rows' length)
-  // One token's down GEMV streams too (CudaOptions::kq_stream_expert_rows;
+  // One token's down GEMV streams too (Tuning::kq_stream_expert_rows;
   // with ff >= 2048, Q4_K / Q6_K), reading the GLU outputs' 8-bit quants
   // (ff 8192: two warps per row set).
   bool stream_rows = false;
   // ... also rows shorter than a warp's lanes have chunks (lane groups;
-  // CudaOptions::kq_stream_short_expert_rows).
+  // Tuning::kq_stream_short_expert_rows).
   bool short_rows = false;
   // One token's down rows and their weighted sum in one launch
-  // (CudaOptions::fused_moe_down).
+  // (Fusions::moe_down).
   bool combined = false;
   // One token's 2,048-wide gate and up rows (one chunk a lane) in lane
-  // groups of 16, else whole warps (CudaOptions::kq_stream_expert_groups).
+  // groups of 16, else whole warps (Tuning::kq_stream_expert_groups).
   bool expert_groups = true;
 };
 
 class CudaMoeFfn : public ::testing::TestWithParam<MoeCase> {};
 
-// One case against the naive reference; `wgmma`: CudaOptions::wgmma (the
+// One case against the naive reference; `wgmma`: Tuning::wgmma (the
 // batched expert matmuls on Hopper's wgmma kernel or on the mma.sync one).
 void check_moe_case(const MoeCase& c, bool wgmma) {
   const int d = c.d, ff = c.ff, E = c.n_expert, k = c.k;
   std::mt19937 rng(17 + int(c.gate_type) * 7 + E);
   CudaOptions o;
-  o.wgmma = wgmma;
   o.dequant_scratch_bytes = size_t(32) << 20;
-  o.kq_stream_expert_rows = c.stream_rows;
-  o.kq_stream_short_expert_rows = c.short_rows;
-  o.fused_moe_down = c.combined;
-  o.kq_stream_expert_groups = c.expert_groups;
+  o.tune = [=](gpu::Tuning& t) {
+    t.wgmma = wgmma;
+    t.kq_stream_expert_rows = c.stream_rows;
+    t.kq_stream_short_expert_rows = c.short_rows;
+    t.fusions.moe_down = c.combined;
+    t.kq_stream_expert_groups = c.expert_groups;
+  };
   auto gpu = std::make_unique<CudaBackend>(o);
   // moe_ffn works in chunks of at most max_tokens tokens.
   const BackendLimits lim = test::moe_limits(128, E, k, ff, d);
@@ -298,8 +304,9 @@ void check_moe_case(const MoeCase& c, bool wgmma) {
     Tensor tx = make_tensor(gx, DType::F16, d, n, DeviceKind::CUDA), tl = make_tensor(gl, DType::F32, E, n, DeviceKind::CUDA);
     Tensor ti = make_tensor(gi, DType::I32, k, n, DeviceKind::CUDA), tw = make_tensor(gwt, DType::F32, k, n, DeviceKind::CUDA);
     Tensor to = make_tensor(go, DType::F16, d, n, DeviceKind::CUDA);
-    gpu->moe_route(tl, p, ti, tw);
-    gpu->moe_ffn(tx, ti, tw, gw, p, to);
+    const Handoff planned = gpu->moe_route(tl, p, ti, tw);  // (one token: its plan)
+    EXPECT_EQ(planned.copy != 0, n == 1);
+    gpu->moe_ffn(tx, ti, tw, gw, p, to, {}, planned);
     const Routed r = route_reference(logits, n, E, k, true);
     // The activations as the gate*up GEMV reads them (8-bit for one token
     // on wide rows).

@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/matmul/matmul.cuh"
 #include "core/fp8.h"
 #include "core/quant.h"
 #include "gpu/gpu_test_util.h"
@@ -64,7 +64,9 @@ TEST_P(CudaMatmul, MatchesCpu) {
   if (type == DType::F16 || type == DType::F8_E4M3_ROW) {
     CudaOptions o;
     o.dequant_scratch_bytes = size_t(32) << 20;
-    o.gemv_tma_rows = 4;
+    o.tune = [=](gpu::Tuning& t) {
+      t.gemv_tma_rows = 4;
+    };
     four = std::make_unique<CudaBackend>(o);
     four->reserve(BackendLimits{128, 4, 4, 4, 100, 2112 * 512, 1, 1});
   }
@@ -132,9 +134,11 @@ TEST(CudaOps, KQuantTensorCoreMatmulKernels) {
            {true, 2, true}, {true, 0, true}, {true, 1000, true}, {true, 2, false}, {false, 0, false}}) {
     CudaOptions o;
     o.dequant_scratch_bytes = size_t(32) << 20;
-    o.wgmma = wgmma;
-    o.wgmma_split_cost = split_cost;
-    o.wgmma_narrow = narrow;
+    o.tune = [=](gpu::Tuning& t) {
+      t.wgmma = wgmma;
+      t.wgmma_split_cost = split_cost;
+      t.wgmma_narrow = narrow;
+    };
     auto gpu = std::make_unique<CudaBackend>(o);
     gpu->reserve(BackendLimits{128, 4, 4, 4, 100, 4096 * 512, 1, 1});
     for (DType type : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
@@ -178,7 +182,7 @@ TEST(CudaOps, WgmmaSplitRule) {
 #endif
 }
 
-// FP8 weights on FP8 tensor cores (CudaOptions::fp8_gemm_min_rows, cuBLASLt
+// FP8 weights on FP8 tensor cores (Tuning::fp8_gemm_min_rows, cuBLASLt
 // with a scale per weight row and per activation row): the path must run on
 // this device (Hopper has e4m3 GEMMs), and it matches the CPU given the
 // activations the GPU multiplies (each row quantized to e4m3 with its own
@@ -197,7 +201,9 @@ TEST(CudaOps, Fp8TensorCoreMatmul) {
   std::mt19937 rng(23);
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(1) << 20;  // rows in chunks of at most ~480 at k = 2048
-  o.fp8_gemm_min_rows = 9;  // from 9 rows on, before the f16 tensor-core matmul of 9..256 rows
+  o.tune = [=](gpu::Tuning& t) {
+    t.fp8_gemm_min_rows = 9;  // from 9 rows on, before the f16 tensor-core matmul of 9..256 rows
+  };
   auto gpu = std::make_unique<CudaBackend>(o);
   gpu->reserve(BackendLimits{1024, 4, 4, 4, 100, 2112 * 2048, 1, 1});
   CpuBackend cpu(2);
@@ -264,11 +270,13 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
   for (const int split : {0, 1, 2, 4}) {
     CudaOptions o;
     o.dequant_scratch_bytes = size_t(32) << 20;
-    o.kq_stream_rows = o.kq_stream_q6k_rows = rows_per_warp;
-    o.kq_stream_split = split;
-    // 3072-wide Q4_K / Q5_K rows at two rows per warp: one row a warp
-    // (the default) at split 0, lane groups of 16 at split 1.
-    o.kq_stream_uneven_one_row = split != 1;
+    o.tune = [=](gpu::Tuning& t) {
+      t.kq_stream_rows = t.kq_stream_q6k_rows = rows_per_warp;
+      t.kq_stream_split = split;
+      // 3072-wide Q4_K / Q5_K rows at two rows per warp: one row a warp
+      // (the default) at split 0, lane groups of 16 at split 1.
+      t.kq_stream_uneven_one_row = split != 1;
+    };
     CudaBackend gpu(o);
     gpu.reserve(BackendLimits{64, 4, 4, 4, 100, 14336 * 64, 1, 1});
     const std::string variant = str(dtype_name(type), ", rows per warp ", rows_per_warp, ", split ", split);

@@ -6,8 +6,8 @@
 // the golden file (one sequence, and 33 at once through the engine with
 // decode graphs), and every family's first-step logits at 2 ranks against
 // the CPU (1e-2 relative L2, as one GPU is held to). Needs two GPUs: with
-// fewer it skips, and fails under ROCMFORGE_REQUIRE_GPU=2 (set it on the
-// two-GPU machine, so that green there means these ran).
+// fewer it skips, and fails under ROCMFORGE_REQUIRE=multi-gpu (set it on
+// the two-GPU machine, so that green there means these ran).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,7 +18,7 @@
 #include <random>
 #include <thread>
 
-#include "backend/cuda/nccl_comm.h"
+#include "backend/cuda/collective/nccl_comm.h"
 #include "gpu/gpu_test_util.h"
 #include "model/evaluator.h"
 #include "model/model.h"
@@ -27,7 +27,7 @@
 #define RF_REQUIRE_TWO_GPUS()                                                                          \
   do {                                                                                                 \
     if (::rf::CudaBackend::device_count() < 2) {                                                       \
-      if (::rf::test::required_gpus() >= 2) FAIL() << "fewer than 2 GPUs found";                     \
+      if (::rf::env().require_multi_gpu) FAIL() << "fewer than 2 GPUs found";                        \
       GTEST_SKIP() << "fewer than 2 GPUs";                                                             \
     }                                                                                                  \
   } while (0)
@@ -40,7 +40,9 @@ struct TwoGpus {
     for (int g = 0; g < 2; ++g) {
       CudaOptions o;
       o.device = g;
-      o.peer_fused_norm = fused_norm;
+      o.tune = [=](gpu::Tuning& t) {
+        t.fusions.peer_norm = fused_norm;
+      };
       o.dequant_scratch_bytes = size_t(32) << 20;
       owned.push_back(std::make_unique<CudaBackend>(o));
       gpus.push_back(owned.back().get());

@@ -1,5 +1,5 @@
 // GPU test helpers: skip without a GPU (fail instead under
-// ROCMFORGE_REQUIRE_GPU=1), device buffers from host vectors, normalized
+// ROCMFORGE_REQUIRE=gpu), device buffers from host vectors, normalized
 // error against the CPU backend's results.
 #pragma once
 
@@ -24,7 +24,7 @@
 #define RF_REQUIRE_GPU()                                                                     \
   do {                                                                                       \
     if (::rf::CudaBackend::device_count() == 0) {                                            \
-      if (::rf::test::env_flag("ROCMFORGE_REQUIRE_GPU")) FAIL() << "no CUDA device found";   \
+      if (::rf::env().require_gpu) FAIL() << "no CUDA device found";                         \
       GTEST_SKIP() << "no CUDA device";                                                      \
     }                                                                                        \
   } while (0)
@@ -103,7 +103,7 @@ inline std::vector<uint8_t> random_weight(DType type, int rows, int cols, std::m
 inline std::unique_ptr<CudaBackend> make_gpu(bool fp8_activations = true) {
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
-  if (!fp8_activations) o.fp8_gemm_min_rows = 0;
+  if (!fp8_activations) o.tune = [](gpu::Tuning& t) { t.fp8_gemm_min_rows = 0; };
   return std::make_unique<CudaBackend>(o);
 }
 

@@ -26,8 +26,8 @@ class RoutingMarginCpu : public CpuBackend {
  public:
   using CpuBackend::CpuBackend;
   float min_margin = INFINITY;
-  void moe_route(const Tensor& logits, const MoeParams& p, Tensor& ids, Tensor& weights) override {
-    CpuBackend::moe_route(logits, p, ids, weights);
+  Handoff moe_route(const Tensor& logits, const MoeParams& p, Tensor& ids, Tensor& weights) override {
+    const Handoff h = CpuBackend::moe_route(logits, p, ids, weights);
     for (int64_t r = 0; r < logits.rows(); ++r) {
       std::vector<float> l(logits.ptr<float>() + r * p.n_expert, logits.ptr<float>() + (r + 1) * p.n_expert);
       float scale = 0.0f;
@@ -35,6 +35,7 @@ class RoutingMarginCpu : public CpuBackend {
       std::sort(l.begin(), l.end(), std::greater<float>());
       if (p.n_used < p.n_expert) min_margin = std::min(min_margin, (l[size_t(p.n_used) - 1] - l[size_t(p.n_used)]) / scale);
     }
+    return h;
   }
 };
 

@@ -361,9 +361,11 @@ class MinimalBackend final : public Backend {
   StepMeta upload_step(const Batch&) override { return {}; }
   void embed(const Tensor&, const StepMeta&, Tensor&) override {}
   void rms_norm(const Tensor&, const Tensor&, float, Tensor&) override {}
-  void matmul(const Tensor&, const Tensor&, Tensor&) override {}
+  Handoff matmul(const Tensor&, const Tensor&, Tensor&, const Handoff& = {}) override { return {}; }
   void rope_store_kv(Tensor&, Tensor&, const Tensor&, const StepMeta&, const RopeParams&, const KVLayer&) override {}
-  void attention(const Tensor&, const KVLayer&, const StepMeta&, const AttentionParams&, Tensor&) override {}
+  Handoff attention(const Tensor&, const KVLayer&, const StepMeta&, const AttentionParams&, Tensor&) override {
+    return {};
+  }
   void swiglu(const Tensor&, const Tensor&, Tensor&) override {}
   void add(const Tensor&, const Tensor&, Tensor&) override {}
   void gather_rows(const Tensor&, const StepMeta&, Tensor&) override {}

@@ -9,7 +9,7 @@
 
 #include <random>
 
-#include "backend/cuda/mfma_tile.h"
+#include "backend/cuda/matmul/mfma_tile.h"
 #include "op/emulated_block.h"
 
 namespace rf::gpu {

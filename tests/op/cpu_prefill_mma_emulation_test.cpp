@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "backend/cuda/prefill_mma_tile.h"
+#include "backend/cuda/attention/prefill_mma_tile.h"
 #include "core/fp16.h"
 #include "op/emulated_block.h"
 

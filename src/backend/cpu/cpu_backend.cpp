@@ -139,24 +139,30 @@ void CpuBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& o
   });
 }
 
-void CpuBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out) { cpu::matmul(pool_, x, w, out); }
+Handoff CpuBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out, const Handoff& x_in) {
+  check_handoff(x, x_in, "matmul");
+  cpu::matmul(pool_, x, w, out);
+  return {};
+}
 
 void CpuBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
                                const KVLayer& cache) {
   cpu::rope_store_kv(pool_, q, k, v, m, rope, cache);
 }
 
-void CpuBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
-                           Tensor& out) {
+Handoff CpuBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                              Tensor& out) {
   RF_CHECK(p.window == 0 && p.softcap == 0.0f && !p.sinks,
            "attention: a sliding window, soft-cap or sinks need attention_ext");
   cpu::attention(pool_, q, cache, m, p, out);
+  return {};
 }
 
-void CpuBackend::attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
-                               Tensor& out) {
+Handoff CpuBackend::attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m,
+                                  const AttentionParams& p, Tensor& out) {
   RF_CHECK(p.window >= 0 && p.softcap >= 0.0f, "attention_ext: negative window or soft-cap");
   cpu::attention(pool_, q, cache, m, p, out);
+  return {};
 }
 
 void CpuBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
@@ -221,12 +227,15 @@ void CpuBackend::softcap(Tensor& x, float cap) {
   for (int64_t i = 0; i < x.numel(); ++i) p[i] = float(double(cap) * std::tanh(double(p[i]) / double(cap)));
 }
 
-void CpuBackend::moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) {
+Handoff CpuBackend::moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) {
   cpu::moe_route(router_logits, p, ids, weights);
+  return {};
 }
 
 void CpuBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
-                         const MoeParams& p, Tensor& out) {
+                         const MoeParams& p, Tensor& out, const Handoff& x_in, const Handoff& ids_in) {
+  check_handoff(x, x_in, "moe_ffn");
+  check_handoff(ids, ids_in, "moe_ffn");
   cpu::moe_ffn(pool_, x, ids, weights, w, p, out, moe_);
 }
 

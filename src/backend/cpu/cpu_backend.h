@@ -51,11 +51,11 @@ class CpuBackend : public Backend {
   StepMeta upload_step(const Batch& batch) override;
   void embed(const Tensor& table, const StepMeta& m, Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
-  void matmul(const Tensor& x, const Tensor& w, Tensor& out) override;
+  Handoff matmul(const Tensor& x, const Tensor& w, Tensor& out, const Handoff& x_in = {}) override;
   void rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
                      const KVLayer& cache) override;
-  void attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
-                 Tensor& out) override;
+  Handoff attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                    Tensor& out) override;
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void add(const Tensor& a, const Tensor& b, Tensor& out) override;
   void add_bias(Tensor& x, const Tensor& bias) override;
@@ -63,8 +63,8 @@ class CpuBackend : public Backend {
   void swiglu_oai(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void scale(Tensor& x, float s) override;
   void softcap(Tensor& x, float cap) override;
-  void attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
-                     Tensor& out) override;
+  Handoff attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                        Tensor& out) override;
   void sigmoid_mul(const Tensor& x, const Tensor& gate, Tensor& out) override;
   void conv1d_silu_state(const Tensor& x, const Tensor& w, const StepMeta& m, const RecurrentLayer& st,
                          Tensor& out) override;
@@ -73,9 +73,9 @@ class CpuBackend : public Backend {
                        Tensor& out) override;
   void gated_rms_norm(const Tensor& x, const Tensor& w, const Tensor& z, float eps, Tensor& out) override;
   void copy_on_device(void* dst, const void* src, size_t bytes) override;
-  void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) override;
+  Handoff moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) override;
   void moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w, const MoeParams& p,
-               Tensor& out) override;
+               Tensor& out, const Handoff& x_in = {}, const Handoff& ids_in = {}) override;
   void gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) override;
   void sample(const Tensor& logits, std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties,
               std::vector<SampleResult>& out) override;

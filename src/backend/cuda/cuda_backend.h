@@ -28,8 +28,8 @@ class OpProfiler;
 
 class CudaBackend final : public Backend {
  public:
-  // The environment switches (cuda_options.h) are applied to `options` here,
-  // once.
+  // The device's tuning (tuning.h), options.tune and the environment
+  // switches (core/env.h) are applied here, once.
   explicit CudaBackend(const CudaOptions& options = {});
   ~CudaBackend() override;
 
@@ -57,14 +57,14 @@ class CudaBackend final : public Backend {
   void embed(const Tensor& table, const StepMeta& m, Tensor& out) override;
   void embed_range(const Tensor& table, int64_t first, const StepMeta& m, Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
-  void matmul(const Tensor& x, const Tensor& w, Tensor& out) override;
+  Handoff matmul(const Tensor& x, const Tensor& w, Tensor& out, const Handoff& x_in = {}) override;
   void rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
                      const KVLayer& cache) override;
-  void attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
-                 Tensor& out) override;
+  Handoff attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                    Tensor& out) override;
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
-  void attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
-                     Tensor& out) override;
+  Handoff attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
+                        Tensor& out) override;
   void add_bias(Tensor& x, const Tensor& bias) override;
   void geglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void scale(Tensor& x, float s) override;
@@ -77,21 +77,22 @@ class CudaBackend final : public Backend {
                              std::span<const PenaltyToken> penalties, Communicator& comm,
                              std::vector<SampleResult>& out) override;
   void synchronize() override;
-  void matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
-                    std::span<const Tensor> biases) override;
-  void add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
-                              Tensor& out) override;
+  Handoff matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                       std::span<const Tensor> biases, const Handoff& x_in = {}) override;
+  Handoff add_post_norm_rms_norm(Tensor& x, const Tensor& y, const Tensor& w_y, const Tensor& w, float eps,
+                                 Tensor& out) override;
   void matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
-                          Tensor& out, Activation act) override;
-  void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override;
-  void matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual, const Tensor& norm_w,
-                           float eps, Tensor& next, std::span<const Tensor> consumers) override;
+                          Tensor& out, Activation act, const Handoff& x_in = {}) override;
+  Handoff add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override;
+  Handoff matmul_add_rms_norm(const Tensor& x, const Tensor& w, Tensor& out, Tensor& residual, const Tensor& norm_w,
+                              float eps, Tensor& next, std::span<const Tensor> consumers,
+                              const Handoff& x_in = {}) override;
   bool fold_norm_gain(Tensor& gain, std::span<const Tensor> consumers) override;
-  void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) override;
-  void moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits, Tensor& ids,
-                        Tensor& weights) override;
+  Handoff moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) override;
+  Handoff moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits, Tensor& ids,
+                           Tensor& weights) override;
   void moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w, const MoeParams& p,
-               Tensor& out) override;
+               Tensor& out, const Handoff& x_in = {}, const Handoff& ids_in = {}) override;
   void rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb, Tensor& b_out,
                      float eps) override;
   void qk_norm_rope_store_kv(const Tensor& q_raw, const Tensor& wq, const Tensor& k_raw, const Tensor& wk, float eps,
@@ -100,7 +101,7 @@ class CudaBackend final : public Backend {
 
   // Graphs are off while profiling (op_profiler.h).
   bool supports_graphs() const override { return options_.graphs && !options_.profile; }
-  bool packs_qkv() const override { return options_.packed_qkv; }
+  bool packs_qkv() const override { return tuning_.fusions.packed_qkv; }
   void run_graph(uint64_t key, const std::function<void()>& record) override;
   void clear_graphs() override;
   double measure_copy_bandwidth() override;
@@ -108,6 +109,7 @@ class CudaBackend final : public Backend {
   void* stream() const { return stream_; }
   int device_index() const { return options_.device; }
   const CudaOptions& options() const { return options_; }
+  const gpu::Tuning& tuning() const { return tuning_; }  // what the launchers get
   // Whether matmuls of this weight format and shape quantize the
   // activations to 8 bits (the batch-1 Q4_K / Q6_K GEMV; tests build their
   // reference from the same activations).
@@ -117,16 +119,29 @@ class CudaBackend final : public Backend {
   bool expert_down_quantizes_activations(DType w_type, int k, int n_used) const;
   // Whether a matmul of n activation rows on FP8 weights w into `out_type`
   // runs on FP8 tensor cores (activations quantized to e4m3, a scale per
-  // row: CudaOptions::fp8_gemm_min_rows); tests build their reference from
+  // row: Tuning::fp8_gemm_min_rows); tests build their reference from
   // the same activations.
   bool matmul_runs_fp8(const Tensor& w, int n, DType out_type);
-  gpu::LaunchCtx ctx() const;  // the stream and options_, for the launchers
+  // The stream, tuning_ and the 8-bit activation buffer, for the
+  // launchers of an op that neither reads quants handed to it nor writes
+  // a row's quants for the next op (gpu.h: LaunchCtx).
+  gpu::LaunchCtx ctx() const;
   gpu::OpProfiler* profiler() const;  // null unless CudaOptions::profile
   size_t allocated_bytes() const override { return allocated_; }
 
  private:
   struct Impl;
-  void forget_act_q8();  // act_q8's record no longer trusted (LaunchCtx::act_q8_state)
+  // The 8-bit activations an op takes and hands over (gpu::ActQ8Record):
+  // the ctx of an op reading x, which may read the quants x_in hands over
+  // (checked: nothing overwrote them since); the ctx of an op producing
+  // a row, which writes its quants where weights loaded read them; and
+  // after the op's launches (act_q8_version() taken before), t's Handoff:
+  // the quants of t the op wrote, or was handed and kept.
+  gpu::LaunchCtx ctx_reading(const Tensor& x, const Handoff& x_in, const char* op) const;
+  gpu::LaunchCtx ctx_producing() const;
+  uint64_t act_q8_version() const;
+  Handoff act_q8_handoff(const Tensor& t, uint64_t since, const gpu::LaunchCtx& c) const;
+  void forget_act_q8();  // memory changed outside the ops: no quants are handed over any more
   struct MoeScratch;  // cuda_moe.cpp
   class ShardOps;     // cuda_sample_parallel.cpp
   void bind() const;  // makes options_.device current for the calling thread
@@ -134,6 +149,7 @@ class CudaBackend final : public Backend {
   // sampling kernels (sample(), and sample_vocab_parallel()'s first phase).
   void upload_sample_rows(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties);
   void reserve_moe(const BackendLimits& limits);
+  Handoff planned(const Tensor& ids);  // a one-token routing wrote ids' plan: its Handoff
   void release_moe();
   int attention_splits(const StepMeta& m) const;
   // FP8 tensor-core matmul (matmul_runs_fp8): activation rows per chunk in
@@ -147,37 +163,28 @@ class CudaBackend final : public Backend {
                      std::span<const Tensor> biases);
   // matmul_multi of one activation row by weights of two formats, the
   // first `run` in one and the rest in another (q4_k_m's q/k/v with V in
-  // Q6_K): one launch (CudaOptions::gemv_two_formats); false where it does
-  // not apply.
+  // Q6_K): one launch (Fusions::gemv_two_formats), x's Handoff after it
+  // into x_out; false where it does not apply.
   bool two_format_gemv(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
-                       std::span<const Tensor> biases, size_t run);
+                       std::span<const Tensor> biases, size_t run, const Handoff& x_in, Handoff& x_out);
   // matmul_gate_up_glu of gate and up weights adjacent in memory and 9 to
-  // kPackedQkvMaxRows rows (CudaOptions::packed_gate_up): one matmul over
+  // kPackedQkvMaxRows rows (Fusions::packed_gate_up): one matmul over
   // both into scratch, then the GLU from its two halves; false where it
   // does not apply.
   bool packed_gate_up(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& out, Activation act);
-  // The RMSNorm that matmul_add_rms_norm left to the op reading its row
-  // (x_rms set, cleared here), if x is that row; else none.
-  struct PendingNorm {
-    const void* row = nullptr;
-    float eps = 0.0f;
-  };
-  bool take_pending_norm(const Tensor& x, float& eps);
-  // Ops that read or overwrite a row: an un-normed row read by anything
-  // but the op it was left for is a bug; one overwritten is normed again.
-  void check_not_pending(const Tensor& x, const char* op) const;
-  void overwritten(const Tensor& out) {
-    if (out.data == pending_norm_.row) pending_norm_ = {};
-  }
   int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
   void release_reserved();
   int n_sms_ = 1;
   int warp_size_ = 32;  // the device's (64 on CDNA): launchers' LaunchCtx
 
   CudaOptions options_;
+  gpu::Tuning tuning_;
   std::string name_;
   void* stream_ = nullptr;
   void* act_q8_ = nullptr;  // LaunchCtx::act_q8
+  // Weights whose batch-1 GEMV reads 8-bit activations are loaded: the ops
+  // producing a row write its quants (LaunchCtx::act_q8_produce).
+  bool q8_readers_ = false;
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<MoeScratch> moe_;
   std::mutex alloc_mu_;
@@ -186,11 +193,9 @@ class CudaBackend final : public Backend {
   BackendLimits limits_;
   bool reserved_ = false;
   bool capturing_ = false;
-  // Norm gains folded into their matmuls' weights (fold_norm_gain), and a
-  // norm left to the op after matmul_add_rms_norm (host-side state of the
-  // op sequence; recorded into graphs as it is issued).
+  // Norm gains folded into their matmuls' weights (fold_norm_gain: load
+  // time).
   std::unordered_set<const void*> folded_gains_;
-  PendingNorm pending_norm_;
 };
 
 }  // namespace rf

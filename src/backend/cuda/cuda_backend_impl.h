@@ -1,19 +1,25 @@
 // CudaBackend::Impl: the backend's device buffers and handles, shared by
-// its source files (cuda_backend.cpp owns their life; the sampling files
-// read them). Private to src/backend/cuda.
+// its source files (cuda_backend.cpp and cuda_step.cpp own their life; the
+// op files of each family read them). Private to src/backend/cuda.
 #pragma once
 
 #include <memory>
 #include <unordered_map>
 #include <utility>
 
-#include "backend/cuda/blas.h"
+#include "backend/cuda/attention/attention.cuh"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/gpu.h"
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/matmul/blas.h"
 #include "backend/cuda/op_profiler.h"
+#include "backend/cuda/sample/sample.cuh"
 
 namespace rf {
+
+// The backend's stream as the vendor's type.
+inline gpuStream_t as_stream(void* s) { return static_cast<gpuStream_t>(s); }
+// Times one op when profiling (op_profiler.h).
+using OpTimer = gpu::OpProfiler::Scope;
 
 // Largest batch the packed q/k/v matmul takes (CudaBackend::packed_matmul):
 // batched decode; past it the three matmuls are large enough on their own.
@@ -21,10 +27,8 @@ constexpr int kPackedQkvMaxRows = 256;
 
 struct CudaBackend::Impl {
   std::unique_ptr<gpu::OpProfiler> profiler;  // with CudaOptions::profile
-  // What act_q8 holds and the number of the op now launching (ctx() counts
-  // them): LaunchCtx::act_q8_state, LaunchCtx::op.
-  gpu::ActQ8State act_q8_state;
-  uint64_t op_seq = 0;
+  // What the 8-bit activation buffer holds (LaunchCtx::act_q8_record).
+  gpu::ActQ8Record act_q8;
   std::unique_ptr<gpu::Blas> blas;
   void* blas_workspace = nullptr;
   void* staging = nullptr;  // pinned, for weight uploads

@@ -163,7 +163,7 @@
 #define RF_MFMA 1
 #endif
 
-#include "backend/cuda/cuda_options.h"
+#include "backend/cuda/tuning.h"
 #include "backend/cuda/wave.h"
 #include "core/error.h"
 
@@ -191,36 +191,41 @@ namespace rf::gpu {
 // earlier kernel touches (activations, the KV cache, outputs); before that it
 // may only read constant data (weights), e.g. to prefetch them. Kernels call
 // pdl_trigger() once past their own pdl_wait(), so the next kernel starts at
-// most one launch ahead. CudaOptions::pdl (ROCMFORGE_PDL=0) turns it off.
+// most one launch ahead. Tuning::pdl (ROCMFORGE_KERNELS_OFF=pdl) turns it
+// off.
 //
-// What every launcher gets: the backend's stream and its options (read once,
-// at construction), and the backend's buffer for 8-bit activations (the
-// streaming Q4_K GEMV quantizes its input row there; ops on one stream run in
-// order, so one buffer serves them all). Launchers pass it down; nothing on
-// a launch path reads the environment or a global.
+// What every launcher gets: the backend's stream and its tuning (decided
+// once, at construction: tuning.h), and the backend's buffer for 8-bit
+// activations (the
+// streaming k-quant GEMV quantizes its input row there; ops on one stream
+// run in order, so one buffer serves them all). Launchers pass it down;
+// nothing on a launch path reads the environment or a global.
 //
-// What act_q8 holds (CudaOptions::fused_act_q8): the quants of row `src`
-// (k wide), written during backend op number `op`. The op right after may
-// read them instead of quantizing src again (a GEMV after the RMSNorm or
-// the attention combine that wrote them, or a second GEMV of the same row);
-// any later op may not, since src may have changed meanwhile; nor may any
-// op after the backend copied or allocated memory or launched a graph
-// (CudaBackend::forget_act_q8 clears src). Producers write quants only once
-// a GEMV read them (gemv_seen: never for models without k-quant weights).
-struct ActQ8State {
+// What act_q8 holds: the quants of row `src` (k wide), or nothing (src
+// null), since the backend's write number `version`. Every launcher that
+// writes the buffer updates this record (act_q8_record after writing a
+// row's quants, act_q8_clobber after using it otherwise); the backend turns
+// it into the Handoff of the op's tensor (backend/backend.h). A launcher
+// reads the quants instead of quantizing a row only when its op was handed
+// them with that row (act_q8_handed, from the Handoff the op took; the
+// backend checked that nothing overwrote them since), and a producer (the
+// residual add + RMSNorm, the attention combine) writes its row's quants
+// only where its op asks it to (act_q8_produce: the backend's weights
+// include some whose GEMV reads them).
+struct ActQ8Record {
   const void* src = nullptr;
   int k = 0;
-  uint64_t op = 0;
-  bool gemv_seen = false;
+  uint64_t version = 0;
 };
 struct LaunchCtx {
   gpuStream_t stream;
-  const CudaOptions& options;
-  int warp_size;             // the device's (gpuDeviceProp::warpSize): host launch math
-  void* act_q8 = nullptr;    // kActQ8MaxK activations' worth (act_q8_bytes)
-  ActQ8State* act_q8_state = nullptr;  // the backend's (null: never reused)
-  uint64_t op = 0;                     // this backend op's number (CudaBackend::ctx counts them)
-  int n_sms = 1;                       // the device's multiprocessors
+  const Tuning& tuning;
+  int warp_size;                          // the device's (gpuDeviceProp::warpSize): host launch math
+  void* act_q8 = nullptr;                 // kActQ8MaxK activations' worth (act_q8_bytes)
+  ActQ8Record* act_q8_record = nullptr;   // the backend's record of act_q8 (null: nothing is recorded)
+  const void* act_q8_handed = nullptr;    // the row whose quants this op was handed in act_q8 (null: none)
+  bool act_q8_produce = false;            // a producer of one row also writes its quants
+  int n_sms = 1;                          // the device's multiprocessors
 };
 // The 8-bit activation buffer: per 32 activations a float2 (scale d, d *
 // sum of the quants), then the quants; rows of up to kActQ8MaxK.
@@ -232,14 +237,14 @@ inline int8_t* act_q8_quants(void* buf) {
 }
 // Whether the producer of one row of k activations (an RMSNorm, the
 // attention combine) should also write its quants to act_q8
-// (CudaOptions::fused_act_q8), and the record that it did.
+// (Fusions::act_q8, LaunchCtx::act_q8_produce), and the record
+// that it did.
 bool act_q8_fusable(const LaunchCtx& ctx, int rows, int k);
 void act_q8_record(const LaunchCtx& ctx, const void* src, int k);
-// Whether act_q8 holds src's quants from the previous op (or this one).
+// act_q8 used for anything but one row's quants.
+void act_q8_clobber(const LaunchCtx& ctx);
+// Whether act_q8 holds src's quants, handed to this op.
 bool act_q8_ready(const LaunchCtx& ctx, const void* src, int k);
-// An op that reads `unchanged` and writes neither it nor act_q8 (the MoE
-// router): a record of it made by the op before stays good for the op after.
-void act_q8_carry(const LaunchCtx& ctx, const void* unchanged);
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 __device__ __forceinline__ void pdl_wait() {
@@ -253,7 +258,7 @@ __device__ __forceinline__ void pdl_trigger() {
 #endif
 }
 // pdl_wait then pdl_trigger; with trigger_first (a short kernel's,
-// CudaOptions::pdl_early_rope) the trigger first, so that the next
+// Tuning::pdl_early_rope) the trigger first, so that the next
 // kernel's blocks launch, and load what they may before their own wait,
 // while this one waits. Safe where the next kernel reads before its wait
 // only what the kernels before this one's predecessor wrote.
@@ -307,7 +312,7 @@ void launch_in_clusters(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t 
 #ifdef RF_PORTABLE
   RF_CHECK(!clustered, "launch: no thread-block clusters in the portable kernels");
 #else
-  if (ctx.options.pdl) {
+  if (ctx.tuning.pdl) {
     attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[n++].val.programmaticStreamSerializationAllowed = 1;
   }

@@ -1,0 +1,63 @@
+// The mixture-of-experts family's launchers around the expert matmuls
+// (moe.cu): routing, the plan that groups (token, expert) pairs into tiles,
+// the gather and the weighted combine; and one token's expert down
+// projections with their weighted sum in one launch (moe_down.cu). The
+// expert matmuls themselves are the matmul family's expert modes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cuda/gpu.h"
+#include "core/dtype.h"
+
+namespace rf::gpu {
+
+constexpr int kMoeMaxExperts = 256;
+// Routing: f32 router logits [n, n_expert] -> the k chosen experts of each
+// token (ids [n, k], largest logit first, ties to the lower index) and
+// their softmax probabilities (weights [n, k], renormalised when norm).
+// With `plan` (one token only) the same launch also writes moe_plan's output
+// for these ids (each chosen expert its own one-row tile), so the FFN needs
+// no plan launch.
+struct MoePlanOut {
+  int32_t *order, *pos_of, *tiles_a, *tiles_b, *n_tiles;
+};
+void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32_t* ids, float* weights,
+               const MoePlanOut* plan, const LaunchCtx& ctx);
+// One token's router logits (x f16 [d] . w f32 [n_expert, d]^T into
+// logits) and their routing as moe_route with the plan, in one launch;
+// `ticket` (one zeroed unsigned, left zeroed) finds the block that routes.
+bool moe_router_route_fusable(int d, int n_expert, int k);
+void moe_router_route(const void* x, const float* w, int d, int n_expert, int k, bool norm, float* logits, int32_t* ids,
+                      float* weights, const MoePlanOut& plan, unsigned* ticket, const LaunchCtx& ctx);
+// Groups the n_pairs = n * k (token, expert) pairs of ids by expert:
+// order[pos] = pair, pos_of[pair] = pos, and tiles (int4 {expert, first
+// pos, rows, 0}) of at most tile_a rows into tiles_a and tile_b rows into
+// tiles_b; n_tiles[0], n_tiles[1] their counts (each at most
+// moe_max_tiles).
+void moe_plan(const int32_t* ids, int n_pairs, int n_expert, int tile_a, int tile_b, int32_t* order, int32_t* pos_of,
+              int32_t* tiles_a, int32_t* tiles_b, int32_t* n_tiles, const LaunchCtx& ctx);
+int moe_max_tiles(int n_pairs, int n_expert, int tile_rows);
+// xs[pos, :] = x[order[pos] / k, :] (f16 rows of cols).
+void moe_gather(const void* x, const int32_t* order, int n_pairs, int k, int cols, void* xs, const LaunchCtx& ctx);
+// out[t, :] = sum_j weights[t, j] * y[pos_of[t * k + j], :] (y f32, out f16).
+void moe_combine(const float* y, const int32_t* pos_of, const float* weights, int n, int k, int cols, void* out,
+                 const LaunchCtx& ctx);
+
+// ---- moe_down.cu
+// One token's expert down projections and their weighted sum in one launch
+// (Fusions::moe_down): out[r] = sum_j weights[j] * (row r of
+// expert ids[j]'s m x ff down matrix at w + ids[j] * expert_bytes) .
+// h[pos_of[j], :] for r < m (out f16), h's k_used rows of ff (f16) read as
+// 8-bit quants (written into ctx.act_q8 first). ids, weights and pos_of
+// must come from the host or from a kernel before the one writing h (the
+// kernel reads them before waiting for its predecessors: they are done two
+// launches back). Supported: Q4_K or Q6_K, ff % 256 == 0; false if it did
+// not launch (the caller runs the down GEMV and moe_combine).
+bool moe_down_combined_supported(const Tuning& tuning, DType w_type, int ff, int k_used);
+bool moe_down_combined(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int ff, int k_used,
+                       const void* h, const int32_t* ids, const float* weights, const int32_t* pos_of, void* out,
+                       const LaunchCtx& ctx);
+
+}  // namespace rf::gpu
