@@ -43,7 +43,7 @@ rm -rf "$dir" "$dir.tar.xz"
 mkdir -p "$dir"
 cp "$B/src/rocmforge" "$B/tests/test_gpu" "$B/tests/test_gpu_serial" "$dir"/
 strip "$dir"/*
-xz -T2 -3 "$dir/test_gpu" "$dir/test_gpu_serial"
+xz -T2 -3 "$dir/rocmforge" "$dir/test_gpu" "$dir/test_gpu_serial"
 if [ "$name" != bin ]; then
   tar -cJf "$dir.tar.xz" -C .gpu "$name"
   rm -rf "$dir"
