@@ -149,6 +149,7 @@ TEST_P(CudaGptOssMoe, MatchesCpu) {
   auto gpu = std::make_unique<CudaBackend>(o);
   CpuBackend cpu(2);
   gpu->reserve(test::moe_limits(256, E, k, ff, d));
+  cpu.reserve(test::moe_limits(256, E, k, ff, d));  // (the CPU's expert scratch)
   auto gate = test::random_weight(c.gate_type, E * ff, d, rng, 0.2f), up = test::random_weight(c.gate_type, E * ff, d, rng, 0.2f);
   auto down = test::random_weight(c.down_type, E * d, ff, rng, 0.2f);
   auto gate_b = test::randn(size_t(E) * ff, rng, 0.5f), up_b = test::randn(size_t(E) * ff, rng, 0.5f),
@@ -175,7 +176,9 @@ TEST_P(CudaGptOssMoe, MatchesCpu) {
   p.n_ff = ff;
   p.norm_weights = true;
   p.act = Activation::SiLUClampedOai;
-  if (c.combined) ASSERT_TRUE(gpu::moe_down_combined_supported(gpu->tuning(), c.down_type, ff, k));
+  if (c.combined) {
+    ASSERT_TRUE(gpu::moe_down_combined_supported(gpu->tuning(), c.down_type, ff, k));
+  }
   // 1: one-row GEMV tiles (and the fused down + sum); 3, 8: GEMV tiles; 200
   // tokens of 8 experts (100 rows an expert): the tensor-core expert matmuls
   // where the format has them.
@@ -255,7 +258,7 @@ TEST(CudaGptOss, YarnRopeMatchesCpu) {
   rope.n_ctx_orig = 4096;
   Batch b;
   b.reset(bs, num_blocks);
-  std::vector<int32_t> toks(size_t(n), 0), table(size_t(num_blocks));
+  std::vector<int32_t> toks(size_t(n), 0), table(static_cast<size_t>(num_blocks));
   std::iota(table.begin(), table.end(), 0);
   b.add_sequence(toks, first, table, false);
   gpu->reserve(BackendLimits{n, 4, num_blocks, 4, 10, 1, n_heads, hd});
