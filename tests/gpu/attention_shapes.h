@@ -16,11 +16,26 @@ struct AttnShape {
   int hd, n_heads, n_kv;
   int window = 0;
   float softcap = 0.0f;
+  bool sinks = false;  // a sink logit per head (gpt-oss): attn_sinks
 };
 
 inline std::string attn_shape_name(const AttnShape& p) {
   return "hd" + std::to_string(p.hd) + "_h" + std::to_string(p.n_heads) + "_kv" + std::to_string(p.n_kv) +
-         (p.window ? "_win" + std::to_string(p.window) : "") + (p.softcap > 0 ? "_cap" : "");
+         (p.window ? "_win" + std::to_string(p.window) : "") + (p.softcap > 0 ? "_cap" : "") +
+         (p.sinks ? "_sinks" : "");
+}
+
+// A shape's sink logits (AttentionParams::sinks; empty without): -2 to 6
+// over the heads with scores ~N(0, 1), from a sink that barely weighs
+// against a context of 2000 keys (e^-2 against ~2000 e^0.5) to one that
+// outweighs the keys of short contexts and matters in long ones (e^6 ~ 400:
+// a sixth of a 2000-key split-K denominator), so each path's sink term is
+// visible in the result.
+inline std::vector<float> attn_sinks(const AttnShape& p) {
+  std::vector<float> s;
+  if (p.sinks)
+    for (int h = 0; h < p.n_heads; ++h) s.push_back(-2.0f + 8.0f * float(h) / float(p.n_heads > 1 ? p.n_heads - 1 : 1));
+  return s;
 }
 
 // The batches, as (context, new tokens) per sequence: a prefill chunk +

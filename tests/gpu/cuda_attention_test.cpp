@@ -1,7 +1,8 @@
 // CUDA RoPE + KV store, paged attention (mixed prefill/decode batches,
 // single pass and split-K, head sizes 8/64/96/128/256, groups up to 16,
 // sliding windows — also with the blocks before each window released and
-// every unseen key NaN — and logit soft-capping; prefill on the CUDA-core
+// every unseen key NaN — logit soft-capping and attention sinks (gpt-oss);
+// prefill on the CUDA-core
 // and the tensor-core kernels, with query tiles split over their keys and
 // without) and sampling against the CPU backend.
 #include <gtest/gtest.h>
@@ -49,6 +50,13 @@ void check_attention(const AttnShape& sh, AttnKernels kernels, int min_split_key
                  sh.n_kv, sh.hd};
   BackendLimits lim{512, 16, max_blocks, 16, 100, 1, sh.n_heads, sh.hd};
   gpu->reserve(lim);
+  // Sinks: the CPU reads them from the host, the GPU from its memory.
+  const std::vector<float> sinks = test::attn_sinks(sh);
+  const float* gsinks = sinks.empty() ? nullptr : static_cast<const float*>(test::upload(*gpu, sinks));
+  const auto gpu_params = [&](AttentionParams p) {
+    p.sinks = gsinks;
+    return p;
+  };
   for (const auto& seqs : test::attention_batch_cases()) {
     const Batch b = test::attention_batch(seqs, bs, max_blocks, num_blocks);
     const int n = b.n_tokens();
@@ -57,7 +65,9 @@ void check_attention(const AttnShape& sh, AttnKernels kernels, int min_split_key
     AttentionParams ap{sh.n_heads, sh.n_kv, sh.hd, 1.0f / std::sqrt(float(sh.hd))};
     ap.window = sh.window;
     ap.softcap = sh.softcap;
-    const bool ext = sh.window > 0 || sh.softcap > 0.0f;
+    ap.sinks = sinks.empty() ? nullptr : sinks.data();
+    const AttentionParams gp = gpu_params(ap);
+    const bool ext = sh.window > 0 || sh.softcap > 0.0f || sh.sinks;
     StepMeta cm = cpu.upload_step(b);
     Tensor cq = make_tensor(q.data(), DType::F32, q_dim, n), co = make_tensor(ref.data(), DType::F32, q_dim, n);
     if (ext) cpu.attention_ext(cq, ccache, cm, ap, co);
@@ -66,8 +76,8 @@ void check_attention(const AttnShape& sh, AttnKernels kernels, int min_split_key
     void* gq = test::upload(*gpu, test::to_f16(q));
     void* go = gpu->alloc(size_t(n) * q_dim * 2, "attn out");
     Tensor tq = make_tensor(gq, DType::F16, q_dim, n, DeviceKind::CUDA), to = make_tensor(go, DType::F16, q_dim, n, DeviceKind::CUDA);
-    if (ext) gpu->attention_ext(tq, gcache, gm, ap, to);
-    else gpu->attention(tq, gcache, gm, ap, to);
+    if (ext) gpu->attention_ext(tq, gcache, gm, gp, to);
+    else gpu->attention(tq, gcache, gm, gp, to);
     EXPECT_LT(rel_l2(test::from_f16(test::download<uint16_t>(*gpu, go, size_t(n) * q_dim)), ref), 2e-3)
         << "hd " << sh.hd << " window " << sh.window << " softcap " << sh.softcap << ", case with " << seqs.size()
         << " sequences";
@@ -102,7 +112,7 @@ void check_attention(const AttnShape& sh, AttnKernels kernels, int min_split_key
       Tensor po = make_tensor(pref.data(), DType::F32, q_dim, n);
       cpu.attention_ext(cq, pc, cpu.upload_step(r), ap, po);
       EXPECT_LT(rel_l2(pref, ref), 1e-6) << "the CPU read a released or masked key";
-      gpu->attention_ext(tq, pg, gpu->upload_step(r), ap, to);
+      gpu->attention_ext(tq, pg, gpu->upload_step(r), gp, to);
       const auto got = test::from_f16(test::download<uint16_t>(*gpu, go, size_t(n) * q_dim));
       for (float x : got) ASSERT_TRUE(std::isfinite(x)) << "hd " << sh.hd << " window " << sh.window
                                                         << ": a released or masked key was loaded";
@@ -125,6 +135,7 @@ void check_attention(const AttnShape& sh, AttnKernels kernels, int min_split_key
   AttentionParams ap{sh.n_heads, sh.n_kv, sh.hd, 1.0f / std::sqrt(float(sh.hd))};
   ap.window = sh.window;
   ap.softcap = sh.softcap;
+  ap.sinks = sinks.empty() ? nullptr : sinks.data();
   Tensor cq = make_tensor(q.data(), DType::F32, q_dim, n), co = make_tensor(ref.data(), DType::F32, q_dim, n);
   cpu.attention_ext(cq, ccache, cpu.upload_step(b), ap, co);
   void* gq = test::upload(*gpu, test::to_f16(q));
@@ -132,13 +143,14 @@ void check_attention(const AttnShape& sh, AttnKernels kernels, int min_split_key
   std::vector<uint16_t> stale(size_t(np) * q_dim, f32_to_f16(7.0f));  // what a padding row must not keep
   gpu->copy_to_device(go, stale.data(), stale.size() * 2);
   Tensor tq = make_tensor(gq, DType::F16, q_dim, np, DeviceKind::CUDA), to = make_tensor(go, DType::F16, q_dim, np, DeviceKind::CUDA);
-  gpu->attention_ext(tq, gcache, gpu->upload_step(padded), ap, to);
+  gpu->attention_ext(tq, gcache, gpu->upload_step(padded), gpu_params(ap), to);
   const auto got = test::from_f16(test::download<uint16_t>(*gpu, go, size_t(np) * q_dim));
   EXPECT_LT(rel_l2(std::vector<float>(got.begin(), got.begin() + long(ref.size())), ref), 2e-3)
       << "hd " << sh.hd << ": a padded decode step";
   for (size_t i = ref.size(); i < got.size(); ++i) ASSERT_EQ(got[i], 0.0f) << "hd " << sh.hd << ": padding row output";
   gpu->free(gq);
   gpu->free(go);
+  if (gsinks) gpu->free(const_cast<float*>(gsinks));
 }
 
 class CudaAttention : public ::testing::TestWithParam<AttnShape> {};
@@ -184,6 +196,8 @@ TEST_P(CudaAttention, DecodeClusterSumMatchesCombineKernel) {
       CudaBackend gpu(o);
       gpu.reserve(BackendLimits{512, 16, max_blocks, 16, 100, 1, sh.n_heads, sh.hd});
       KVLayer cache{test::upload(gpu, kc), test::upload(gpu, vc), DType::F16, num_blocks, bs, sh.n_kv, sh.hd};
+      const std::vector<float> sinks = test::attn_sinks(sh);
+      ap.sinks = sinks.empty() ? nullptr : static_cast<const float*>(test::upload(gpu, sinks));
       std::mt19937 qrng(5);
       for (const auto& seqs : steps) {
         const Batch b = test::attention_batch(seqs, bs, max_blocks, num_blocks);
@@ -209,6 +223,7 @@ TEST_P(CudaAttention, DecodeClusterSumMatchesCombineKernel) {
       }
       gpu.free(cache.k);
       gpu.free(cache.v);
+      if (ap.sinks) gpu.free(const_cast<float*>(ap.sinks));
     }
     EXPECT_EQ(out[1], out[0]) << test::attn_shape_name(sh) << ", " << splits << " splits";
   }
@@ -223,7 +238,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
                                            AttnShape{256, 16, 8}, AttnShape{256, 16, 8, 8, 0.0f},
                                            AttnShape{256, 16, 8, 100, 2.0f}, AttnShape{256, 8, 4, 0, 2.0f},
                                            AttnShape{128, 32, 8, 500, 0.0f}, AttnShape{64, 8, 8, 8, 2.0f},
-                                           AttnShape{128, 32, 2, 37, 2.0f}, AttnShape{96, 16, 4, 37, 2.0f}),
+                                           AttnShape{128, 32, 2, 37, 2.0f}, AttnShape{96, 16, 4, 37, 2.0f},
+                                           // attention sinks: gpt-oss (head size 64, 64 heads, 8 KV;
+                                           // window 128 on every other layer), and sinks in the
+                                           // generic (8), head-size-128 and 256 kernels
+                                           AttnShape{64, 64, 8, 0, 0.0f, true},
+                                           AttnShape{64, 64, 8, 128, 0.0f, true}, AttnShape{8, 8, 4, 0, 0.0f, true},
+                                           AttnShape{16, 4, 2, 8, 0.0f, true}, AttnShape{128, 32, 8, 0, 0.0f, true},
+                                           AttnShape{256, 16, 8, 100, 2.0f, true}),
                          [](const auto& info) { return test::attn_shape_name(info.param); });
 
 // A few tokens (a block per token) and a long prompt (past

@@ -79,6 +79,8 @@ TEST_P(CudaKvFp8Attention, MatchesCpuOverTheSameCache) {
   KVLayer dcache{kd.data(), vd.data(), DType::F32, num_blocks, bs, sh.n_kv, sh.hd};
   BackendLimits lim{512, 16, max_blocks, 16, 100, 1, sh.n_heads, sh.hd};
   gpu->reserve(lim);
+  const std::vector<float> sinks = test::attn_sinks(sh);  // (host for the CPU, device for the GPU)
+  const float* gsinks = sinks.empty() ? nullptr : static_cast<const float*>(test::upload(*gpu, sinks));
   for (const auto& seqs : test::attention_batch_cases()) {
     const Batch b = test::attention_batch(seqs, bs, max_blocks, num_blocks);
     const int n = b.n_tokens();
@@ -86,6 +88,7 @@ TEST_P(CudaKvFp8Attention, MatchesCpuOverTheSameCache) {
     AttentionParams ap{sh.n_heads, sh.n_kv, sh.hd, 1.0f / std::sqrt(float(sh.hd))};
     ap.window = sh.window;
     ap.softcap = sh.softcap;
+    ap.sinks = sinks.empty() ? nullptr : sinks.data();
     std::vector<float> ref(size_t(n) * q_dim), ref_f32(ref.size());
     StepMeta cm = cpu.upload_step(b);
     Tensor cq = make_tensor(q.data(), DType::F32, q_dim, n);
@@ -98,6 +101,7 @@ TEST_P(CudaKvFp8Attention, MatchesCpuOverTheSameCache) {
     void* go = gpu->alloc(size_t(n) * q_dim * 2, "attn out");
     Tensor tq = make_tensor(gq, DType::F16, q_dim, n, DeviceKind::CUDA);
     Tensor to = make_tensor(go, DType::F16, q_dim, n, DeviceKind::CUDA);
+    ap.sinks = gsinks;
     gpu->attention_ext(tq, gcache, gm, ap, to);
     const auto got = test::from_f16(test::download<uint16_t>(*gpu, go, size_t(n) * q_dim));
     // The f16 cache's tolerance (cuda_attention_test): the values are the
@@ -109,6 +113,7 @@ TEST_P(CudaKvFp8Attention, MatchesCpuOverTheSameCache) {
   }
   for (void* p : {gcache.k, gcache.v, static_cast<void*>(gcache.k_scale), static_cast<void*>(gcache.v_scale)})
     gpu->free(p);
+  if (gsinks) gpu->free(const_cast<float*>(gsinks));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaKvFp8Attention,
@@ -116,7 +121,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaKvFp8Attention,
                                            AttnShape{128, 28, 4}, AttnShape{128, 32, 2}, AttnShape{96, 32, 32},
                                            AttnShape{256, 16, 8}, AttnShape{256, 16, 8, 100, 2.0f},
                                            AttnShape{128, 32, 8, 500, 0.0f}, AttnShape{64, 8, 8, 8, 2.0f},
-                                           AttnShape{96, 16, 4, 37, 2.0f}),
+                                           AttnShape{96, 16, 4, 37, 2.0f},
+                                           // gpt-oss's sinks, full and window-128 layers; the generic kernel
+                                           AttnShape{64, 64, 8, 0, 0.0f, true}, AttnShape{64, 64, 8, 128, 0.0f, true},
+                                           AttnShape{16, 4, 2, 8, 0.0f, true}),
                          [](const auto& info) { return test::attn_shape_name(info.param); });
 
 // One e4m3 step at |x| (x a row value over its scale, |x| <= 448): the

@@ -132,7 +132,7 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaModelVsCpu,
                                            "quant/qtest-q4_k_m.gguf", "arch/tiny-qwen2.gguf",
                                            "arch/tiny-qwen3.gguf", "arch/tiny-gemma2.gguf", "arch/tiny-gemma3.gguf",
                                            "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf", "arch/tiny-mixtral.gguf",
-                                           "arch/tiny-qwen3moe.gguf", "synthetic-tiny-fp8",
+                                           "arch/tiny-qwen3moe.gguf", "arch/tiny-gpt-oss.gguf", "synthetic-tiny-fp8",
                                            "synthetic-tiny-fp8:e4m3-activations"),
                          [](const auto& info) { return test::param_name(info.param); });
 

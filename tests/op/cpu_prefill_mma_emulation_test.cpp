@@ -29,6 +29,7 @@ struct Case {
   // each part run as its own block, the parts summed here as the combine
   // kernel does.
   int part_key_tiles = 0;
+  bool sinks = false;  // a sink logit per head (gpt-oss), in the denominator
 };
 
 // A query tile over host arrays: rows are (token, head), head fastest.
@@ -43,6 +44,8 @@ struct HostEnv {
 
   int rows() const { return tokens * heads; }
   int pos(int r) const { return positions[size_t(r / heads)]; }
+  std::vector<float> sinks;  // [head], or empty
+  float sink(int r) const { return sinks.empty() ? -INFINITY : sinks[size_t(r % heads)]; }
   float q(int r, int d) const { return qs[(size_t(r / heads) * heads + size_t(r % heads)) * hd + size_t(d)]; }
   // Row r: rows are [token][head], so its values start at r * hd.
   struct Row {
@@ -98,6 +101,9 @@ void check(const Case& c) {
   for (auto& v : e.kc) v = f32_to_f16(nd(rng));
   for (auto& v : e.vc) v = f32_to_f16(nd(rng));
   e.out.assign(e.qs.size(), -1e30f);
+  // Sinks from -2 to 6: from barely visible to outweighing a few hundred keys.
+  if (c.sinks)
+    for (int h = 0; h < c.heads; ++h) e.sinks.push_back(-2.0f + 8.0f * float(h) / float(std::max(1, c.heads - 1)));
   e.window = c.window;
   e.softcap = c.softcap;
   e.max_pos = n_keys - 1;
@@ -146,6 +152,10 @@ void check(const Case& c) {
     ASSERT_GT(parts, 1) << "the case should split its keys";
     for (size_t r = 0; r < n_rows; ++r) {
       for (int p = 0; p < parts; ++p) mx[r] = std::max(mx[r], double(ms[size_t(p)][r]));
+      // The combine kernel's sink term (softmax_sink.h).
+      const double sink = e.sink(int(r));
+      mx[r] = std::max(mx[r], sink);
+      if (sink != -INFINITY) den[r] += std::exp(sink - mx[r]);
       for (int p = 0; p < parts; ++p) {
         if (ms[size_t(p)][r] == -INFINITY) {
           ASSERT_EQ(ls[size_t(p)][r], 0.0f) << "a part that saw no key sums nothing";
@@ -183,7 +193,9 @@ void check(const Case& c) {
         w.push_back(s);
         mx = std::max(mx, s);
       }
-      double z = 0;
+      const double sink = e.sink(tok * c.heads + h);
+      mx = std::max(mx, sink);
+      double z = sink == -INFINITY ? 0.0 : std::exp(sink - mx);
       for (double& v : w) z += (v = std::exp(v - mx));
       for (int d = 0; d < c.hd; ++d) {
         double want = 0;
@@ -221,6 +233,13 @@ TEST(PrefillMmaEmulation, SplitKeysOneTilePerPart) { check({128, 4, 16, 300, 0, 
 TEST(PrefillMmaEmulation, SplitKeysTwoTilesPerPartWindow) { check({64, 2, 16, 400, 150, 0.0f, 0, 2}); }
 TEST(PrefillMmaEmulation, SplitKeysPaddingRowsSoftCap) { check({96, 1, 16, 200, 0, 20.0f, 4, 1}); }
 TEST(PrefillMmaEmulation, SplitKeysHeadSize256) { check({256, 2, 9, 100, 0, 0.0f, 0, 2}); }
+// Attention sinks (gpt-oss: head size 64, window 128 on every other layer),
+// whole tiles and split ones, padding rows.
+TEST(PrefillMmaEmulation, SinksEightHeads) { check({64, 8, 16, 40, 0, 0.0f, 0, 0, true}); }
+TEST(PrefillMmaEmulation, SinksWindowPaddingRows) { check({64, 8, 16, 300, 128, 0.0f, 3, 0, true}); }
+TEST(PrefillMmaEmulation, SinksDecodeToken) { check({64, 4, 1, 0, 0, 0.0f, 0, 0, true}); }
+TEST(PrefillMmaEmulation, SinksSplitKeys) { check({64, 4, 16, 400, 0, 0.0f, 0, 1, true}); }
+TEST(PrefillMmaEmulation, SinksSplitKeysWindow) { check({128, 2, 16, 300, 128, 0.0f, 2, 1, true}); }
 
 }  // namespace
 }  // namespace rf::gpu

@@ -67,6 +67,7 @@ class CudaBackend final : public Backend {
                         Tensor& out) override;
   void add_bias(Tensor& x, const Tensor& bias) override;
   void geglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void swiglu_oai(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void scale(Tensor& x, float s) override;
   void softcap(Tensor& x, float cap) override;
   void add(const Tensor& a, const Tensor& b, Tensor& out) override;

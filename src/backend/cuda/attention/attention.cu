@@ -10,7 +10,9 @@
 //  - everything else with head_dim 64/128 (and 256 on CUDA), decode steps
 //    above all: attention_decode.cu;
 //  - other head sizes: attention_kernel below.
-// Every kernel honours a sliding window and logit soft-capping (Gemma);
+// Every kernel honours a sliding window and logit soft-capping (Gemma) and
+// attention sinks (gpt-oss: folded in at each row's finalization and in
+// every sum of split parts, softmax_sink.h);
 // the tuned ones in a separate instantiation (kExt), so models without
 // them run the same code as before.
 #include <algorithm>
@@ -150,7 +152,7 @@ __global__ void attention_kernel(AttnArgs a) {
     }
     if (!active) continue;
     if (a.n_splits == 1) {
-      const float inv = (pos >= 0 && l > 0.0f) ? 1.0f / l : 0.0f;
+      const float inv = pos >= 0 ? softmax_out_scale(m, l, sink_logit(a.sinks, h)) : 0.0f;
 #pragma unroll
       for (int i = 0; i < kMaxDimsPerLane; ++i) {
         const int d = lane + i * RF_WARP_SIZE;
@@ -253,6 +255,7 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   a.scale = p.scale;
   a.window = p.window;
   a.softcap = p.softcap;
+  a.sinks = p.sinks;
   a.head_chunks = (group_size + kDecodeMaxHeads - 1) / kDecodeMaxHeads;
   // The tuned kernels' variant with window, soft-cap and head chunks.
   const bool ext = p.window > 0 || p.softcap > 0.0f || p.head_dim == 256 || a.head_chunks > 1;
@@ -282,8 +285,8 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
       launch_attention_decode(dim3(unsigned(m.n_decode_tokens), unsigned(p.n_kv_heads), unsigned(n_splits)), d, ext,
                               fp8, ctx);
       if (n_splits > 1 && !cluster)
-        launch_attention_combine(scratch, m.positions, m.decode_tokens, m.n_decode_tokens, p.n_heads, p.head_dim,
-                                 n_splits, out, ctx);
+        launch_attention_combine(scratch, m.positions, m.decode_tokens, p.sinks, m.n_decode_tokens, p.n_heads,
+                                 p.head_dim, n_splits, out, ctx);
       n_tiles = m.n_prompt_tiles;
     }
     if (n_tiles == 0) return;
@@ -298,7 +301,8 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
     else
       launch_attention_prefill(pa, m.q_tiles, n_tiles, tiling.heads_per_block, ext, fp8, ctx);
     if (m.n_q_splits > 0)
-      launch_prefill_combine(scratch, m.q_splits, m.n_q_splits, m.positions, p.n_heads, p.head_dim, out, ctx);
+      launch_prefill_combine(scratch, m.q_splits, m.n_q_splits, m.positions, p.sinks, p.n_heads, p.head_dim, out,
+                             ctx);
     return;
   }
   const dim3 grid(unsigned(n_tokens), unsigned(p.n_kv_heads), unsigned(n_splits));
@@ -322,7 +326,8 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
     launch(attention_kernel<__half>, grid, dim3(threads), smem, ctx, a);
   }
   if (n_splits > 1)
-    launch_attention_combine(scratch, m.positions, nullptr, n_tokens, p.n_heads, p.head_dim, n_splits, out, ctx);
+    launch_attention_combine(scratch, m.positions, nullptr, p.sinks, n_tokens, p.n_heads, p.head_dim, n_splits, out,
+                             ctx);
 }
 
 }  // namespace rf::gpu

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "backend/cuda/attention/attention.cuh"
+#include "backend/cuda/attention/softmax_sink.h"
 
 namespace rf::gpu {
 
@@ -34,6 +35,10 @@ struct AttnArgs {
   // Model-family extras (kernels' kExt variants; the generic kernel always):
   int window;        // > 0: a query at pos sees keys pos - window < j <= pos
   float softcap;     // > 0: scores s become softcap * tanh(s / softcap)
+  // [n_heads] f32 or null: each query head's sink logit in the softmax's
+  // denominator (AttentionParams::sinks; softmax_sink.h), folded in by every
+  // kernel's finalization and every sum of split parts.
+  const float* sinks;
   int head_chunks;   // decode: blocks per KV head, each for <= 8 of its query heads
   int n_splits, split_len;
   const int32_t* split_len_dev;  // when set: keys per split for this step (graph-stable launch shape)
@@ -77,7 +82,8 @@ void attention_prefill_device_setup();  // its shared-memory opt-ins (attention_
 void launch_attention_prefill_mma(const AttnArgs& a, const QueryTile* tiles, int n_tiles, int heads_per_block, bool fp8,
                                   const LaunchCtx& ctx);
 void launch_prefill_combine(const AttentionScratch& scratch, const QuerySplit* splits, int n_splits,
-                            const int32_t* positions, int n_heads, int head_dim, void* out, const LaunchCtx& ctx);
+                            const int32_t* positions, const float* sinks, int n_heads, int head_dim, void* out,
+                            const LaunchCtx& ctx);
 
 // The decode kernel's shared-memory opt-ins (attention_device_setup).
 void attention_decode_device_setup();
@@ -91,8 +97,9 @@ bool attention_decode_supported(int head_dim);
 void launch_attention_decode(dim3 grid, const AttnArgs& a, bool ext, bool fp8, const LaunchCtx& ctx);
 // Sums the splits' partial results into out (n_splits > 1): rows
 // 0..n_rows of the partials, for the tokens `tokens` lists (null: row i is
-// token i).
+// token i); sinks as AttnArgs::sinks.
 void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, const int32_t* tokens,
-                              int n_rows, int n_heads, int head_dim, int n_splits, void* out, const LaunchCtx& ctx);
+                              const float* sinks, int n_rows, int n_heads, int head_dim, int n_splits, void* out,
+                              const LaunchCtx& ctx);
 
 }  // namespace rf::gpu

@@ -2,7 +2,8 @@
 // (attention_combine_kernel and its launcher), where the slices' blocks do
 // not sum them as one thread-block cluster (attention_decode.cu): each
 // (token, head) weighs its splits by their softmax statistics and sums
-// their partial outputs in split order. For one token it may also write the
+// their partial outputs in split order, the head's sink logit (if any) in
+// the softmax's denominator (softmax_sink.h). For one token it may also write the
 // output row's 8-bit quants for the GEMV after it (Fusions::act_q8).
 #include <algorithm>
 
@@ -29,14 +30,14 @@ __host__ __device__ constexpr int combine_weight_floats(int n_splits) { return (
 // output row's 8-bit quants and scales too (act_q8's layout;
 // Fusions::act_q8), for the quantized GEMV after it.
 __device__ __forceinline__ void combine_splits(const float* part_out, const float* part_ml, bool valid_pos,
-                                               int n_heads, int hd, int n_splits, int row, int t, int h,
+                                               float sink, int n_heads, int hd, int n_splits, int row, int t, int h,
                                                __half* out, int8_t* xq, float2* xds, float* weight, int tid, int n) {
   const size_t base = (size_t(row) * n_heads + h) * n_splits;
   if (tid < RF_WARP_SIZE) {
     const int lane = tid;
     float mx = -INFINITY;
     for (int s = lane; s < n_splits; s += RF_WARP_SIZE) mx = fmaxf(mx, part_ml[(base + s) * 2]);
-    mx = warp_max(mx);
+    mx = sink_max(warp_max(mx), sink);
     float denom = 0.0f;
     for (int s = lane; s < n_splits; s += RF_WARP_SIZE) {
       const float ms = part_ml[(base + s) * 2];
@@ -44,7 +45,7 @@ __device__ __forceinline__ void combine_splits(const float* part_out, const floa
       weight[s] = e;
       denom += e * part_ml[(base + s) * 2 + 1];
     }
-    denom = warp_sum(denom);
+    denom = warp_sum(denom) + sink_term(sink, mx);
     const bool valid = valid_pos && denom > 0.0f;
     for (int s = lane; s < n_splits; s += RF_WARP_SIZE) weight[s] = valid ? weight[s] / denom : 0.0f;
     for (int s = n_splits + lane; s < combine_weight_floats(n_splits); s += RF_WARP_SIZE) weight[s] = 0.0f;
@@ -65,21 +66,22 @@ __device__ __forceinline__ void combine_splits(const float* part_out, const floa
 // hd threads or more (with xq: exactly hd).
 __global__ void attention_combine_kernel(const float* __restrict__ part_out, const float* __restrict__ part_ml,
                                          const int32_t* __restrict__ positions, const int32_t* __restrict__ tokens,
-                                         int n_heads, int hd, int n_splits,
+                                         const float* __restrict__ sinks, int n_heads, int hd, int n_splits,
                                          __half* __restrict__ out, int8_t* __restrict__ xq,
                                          float2* __restrict__ xds) {
   extern __shared__ float weight[];  // [combine_weight_floats(n_splits)]
   pdl_wait();
   pdl_trigger();
   const int row = blockIdx.x, t = tokens ? tokens[row] : row, h = blockIdx.y;
-  combine_splits(part_out, part_ml, positions[t] >= 0, n_heads, hd, n_splits, row, t, h, out, xq, xds, weight,
+  combine_splits(part_out, part_ml, positions[t] >= 0, sink_logit(sinks, h), n_heads, hd, n_splits, row, t, h, out, xq, xds, weight,
                         int(threadIdx.x), int(blockDim.x));
 }
 
 }  // namespace
 
 void launch_attention_combine(const AttentionScratch& scratch, const int32_t* positions, const int32_t* tokens,
-                              int n_rows, int n_heads, int head_dim, int n_splits, void* out, const LaunchCtx& ctx) {
+                              const float* sinks, int n_rows, int n_heads, int head_dim, int n_splits, void* out,
+                              const LaunchCtx& ctx) {
   const int threads = std::min(256, std::max(RF_WARP_SIZE, head_dim));
   // One token whose GEMV reads 8-bit quants: the combine writes them (a
   // thread per dim, whole 32-lane groups).
@@ -87,7 +89,7 @@ void launch_attention_combine(const AttentionScratch& scratch, const int32_t* po
                   act_q8_fusable(ctx, 1, n_heads * head_dim);
   launch(attention_combine_kernel, dim3(unsigned(n_rows), unsigned(n_heads)), dim3(unsigned(threads)),
          size_t(combine_weight_floats(n_splits)) * sizeof(float), ctx, scratch.partial_out, scratch.partial_ml,
-         positions, tokens, n_heads, head_dim, n_splits, static_cast<__half*>(out),
+         positions, tokens, sinks, n_heads, head_dim, n_splits, static_cast<__half*>(out),
          q8 ? act_q8_quants(ctx.act_q8) : nullptr, q8 ? act_q8_scales(ctx.act_q8) : nullptr);
   if (q8) act_q8_record(ctx, out, n_heads * head_dim);
 }

@@ -72,7 +72,8 @@ using namespace decode_attn;  // attention_decode.cuh
 // each lane one dim, and reads the splits' (m, l) and sums from the other
 // blocks' shared memory. The splits are weighed and summed with the
 // operations of combine_splits in the same order (bit-identical to the
-// combine kernel over the same splits). A second barrier keeps every
+// combine kernel over the same splits), the head's sink included the same
+// way. A second barrier keeps every
 // block's shared memory alive until the others have read it.
 template <int HD>
 __device__ __forceinline__ void decode_cluster_combine(const AttnArgs& a, float* cpart, int t, int head0, int pos,
@@ -93,11 +94,12 @@ __device__ __forceinline__ void decode_cluster_combine(const AttnArgs& a, float*
       ms = remote[h];
       ls = remote[kDecMaxHeads + h];
     }
-    const float mx = warp_max(ms);
+    const float sink = sink_logit(a.sinks, head0 + h);
+    const float mx = sink_max(warp_max(ms), sink);
     const float e = ms > -INFINITY ? __expf(ms - mx) : 0.0f;
     float denom = 0.0f;
     if (th.lane < n_splits) denom += e * ls;
-    denom = warp_sum(denom);
+    denom = warp_sum(denom) + sink_term(sink, mx);
     const bool valid = pos >= 0 && denom > 0.0f;
     const float w = valid ? e / denom : 0.0f;
     // Every split's value first (every block wrote its own, zeros for no

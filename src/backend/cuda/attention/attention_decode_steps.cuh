@@ -418,7 +418,7 @@ __device__ __forceinline__ void decode_merge_store(const AttnArgs& a, const floa
     }
     const int hq = head0 + h;
     if (a.n_splits == 1) {
-      const float inv = (pos >= 0 && lsum > 0.0f) ? 1.0f / lsum : 0.0f;
+      const float inv = pos >= 0 ? softmax_out_scale(mx, lsum, sink_logit(a.sinks, hq)) : 0.0f;
       a.out[(size_t(t) * a.n_heads + hq) * HD + d] = __float2half_rn(v * inv);
     } else if (a.cluster) {
       cpart[h * L::kWidth + d] = v;

@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
     if (part == 0) *reinterpret_cast<float2*>(a.part_ml + slot_row * 2) = make_float2(m, l);
     return;
   }
-  const float inv = (pos >= 0 && l > 0.0f) ? 1.0f / l : 0.0f;
+  const float inv = pos >= 0 ? softmax_out_scale(m, l, sink_logit(a.sinks, h)) : 0.0f;
   __half* o = a.out + (size_t(tok) * a.n_heads + h) * HD + part * DPT;
 #pragma unroll
   for (int d = 0; d < DPT; d += 2)
@@ -169,11 +169,13 @@ void launch_prefill_kv(const AttnArgs& a, const QueryTile* tiles, int n_tiles, i
 
 // The parts of split tiles summed (QuerySplit): a block per (split tile,
 // token of it), a thread per 4 dims of a head at a time. Each part weighs
-// exp(m_part - max) into the softmax's sum; parts that saw none of a row's
-// keys (max -inf) weigh nothing; padding tokens output 0.
+// exp(m_part - max) into the softmax's sum (with the head's sink term,
+// softmax_sink.h); parts that saw none of a row's keys (max -inf) weigh
+// nothing; padding tokens output 0.
 __global__ void prefill_combine_kernel(const QuerySplit* __restrict__ splits, const float* __restrict__ part_out,
                                        const float* __restrict__ part_ml, const int32_t* __restrict__ positions,
-                                       int n_heads, int hd, __half* __restrict__ out) {
+                                       const float* __restrict__ sinks, int n_heads, int hd,
+                                       __half* __restrict__ out) {
   pdl_wait();
   pdl_trigger();
   const QuerySplit sp = splits[blockIdx.x];
@@ -186,9 +188,11 @@ __global__ void prefill_combine_kernel(const QuerySplit* __restrict__ splits, co
   for (int u = 4 * int(threadIdx.x); u < width; u += 4 * int(blockDim.x)) {
     const int h = u / hd;
     const size_t row = size_t(i) * n_heads + size_t(h);
+    const float sink = sink_logit(sinks, h);
     float mx = -INFINITY;
     for (int p = 0; p < sp.parts; ++p) mx = fmaxf(mx, part_ml[((sp.partial + p) * slot_rows + row) * 2]);
-    float denom = 0.0f;
+    mx = sink_max(mx, sink);
+    float denom = sink_term(sink, mx);
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int p = 0; p < sp.parts; ++p) {
       const size_t at = (sp.partial + p) * slot_rows + row;
@@ -243,6 +247,7 @@ struct PrefillMmaEnv {
 
   __device__ int rows() const { return nq * hb; }
   __device__ int pos(int r) const { return a.positions[t0 + r / hb]; }
+  __device__ float sink(int r) const { return sink_logit(a.sinks, h0 + r % hb); }
   // Row r (token t0 + r / hb, head h0 + r % hb): its query and output, and
   // with partial() its [token in tile][head] partial slot.
   struct Row {
@@ -413,10 +418,11 @@ int prefill_blocks_per_sm(const PrefillTiling& t, int head_dim) {
 }
 
 void launch_prefill_combine(const AttentionScratch& scratch, const QuerySplit* splits, int n_splits,
-                            const int32_t* positions, int n_heads, int head_dim, void* out, const LaunchCtx& ctx) {
+                            const int32_t* positions, const float* sinks, int n_heads, int head_dim, void* out,
+                            const LaunchCtx& ctx) {
   RF_CHECK(head_dim % 4 == 0, "prefill combine: head size ", head_dim, " not a multiple of 4");
   launch(prefill_combine_kernel, dim3(unsigned(n_splits), unsigned(kQueryTileTokens)), dim3(256), 0, ctx, splits,
-         scratch.tile_out, scratch.tile_ml, positions, n_heads, head_dim, static_cast<__half*>(out));
+         scratch.tile_out, scratch.tile_ml, positions, sinks, n_heads, head_dim, static_cast<__half*>(out));
 }
 
 bool attention_prefill_supported(int head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }

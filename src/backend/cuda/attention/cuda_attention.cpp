@@ -37,7 +37,6 @@ int CudaBackend::decode_slices(int capacity, int n_tokens) const {
 Handoff CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                                Tensor& out) {
   RF_CHECK(q.type == DType::F16 && out.type == DType::F16, "cuda attention: f16 activations");
-  if (p.sinks) unsupported("attention with sinks");
   Impl& I = *impl_;
   const int splits = attention_splits(m);
   const char* kind = m.max_new_tokens == 1    ? "attention decode splits "
@@ -53,7 +52,7 @@ Handoff CudaBackend::attention(const Tensor& q, const KVLayer& cache, const Step
 
 Handoff CudaBackend::attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m,
                                    const AttentionParams& p, Tensor& out) {
-  // The same kernels: window and soft-cap are arguments of every one.
+  // The same kernels: window, soft-cap and sinks are arguments of every one.
   return attention(q, cache, m, p, out);
 }
 

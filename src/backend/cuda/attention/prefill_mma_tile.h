@@ -22,7 +22,8 @@
 //    for staging copies that may be asynchronous (cp.async groups: wait
 //    until at most n of this thread's groups are in flight, n 0 or 1);
 //  - Env, the tile's data: rows() (<= 16 warps), pos(r) (the query position
-//    of row r, -1 for padding), row(r) (row r resolved once: q_pair(d, v0,
+//    of row r, -1 for padding), sink(r) (row r's head's sink logit, -inf for
+//    none: softmax_sink.h, folded in at the end of a whole tile), row(r) (row r resolved once: q_pair(d, v0,
 //    v1) gives its query's dims d, d + 1, scaled; store(d, v0, v1) takes
 //    output dims d, d + 1; when partial() (this block is one key part of a
 //    split tile) store_partial(d, v0, v1) takes the unnormalized sums and
@@ -45,6 +46,7 @@
 
 #include <cstdint>
 
+#include "backend/cuda/attention/softmax_sink.h"
 #include "backend/cuda/wave.h"
 
 namespace rf::gpu::prefill_mma {
@@ -315,7 +317,7 @@ RF_WAVE_UNROLL
       for (int d = 0; d < kDimBlocks; ++d) out.store_partial(8 * d + 2 * t, o[d][2 * i], o[d][2 * i + 1]);
       continue;
     }
-    const float inv = pos[i] >= 0 && l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+    const float inv = pos[i] >= 0 ? softmax_out_scale(m[i], l[i], e.sink(rows[i])) : 0.0f;
 RF_WAVE_UNROLL
     for (int d = 0; d < kDimBlocks; ++d) out.store(8 * d + 2 * t, o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
   }

@@ -23,10 +23,11 @@ void CudaBackend::embed_range(const Tensor& table, int64_t first, const StepMeta
 }
 
 void CudaBackend::add_bias(Tensor& x, const Tensor& bias) {
-  RF_CHECK(x.type == DType::F16 && bias.type == DType::F32 && bias.numel() == x.cols(), "cuda add_bias: f16 x [n, ",
-           bias.numel(), "] and f32 bias expected, x is ", x.shape_string());
+  RF_CHECK((x.type == DType::F16 || x.type == DType::F32) && bias.type == DType::F32 && bias.numel() == x.cols(),
+           "cuda add_bias: f16 or f32 x [n, ", bias.numel(), "] and f32 bias expected, x is ", x.shape_string());
   OpTimer timer(profiler(), "add_bias");
-  gpu::add_bias_f16(x.data, bias.ptr<float>(), x.rows(), int(x.cols()), ctx());
+  if (x.type == DType::F32) gpu::add_bias_f32(x.ptr<float>(), bias.ptr<float>(), x.rows(), int(x.cols()), ctx());
+  else gpu::add_bias_f16(x.data, bias.ptr<float>(), x.rows(), int(x.cols()), ctx());
 }
 
 void CudaBackend::geglu(const Tensor& gate, const Tensor& up, Tensor& out) {
@@ -46,6 +47,13 @@ void CudaBackend::softcap(Tensor& x, float cap) {
   RF_CHECK(x.type == DType::F32 && cap > 0.0f, "cuda softcap: f32 and a positive cap");
   OpTimer timer(profiler(), "softcap");
   gpu::softcap_f32(x.ptr<float>(), cap, x.numel(), ctx());
+}
+
+void CudaBackend::swiglu_oai(const Tensor& gate, const Tensor& up, Tensor& out) {
+  RF_CHECK(gate.type == DType::F16 && up.type == DType::F16 && out.type == DType::F16, "cuda swiglu_oai: f16 only");
+  RF_CHECK(gate.numel() == up.numel() && out.numel() >= gate.numel(), "cuda swiglu_oai: bad shapes");
+  OpTimer timer(profiler(), "swiglu_oai");
+  gpu::glu(gate.data, up.data, out.data, gate.numel(), Activation::SiLUClampedOai, ctx());
 }
 
 void CudaBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {

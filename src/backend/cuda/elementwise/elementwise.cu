@@ -1,5 +1,5 @@
 // Row and element kernels: embedding lookup (any weight format -> f32),
-// SwiGLU and GeGLU, bias add, column split (packed q/k/v outputs), scale,
+// SwiGLU, GeGLU and gpt-oss's clamped SwiGLU, bias add (f16 and f32 rows), column split (packed q/k/v outputs), scale,
 // columns scaled by a norm's gain (folded into f16 weights at load),
 // soft-capping, residual add, row gather and the f32 -> f16 conversion. One block
 // per row for the row ops, grid-stride loops for the element ops. (The
@@ -48,11 +48,12 @@ __global__ void embed_kernel(const uint8_t* __restrict__ table, size_t row_bytes
 
 // act(gate) * up for `rows` rows of `cols` values: row r's gate values at
 // gate + r * in_stride, its up values at up + r * in_stride, its outputs at
-// out + r * cols (SwiGLU, or GeGLU with `gelu`). kVec values a thread: 8
-// (16-byte loads and stores) where the widths and addresses allow, else 1.
+// out + r * cols (SwiGLU, GeGLU or gpt-oss's clamped SwiGLU: glu_act). kVec
+// values a thread: 8 (16-byte loads and stores) where the widths and
+// addresses allow, else 1.
 template <int kVec>
 __global__ void glu_kernel(const __half* __restrict__ gate, const __half* __restrict__ up, int64_t in_stride,
-                           int64_t cols, __half* __restrict__ out, int64_t rows, bool gelu) {
+                           int64_t cols, __half* __restrict__ out, int64_t rows, Activation act) {
   pdl_wait();
   pdl_trigger();
   const int64_t c0 = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
@@ -68,10 +69,7 @@ __global__ void glu_kernel(const __half* __restrict__ gate, const __half* __rest
       u[0] = up[in];
     }
 #pragma unroll
-    for (int i = 0; i < kVec; ++i) {
-      const float a = __half2float(g[i]);
-      o[i] = __float2half_rn((gelu ? gelu_tanh_f16(a) : silu(a)) * __half2float(u[i]));
-    }
+    for (int i = 0; i < kVec; ++i) o[i] = __float2half_rn(glu_act(__half2float(g[i]), __half2float(u[i]), act));
     if constexpr (kVec == 8) *reinterpret_cast<uint4*>(out + r * cols + c0) = *reinterpret_cast<const uint4*>(o);
     else out[r * cols + c0] = o[0];
   }
@@ -115,6 +113,13 @@ __global__ void add_bias_kernel(__half* __restrict__ x, const float* __restrict_
   pdl_trigger();
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     x[i] = __float2half_rn(__half2float(x[i]) + bias[i % cols]);
+}
+
+__global__ void add_bias_f32_kernel(float* __restrict__ x, const float* __restrict__ bias, int64_t n, int cols) {
+  pdl_wait();
+  pdl_trigger();
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] += bias[i % cols];
 }
 
 // Row t = blockIdx.y's columns of `src` (width `width`) in groups of eight
@@ -218,7 +223,7 @@ void embed_rows_range(DType type, const void* table, size_t row_bytes, int cols,
 
 namespace {
 void launch_glu(const void* gate, const void* up, int64_t in_stride, int64_t cols, void* out, int64_t rows,
-                bool gelu, const LaunchCtx& ctx) {
+                Activation act, const LaunchCtx& ctx) {
   if (rows == 0 || cols == 0) return;
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   const bool vec = cols % 8 == 0 && in_stride % 8 == 0 && aligned(gate) && aligned(up) && aligned(out);
@@ -227,18 +232,22 @@ void launch_glu(const void* gate, const void* up, int64_t in_stride, int64_t col
   const auto* g = static_cast<const __half*>(gate);
   const auto* u = static_cast<const __half*>(up);
   auto* o = static_cast<__half*>(out);
-  if (vec) launch(glu_kernel<8>, grid, 256, 0, ctx, g, u, in_stride, cols, o, rows, gelu);
-  else launch(glu_kernel<1>, grid, 256, 0, ctx, g, u, in_stride, cols, o, rows, gelu);
+  if (vec) launch(glu_kernel<8>, grid, 256, 0, ctx, g, u, in_stride, cols, o, rows, act);
+  else launch(glu_kernel<1>, grid, 256, 0, ctx, g, u, in_stride, cols, o, rows, act);
   RF_GPU_CHECK_LAUNCH();
 }
 }  // namespace
 
 void swiglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx) {
-  launch_glu(gate, up, n, n, out, 1, false, ctx);
+  launch_glu(gate, up, n, n, out, 1, Activation::SiLU, ctx);
 }
 
 void geglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx) {
-  launch_glu(gate, up, n, n, out, 1, true, ctx);
+  launch_glu(gate, up, n, n, out, 1, Activation::GeluTanh, ctx);
+}
+
+void glu(const void* gate, const void* up, void* out, int64_t n, Activation act, const LaunchCtx& ctx) {
+  launch_glu(gate, up, n, n, out, 1, act, ctx);
 }
 
 void glu_packed(const void* gate_up, int64_t rows, int ff, void* out, bool gelu, const LaunchCtx& ctx) {
@@ -251,6 +260,13 @@ void glu_packed(const void* gate_up, int64_t rows, int ff, void* out, bool gelu,
     launch(glu_packed_kernel<8>, grid_for(rows * ff / 8, 256), 256, 0, ctx, gu, uint32_t(rows), uint32_t(ff), o, gelu);
   else
     launch(glu_packed_kernel<1>, grid_for(rows * ff, 256), 256, 0, ctx, gu, uint32_t(rows), uint32_t(ff), o, gelu);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void add_bias_f32(float* x, const float* bias, int64_t rows, int cols, const LaunchCtx& ctx) {
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  launch(add_bias_f32_kernel, grid_for(n, 256), 256, 0, ctx, x, bias, n, cols);
   RF_GPU_CHECK_LAUNCH();
 }
 

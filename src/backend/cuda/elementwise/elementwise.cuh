@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backend/cuda/gpu.h"
+#include "core/activation.h"
 #include "core/dtype.h"
 
 namespace rf::gpu {
@@ -25,11 +26,16 @@ void swiglu(const void* gate, const void* up, void* out, int64_t n, const Launch
 // out = gelu_tanh(gate) * up (f16, n elements), the GELU rounded to f16 as
 // ggml's table does (Backend::geglu).
 void geglu(const void* gate, const void* up, void* out, int64_t n, const LaunchCtx& ctx);
+// out = act(gate, up) (f16, n elements) for any Activation (glu.cuh's
+// glu_act: SwiGLU, GeGLU, gpt-oss's clamped SwiGLU).
+void glu(const void* gate, const void* up, void* out, int64_t n, Activation act, const LaunchCtx& ctx);
 // out[t, i] = act(gate_up[t, i]) * gate_up[t, ff + i] (f16; rows of 2 ff:
 // gate's columns, then up's), act as swiglu (SiLU) or geglu (GELU).
 void glu_packed(const void* gate_up, int64_t rows, int ff, void* out, bool gelu, const LaunchCtx& ctx);
 // x[r, :] += bias for the rows of x (f16 [rows, cols]); bias f32 [cols].
 void add_bias_f16(void* x, const float* bias, int64_t rows, int cols, const LaunchCtx& ctx);
+// The same for f32 rows (router logits).
+void add_bias_f32(float* x, const float* bias, int64_t rows, int cols, const LaunchCtx& ctx);
 // Splits the columns of src (f16 [rows, width]) into segments, in order:
 // dst[s] (f16 [rows, cols[s]]) = src's next cols[s] columns + bias[s] (f32
 // [cols[s]], or null). Widths are multiples of 8 and sum to width.

@@ -135,7 +135,16 @@ bool CudaBackend::packed_matmul(const Tensor& x, std::span<const Tensor> ws, std
 void CudaBackend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
                                      Tensor& up, Tensor& out, Activation act, const Handoff& x_in) {
   check_handoff(x, x_in, "cuda matmul_gate_up_glu", true);
-  if (act == Activation::SiLUClampedOai) unsupported("matmul_gate_up_glu (clamped SwiGLU)");
+  if (act == Activation::SiLUClampedOai) {
+    // The fused GEMV epilogues and the packed GLU compute SwiGLU and GeGLU:
+    // the clamped one runs as gate and up (one matmul_multi, which also
+    // takes a pending norm) and then swiglu_oai.
+    const Tensor ws[2] = {w_gate, w_up};
+    Tensor outs[2] = {gate, up};
+    matmul_multi(x, ws, outs, {}, x_in);
+    swiglu_oai(gate, up, out);
+    return;
+  }
   const Tensor pair[2] = {w_gate, w_up};
   gpu::GemvNormFusion norm;
   if (x_in.norm_pending) {

@@ -6,6 +6,9 @@
 // through the GEMV kernels in expert mode (only the chosen
 // experts' rows are read); many through the tensor-core kernel in expert
 // mode (f16, Q4_K, Q6_K). Large batches run in chunks of the reserved size.
+// Experts with biases or the clamped SwiGLU (gpt-oss) take gate and up as
+// two expert matmuls and a bias + GLU kernel, their down biases in the
+// weighted sum.
 #include <algorithm>
 
 #include "backend/cuda/cuda_backend_impl.h"
@@ -125,7 +128,20 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
                w.gate.rows() == int64_t(E) * ff && w.up.rows() == int64_t(E) * ff && w.down.rows() == int64_t(E) * d &&
                w.gate.type == w.up.type,
            "cuda moe_ffn: expert weights of the wrong shape");
-  if (w.has_biases() || p.act == Activation::SiLUClampedOai) unsupported("moe_ffn (expert biases, clamped SwiGLU)");
+  RF_CHECK(!w.has_biases() || (w.gate_bias.type == DType::F32 && w.up_bias.type == DType::F32 &&
+                                w.down_bias.type == DType::F32 && w.gate_bias.numel() == int64_t(E) * ff &&
+                                w.up_bias.numel() == int64_t(E) * ff && w.down_bias.numel() == int64_t(E) * d),
+           "cuda moe_ffn: expert biases must be f32 [", ff, ", ", E, "] (gate, up) and [", d, ", ", E, "] (down)");
+  // Biases (gpt-oss) go between the gate/up products and the GLU, and onto
+  // each expert's down rows: gate and up then run as separate expert
+  // matmuls, the biases and the GLU as one kernel after them
+  // (moe_bias_glu); the down biases join the weighted sum (moe_combine, or
+  // moe_down_combined for one token). The clamped SwiGLU takes the same
+  // path (the fused gate*up GEMV computes SwiGLU and GeGLU only).
+  const bool biased = w.has_biases() || p.act == Activation::SiLUClampedOai;
+  const float* gate_bias = w.has_biases() ? w.gate_bias.ptr<float>() : nullptr;
+  const float* up_bias = w.has_biases() ? w.up_bias.ptr<float>() : nullptr;
+  const float* down_bias = w.has_biases() ? w.down_bias.ptr<float>() : nullptr;
   MoeScratch& M = *moe_;
   check_handoff(x, x_in, "cuda moe_ffn");
   check_handoff(ids, ids_in, "cuda moe_ffn");
@@ -177,8 +193,18 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
                               DType::F16, M.tiles_mma, M.n_tiles + 1, max_mma, mma_rows, ctx());
       gpu::mma_matmul_experts(w.up.type, w.up.data, gate_expert_bytes, w.up.row_bytes(), ff, d, M.xs, M.u, DType::F16,
                               M.tiles_mma, M.n_tiles + 1, max_mma, mma_rows, ctx());
-      if (gelu) gpu::geglu(M.h, M.u, M.h, int64_t(P) * ff, ctx());
+      if (biased) gpu::moe_bias_glu(M.h, M.u, gate_bias, up_bias, ids_c, M.order, P, ff, p.act, ctx());
+      else if (gelu) gpu::geglu(M.h, M.u, M.h, int64_t(P) * ff, ctx());
       else gpu::swiglu(M.h, M.u, M.h, int64_t(P) * ff, ctx());
+    } else if (biased) {  // gate and up apart, then biases and the GLU
+      const void* xs = nt == 1 ? x_c : M.xs;
+      const int rows = nt == 1 ? 1 : P;
+      gpu::gemv_experts(w.gate.type, w.gate.data, nullptr, false, gate_expert_bytes, w.gate.row_bytes(), ff, d, xs,
+                        nt == 1, rows, M.h, DType::F16, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows,
+                        t0 == 0 ? x_ctx : ctx());
+      gpu::gemv_experts(w.up.type, w.up.data, nullptr, false, gate_expert_bytes, w.up.row_bytes(), ff, d, xs, nt == 1,
+                        rows, M.u, DType::F16, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows, t0 == 0 ? x_ctx : ctx());
+      gpu::moe_bias_glu(M.h, M.u, gate_bias, up_bias, ids_c, M.order, P, ff, p.act, ctx());
     } else {
       gpu::gemv_experts(w.gate.type, w.gate.data, w.up.data, gelu, gate_expert_bytes, w.gate.row_bytes(), ff, d,
                         nt == 1 ? x_c : M.xs, nt == 1, nt == 1 ? 1 : P, M.h, DType::F16, M.tiles_gemv, M.n_tiles,
@@ -187,7 +213,7 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
     void* out_c = static_cast<uint8_t*>(out.data) + size_t(t0) * d * 2;
     // One token: its experts' down rows and their weighted sum in one launch.
     if (nt == 1 && gpu::moe_down_combined(w.down.type, w.down.data, down_expert_bytes, w.down.row_bytes(), d, ff, k,
-                                          M.h, ids_c, w_c, M.pos_of, out_c, ctx()))
+                                          M.h, ids_c, w_c, M.pos_of, out_c, ctx(), down_bias))
       continue;
     if (mma_down) {
       gpu::mma_matmul_experts(w.down.type, w.down.data, down_expert_bytes, w.down.row_bytes(), d, ff, M.h, M.y,
@@ -196,7 +222,7 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
       gpu::gemv_experts(w.down.type, w.down.data, nullptr, false, down_expert_bytes, w.down.row_bytes(), d, ff, M.h,
                         false, P, M.y, DType::F32, M.tiles_gemv, M.n_tiles, max_gemv, gemv_rows, ctx());
     }
-    gpu::moe_combine(M.y, M.pos_of, w_c, nt, k, d, out_c, ctx());
+    gpu::moe_combine(M.y, M.pos_of, w_c, nt, k, d, out_c, ctx(), down_bias, ids_c);
   }
 }
 

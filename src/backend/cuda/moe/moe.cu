@@ -1,12 +1,14 @@
 // Mixture-of-experts kernels around the expert matmuls (which gemv.cu and
 // gemm_mma.cu run in expert mode): routing (softmax + top-k per token), the
 // plan that groups the step's (token, expert) pairs by expert and cuts them
-// into tiles, the gather of activation rows into that order, and the
-// weighted combine of the experts' outputs. Everything stays on the device:
+// into tiles, the gather of activation rows into that order, the experts'
+// gate/up biases with the GLU (gpt-oss), and the weighted combine of the
+// experts' outputs (with their down biases). Everything stays on the device:
 // sizes come from the host-known token count, so a captured graph replays
 // for any routing.
 #include <algorithm>
 
+#include "backend/cuda/elementwise/glu.cuh"
 #include "backend/cuda/moe/moe.cuh"
 
 namespace rf::gpu {
@@ -240,13 +242,35 @@ __global__ void moe_gather_kernel(const __half* __restrict__ x, const int32_t* _
   for (int i = threadIdx.x; i < cols / 8; i += blockDim.x) dst[i] = src[i];
 }
 
-// out[t, :] = sum_j weights[t, j] * y[pos_of[t * k + j], :], in j order.
-// Block (t, slice): 4 columns per thread (cols % 4 == 0).
+// h[pos, :] = act(h[pos, :] + gate_bias[e, :], u[pos, :] + up_bias[e, :])
+// for the pairs in expert order (e = ids[order[pos]]; a null bias adds
+// nothing): gpt-oss's biased experts and clamped SwiGLU between the expert
+// gate/up matmuls and the down ones. Block (pos, slice), a value a thread.
+__global__ void moe_bias_glu_kernel(__half* __restrict__ h, const __half* __restrict__ u,
+                                    const float* __restrict__ gate_bias, const float* __restrict__ up_bias,
+                                    const int32_t* __restrict__ ids, const int32_t* __restrict__ order, int ff,
+                                    Activation act) {
+  pdl_wait();
+  pdl_trigger();
+  const int pos = blockIdx.x, i = int(blockIdx.y * blockDim.x + threadIdx.x);
+  if (i >= ff) return;
+  const size_t e = size_t(ids[order[pos]]), at = size_t(pos) * ff + i;
+  float g = __half2float(h[at]), v = __half2float(u[at]);
+  if (gate_bias) g += gate_bias[e * ff + i];
+  if (up_bias) v += up_bias[e * ff + i];
+  h[at] = __float2half_rn(glu_act(g, v, act));
+}
+
+// out[t, :] = sum_j weights[t, j] * (y[pos_of[t * k + j], :] + bias[e_j, :])
+// in j order, e_j = ids[t * k + j] (bias null: none). Block (t, slice): 4
+// columns per thread (cols % 4 == 0).
 constexpr int kCombineThreads = 128;
 __global__ void __launch_bounds__(kCombineThreads) moe_combine_kernel(const float* __restrict__ y,
                                                                        const int32_t* __restrict__ pos_of,
                                                                        const float* __restrict__ weights, int k,
-                                                                       int cols, __half* __restrict__ out) {
+                                                                       int cols, const float* __restrict__ bias,
+                                                                       const int32_t* __restrict__ ids,
+                                                                       __half* __restrict__ out) {
   pdl_wait();
   pdl_trigger();
   const int t = blockIdx.x;
@@ -265,6 +289,10 @@ __global__ void __launch_bounds__(kCombineThreads) moe_combine_kernel(const floa
       const size_t pair = size_t(t) * k + j0 + u;
       w[u] = in ? weights[pair] : 0.0f;
       v[u] = in ? *reinterpret_cast<const float4*>(y + size_t(pos_of[pair]) * cols + c) : make_float4(0, 0, 0, 0);
+      if (bias && in) {
+        const float4 b = *reinterpret_cast<const float4*>(bias + size_t(ids[pair]) * cols + c);
+        v[u] = make_float4(v[u].x + b.x, v[u].y + b.y, v[u].z + b.z, v[u].w + b.w);
+      }
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
@@ -321,12 +349,21 @@ void moe_gather(const void* x, const int32_t* order, int n_pairs, int k, int col
 }
 
 void moe_combine(const float* y, const int32_t* pos_of, const float* weights, int n, int k, int cols, void* out,
-                 const LaunchCtx& ctx) {
+                 const LaunchCtx& ctx, const float* down_bias, const int32_t* ids) {
   RF_CHECK(cols % 4 == 0, "cuda moe: width ", cols, " is not a multiple of 4");
+  RF_CHECK(!down_bias || ids, "cuda moe_combine: a down bias needs the ids");
   if (n <= 0) return;
   const unsigned slices = unsigned((cols / 4 + kCombineThreads - 1) / kCombineThreads);
   launch(moe_combine_kernel, dim3(unsigned(n), slices), dim3(kCombineThreads), 0, ctx, y, pos_of, weights, k, cols,
-         static_cast<__half*>(out));
+         down_bias, ids, static_cast<__half*>(out));
+}
+
+void moe_bias_glu(void* h, const void* u, const float* gate_bias, const float* up_bias, const int32_t* ids,
+                  const int32_t* order, int n_pairs, int ff, Activation act, const LaunchCtx& ctx) {
+  if (n_pairs <= 0 || ff <= 0) return;
+  constexpr int kThreads = 256;
+  launch(moe_bias_glu_kernel, dim3(unsigned(n_pairs), unsigned((ff + kThreads - 1) / kThreads)), dim3(kThreads), 0,
+         ctx, static_cast<__half*>(h), static_cast<const __half*>(u), gate_bias, up_bias, ids, order, ff, act);
 }
 
 int moe_max_tiles(int n_pairs, int n_expert, int tile_rows) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backend/cuda/gpu.h"
+#include "core/activation.h"
 #include "core/dtype.h"
 
 namespace rf::gpu {
@@ -41,9 +42,17 @@ void moe_plan(const int32_t* ids, int n_pairs, int n_expert, int tile_a, int til
 int moe_max_tiles(int n_pairs, int n_expert, int tile_rows);
 // xs[pos, :] = x[order[pos] / k, :] (f16 rows of cols).
 void moe_gather(const void* x, const int32_t* order, int n_pairs, int k, int cols, void* xs, const LaunchCtx& ctx);
-// out[t, :] = sum_j weights[t, j] * y[pos_of[t * k + j], :] (y f32, out f16).
+// out[t, :] = sum_j weights[t, j] * (y[pos_of[t * k + j], :] + down_bias[e, :])
+// with e = ids[t * k + j] (y f32, out f16; down_bias f32 [n_expert, cols]
+// or null: no bias, ids unread).
 void moe_combine(const float* y, const int32_t* pos_of, const float* weights, int n, int k, int cols, void* out,
-                 const LaunchCtx& ctx);
+                 const LaunchCtx& ctx, const float* down_bias = nullptr, const int32_t* ids = nullptr);
+// The experts' gate/up biases and the GLU between the gate/up and the down
+// matmuls (gpt-oss): h[pos, :] = act(h[pos, :] + gate_bias[e, :], u[pos, :] +
+// up_bias[e, :]) in place, e = ids[order[pos]], for the n_pairs rows (f16,
+// ff wide) in expert order; biases f32 [n_expert, ff] or null.
+void moe_bias_glu(void* h, const void* u, const float* gate_bias, const float* up_bias, const int32_t* ids,
+                  const int32_t* order, int n_pairs, int ff, Activation act, const LaunchCtx& ctx);
 
 // ---- moe_down.cu
 // One token's expert down projections and their weighted sum in one launch
@@ -56,8 +65,11 @@ void moe_combine(const float* y, const int32_t* pos_of, const float* weights, in
 // launches back). Supported: Q4_K or Q6_K, ff % 256 == 0; false if it did
 // not launch (the caller runs the down GEMV and moe_combine).
 bool moe_down_combined_supported(const Tuning& tuning, DType w_type, int ff, int k_used);
+// down_bias (f32 [n_expert, m], or null): each expert's down bias, added
+// to its row before the weighting (out[r] += sum_j weights[j] *
+// down_bias[ids[j], r]).
 bool moe_down_combined(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int ff, int k_used,
                        const void* h, const int32_t* ids, const float* weights, const int32_t* pos_of, void* out,
-                       const LaunchCtx& ctx);
+                       const LaunchCtx& ctx, const float* down_bias = nullptr);
 
 }  // namespace rf::gpu

@@ -2,7 +2,8 @@
 // one launch (Fusions::moe_down). Output row r is a dot product
 // over the k chosen experts' rows r end to end, each expert's part against
 // its GLU output and scaled by its routing weight:
-//   out[r] = sum_j weights[j] * down[ids[j]][r, :] . h[pos_of[j], :]
+//   out[r] = sum_j weights[j] * (down[ids[j]][r, :] . h[pos_of[j], :] + b[ids[j]][r])
+// (b: the experts' down biases where they have them, gpt-oss)
 // so the per-expert outputs never go to memory and no combine kernel
 // follows; and the rows are k times longer than one expert's, which suits
 // the streaming loads (Qwen3-MoE's 768-wide expert rows are shorter than a
@@ -28,6 +29,7 @@ struct MoeDownArgs {
   const int8_t* xq;       // the GLU outputs' 8-bit quants, rows end to end (act_q8)
   const float2* xds;
   __half* out;
+  const float* bias;  // f32 [n_expert, m] or null: the experts' down biases
   bool weights_l1;
 };
 
@@ -43,6 +45,7 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) moe_down_combined_
   __shared__ const uint8_t* expert_w[kMaxUsed];
   __shared__ float expert_weight[kMaxUsed];
   __shared__ int expert_x[kMaxUsed];
+  __shared__ const float* expert_b[kMaxUsed];
   const int lane = threadIdx.x % W, warp = threadIdx.x / W, set = warp / kSplit, part = warp % kSplit;
   const int r0 = (int(blockIdx.x) * kSets + set) * R;
   // The routing is done two kernels back (moe_down_combined's contract):
@@ -50,7 +53,9 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) moe_down_combined_
   // wait for the kernels before, which write the GLU outputs' quants.
   if (int(threadIdx.x) < a.n_used) {
     const int j = int(threadIdx.x);
-    expert_w[j] = a.w + size_t(load_past_l1(a.ids + j)) * a.expert_bytes;
+    const int e = load_past_l1(a.ids + j);
+    expert_w[j] = a.w + size_t(e) * a.expert_bytes;
+    expert_b[j] = a.bias ? a.bias + size_t(e) * a.m : nullptr;
     expert_weight[j] = load_past_l1(a.weights + j);
     expert_x[j] = load_past_l1(a.pos_of + j);
   }
@@ -86,7 +91,12 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) moe_down_combined_
   if (!sum_split_parts<kSplit>(acc, warp, lane, part)) return;
 #pragma unroll
   for (int i = 0; i < R; ++i)
-    if (lane == i && r0 + i < a.m) a.out[r0 + i] = __float2half_rn(acc[i]);
+    if (lane == i && r0 + i < a.m) {
+      float v = acc[i];
+      if (a.bias)  // the experts' down biases, weighted as their rows
+        for (int j = 0; j < a.n_used; ++j) v = fmaf(expert_weight[j], expert_b[j][r0 + i], v);
+      a.out[r0 + i] = __float2half_rn(v);
+    }
 }
 
 template <DType T>
@@ -109,7 +119,7 @@ bool moe_down_combined_supported(const Tuning& tuning, DType w_type, int ff, int
 
 bool moe_down_combined(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int ff, int k_used,
                        const void* h, const int32_t* ids, const float* weights, const int32_t* pos_of, void* out,
-                       const LaunchCtx& ctx) {
+                       const LaunchCtx& ctx, const float* down_bias) {
   if (!ctx.act_q8 || m <= 0 || !moe_down_combined_supported(ctx.tuning, w_type, ff, k_used)) return false;
   // Q4_K rows are read in 16-byte pieces, Q6_K ones in 4-byte words from
   // 2-aligned super-blocks.
@@ -131,6 +141,7 @@ bool moe_down_combined(DType w_type, const void* w, size_t expert_bytes, size_t 
   a.xq = act_q8_quants(ctx.act_q8);
   a.xds = act_q8_scales(ctx.act_q8);
   a.out = static_cast<__half*>(out);
+  a.bias = down_bias;
   a.weights_l1 = ctx.tuning.kq_stream_l1;
   if (w_type == DType::Q4_K) launch_down<DType::Q4_K>(a, ctx);
   else launch_down<DType::Q6_K>(a, ctx);
