@@ -443,6 +443,14 @@ class Backend {
   virtual void qk_norm_rope_store_kv(const Tensor& q_raw, const Tensor& wq, const Tensor& k_raw, const Tensor& wk,
                                      float eps, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
                                      const RopeParams& rope, const KVLayer& cache);
+  // RoPE of q alone, [n_tokens, heads of head_dim] at the tokens' positions
+  // as rope_store_kv turns q; nothing is stored (a layer attending to an
+  // earlier layer's KV: Gemma 4's shared-KV layers).
+  virtual void rope_q(Tensor& q, int32_t head_dim, const StepMeta& m, const RopeParams& rope);
+  // weights[t, j] *= scales[ids[t, j]] for the rows of ids: a per-expert
+  // output scale (Gemma 4's ffn_down_exps.scale, f32 [n_expert]) applied
+  // through the routing weights that moe_ffn sums the experts with.
+  virtual void moe_scale_weights(const Tensor& ids, const Tensor& scales, Tensor& weights);
 
   // --- graphs ----------------------------------------------------------------
   // Backends that can record a sequence of ops once and replay it (CUDA

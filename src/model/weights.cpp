@@ -180,6 +180,36 @@ struct Loader {
     return out;
   }
 
+  // Columns [first, first + count) of every row of a weight of `shape`, as
+  // a matrix of its own (per_layer_token_embd's columns of one layer).
+  Tensor column_part(const std::string& name, std::vector<uint64_t> shape, int64_t first, int64_t count) {
+    const gguf::TensorInfo& t = info(name, std::move(shape));
+    check_column_split(t.type, first, count, int64_t(t.ne(0)), name);
+    if (first == 0) advance(t.n_bytes);
+    if (f.header_only()) return dummy(t, count, int64_t(t.rows()), name + " part");
+    return upload(copy_columns(host_view(t), first, count, name, keep()), name);
+  }
+
+  // An f32 vector's values on the host.
+  std::vector<float> host_f32(const std::string& name, int64_t n) {
+    const gguf::TensorInfo& t = info(name, {uint64_t(n)});
+    std::vector<float> v(static_cast<size_t>(n));
+    if (f.header_only()) {
+      synthetic_values(std::hash<std::string>{}(name), 0, 0.1f, v.data(), v.size());
+      for (float& x : v) x += 1.0f;
+    } else {
+      dequantize_row(t.type, f.tensor_data(t), v.data(), size_t(n));
+    }
+    advance(t.n_bytes);
+    return v;
+  }
+
+  Tensor f32_on_backend(const std::vector<float>& v, const std::string& name) {
+    Tensor out = backend.load_f32(v.data(), int64_t(v.size()), 1, name);
+    loaded += out.bytes();
+    return out;
+  }
+
   // A new host buffer for a rank's copied part.
   std::vector<uint8_t>& keep() { return parts.emplace_back(); }
 
@@ -270,6 +300,48 @@ void load_shared_expert(Loader& L, const ModelConfig& c, const std::string& p, L
   l.shexp_gate_inp = L.matrix(p + "ffn_gate_inp_shexp.weight", c.n_embd, 1);
 }
 
+// Attention of a layer with its own shapes (ModelConfig::stepwise_layers):
+// no k/v for a shared-KV layer; where V is normed without a weight (v_norm)
+// attn_v may be absent (K is then V).
+void load_shaped_attention(Loader& L, const ModelConfig& c, int32_t i, const std::string& p, LayerWeights& l) {
+  const int64_t hd = c.head_dim_of(i), q = c.q_dim_of(i), kv = c.kv_dim_of(i);
+  l.wq = L.matrix(p + "attn_q.weight", c.n_embd, q);
+  if (c.qk_norm) l.q_norm = L.vector_f32(p + "attn_q_norm.weight", hd);
+  if (!c.shares_kv(i)) {
+    l.wk = L.matrix(p + "attn_k.weight", c.n_embd, kv);
+    if (!c.v_norm || L.f.find_tensor(p + "attn_v.weight")) l.wv = L.matrix(p + "attn_v.weight", c.n_embd, kv);
+    if (c.qk_norm) l.k_norm = L.vector_f32(p + "attn_k_norm.weight", hd);
+    if (c.v_norm) l.v_norm = L.f32_on_backend(std::vector<float>(size_t(hd), 1.0f), p + "v_norm (ones)");
+  }
+  l.wo = L.matrix(p + "attn_output.weight", q, c.n_embd);
+}
+
+// Gemma 4's extras of layer i: the MoE branch's norms, router gain and
+// expert scales; per-layer embedding weights; the output scale.
+void load_gemma4_extras(Loader& L, const ModelConfig& c, int32_t i, const std::string& p, LayerWeights& l) {
+  if (c.moe_with_dense) {
+    std::vector<float> g = L.host_f32(p + "ffn_gate_inp.scale", c.n_embd);
+    for (float& x : g) x /= std::sqrt(float(c.n_embd));
+    l.router_norm = L.f32_on_backend(g, p + "ffn_gate_inp.scale");
+    l.expert_scale = L.vector_f32(p + "ffn_down_exps.scale", c.n_expert);
+    l.pre_ffn_norm_2 = L.vector_f32(p + "pre_ffw_norm_2.weight", c.n_embd);
+    l.post_ffn_norm_1 = L.vector_f32(p + "post_ffw_norm_1.weight", c.n_embd);
+    l.post_ffn_norm_2 = L.vector_f32(p + "post_ffw_norm_2.weight", c.n_embd);
+  }
+  if (c.n_embd_per_layer > 0) {
+    const int64_t npl = c.n_embd_per_layer;
+    l.ple_gate = L.matrix(p + "inp_gate.weight", c.n_embd, npl);
+    l.ple_proj = L.matrix(p + "proj.weight", npl, c.n_embd);
+    l.ple_post_norm = L.vector_f32(p + "post_norm.weight", c.n_embd);
+    l.ple_embd = L.column_part("per_layer_token_embd.weight", {uint64_t(npl * c.n_layer), uint64_t(c.n_vocab)},
+                               i * npl, npl);
+  }
+  if (c.layer_out_scale && L.f.find_tensor(p + "layer_output_scale.weight")) {
+    l.out_scale = L.host_f32(p + "layer_output_scale.weight", 1)[0];
+    RF_CHECK(std::isfinite(l.out_scale), "tensor '", p, "layer_output_scale.weight' is not finite");
+  }
+}
+
 // An MTP block's own tensors (llama.cpp's names: blk.N.nextn.*).
 void load_mtp_extras(Loader& L, const ModelConfig& c, const std::string& p, MtpWeights& m) {
   m.eh_proj = L.matrix(p + "nextn.eh_proj.weight", 2 * int64_t(c.n_embd), c.n_embd);
@@ -322,6 +394,11 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
   for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight", "blk.0.rope_factors_long.weight"})
     RF_CHECK(!f.find_tensor(name), "model has '", name, "': LongRoPE scaling (", c.arch,
              " long-context variants) is not supported yet");
+  if (c.n_embd_per_layer > 0) {
+    const int64_t npl = int64_t(c.n_embd_per_layer) * c.n_layer;
+    w.ple_model_proj = L.matrix("per_layer_model_proj.weight", c.n_embd, npl);
+    w.ple_proj_norm = L.vector_f32("per_layer_proj_norm.weight", c.n_embd_per_layer);
+  }
   const int64_t q_full = full.q_dim(), kv_full = full.kv_dim();
   // q, k and v rows (or biases) of a rank, in that order, in one tensor
   // holding all of q's, then k's, then v's.
@@ -334,6 +411,8 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
     l.attn_norm = L.vector_f32(p + "attn_norm.weight", c.n_embd);
     if (!attention) {
       load_recurrent_mixer(L, c, p, l);
+    } else if (c.stepwise_layers()) {
+      load_shaped_attention(L, c, i, p, l);
     } else if (c.attn_output_gate) {
       load_gated_attention(L, c, p, l, backend.packs_qkv());
     } else if (f.find_tensor(p + "attn_qkv.weight")) {
@@ -372,11 +451,11 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
       l.bk = L.vector_f32(p + "attn_k.bias", kv_full, only({kv_heads}));
       l.bv = L.vector_f32(p + "attn_v.bias", kv_full, only({kv_heads}));
     }
-    if (c.qk_norm && attention) {
+    if (c.qk_norm && attention && !c.stepwise_layers()) {
       l.q_norm = L.vector_f32(p + "attn_q_norm.weight", c.head_dim);
       l.k_norm = L.vector_f32(p + "attn_k_norm.weight", c.head_dim);
     }
-    if (attention) l.wo = L.columns(p + "attn_output.weight", {uint64_t(q_full), uint64_t(c.n_embd)}, heads);
+    if (attention && !c.stepwise_layers()) l.wo = L.columns(p + "attn_output.weight", {uint64_t(q_full), uint64_t(c.n_embd)}, heads);
     if (c.out_bias) {
       RF_CHECK(!split, "tensor parallelism of '", c.arch, "' (its output bias) is not supported yet");
       l.bo = L.vector_f32(p + "attn_output.bias", c.n_embd);
@@ -392,8 +471,20 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
       std::vector<IndexRange> per_expert;
       for (int64_t e = 0; e < c.n_expert; ++e) per_expert.push_back(offset(ff_exp, e * int64_t(n_ff)));
       l.experts.n_expert = c.n_expert;
-      l.experts.gate = L.rows(p + "ffn_gate_exps.weight", {n_embd, n_ff, n_exp}, only(per_expert));
-      l.experts.up = L.rows(p + "ffn_up_exps.weight", {n_embd, n_ff, n_exp}, only(per_expert));
+      if (f.find_tensor(p + "ffn_gate_up_exps.weight")) {  // per expert n_ff gate rows, then n_ff up rows
+        RF_CHECK(!split, "tensor parallelism of fused ffn_gate_up_exps is not supported yet");
+        std::vector<IndexRange> gate_rows, up_rows;
+        for (int64_t e = 0; e < c.n_expert; ++e) {
+          gate_rows.push_back({2 * e * int64_t(n_ff), int64_t(n_ff)});
+          up_rows.push_back({(2 * e + 1) * int64_t(n_ff), int64_t(n_ff)});
+        }
+        const std::string n = p + "ffn_gate_up_exps.weight";
+        l.experts.gate = L.rows(n, {n_embd, 2 * n_ff, n_exp}, gate_rows);
+        l.experts.up = L.rows(n, {n_embd, 2 * n_ff, n_exp}, up_rows);
+      } else {
+        l.experts.gate = L.rows(p + "ffn_gate_exps.weight", {n_embd, n_ff, n_exp}, only(per_expert));
+        l.experts.up = L.rows(p + "ffn_up_exps.weight", {n_embd, n_ff, n_exp}, only(per_expert));
+      }
       l.experts.down = L.columns(p + "ffn_down_exps.weight", {n_ff, n_embd, n_exp}, ff_exp);
       if (c.moe_biases) {
         RF_CHECK(!split, "tensor parallelism of '", c.arch, "' (its expert biases) is not supported yet");
@@ -402,29 +493,32 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
         l.experts.up_bias = L.matrix_f32(p + "ffn_up_exps.bias", int64_t(n_ff), c.n_expert);
         l.experts.down_bias = L.matrix_f32(p + "ffn_down_exps.bias", c.n_embd, c.n_expert);
       }
-    } else {
+    }
+    if (!c.has_experts() || c.moe_with_dense) {
+      const int64_t n_ff_full = full.n_ff_of(i), n_ff_l = c.n_ff_of(i);
       if (c.fused_gate_up) {
         // ffn_up holds the gate rows, then the up rows.
         const Tensor gate_up =
-            L.matrix(p + "ffn_up.weight", c.n_embd, 2 * int64_t(full.n_ff), only({ff, offset(ff, full.n_ff)}));
-        l.w_gate = gate_up.slice_rows(0, c.n_ff);
-        l.w_up = gate_up.slice_rows(c.n_ff, c.n_ff);
+            L.matrix(p + "ffn_up.weight", c.n_embd, 2 * int64_t(n_ff_full), only({ff, offset(ff, n_ff_full)}));
+        l.w_gate = gate_up.slice_rows(0, n_ff_l);
+        l.w_up = gate_up.slice_rows(n_ff_l, n_ff_l);
       } else if (const Tensor gate_up = backend.packs_qkv()
-                                            ? L.packed({{p + "ffn_gate.weight", full.n_ff, only({ff})},
-                                                        {p + "ffn_up.weight", full.n_ff, only({ff})}},
+                                            ? L.packed({{p + "ffn_gate.weight", n_ff_full, only({ff})},
+                                                        {p + "ffn_up.weight", n_ff_full, only({ff})}},
                                                        c.n_embd, p + "ffn_gate_up (packed)")
                                             : Tensor{};
                  gate_up.data) {
-        l.w_gate = gate_up.slice_rows(0, c.n_ff);
-        l.w_up = gate_up.slice_rows(c.n_ff, c.n_ff);
+        l.w_gate = gate_up.slice_rows(0, n_ff_l);
+        l.w_up = gate_up.slice_rows(n_ff_l, n_ff_l);
       } else {
-        l.w_gate = L.matrix(p + "ffn_gate.weight", c.n_embd, full.n_ff, only({ff}));
-        l.w_up = L.matrix(p + "ffn_up.weight", c.n_embd, full.n_ff, only({ff}));
+        l.w_gate = L.matrix(p + "ffn_gate.weight", c.n_embd, n_ff_full, only({ff}));
+        l.w_up = L.matrix(p + "ffn_up.weight", c.n_embd, n_ff_full, only({ff}));
       }
-      l.w_down = L.columns(p + "ffn_down.weight", {uint64_t(full.n_ff), uint64_t(c.n_embd)}, ff);
+      l.w_down = L.columns(p + "ffn_down.weight", {uint64_t(n_ff_full), uint64_t(c.n_embd)}, ff);
     }
     if (c.n_ff_shexp > 0) load_shared_expert(L, c, p, l);
     if (c.post_ffn_norm) l.post_ffn_norm = L.vector_f32(p + "post_ffw_norm.weight", c.n_embd);
+    if (c.stepwise_layers() && i < c.n_layer) load_gemma4_extras(L, c, i, p, l);
   };
   w.layers.resize(size_t(c.n_layer));
   for (int32_t i = 0; i < c.n_layer; ++i) load_layer(i, w.layers[size_t(i)]);
@@ -442,7 +536,7 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
   // Each pre-norm's gain into the matmuls of its output, where the backend
   // takes it (Backend::fold_norm_gain; a tensor-parallel rank's norms feed
   // all-reduce fusions that keep their gains).
-  if (!split) {
+  if (!split && !c.stepwise_layers()) {
     for (LayerWeights& l : w.layers) {
       const std::vector<Tensor> inputs = l.mixer_inputs();
       const Tensor gate_up[2] = {l.w_gate, l.w_up};
@@ -460,6 +554,8 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
 std::vector<Tensor> LayerWeights::mixer_inputs() const {
   if (ssm_in.data) return {ssm_in, ssm_z, ssm_beta, ssm_alpha};
   if (w_attn_gate.data) return {wq, wk, wv, w_attn_gate};
+  if (!wk.data) return {wq};      // a shared-KV layer
+  if (!wv.data) return {wq, wk};  // K is V
   return {wq, wk, wv};
 }
 

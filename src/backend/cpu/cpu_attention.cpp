@@ -106,6 +106,16 @@ void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, cons
   });
 }
 
+void rope_q(ThreadPool& pool, Tensor& q, int32_t head_dim, const StepMeta& m, const RopeParams& rope) {
+  RF_CHECK(q.type == DType::F32 && head_dim > 0 && q.cols() % head_dim == 0, "cpu rope_q: bad shapes");
+  RF_CHECK(rope.n_rot > 0 && rope.n_rot <= head_dim && rope.n_rot % 2 == 0, "cpu rope: bad n_rot ", rope.n_rot);
+  const int n_heads = int(q.cols() / head_dim);
+  const YarnCorrDims corr = yarn_corr_dims(rope.n_rot, rope.n_ctx_orig, rope.freq_base, rope.beta_fast, rope.beta_slow);
+  pool.parallel_for(size_t(m.n_tokens), 1, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) rope_row(q.ptr<float>() + t * q.cols(), n_heads, head_dim, m.positions[t], rope, corr);
+  });
+}
+
 void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                Tensor& out) {
   const int hd = p.head_dim, n_heads = p.n_heads, n_kv = p.n_kv_heads;
