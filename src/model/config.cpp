@@ -42,15 +42,15 @@ int32_t key_or_array(const gguf::File& f, const std::string& key, int32_t n_laye
 }  // namespace
 
 int32_t ModelConfig::max_q_dim() const {
-  int32_t m = q_dim();
+  int32_t m = 0;
   for (int32_t il = 0; il < n_layer; ++il) m = std::max(m, q_dim_of(il));
-  return m;
+  return m > 0 ? m : q_dim();
 }
 
 int32_t ModelConfig::max_kv_dim() const {
-  int32_t m = kv_dim();
+  int32_t m = 0;
   for (int32_t il = 0; il < n_layer; ++il) m = std::max(m, kv_dim_of(il));
-  return m;
+  return m > 0 ? m : kv_dim();
 }
 
 ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
@@ -161,6 +161,19 @@ std::string ModelConfig::summary() const {
   add(attn_output_gate, "gated attention output");
   add(n_ff_shexp > 0, str("shared expert of ffn ", n_ff_shexp));
   add(n_layer_nextn > 0, str(n_layer_nextn, " MTP block", n_layer_nextn == 1 ? "" : "s", " (not run)"));
+  int32_t n_shared = 0, hd_window = 0;
+  for (int32_t il = 0; il < n_layer; ++il) {
+    n_shared += shares_kv(il);
+    if (is_swa(il) && hd_window == 0) hd_window = head_dim_of(il);
+  }
+  add(!layer_head_dim.empty() && hd_window != head_dim, str("head size ", hd_window, " on window layers"));
+  add(!layer_n_head_kv.empty(), "per-layer KV heads");
+  add(!layer_n_ff.empty(), "per-layer FFN widths");
+  add(v_norm, "v norm");
+  add(n_shared > 0, str(n_shared, " shared-KV layers"));
+  add(n_embd_per_layer > 0, str("per-layer embeddings of ", n_embd_per_layer));
+  add(moe_with_dense, "dense FFN beside the experts");
+  add(layer_out_scale, "layer output scale");
   add(attn_softcap > 0, str("attn soft-cap ", attn_softcap));
   add(final_softcap > 0, str("final soft-cap ", final_softcap));
   add(sliding_window > 0, str("sliding window ", sliding_window));

@@ -35,8 +35,12 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   limits_.n_kv_heads = c_.n_head_kv;
   limits_.kv_groups = kv_group_layout(c_).n_groups();
   // Per-layer head sizes (Gemma 4) are the CPU's alone so far.
-  RF_CHECK(backend.device() == DeviceKind::CPU || c_.layer_head_dim.empty(), "backend '", backend.name(),
-           "' does not implement op 'attention with per-layer head sizes' (needed by this model's architecture)");
+  // (and KV layers of other widths, whose cache slots are the widest one's apart: KVLayer::slot_stride)
+  bool one_width = true;
+  for (int32_t il = 0; il < c_.n_layer; ++il) one_width = one_width && c_.kv_dim_of(il) == c_.max_kv_dim();
+  RF_CHECK(backend.device() == DeviceKind::CPU || (c_.layer_head_dim.empty() && one_width), "backend '",
+           backend.name(), "' does not implement op 'attention with per-layer head sizes and KV widths' (needed by ",
+           "this model's architecture)");
   const bool dense = !c_.has_experts() || c_.moe_with_dense;  // a dense FFN on every layer
   if (c_.has_experts()) {  // (the expert fields stay 0 for dense models, n_ff for MoE ones)
     moe_ = c_.moe();

@@ -50,13 +50,13 @@ void store_fp8_row(const float* x, int hd, uint8_t* q, float* scale) {
 
 // One slot's K or V row of every KV head, into the cache.
 void store_row(const KVLayer& cache, bool is_k, size_t slot, const float* x) {
-  const size_t row = size_t(cache.n_kv_heads) * cache.head_dim;
+  const size_t row = size_t(cache.n_kv_heads) * cache.head_dim, stride = size_t(cache.slot_elems());
   if (cache.type == DType::F32) {
-    std::copy_n(x, row, static_cast<float*>(is_k ? cache.k : cache.v) + slot * row);
+    std::copy_n(x, row, static_cast<float*>(is_k ? cache.k : cache.v) + slot * stride);
     return;
   }
-  auto* q = static_cast<uint8_t*>(is_k ? cache.k : cache.v) + slot * row;
-  float* scales = (is_k ? cache.k_scale : cache.v_scale) + slot * size_t(cache.n_kv_heads);
+  auto* q = static_cast<uint8_t*>(is_k ? cache.k : cache.v) + slot * stride;
+  float* scales = (is_k ? cache.k_scale : cache.v_scale) + slot * size_t(cache.slot_scales());
   for (int h = 0; h < cache.n_kv_heads; ++h)
     store_fp8_row(x + size_t(h) * cache.head_dim, cache.head_dim, q + size_t(h) * cache.head_dim, scales + h);
 }
@@ -64,10 +64,10 @@ void store_row(const KVLayer& cache, bool is_k, size_t slot, const float* x) {
 // Head kvh's K or V row of `slot`, decoded to f32 into buf (or pointed at in an f32 cache).
 const float* load_row(const KVLayer& cache, bool is_k, size_t slot, int kvh, std::vector<float>& buf) {
   const int hd = cache.head_dim;
-  const size_t at = slot * size_t(cache.n_kv_heads) + size_t(kvh);
-  if (cache.type == DType::F32) return static_cast<const float*>(is_k ? cache.k : cache.v) + at * hd;
-  const uint8_t* q = static_cast<const uint8_t*>(is_k ? cache.k : cache.v) + at * hd;
-  const float s = (is_k ? cache.k_scale : cache.v_scale)[at];
+  const size_t at = slot * size_t(cache.slot_elems()) + size_t(kvh) * hd;
+  if (cache.type == DType::F32) return static_cast<const float*>(is_k ? cache.k : cache.v) + at;
+  const uint8_t* q = static_cast<const uint8_t*>(is_k ? cache.k : cache.v) + at;
+  const float s = (is_k ? cache.k_scale : cache.v_scale)[slot * size_t(cache.slot_scales()) + size_t(kvh)];
   buf.resize(size_t(hd));
   for (int d = 0; d < hd; ++d) buf[size_t(d)] = e4m3_to_float(q[d]) * s;
   return buf.data();
