@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "gguf/writer.h"
 #include "model/config.h"
+#include "model/shard.h"
 
 namespace rf {
 namespace {
@@ -395,6 +396,10 @@ TEST(ConfigFamily, Gemma4BadMetadataIsNamed) {
   EXPECT_NE(err([](gguf::Writer& w, const std::string& a) {
               w.set_u32(a + "embedding_length_per_layer_input", 100000);
             }).find("embedding_length_per_layer_input"),
+            std::string::npos);
+  // Tensor parallelism refuses it, naming what it lacks.
+  const ModelConfig c = gemma4_of();
+  EXPECT_NE(error_of([&] { shard_config(c, ShardSpec{0, 2}); }).find("tensor parallelism of 'gemma4'"),
             std::string::npos);
 }
 
