@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "gguf/reader.h"
 #include "model/kv_cache.h"
+#include "model/synthetic.h"
 #include "testdata.h"
 
 namespace rf {
@@ -83,6 +84,34 @@ TEST(KVSharedLayers, CacheMapsSharedLayersOntoTheirSource) {
   EXPECT_EQ(kv.layer(5).head_dim, 32);
   EXPECT_EQ(kv.layer(1).n_kv_heads, 1);
   EXPECT_EQ(kv.bytes(), plan.total_bytes());
+}
+
+// The full-size presets as the loader reads their headers: gemma4-31b's
+// 50 window layers keep 1024 + a chunk of tokens, its 10 full ones all
+// 32K; 16 KV heads of 256 on window layers and 4 of 512 (K as V) on full
+// ones, so a slot is 4096 elements wide.
+TEST(KVSharedLayers, FullSizeGemma4Plan) {
+  const auto p = *synthetic_preset("gemma4-31b");
+  auto f = gguf::File::from_header(synthetic_header(p, *quant_plan("q4_k_m")));
+  const ModelConfig c = ModelConfig::from_gguf(*f);
+  EXPECT_EQ(c.head_dim_of(0), 256);
+  EXPECT_EQ(c.head_dim_of(5), 512);
+  EXPECT_EQ(c.n_head_kv_of(0), 16);
+  EXPECT_EQ(c.n_head_kv_of(5), 4);
+  EXPECT_EQ(c.rope_swa.n_rot, 256);
+  EXPECT_EQ(c.rope.n_rot, 512);
+  EXPECT_TRUE(c.kv_source.empty());
+  const KVGeometry geo = kv_geometry(c, DType::F16, 16);
+  EXPECT_EQ(geo.row_bytes, 2u * 4096u);
+  EXPECT_EQ(geo.group_size(), 10);  // gcd(50, 10): 5 window groups, 1 full
+  EXPECT_EQ(geo.groups.n_window_groups(), 5);
+  const int64_t window = window_blocks_bound(1024, 2048, 16);
+  EXPECT_EQ(geo.groups.max_blocks_per_sequence(32768, 16, 2048), 2048 + 5 * window);
+  const auto e2b_like = *synthetic_preset("tiny-gemma4");
+  auto ft = gguf::File::from_header(synthetic_header(e2b_like, *quant_plan("f16")));
+  const ModelConfig t = ModelConfig::from_gguf(*ft);
+  EXPECT_EQ(t.kv_source, (std::vector<int32_t>{0, 1, 2, 1, 1, 2}));
+  EXPECT_EQ(kv_group_layout(t).n_kv_layers(), 3);
 }
 
 }  // namespace
