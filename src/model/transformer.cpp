@@ -11,7 +11,9 @@
 // conv with SiLU -> the gated delta rule over each sequence's state row ->
 // gated RMSNorm -> ssm_out. Where only some of a step's rows need logits
 // (prompts), the last layer gathers them after its token mixer: the other
-// rows only store their K and V (or state) there.
+// rows only store their K and V (or state) there. Models with blocks this
+// fused path does not cover (ModelConfig::stepwise_layers: Gemma 4) run
+// their layers step by step (model/transformer_blocks.cpp).
 #include "model/transformer.h"
 
 #include <algorithm>

@@ -3,7 +3,9 @@
 // family: ModelConfig's building blocks switch its optional steps on (biases,
 // q/k norms, post norms, GeGLU, soft-caps, sliding windows, embedding scale,
 // experts in place of the dense FFN, a shared expert beside them, a gated
-// attention output, Gated DeltaNet layers in place of attention).
+// attention output, Gated DeltaNet layers in place of attention; Gemma 4's
+// per-layer shapes, shared KV, per-layer embeddings and experts beside the
+// dense FFN, run step by step).
 // Each layer stores and reads its K/V through its KV group's slots and
 // block tables (kv/group_layout.h, StepMeta::for_group); a recurrent layer
 // instead reads and writes each sequence's state row (StepMeta::
