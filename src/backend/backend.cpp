@@ -93,6 +93,8 @@ void Backend::sample_vocab_parallel(const Tensor&, int64_t, int64_t, std::span<c
   unsupported("sample_vocab_parallel");
 }
 void Backend::geglu(const Tensor&, const Tensor&, Tensor&) { unsupported("geglu"); }
+void Backend::rope_q(Tensor&, int32_t, const StepMeta&, const RopeParams&) { unsupported("rope_q"); }
+void Backend::moe_scale_weights(const Tensor&, const Tensor&, Tensor&) { unsupported("moe_scale_weights"); }
 void Backend::swiglu_oai(const Tensor&, const Tensor&, Tensor&) { unsupported("swiglu_oai"); }
 void Backend::scale(Tensor&, float) { unsupported("scale"); }
 Handoff Backend::moe_route(const Tensor&, const MoeParams&, Tensor&, Tensor&) { unsupported("moe_route"); }

@@ -25,7 +25,8 @@
 namespace rf {
 
 // One layer's slice of the paged KV cache: K and V each hold
-// [num_blocks * block_size slots, n_kv_heads, head_dim] of `type`. An
+// [num_blocks * block_size slots, n_kv_heads, head_dim] of `type` (each
+// slot slot_elems() apart). An
 // F8_E4M3 cache also holds one f32 scale per (slot, KV head) row of K and
 // of V ([num_blocks * block_size slots, n_kv_heads]): element d of a row is
 // e4m3_to_float(byte d) * its scale (core/fp8.h says how rows are encoded).
@@ -39,6 +40,15 @@ struct KVLayer {
   int32_t head_dim = 0;
   float* k_scale = nullptr;  // F8_E4M3 only
   float* v_scale = nullptr;
+  // Layers of other widths share the arrays (Gemma 4's head sizes): slot s
+  // of K or V then starts at element s * slot_stride, its scales at
+  // s * scale_stride (0: packed, n_kv_heads * head_dim and n_kv_heads).
+  // Only the CPU backend reads layers with strides (the others refuse such
+  // models).
+  int64_t slot_stride = 0;
+  int64_t scale_stride = 0;
+  int64_t slot_elems() const { return slot_stride > 0 ? slot_stride : int64_t(n_kv_heads) * head_dim; }
+  int64_t slot_scales() const { return scale_stride > 0 ? scale_stride : n_kv_heads; }
 };
 
 // One Gated DeltaNet layer's slice of the recurrent state cache (model/
@@ -443,6 +453,14 @@ class Backend {
   virtual void qk_norm_rope_store_kv(const Tensor& q_raw, const Tensor& wq, const Tensor& k_raw, const Tensor& wk,
                                      float eps, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
                                      const RopeParams& rope, const KVLayer& cache);
+  // RoPE of q alone, [n_tokens, heads of head_dim] at the tokens' positions
+  // as rope_store_kv turns q; nothing is stored (a layer attending to an
+  // earlier layer's KV: Gemma 4's shared-KV layers).
+  virtual void rope_q(Tensor& q, int32_t head_dim, const StepMeta& m, const RopeParams& rope);
+  // weights[t, j] *= scales[ids[t, j]] for the rows of ids: a per-expert
+  // output scale (Gemma 4's ffn_down_exps.scale, f32 [n_expert]) applied
+  // through the routing weights that moe_ffn sums the experts with.
+  virtual void moe_scale_weights(const Tensor& ids, const Tensor& scales, Tensor& weights);
 
   // --- graphs ----------------------------------------------------------------
   // Backends that can record a sequence of ops once and replay it (CUDA

@@ -52,6 +52,25 @@
 //                   (expert_shared_feed_forward_length wide, default
 //                   feed_forward_length), scaled by sigmoid(x .
 //                   ffn_gate_inp_shexp); routing renormalised
+//   gemma4          gemma3's blocks (sliding window attention.sliding_window,
+//                   required; attention.sliding_window_pattern one flag per
+//                   layer, or a period, default 6) with: window layers of
+//                   head size attention.key_length_swa (== value_length_swa,
+//                   required) turning rope.dimension_count_swa dims (default
+//                   key_length_swa) at rope.freq_base_swa (default 1e4);
+//                   full layers of key_length turning rope.dimension_count
+//                   dims at rope.freq_base with rope_freqs (proportional
+//                   RoPE); head_count_kv and feed_forward_length one value or
+//                   one per layer; attention scale 1; V RMS-normed without a
+//                   weight, K as V where attn_v is absent; the last
+//                   attention.shared_kv_layers (default 0) layers attend to
+//                   the KV of the last earlier layer of their kind (llama.cpp:
+//                   n_kv_from_start - 2 for window layers, - 1 for full ones);
+//                   per-layer embeddings when embedding_length_per_layer_input
+//                   > 0; layer_output_scale; final soft-cap
+//                   (final_logit_softcapping, default none); experts
+//                   (expert_count optional, each expert_feed_forward_length
+//                   wide) beside the dense FFN, softmax routing renormalised
 // Experts (every layer's FFN a router and expert_count experts): softmax
 // routing over all experts, the expert_used_count most probable run, their
 // weights renormalised unless expert_weights_norm is false (llama.cpp's
@@ -125,6 +144,72 @@ void configure_gemma3(const gguf::File& f, ModelConfig& c) {
   c.rope_swa.freq_base = optional_float(f, a + "rope.freq_base_swa", 10000.0);
   RF_CHECK(c.rope_swa.freq_base > 1.0f, "model metadata: ", a, "rope.freq_base_swa out of range");
   c.rope_swa.freq_scale = 1.0f;
+}
+
+// Gemma 4: gemma3's blocks, per-layer head sizes and KV heads, shared KV,
+// per-layer embeddings and experts beside the dense FFN (config.h).
+void configure_gemma4(const gguf::File& f, ModelConfig& c) {
+  const std::string a = c.arch + ".";
+  gemma_common(c);
+  c.qk_norm = true;
+  c.v_norm = true;
+  c.attn_scale = 1.0f;
+  c.layer_out_scale = true;
+  c.freq_factors_full_only = true;
+  c.final_softcap = optional_float(f, a + "final_logit_softcapping", 0.0);
+  RF_CHECK(c.final_softcap >= 0, "model metadata: ", a, "final_logit_softcapping is negative");
+  c.sliding_window = positive_key(a + "attention.sliding_window", f.require_int(a + "attention.sliding_window"));
+  const std::string pk = a + "attention.sliding_window_pattern";
+  const gguf::Value* pattern = f.find(pk);
+  if (pattern && pattern->type == gguf::ValueType::ARRAY) {
+    const auto v = pattern->as_array(pk).to_i64(pk);
+    RF_CHECK(int64_t(v.size()) == c.n_layer, "model metadata '", pk, "' has ", v.size(), " entries for ", c.n_layer,
+             " layers");
+    for (size_t i = 0; i < v.size(); ++i) c.swa_layers[i] = v[i] != 0;
+  } else {
+    const int64_t period = f.get_int(pk, 6);
+    RF_CHECK(period >= 0 && period <= 4096, "model metadata '", pk, "' = ", period, " is out of range");
+    set_swa_period(c, period);
+  }
+  const int32_t hd_swa = positive_key(a + "attention.key_length_swa", f.require_int(a + "attention.key_length_swa"),
+                                      c.head_dim);
+  const int64_t vd_swa = f.get_int(a + "attention.value_length_swa", hd_swa);
+  RF_CHECK(vd_swa == hd_swa, "model metadata '", a, "attention.value_length_swa' = ", vd_swa,
+           " differs from key_length_swa ", hd_swa, " (not supported)");
+  c.layer_head_dim.assign(size_t(c.n_layer), c.head_dim);
+  for (int32_t il = 0; il < c.n_layer; ++il)
+    if (c.is_swa(il)) c.layer_head_dim[size_t(il)] = hd_swa;
+  c.rope_swa.freq_base = optional_float(f, a + "rope.freq_base_swa", 10000.0);
+  RF_CHECK(c.rope_swa.freq_base > 1.0f, "model metadata: ", a, "rope.freq_base_swa out of range");
+  c.rope_swa.freq_scale = 1.0f;
+  const std::string rk = a + "rope.dimension_count_swa";
+  c.rope_swa.n_rot = positive_key(rk, f.get_int(rk, hd_swa), hd_swa);
+  RF_CHECK(c.rope_swa.n_rot % 2 == 0, "model metadata '", rk, "' = ", c.rope_swa.n_rot, " is odd");
+
+  const std::string sk = a + "attention.shared_kv_layers";
+  const int64_t shared = f.get_int(sk, 0);
+  RF_CHECK(shared >= 0 && shared <= c.n_layer - 2, "model metadata '", sk, "' = ", shared, " is out of range (0..",
+           c.n_layer - 2, " for ", c.n_layer, " layers)");
+  if (shared > 0) {
+    const int32_t from = c.n_layer - int32_t(shared);  // the first layer without KV of its own
+    c.kv_source.resize(size_t(c.n_layer));
+    for (int32_t il = 0; il < c.n_layer; ++il) {
+      c.kv_source[size_t(il)] = il < from ? il : from - (c.is_swa(il) ? 2 : 1);
+      const int32_t src = c.kv_source[size_t(il)];
+      RF_CHECK(c.is_swa(src) == c.is_swa(il), "model metadata '", sk, "' = ", shared, ": layer ", il,
+               " would reuse the KV of layer ", src, ", a layer of the other attention kind");
+    }
+  }
+  const std::string pl = a + "embedding_length_per_layer_input";
+  const int64_t per_layer = f.get_int(pl, 0);
+  RF_CHECK(per_layer >= 0 && per_layer <= 65536, "model metadata '", pl, "' = ", per_layer, " is out of range");
+  c.n_embd_per_layer = int32_t(per_layer);
+  if (c.has_experts()) {
+    c.moe_with_dense = true;
+    c.expert_weights_norm = true;
+    const std::string ek = a + "expert_feed_forward_length";
+    c.n_ff_expert = positive_key(ek, f.require_int(ek));
+  }
 }
 
 enum class ExpertUse { None, Optional, Required };
@@ -266,6 +351,7 @@ const Family kFamilies[] = {
     {"qwen3moe", configure_qwen3moe, ExpertUse::Required},
     {"gemma2", configure_gemma2},
     {"gemma3", configure_gemma3},
+    {"gemma4", configure_gemma4, ExpertUse::Optional},
     {"phi3",
      [](const gguf::File&, ModelConfig& c) {
        c.rope.neox = true;
@@ -344,7 +430,7 @@ void configure_family(const gguf::File& f, ModelConfig& c) {
       if (c.expert_activation == Activation::SiLU) c.expert_activation = c.activation;
       // The sliding-window layers share the global RoPE style.
       c.rope_swa.neox = c.rope.neox;
-      c.rope_swa.n_rot = c.rope.n_rot;
+      if (c.layer_head_dim.empty()) c.rope_swa.n_rot = c.rope.n_rot;
       return;
     }
   fail("unsupported model architecture '", c.arch, "' (supported: ", supported_architectures(), ")");

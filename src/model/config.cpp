@@ -2,6 +2,8 @@
 // and defaults); the family's building blocks come from model/arch.cpp.
 #include "model/config.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "model/arch.h"
 
@@ -15,6 +17,40 @@ int32_t positive_key(const std::string& key, int64_t v, int64_t max) {
 void set_swa_period(ModelConfig& c, int64_t period) {
   c.swa_layers.assign(size_t(c.n_layer), 0);
   for (int32_t il = 0; il < c.n_layer; ++il) c.swa_layers[size_t(il)] = period == 0 || il % period < period - 1;
+}
+
+namespace {
+
+// A key that holds one value or one per layer (llama.cpp's get_key_or_arr):
+// the per-layer values into `per_layer` (left empty for one value), their
+// largest returned. Each value must be in 1..max.
+int32_t key_or_array(const gguf::File& f, const std::string& key, int32_t n_layer, int64_t fallback, int64_t max,
+                     std::vector<int32_t>& per_layer) {
+  const gguf::Value* v = f.find(key);
+  if (!v || v->type != gguf::ValueType::ARRAY) return positive_key(key, f.get_int(key, fallback), max);
+  const auto vals = v->as_array(key).to_i64(key);
+  RF_CHECK(int64_t(vals.size()) == n_layer, "model metadata '", key, "' has ", vals.size(), " entries for ", n_layer,
+           " layers");
+  int32_t most = 0;
+  for (int64_t x : vals) {
+    per_layer.push_back(positive_key(key, x, max));
+    most = std::max(most, per_layer.back());
+  }
+  return most;
+}
+
+}  // namespace
+
+int32_t ModelConfig::max_q_dim() const {
+  int32_t m = 0;
+  for (int32_t il = 0; il < n_layer; ++il) m = std::max(m, q_dim_of(il));
+  return m > 0 ? m : q_dim();
+}
+
+int32_t ModelConfig::max_kv_dim() const {
+  int32_t m = 0;
+  for (int32_t il = 0; il < n_layer; ++il) m = std::max(m, kv_dim_of(il));
+  return m > 0 ? m : kv_dim();
 }
 
 ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
@@ -31,11 +67,17 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
   c.n_embd = required("embedding_length");
   c.n_layer = required("block_count", 4096);
   // Families whose FFNs are all experts may omit it (model/arch.cpp).
-  c.n_ff = f.has(a + "feed_forward_length") || !family_ffn_optional(c.arch) ? required("feed_forward_length") : 0;
+  // feed_forward_length and head_count_kv may give one value per layer.
+  if (f.has(a + "feed_forward_length") || !family_ffn_optional(c.arch)) {
+    RF_CHECK(f.has(a + "feed_forward_length"), "model metadata is missing required key '", a,
+             "feed_forward_length'");
+    c.n_ff = key_or_array(f, a + "feed_forward_length", c.n_layer, 0, int64_t(1) << 24, c.layer_n_ff);
+  }
   c.n_head = required("attention.head_count", 4096);
-  c.n_head_kv = positive_key(a + "attention.head_count_kv", f.get_int(a + "attention.head_count_kv", c.n_head), 4096);
-  RF_CHECK(c.n_head % c.n_head_kv == 0, "model metadata: head_count ", c.n_head, " is not a multiple of head_count_kv ",
-           c.n_head_kv);
+  c.n_head_kv = key_or_array(f, a + "attention.head_count_kv", c.n_layer, c.n_head, 4096, c.layer_n_head_kv);
+  for (int32_t il = 0; il < c.n_layer; ++il)
+    RF_CHECK(c.n_head % c.n_head_kv_of(il) == 0, "model metadata: head_count ", c.n_head,
+             " is not a multiple of head_count_kv ", c.n_head_kv_of(il), il ? str(" (layer ", il, ")") : "");
   // Head sizes default to n_embd / n_head, each on its own (llama.cpp).
   const int64_t default_hd = c.n_embd / c.n_head;
   c.head_dim = positive_key(a + "attention.key_length", f.get_int(a + "attention.key_length", default_hd), 1024);
@@ -119,6 +161,19 @@ std::string ModelConfig::summary() const {
   add(attn_output_gate, "gated attention output");
   add(n_ff_shexp > 0, str("shared expert of ffn ", n_ff_shexp));
   add(n_layer_nextn > 0, str(n_layer_nextn, " MTP block", n_layer_nextn == 1 ? "" : "s", " (not run)"));
+  int32_t n_shared = 0, hd_window = 0;
+  for (int32_t il = 0; il < n_layer; ++il) {
+    n_shared += shares_kv(il);
+    if (is_swa(il) && hd_window == 0) hd_window = head_dim_of(il);
+  }
+  add(!layer_head_dim.empty() && hd_window != head_dim, str("head size ", hd_window, " on window layers"));
+  add(!layer_n_head_kv.empty(), "per-layer KV heads");
+  add(!layer_n_ff.empty(), "per-layer FFN widths");
+  add(v_norm, "v norm");
+  add(n_shared > 0, str(n_shared, " shared-KV layers"));
+  add(n_embd_per_layer > 0, str("per-layer embeddings of ", n_embd_per_layer));
+  add(moe_with_dense, "dense FFN beside the experts");
+  add(layer_out_scale, "layer output scale");
   add(attn_softcap > 0, str("attn soft-cap ", attn_softcap));
   add(final_softcap > 0, str("final soft-cap ", final_softcap));
   add(sliding_window > 0, str("sliding window ", sliding_window));

@@ -84,6 +84,28 @@ struct ModelConfig {
   // for speculative decoding; the forward pass does not run them.
   int32_t n_layer_nextn = 0;
 
+  // --- per-layer shapes and shared KV (gemma4) --------------------------
+  // Empty: every layer has the scalars above (head_dim, n_head_kv, n_ff are
+  // then the largest of a layer's when these are set).
+  std::vector<int32_t> layer_head_dim;   // [n_layer]: key_length, or key_length_swa on window layers
+  std::vector<int32_t> layer_n_head_kv;  // [n_layer]: head_count_kv given per layer
+  std::vector<int32_t> layer_n_ff;       // [n_layer]: feed_forward_length given per layer
+  // [n_layer] or empty: the layer whose K/V layer il attends to (il: its
+  // own; an earlier layer of the same kind: a shared-KV layer, which has no
+  // k/v projections and keeps no KV of its own).
+  std::vector<int32_t> kv_source;
+  bool v_norm = false;          // V RMS-normed per head without a weight; a layer without attn_v uses K as V
+  bool freq_factors_full_only = false;  // rope_freqs on full-attention layers only (window layers turn every pair)
+  bool layer_out_scale = false; // layer_output_scale [1]: multiplies the residual stream after the layer
+  // > 0: per-layer embeddings this wide (per_layer_token_embd, per_layer_model_proj;
+  // each layer's inp_gate, proj, post_norm after its FFN).
+  int32_t n_embd_per_layer = 0;
+  // Experts beside the dense FFN: every layer runs both, the dense branch
+  // post-normed by post_ffw_norm_1, the experts (pre_ffw_norm_2, a router
+  // reading RMSNorm(x) / sqrt(n_embd) * ffn_gate_inp.scale, fused
+  // ffn_gate_up_exps, per-expert ffn_down_exps.scale) by post_ffw_norm_2.
+  bool moe_with_dense = false;
+
   // --- embeddings ------------------------------------------------------------
   // How an embedding request pools the final hidden states: `pooling_type`
   // (llama.cpp's key and values) when it names mean, cls or last; else the
@@ -93,6 +115,21 @@ struct ModelConfig {
 
   int32_t q_dim() const { return n_head * head_dim; }
   int32_t kv_dim() const { return n_head_kv * head_dim; }
+  int32_t head_dim_of(int32_t il) const { return layer_head_dim.empty() ? head_dim : layer_head_dim[size_t(il)]; }
+  int32_t n_head_kv_of(int32_t il) const { return layer_n_head_kv.empty() ? n_head_kv : layer_n_head_kv[size_t(il)]; }
+  int32_t n_ff_of(int32_t il) const { return layer_n_ff.empty() ? n_ff : layer_n_ff[size_t(il)]; }
+  int32_t q_dim_of(int32_t il) const { return n_head * head_dim_of(il); }
+  int32_t kv_dim_of(int32_t il) const { return n_head_kv_of(il) * head_dim_of(il); }
+  int32_t max_q_dim() const;
+  int32_t max_kv_dim() const;
+  int32_t kv_layer(int32_t il) const { return kv_source.empty() ? il : kv_source[size_t(il)]; }
+  bool shares_kv(int32_t il) const { return kv_layer(il) != il; }
+  // Any block the fused layer path does not cover: the forward then runs
+  // its layers step by step (model/transformer_blocks.cpp).
+  bool stepwise_layers() const {
+    return !layer_head_dim.empty() || !layer_n_head_kv.empty() || !layer_n_ff.empty() || !kv_source.empty() ||
+           v_norm || layer_out_scale || n_embd_per_layer > 0 || moe_with_dense;
+  }
   bool is_swa(int32_t il) const { return sliding_window > 0 && swa_layers[size_t(il)] != 0; }
   const RopeParams& rope_for(int32_t il) const { return is_swa(il) ? rope_swa : rope; }
   bool has_experts() const { return n_expert > 0; }

@@ -2,6 +2,8 @@
 // group indices; each layer mapped to its pair.
 #include "model/kv_cache.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace rf {
@@ -22,8 +24,36 @@ DType kv_element_type(const Backend& backend, KVCacheDType d) {
 KVGroupLayout kv_group_layout(const ModelConfig& c) {
   std::vector<int32_t> windows(size_t(c.n_layer), 0);
   for (int32_t il = 0; il < c.n_layer; ++il) windows[size_t(il)] = c.is_swa(il) ? c.sliding_window : 0;
-  return KVGroupLayout(std::move(windows), c.recurrent_layers);
+  // No KV of their own: recurrent layers (their state rows) and shared-KV
+  // layers (they read an earlier layer's).
+  std::vector<uint8_t> no_kv;
+  if (!c.recurrent_layers.empty() || !c.kv_source.empty()) {
+    no_kv.assign(size_t(c.n_layer), 0);
+    for (int32_t il = 0; il < c.n_layer; ++il) no_kv[size_t(il)] = c.is_recurrent(il) || c.shares_kv(il);
+  }
+  return KVGroupLayout(std::move(windows), std::move(no_kv));
 }
+
+namespace {
+
+// One token's K (or V) row of layer il in a cache of `type` (an 8-bit
+// cache: with its scale per KV head).
+// The widest KV layer's K (or V) elements and KV heads: every layer's slot
+// stride in the arrays they share (KVLayer::slot_stride).
+struct SlotShape {
+  int32_t elems = 0, heads = 0;
+};
+SlotShape slot_shape(const ModelConfig& c, const KVGroupLayout& groups) {
+  SlotShape s;
+  for (int32_t il = 0; il < c.n_layer; ++il)
+    if (groups.has_kv(il)) {
+      s.elems = std::max(s.elems, c.kv_dim_of(il));
+      s.heads = std::max(s.heads, c.n_head_kv_of(il));
+    }
+  return s;
+}
+
+}  // namespace
 
 StateRowLayout state_row_layout(const ModelConfig& c) {
   StateRowLayout l;
@@ -41,9 +71,13 @@ StateRowLayout state_row_layout(const ModelConfig& c) {
 }
 
 KVGeometry kv_geometry(const ModelConfig& c, DType type, int32_t block_size) {
-  size_t row = row_bytes(type, uint64_t(c.kv_dim()));
-  if (type == DType::F8_E4M3) row += sizeof(float) * size_t(c.n_head_kv);
-  return KVGeometry{kv_group_layout(c), row, block_size, state_row_layout(c).row_bytes()};
+  // Layers of other head sizes share the arrays: each array's rows are the
+  // widest KV layer's (a narrower layer uses the front of its array).
+  KVGroupLayout groups = kv_group_layout(c);
+  const SlotShape slot = slot_shape(c, groups);
+  size_t row = row_bytes(type, uint64_t(slot.elems));
+  if (type == DType::F8_E4M3) row += sizeof(float) * size_t(slot.heads);
+  return KVGeometry{std::move(groups), row, block_size, state_row_layout(c).row_bytes()};
 }
 
 KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& plan, DType type)
@@ -60,13 +94,14 @@ KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& pla
   memory_ = backend.alloc(bytes_, "KV cache");
   auto* base = static_cast<uint8_t*>(memory_);
   const size_t slots = size_t(num_blocks_) * size_t(block_size_);
-  const size_t elem_bytes = slots * row_bytes(type, uint64_t(c.kv_dim()));  // each array's scales follow
+  const SlotShape slot = slot_shape(c, groups_);
   for (int32_t i = 0; i < c.n_layer; ++i) {
     KVLayer l;
-    if (!groups_.has_kv(i)) {  // a recurrent layer: its state is in the state rows
-      layers_.push_back(l);
+    if (!groups_.has_kv(i)) {  // a recurrent layer (its state is in the state rows), or a shared-KV one
+      layers_.push_back(c.shares_kv(i) ? layers_[size_t(c.kv_layer(i))] : l);
       continue;
     }
+    const size_t elem_bytes = slots * row_bytes(type, uint64_t(slot.elems));  // each array's scales follow
     l.k = base + plan.k_offset(groups_.index_in_group(i));
     l.v = base + plan.v_offset(groups_.index_in_group(i));
     if (type == DType::F8_E4M3) {
@@ -76,8 +111,12 @@ KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& pla
     l.type = type;
     l.num_blocks = num_blocks_;
     l.block_size = block_size_;
-    l.n_kv_heads = c.n_head_kv;
-    l.head_dim = c.head_dim;
+    l.n_kv_heads = c.n_head_kv_of(i);
+    l.head_dim = c.head_dim_of(i);
+    if (c.kv_dim_of(i) != slot.elems || l.n_kv_heads != slot.heads) {  // a narrower layer: the widest one's strides
+      l.slot_stride = slot.elems;
+      l.scale_stride = slot.heads;
+    }
     layers_.push_back(l);
   }
   // The recurrent-state rows.

@@ -60,7 +60,8 @@ class KVCache {
   KVCache(const KVCache&) = delete;
   KVCache& operator=(const KVCache&) = delete;
 
-  const KVLayer& layer(int32_t i) const { return layers_[size_t(i)]; }  // empty for recurrent layers
+  // Empty for recurrent layers; a shared-KV layer sees its source layer's.
+  const KVLayer& layer(int32_t i) const { return layers_[size_t(i)]; }
   // Recurrent layer i's view of the state rows (empty for other layers).
   const RecurrentLayer& state_layer(int32_t i) const { return state_layers_[size_t(i)]; }
   int32_t state_rows() const { return state_rows_; }

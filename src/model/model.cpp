@@ -56,7 +56,8 @@ std::unique_ptr<Model> Model::load_file(std::unique_ptr<gguf::File> file, std::s
         spec);
     if (s.weights.rope_freqs.data) {
       s.config.rope.freq_factors = s.weights.rope_freqs.ptr<float>();
-      s.config.rope_swa.freq_factors = s.config.rope.freq_factors;
+      // (Gemma 4: the factors are the full-attention layers'; window layers turn every pair.)
+      if (!s.config.freq_factors_full_only) s.config.rope_swa.freq_factors = s.config.rope.freq_factors;
     }
     m->shards_.push_back(std::move(s));
   }

@@ -22,6 +22,8 @@ ModelConfig shard_config(const ModelConfig& c, ShardSpec s) {
   if (!s.split()) return c;
   RF_CHECK(!c.has_recurrent() && !c.attn_output_gate && c.n_ff_shexp == 0, "tensor parallelism of '", c.arch,
            "' (its recurrent layers, gated attention and shared experts) is not supported yet");
+  RF_CHECK(!c.stepwise_layers(), "tensor parallelism of '", c.arch,
+           "' (per-layer head sizes, shared KV, per-layer embeddings, experts beside the dense FFN) is not supported yet");
   auto divide = [&](int32_t v, const char* what) {
     RF_CHECK(v % s.size == 0, "tensor parallel size ", s.size, " does not divide the model's ", what, " (", v, ")");
     return v / s.size;

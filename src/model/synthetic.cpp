@@ -12,6 +12,7 @@
 #include "core/quant.h"
 #include "core/rng.h"
 #include "gguf/writer.h"
+#include "model/synthetic_gemma4.h"
 #include "model/synthetic_hybrid.h"
 
 namespace rf {
@@ -149,6 +150,7 @@ std::vector<SyntheticPreset> presets() {
     v.push_back(p);
   }
   add_hybrid_presets(v);  // Qwen3.5 / Qwen3.6 (model/synthetic_hybrid.cpp)
+  add_gemma4_presets(v);  // Gemma 4 (model/synthetic_gemma4.cpp)
   return v;
 }
 
@@ -161,6 +163,7 @@ uint64_t name_seed(uint64_t seed, const std::string& name) {
 }  // namespace
 
 int32_t SyntheticPreset::n_tensors() const {
+  if (gemma4()) return 2 + (tied_embeddings ? 0 : 1) + gemma4_tensors(*this);
   if (hybrid()) {
     int32_t n = 2 + (tied_embeddings ? 0 : 1);
     for (int32_t il = 0; il < n_layer + nextn_layers; ++il) n += hybrid_block_tensors(*this, il);
@@ -250,6 +253,7 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
     if (p.n_ff_expert > 0) w.set_u32(a + "expert_feed_forward_length", uint32_t(p.n_ff_expert));
   }
   if (p.hybrid()) describe_hybrid_metadata(w, p);
+  if (p.gemma4()) describe_gemma4_metadata(w, p);
 
   std::vector<std::string> tokens;
   std::vector<float> scores;
@@ -332,6 +336,17 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
       });
     };
     for (int32_t il = 0; il < p.n_layer + p.nextn_layers; ++il) describe_hybrid_block(sink, p, il);
+    return;
+  }
+  if (p.gemma4()) {
+    TensorSink sink;
+    sink.matrix = matrix;
+    sink.vec = vec;
+    sink.f32_values = [&](const std::string& name, std::vector<float> values) {
+      w.add_tensor(name, DType::F32, {uint64_t(values.size())},
+                   [values](uint8_t* dst) { std::memcpy(dst, values.data(), values.size() * 4); });
+    };
+    describe_gemma4_tensors(sink, p);
     return;
   }
   for (int l = 0; l < p.n_layer; ++l) {

@@ -58,7 +58,20 @@ struct SyntheticPreset {
   int32_t nextn_layers = 0;
   std::vector<int32_t> rope_sections;
 
+  // Gemma 4 (arch gemma4; model/synthetic_gemma4.cpp): window layers (all
+  // but each swa_pattern-th) of head_dim_swa with n_head_kv_swa KV heads,
+  // full layers of head_dim with n_head_kv; V is K on full layers
+  // (k_eq_v: no attn_v); full layers' rope_freqs turn the first
+  // rope_pairs_full pairs (proportional RoPE; the others 1e30); the last
+  // shared_kv_layers layers reuse earlier KV; per-layer embeddings of
+  // n_embd_per_layer; experts (n_expert > 0) beside the dense FFN.
+  int32_t head_dim_swa = 0, n_head_kv_swa = 0;
+  bool k_eq_v = false;
+  int32_t rope_pairs_full = 0;
+  int32_t shared_kv_layers = 0, n_embd_per_layer = 0;
+
   int32_t hd() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
+  bool gemma4() const { return arch == "gemma4"; }
   bool hybrid() const { return ssm_v_heads > 0; }
   int32_t expert_ff() const { return n_ff_expert > 0 ? n_ff_expert : n_ff; }
   int32_t n_tensors() const;  // what write_synthetic_model writes

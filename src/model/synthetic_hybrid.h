@@ -23,6 +23,8 @@ struct TensorSink {
   std::function<void(const std::string& name, int64_t n, float offset)> vec;
   // A small f32 matrix [cols, rows] (conv kernels), unit-scale outputs.
   std::function<void(const std::string& name, int64_t cols, int64_t rows)> f32_matrix;
+  // An f32 vector of exactly these values (rope_freqs).
+  std::function<void(const std::string& name, std::vector<float> values)> f32_values;
 };
 
 // The presets (appended to the others).

@@ -11,7 +11,9 @@
 // conv with SiLU -> the gated delta rule over each sequence's state row ->
 // gated RMSNorm -> ssm_out. Where only some of a step's rows need logits
 // (prompts), the last layer gathers them after its token mixer: the other
-// rows only store their K and V (or state) there.
+// rows only store their K and V (or state) there. Models with blocks this
+// fused path does not cover (ModelConfig::stepwise_layers: Gemma 4) run
+// their layers step by step (model/transformer_blocks.cpp).
 #include "model/transformer.h"
 
 #include <algorithm>
@@ -34,21 +36,29 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   limits_.head_dim = c_.head_dim;
   limits_.n_kv_heads = c_.n_head_kv;
   limits_.kv_groups = kv_group_layout(c_).n_groups();
+  // Per-layer head sizes (Gemma 4) are the CPU's alone so far.
+  // (and KV layers of other widths, whose cache slots are the widest one's apart: KVLayer::slot_stride)
+  bool one_width = true;
+  for (int32_t il = 0; il < c_.n_layer; ++il) one_width = one_width && c_.kv_dim_of(il) == c_.max_kv_dim();
+  RF_CHECK(backend.device() == DeviceKind::CPU || (c_.layer_head_dim.empty() && one_width), "backend '",
+           backend.name(), "' does not implement op 'attention with per-layer head sizes and KV widths' (needed by ",
+           "this model's architecture)");
+  const bool dense = !c_.has_experts() || c_.moe_with_dense;  // a dense FFN on every layer
   if (c_.has_experts()) {  // (the expert fields stay 0 for dense models, n_ff for MoE ones)
     moe_ = c_.moe();
     limits_.n_embd = c_.n_embd;
     limits_.n_expert = moe_.n_expert;
     limits_.n_expert_used = moe_.n_used;
     limits_.expert_ff = moe_.n_ff;
-  } else {
-    limits_.n_ff = c_.n_ff;
   }
+  if (dense) limits_.n_ff = c_.n_ff;
   // The largest matrix an op reads whole: an expert's is one expert's slice.
   auto elems = [](const Tensor& t) { return t.cols() * t.rows(); };
-  limits_.max_weight_elems = std::max(elems(w_.tok_embd), elems(w_.output));
+  limits_.max_weight_elems = std::max({elems(w_.tok_embd), elems(w_.output), elems(w_.ple_model_proj)});
   for (const LayerWeights& l : w_.layers) {
     for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.w_attn_gate,
-                            &l.shexp_gate, &l.shexp_up, &l.shexp_down, &l.ssm_in, &l.ssm_z, &l.ssm_out})
+                            &l.shexp_gate, &l.shexp_up, &l.shexp_down, &l.ssm_in, &l.ssm_z, &l.ssm_out,
+                            &l.ple_embd, &l.ple_gate, &l.ple_proj})
       limits_.max_weight_elems = std::max(limits_.max_weight_elems, elems(*t));
     if (l.experts.n_expert > 0)
       for (const Tensor& t : {l.experts.gate_of(0), l.experts.up_of(0), l.experts.down_of(0)})
@@ -58,24 +68,33 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   const int64_t T = limits.max_tokens;
   x_ = alloc_act(c_.n_embd, T, res, "residual");
   xn_ = alloc_act(c_.n_embd, T, act, "normed");
-  q_ = alloc_act(c_.q_dim(), T, act, "q");
-  k_ = alloc_act(c_.kv_dim(), T, act, "k");
-  v_ = alloc_act(c_.kv_dim(), T, act, "v");
-  attn_ = alloc_act(c_.q_dim(), T, act, "attention out");
+  const int32_t qd = c_.max_q_dim(), kvd = c_.max_kv_dim();  // (a layer uses the front of these)
+  q_ = alloc_act(qd, T, act, "q");
+  k_ = alloc_act(kvd, T, act, "k");
+  v_ = alloc_act(kvd, T, act, "v");
+  attn_ = alloc_act(qd, T, act, "attention out");
   proj_ = alloc_act(c_.n_embd, T, act, "projection");
   if (c_.has_experts()) {
     router_logits_ = alloc_act(moe_.n_expert, T, DType::F32, "router logits");
     expert_ids_ = alloc_act(moe_.n_used, T, DType::I32, "expert ids");
     expert_weights_ = alloc_act(moe_.n_used, T, DType::F32, "expert weights");
-  } else {
+  }
+  if (dense) {
     gate_ = alloc_act(c_.n_ff, T, act, "ffn gate");
     up_ = alloc_act(c_.n_ff, T, act, "ffn up");
   }
   if (c_.qk_norm) {
-    q_raw_ = alloc_act(c_.q_dim(), T, act, "q before norm");
-    k_raw_ = alloc_act(c_.kv_dim(), T, act, "k before norm");
+    q_raw_ = alloc_act(qd, T, act, "q before norm");
+    k_raw_ = alloc_act(kvd, T, act, "k before norm");
   }
   if (c_.post_ffn_norm) post_ = alloc_act(c_.n_embd, T, act, "post norm");  // the last layer's post-FFN norm
+  if (c_.moe_with_dense) aux_ = alloc_act(c_.n_embd, T, act, "dense ffn beside experts");
+  if (c_.n_embd_per_layer > 0) {
+    ple_x0_ = alloc_act(c_.n_embd, T, res, "scaled embeddings");
+    ple_in_ = alloc_act(c_.n_embd_per_layer, T, act, "per-layer input");
+    ple_pp_ = alloc_act(c_.n_embd_per_layer, T, act, "per-layer projection");
+    ple_gate_ = alloc_act(c_.n_embd_per_layer, T, act, "per-layer gate");
+  }
   if (c_.attn_output_gate) attn_gate_ = alloc_act(c_.q_dim(), T, act, "attention gate");
   if (c_.has_recurrent()) {
     ssm_mixed_ = alloc_act(c_.ssm_conv_channels(), T, act, "deltanet q|k|v");
@@ -92,7 +111,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     sh_scale_ = alloc_act(1, T, act, "shared expert scale");
   }
   for (const LayerWeights& l : w_.layers) mixer_inputs_.push_back(l.mixer_inputs());
-  last_attn_ = alloc_act(std::max(c_.q_dim(), c_.has_recurrent() ? c_.ssm_inner() : 0), limits.max_logits, act,
+  last_attn_ = alloc_act(std::max(qd, c_.has_recurrent() ? c_.ssm_inner() : 0), limits.max_logits, act,
                          "last mixer out");
   last_ = alloc_act(c_.n_embd, limits.max_logits, res, "last hidden");
   last_n_ = alloc_act(c_.n_embd, limits.max_logits, act, "last normed");
@@ -103,6 +122,11 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
 Transformer::~Transformer() {
   backend_.clear_graphs();  // they point into the buffers freed here
   for (void* p : buffers_) backend_.free(p);
+}
+
+Tensor rows_of(const Tensor& buf, int64_t cols, int64_t rows) {
+  RF_CHECK(cols * rows <= buf.numel(), "workspace of ", buf.numel(), " elements for ", cols, " x ", rows);
+  return make_tensor(buf.data, buf.type, cols, rows, buf.device);
 }
 
 Tensor Transformer::alloc_act(int64_t cols, int64_t rows, DType type, const char* what) {
@@ -183,14 +207,29 @@ Tensor Transformer::forward(const Batch& batch, KVCache& kv, bool hidden_states)
 Tensor Transformer::project_qkv(int32_t il, const StepMeta& m, const KVLayer& cache, const Handoff& xn_h) {
   const int32_t n = m.n_tokens;
   const LayerWeights& l = w_.layers[size_t(il)];
-  Tensor xn = xn_.slice_rows(0, n), q = q_.slice_rows(0, n), k = k_.slice_rows(0, n), v = v_.slice_rows(0, n);
+  const int32_t qd = c_.q_dim_of(il), kvd = c_.kv_dim_of(il), hd = c_.head_dim_of(il);
+  Tensor xn = xn_.slice_rows(0, n), q = rows_of(q_, qd, n), k = rows_of(k_, kvd, n), v = rows_of(v_, kvd, n);
   // Projections, into the pre-norm buffers when q and k get a per-head norm.
-  Tensor qp = c_.qk_norm ? q_raw_.slice_rows(0, n) : q, kp = c_.qk_norm ? k_raw_.slice_rows(0, n) : k;
+  Tensor qp = c_.qk_norm ? rows_of(q_raw_, qd, n) : q, kp = c_.qk_norm ? rows_of(k_raw_, kvd, n) : k;
+  if (c_.shares_kv(il)) {  // q alone: the layer attends to an earlier layer's KV
+    backend_.matmul(xn, l.wq, qp, xn_h);
+    if (c_.qk_norm) {
+      Tensor qo = q.view2d(hd, q.numel() / hd);
+      backend_.rms_norm(qp.view2d(hd, qp.numel() / hd), l.q_norm, c_.rms_eps, qo);
+    }
+    backend_.rope_q(q, hd, m, c_.rope_for(il));
+    return q;
+  }
   const Tensor qkv_b[4] = {l.bq, l.bk, l.bv, Tensor{}};
   Tensor qkv[4] = {qp, kp, v, c_.attn_output_gate ? attn_gate_.slice_rows(0, n) : Tensor{}};
-  const std::vector<Tensor>& ws = mixer_inputs_[size_t(il)];  // q, k, v [, gate]
+  const std::vector<Tensor>& ws = mixer_inputs_[size_t(il)];  // q, k, v [, gate] (q, k where K is V)
   backend_.matmul_multi(xn, ws, std::span<Tensor>(qkv, ws.size()),
                         l.bq.data ? std::span<const Tensor>(qkv_b, ws.size()) : std::span<const Tensor>(), xn_h);
+  if (c_.v_norm) {  // V RMS-normed per head without a weight: V's projection, or K's before its norm
+    const Tensor& vin = l.wv.data ? v : kp;
+    Tensor vo = v.view2d(hd, v.numel() / hd);
+    backend_.rms_norm(vin.view2d(hd, vin.numel() / hd), l.v_norm, c_.rms_eps, vo);
+  }
   if (c_.qk_norm) {
     backend_.qk_norm_rope_store_kv(qp, l.q_norm, kp, l.k_norm, c_.rms_eps, q, k, v, m, c_.rope_for(il), cache);
   } else {
@@ -200,11 +239,11 @@ Tensor Transformer::project_qkv(int32_t il, const StepMeta& m, const KVLayer& ca
 }
 
 Tensor Transformer::attend(int32_t il, const StepMeta& m, const KVLayer& cache, const Tensor& q, Handoff& attn_h) {
-  Tensor attn = attn_.slice_rows(0, m.n_tokens);
+  Tensor attn = rows_of(attn_, c_.q_dim_of(il), m.n_tokens);
   AttentionParams ap;
   ap.n_heads = c_.n_head;
-  ap.n_kv_heads = c_.n_head_kv;
-  ap.head_dim = c_.head_dim;
+  ap.n_kv_heads = c_.n_head_kv_of(il);
+  ap.head_dim = c_.head_dim_of(il);
   ap.scale = c_.attn_scale;
   ap.window = c_.is_swa(il) ? c_.sliding_window : 0;
   ap.softcap = c_.attn_softcap;
@@ -282,7 +321,7 @@ Tensor Transformer::ffn_block(int32_t il, const Tensor& xn, const Handoff& xn_h)
 Tensor Transformer::ffn_hidden(int32_t il, const Tensor& xn, const Handoff& xn_h) {
   const int32_t n = int32_t(xn.rows());
   const LayerWeights& l = w_.layers[size_t(il)];
-  Tensor gate = gate_.slice_rows(0, n), up = up_.slice_rows(0, n);
+  Tensor gate = rows_of(gate_, c_.n_ff_of(il), n), up = rows_of(up_, c_.n_ff_of(il), n);
   backend_.matmul_gate_up_glu(xn, l.w_gate, l.w_up, gate, up, gate, c_.activation, xn_h);
   return gate;
 }
@@ -349,6 +388,7 @@ void Transformer::logits_of(const Tensor& last, int32_t nl) {
 }
 
 void Transformer::run_layers(const StepMeta& m, KVCache& kv, bool hidden_states) {
+  if (c_.stepwise_layers()) return run_layers_stepwise(m, kv, hidden_states);
   const int32_t n = m.n_tokens, nl = m.n_logits;
   Tensor x = x_.slice_rows(0, n), xn = xn_.slice_rows(0, n);
   if (comm_) {

@@ -3,7 +3,9 @@
 // family: ModelConfig's building blocks switch its optional steps on (biases,
 // q/k norms, post norms, GeGLU, soft-caps, sliding windows, embedding scale,
 // experts in place of the dense FFN, a shared expert beside them, a gated
-// attention output, Gated DeltaNet layers in place of attention).
+// attention output, Gated DeltaNet layers in place of attention; Gemma 4's
+// per-layer shapes, shared KV, per-layer embeddings and experts beside the
+// dense FFN, run step by step).
 // Each layer stores and reads its K/V through its KV group's slots and
 // block tables (kv/group_layout.h, StepMeta::for_group); a recurrent layer
 // instead reads and writes each sequence's state row (StepMeta::
@@ -24,6 +26,10 @@
 #include "model/weights.h"
 
 namespace rf {
+
+// The first rows x cols elements of a workspace buffer, as a tensor of
+// `cols` columns (a layer narrower than the widest uses the front).
+Tensor rows_of(const Tensor& buf, int64_t cols, int64_t rows);
 
 class Transformer {
  public:
@@ -105,6 +111,19 @@ class Transformer {
   // Returns xn's Handoff.
   Handoff residual_and_norm(Tensor& x, Tensor& block_out, const Tensor& post_norm, const Tensor& next_norm,
                             Tensor& xn);
+  // The layers one step at a time (ModelConfig::stepwise_layers: per-layer
+  // head sizes and widths, shared KV, V normed or taken from K, experts
+  // beside the dense FFN, per-layer embeddings, layer output scales), every
+  // row through the last layer (model/transformer_blocks.cpp).
+  void run_layers_stepwise(const StepMeta& m, KVCache& kv, bool hidden_states);
+  // The dense FFN of xn (post_ffw_norm_1) plus the experts of
+  // RMSNorm(x) (pre_ffw_norm_2; routed by RMSNorm(x) * router_norm,
+  // scaled per expert; post_ffw_norm_2): returns their sum (rows of aux_).
+  Tensor ffn_beside_experts(int32_t il, const Tensor& x, const Tensor& xn);
+  // x += RMSNorm(proj(gelu(x . inp_gate) * layer il's per-layer input)),
+  // the input made from the token's per_layer_token_embd columns and the
+  // embeddings' projection (ple_x0_).
+  void per_layer_embedding(int32_t il, const StepMeta& m, Tensor& x);
   // Pure decode steps (one new token and one logit row per sequence) run as
   // graphs, padded to a bucket size.
   bool graph_eligible(const Batch& b) const;
@@ -143,6 +162,10 @@ class Transformer {
   Tensor sh_scale_;         // [1]
   std::vector<std::vector<Tensor>> mixer_inputs_;  // [n_layer]: LayerWeights::mixer_inputs, kept
   Tensor post_;     // a post-norm's output [n_embd] (post norms only)
+  Tensor aux_;      // [n_embd]: the dense branch beside the experts (moe_with_dense only)
+  // Per-layer embeddings (n_embd_per_layer > 0 only):
+  Tensor ple_x0_;   // [n_embd]: the scaled embeddings, which every layer's input projection reads
+  Tensor ple_in_, ple_pp_, ple_gate_;  // [n_embd_per_layer]: the layer's input, its projection part, the gate
   Tensor last_attn_;  // [max_logits rows, max(q_dim, ssm_inner)]: the last layer's mixer rows that need logits
   Tensor last_;     // [max_logits rows, n_embd]
   Tensor last_n_;   // [max_logits rows, n_embd]

@@ -56,6 +56,16 @@ struct LayerWeights {
   Tensor ssm_a;         // [v heads] f32: -exp(A_log)
   Tensor ssm_norm;      // [head_dim] f32: the gated RMSNorm's weight, shared by the heads
   Tensor ssm_out;       // [n_embd rows, ssm_inner]
+  // Gemma 4 (ModelConfig::stepwise_layers):
+  Tensor v_norm;         // [head_dim] f32 ones: V's RMSNorm has no weight (v_norm)
+  float out_scale = 1.0f;  // layer_output_scale
+  Tensor router_norm;    // [n_embd] f32: ffn_gate_inp.scale / sqrt(n_embd), the router input's norm gain
+  Tensor expert_scale;   // ffn_down_exps.scale [n_expert] f32
+  Tensor pre_ffn_norm_2, post_ffn_norm_1, post_ffn_norm_2;  // [n_embd] f32 (moe_with_dense)
+  Tensor ple_gate;       // inp_gate [n_embd_per_layer rows, n_embd]
+  Tensor ple_proj;       // proj [n_embd rows, n_embd_per_layer]
+  Tensor ple_post_norm;  // post_norm [n_embd] f32
+  Tensor ple_embd;       // the layer's columns of per_layer_token_embd [n_vocab rows, n_embd_per_layer]
   // The weights the layer's first matmul multiplies its normed input by
   // (q, k, v [and the attention gate], or the DeltaNet input projections).
   std::vector<Tensor> mixer_inputs() const;
@@ -78,6 +88,10 @@ struct ModelWeights {
   Tensor output_norm;  // [n_embd] f32
   Tensor output;       // [n_vocab rows, n_embd]; the embeddings when tied
   Tensor rope_freqs;   // [n_rot/2] f32, or empty
+  // Per-layer embeddings (n_embd_per_layer > 0): per_layer_model_proj
+  // [n_layer * n_embd_per_layer rows, n_embd] (layer il's rows together) and
+  // per_layer_proj_norm [n_embd_per_layer] f32.
+  Tensor ple_model_proj, ple_proj_norm;
   std::vector<LayerWeights> layers;
   std::vector<MtpWeights> mtp;  // [n_layer_nextn]: blocks n_layer, n_layer + 1, ...
   uint64_t bytes = 0;  // weight bytes on the backend

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "gguf/writer.h"
 #include "model/config.h"
+#include "model/shard.h"
 
 namespace rf {
 namespace {
@@ -274,6 +275,132 @@ TEST(ConfigFamily, BadExpertMetadataIsNamed) {
     const std::string msg = error_of([&] { config_of(c.arch, c.edit); });
     for (const std::string& e : c.expect) EXPECT_NE(msg.find(e), std::string::npos) << c.arch << ": " << msg;
   }
+}
+
+}  // namespace
+}  // namespace rf
+
+namespace rf {
+namespace {
+
+// Gemma 4's metadata as the 26B-A4B-style tiny file has it (6 layers,
+// window layers 0, 1, 3, 4), with `edit` changing keys.
+ModelConfig gemma4_of(const std::function<void(gguf::Writer&, const std::string&)>& edit = {},
+                      const std::vector<std::string>& drop = {}) {
+  return config_of(
+      "gemma4",
+      [&](gguf::Writer& w, const std::string& a) {
+        auto u32 = [&](const std::string& k, uint32_t v) {
+          if (std::find(drop.begin(), drop.end(), k) == drop.end()) w.set_u32(a + k, v);
+        };
+        w.set_i32s(a + "feed_forward_length", {64, 64, 64, 128, 128, 128});
+        w.set_i32s(a + "attention.head_count_kv", {2, 2, 1, 2, 2, 1});
+        u32("attention.key_length", 128);
+        u32("attention.value_length", 128);
+        u32("attention.key_length_swa", 64);
+        u32("attention.value_length_swa", 64);
+        u32("attention.sliding_window", 8);
+        w.set_i32s(a + "attention.sliding_window_pattern", {1, 1, 0, 1, 1, 0});
+        w.set_f32(a + "rope.freq_base", 1e6f);
+        w.set_f32(a + "rope.freq_base_swa", 1e4f);
+        w.set_f32(a + "final_logit_softcapping", 30.0f);
+        if (edit) edit(w, a);
+      },
+      [&] {
+        std::vector<std::string> d = {"feed_forward_length", "attention.head_count_kv"};
+        d.insert(d.end(), drop.begin(), drop.end());
+        return d;
+      }(),
+      6);
+}
+
+TEST(ConfigFamily, Gemma4LayerShapes) {
+  const ModelConfig c = gemma4_of();
+  EXPECT_EQ(c.swa_layers, layers({1, 1, 0, 1, 1, 0}));
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.layer_head_dim, (std::vector<int32_t>{64, 64, 128, 64, 64, 128}));
+  EXPECT_EQ(c.layer_n_head_kv, (std::vector<int32_t>{2, 2, 1, 2, 2, 1}));
+  EXPECT_EQ(c.n_head_kv, 2);
+  EXPECT_EQ(c.layer_n_ff, (std::vector<int32_t>{64, 64, 64, 128, 128, 128}));
+  EXPECT_EQ(c.n_ff, 128);
+  EXPECT_EQ(c.q_dim_of(0), 8 * 64);
+  EXPECT_EQ(c.q_dim_of(2), 8 * 128);
+  EXPECT_EQ(c.kv_dim_of(2), 128);
+  EXPECT_EQ(c.max_kv_dim(), 128);
+  EXPECT_EQ(c.rope.n_rot, 128);
+  EXPECT_EQ(c.rope_swa.n_rot, 64);  // rope.dimension_count_swa's default: key_length_swa
+  EXPECT_EQ(c.rope_swa.freq_base, 1e4f);
+  EXPECT_TRUE(c.freq_factors_full_only);
+  EXPECT_FLOAT_EQ(c.attn_scale, 1.0f);
+  EXPECT_TRUE(c.qk_norm && c.v_norm && c.post_attn_norm && c.post_ffn_norm && c.layer_out_scale);
+  EXPECT_EQ(c.final_softcap, 30.0f);
+  EXPECT_TRUE(c.kv_source.empty());  // no shared_kv_layers key
+  EXPECT_FALSE(c.has_experts());
+  EXPECT_EQ(c.n_embd_per_layer, 0);
+  EXPECT_TRUE(c.stepwise_layers());
+  // Shared KV: the last 3 layers reuse layer 1 (window) and layer 2 (full),
+  // as llama.cpp's n_kv_from_start - 2 / - 1.
+  const ModelConfig s = gemma4_of([](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "attention.shared_kv_layers", 3);
+    w.set_u32(a + "embedding_length_per_layer_input", 8);
+  });
+  EXPECT_EQ(s.kv_source, (std::vector<int32_t>{0, 1, 2, 1, 1, 2}));
+  EXPECT_TRUE(s.shares_kv(3) && s.shares_kv(5) && !s.shares_kv(2));
+  EXPECT_EQ(s.n_embd_per_layer, 8);
+  // Experts beside the dense FFN.
+  const ModelConfig moe = gemma4_of([](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "expert_count", 8);
+    w.set_u32(a + "expert_used_count", 2);
+    w.set_u32(a + "expert_feed_forward_length", 16);
+  });
+  EXPECT_TRUE(moe.has_experts() && moe.moe_with_dense);
+  EXPECT_EQ(moe.n_ff_expert, 16);
+  EXPECT_EQ(moe.expert_activation, Activation::GeluTanh);
+}
+
+TEST(ConfigFamily, Gemma4BadMetadataIsNamed) {
+  auto err = [](const std::function<void(gguf::Writer&, const std::string&)>& edit,
+                const std::vector<std::string>& drop = {}) { return error_of([&] { gemma4_of(edit, drop); }); };
+  EXPECT_NE(err({}, {"attention.key_length_swa"}).find("'gemma4.attention.key_length_swa'"), std::string::npos);
+  EXPECT_NE(err({}, {"attention.sliding_window"}).find("'gemma4.attention.sliding_window'"), std::string::npos);
+  EXPECT_NE(err([](gguf::Writer& w, const std::string& a) { w.set_u32(a + "attention.value_length_swa", 32); })
+                .find("value_length_swa"),
+            std::string::npos);
+  EXPECT_NE(err([](gguf::Writer& w, const std::string& a) { w.set_u32(a + "attention.key_length_swa", 256); })
+                .find("key_length_swa"),
+            std::string::npos);
+  EXPECT_NE(err([](gguf::Writer& w, const std::string& a) { w.set_u32(a + "attention.shared_kv_layers", 5); })
+                .find("shared_kv_layers"),
+            std::string::npos);
+  // 2 shared layers: window layer 4 would reuse layer 2 (full).
+  EXPECT_NE(err([](gguf::Writer& w, const std::string& a) { w.set_u32(a + "attention.shared_kv_layers", 2); })
+                .find("layer 4 would reuse the KV of layer 2"),
+            std::string::npos);
+  EXPECT_NE(err([](gguf::Writer& w, const std::string& a) {
+              w.set_i32s(a + "feed_forward_length", {64, 64});
+            }).find("'gemma4.feed_forward_length' has 2 entries"),
+            std::string::npos);
+  EXPECT_NE(err([](gguf::Writer& w, const std::string& a) {
+              w.set_i32s(a + "attention.head_count_kv", {2, 2, 3, 2, 2, 1});
+            }).find("head_count_kv 3"),
+            std::string::npos);
+  EXPECT_NE(err([](gguf::Writer& w, const std::string& a) {
+              w.set_i32s(a + "attention.head_count_kv", {2, 2, 0, 2, 2, 1});
+            }).find("'gemma4.attention.head_count_kv'"),
+            std::string::npos);
+  EXPECT_NE(err([](gguf::Writer& w, const std::string& a) {
+              w.set_u32(a + "expert_count", 8);
+              w.set_u32(a + "expert_used_count", 2);
+            }).find("'gemma4.expert_feed_forward_length'"),
+            std::string::npos);
+  EXPECT_NE(err([](gguf::Writer& w, const std::string& a) {
+              w.set_u32(a + "embedding_length_per_layer_input", 100000);
+            }).find("embedding_length_per_layer_input"),
+            std::string::npos);
+  // Tensor parallelism refuses it, naming what it lacks.
+  const ModelConfig c = gemma4_of();
+  EXPECT_NE(error_of([&] { shard_config(c, ShardSpec{0, 2}); }).find("tensor parallelism of 'gemma4'"),
+            std::string::npos);
 }
 
 }  // namespace

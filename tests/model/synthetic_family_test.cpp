@@ -65,6 +65,21 @@ TEST_P(SyntheticFamily, LoadsWithItsBlocksAndRuns) {
     EXPECT_EQ(c.rope.n_rot, c.head_dim / 2);
     EXPECT_FALSE(c.rope.neox);
   }
+  if (p.gemma4()) {  // window layers 0, 1, 3, 4 of head size 64 (2 KV heads), full ones of 128 (1), K as V there
+    EXPECT_EQ(std::vector<uint8_t>(c.swa_layers), (std::vector<uint8_t>{1, 1, 0, 1, 1, 0}));
+    EXPECT_EQ(c.layer_head_dim, (std::vector<int32_t>{64, 64, 128, 64, 64, 128}));
+    EXPECT_EQ(c.layer_n_head_kv, (std::vector<int32_t>{2, 2, 1, 2, 2, 1}));
+    EXPECT_TRUE(c.v_norm && c.moe_with_dense == (p.n_expert > 0));
+    const ModelWeights& w = runner.model().weights();
+    EXPECT_FALSE(w.layers[2].wv.data);
+    EXPECT_TRUE(w.layers[1].wv.data);
+    EXPECT_EQ(c.n_embd_per_layer, p.n_embd_per_layer);
+    if (p.shared_kv_layers > 0) {
+      EXPECT_EQ(c.kv_source, (std::vector<int32_t>{0, 1, 2, 1, 1, 2}));
+      EXPECT_FALSE(w.layers[4].wk.data);
+      EXPECT_EQ(w.layers[5].ple_embd.rows(), int64_t(p.n_vocab));
+    }
+  }
   if (p.hybrid()) {  // 3 Gated DeltaNet layers, then full attention; the MTP block loaded
     EXPECT_EQ(std::vector<uint8_t>(c.recurrent_layers), (std::vector<uint8_t>{1, 1, 1, 0}));
     EXPECT_TRUE(c.attn_output_gate);
@@ -103,7 +118,8 @@ TEST_P(SyntheticFamily, LoadsWithItsBlocksAndRuns) {
 std::vector<FamilyCase> cases() {
   std::vector<FamilyCase> v;
   for (const char* p : {"tiny-qwen2", "tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-glm4",
-                        "tiny-mixtral", "tiny-qwen3moe", "tiny-qwen35", "tiny-qwen35moe"})
+                        "tiny-mixtral", "tiny-qwen3moe", "tiny-qwen35", "tiny-qwen35moe", "tiny-gemma4",
+                        "tiny-gemma4moe"})
     for (const char* t : {"f16", "q4_k_m"}) v.push_back({p, t});
   return v;
 }
@@ -327,6 +343,26 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
   EXPECT_EQ(qwen.expert_ff(), 768);
   EXPECT_EQ(qwen.rope_base, 1e6f);
   EXPECT_EQ(qwen.n_ctx, 40960);
+  // Gemma 4 (synthetic_gemma4.cpp's table): window / full head sizes and KV
+  // heads, 5 window layers then a full one, K as V on full layers.
+  const auto g31 = *synthetic_preset("gemma4-31b");
+  EXPECT_EQ(g31.arch, "gemma4");
+  EXPECT_EQ(std::vector<int32_t>({g31.n_embd, g31.n_layer, g31.n_head, g31.n_head_kv_swa, g31.n_head_kv,
+                                  g31.head_dim_swa, g31.hd(), g31.n_ff, g31.n_vocab, g31.sliding_window,
+                                  g31.swa_pattern}),
+            (std::vector<int32_t>{5376, 60, 32, 16, 4, 256, 512, 21504, 262144, 1024, 6}));
+  EXPECT_TRUE(g31.k_eq_v && g31.tied_embeddings);
+  EXPECT_EQ(g31.final_softcap, 30.0f);
+  EXPECT_EQ(g31.rope_pairs_full, 64);
+  const auto g26 = *synthetic_preset("gemma4-26b-a4b");
+  EXPECT_EQ(std::vector<int32_t>({g26.n_embd, g26.n_layer, g26.n_head, g26.n_head_kv_swa, g26.n_head_kv,
+                                  g26.head_dim_swa, g26.hd(), g26.n_ff, g26.n_expert, g26.n_expert_used,
+                                  g26.n_ff_expert}),
+            (std::vector<int32_t>{2816, 30, 16, 8, 2, 256, 512, 2112, 128, 8, 704}));
+  // 50 window layers with q, k, v and 10 full ones with q, k: 11 tensors
+  // each, plus 3 or 2; rope_freqs; token_embd and output_norm (tied).
+  EXPECT_EQ(g31.n_tensors(), 2 + 1 + 50 * 14 + 10 * 13);
+  EXPECT_EQ(g26.n_tensors(), 2 + 1 + 25 * (14 + 8) + 5 * (13 + 8));
   // Routers and three 3-D expert tensors in place of the dense FFN's three.
   EXPECT_EQ(mixtral.n_tensors(), 3 + 32 * (2 + 3 + 1 + 4));
   EXPECT_EQ(qwen.n_tensors(), 3 + 48 * (2 + 3 + 2 + 1 + 4));

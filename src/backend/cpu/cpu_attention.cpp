@@ -50,13 +50,13 @@ void store_fp8_row(const float* x, int hd, uint8_t* q, float* scale) {
 
 // One slot's K or V row of every KV head, into the cache.
 void store_row(const KVLayer& cache, bool is_k, size_t slot, const float* x) {
-  const size_t row = size_t(cache.n_kv_heads) * cache.head_dim;
+  const size_t row = size_t(cache.n_kv_heads) * cache.head_dim, stride = size_t(cache.slot_elems());
   if (cache.type == DType::F32) {
-    std::copy_n(x, row, static_cast<float*>(is_k ? cache.k : cache.v) + slot * row);
+    std::copy_n(x, row, static_cast<float*>(is_k ? cache.k : cache.v) + slot * stride);
     return;
   }
-  auto* q = static_cast<uint8_t*>(is_k ? cache.k : cache.v) + slot * row;
-  float* scales = (is_k ? cache.k_scale : cache.v_scale) + slot * size_t(cache.n_kv_heads);
+  auto* q = static_cast<uint8_t*>(is_k ? cache.k : cache.v) + slot * stride;
+  float* scales = (is_k ? cache.k_scale : cache.v_scale) + slot * size_t(cache.slot_scales());
   for (int h = 0; h < cache.n_kv_heads; ++h)
     store_fp8_row(x + size_t(h) * cache.head_dim, cache.head_dim, q + size_t(h) * cache.head_dim, scales + h);
 }
@@ -64,10 +64,10 @@ void store_row(const KVLayer& cache, bool is_k, size_t slot, const float* x) {
 // Head kvh's K or V row of `slot`, decoded to f32 into buf (or pointed at in an f32 cache).
 const float* load_row(const KVLayer& cache, bool is_k, size_t slot, int kvh, std::vector<float>& buf) {
   const int hd = cache.head_dim;
-  const size_t at = slot * size_t(cache.n_kv_heads) + size_t(kvh);
-  if (cache.type == DType::F32) return static_cast<const float*>(is_k ? cache.k : cache.v) + at * hd;
-  const uint8_t* q = static_cast<const uint8_t*>(is_k ? cache.k : cache.v) + at * hd;
-  const float s = (is_k ? cache.k_scale : cache.v_scale)[at];
+  const size_t at = slot * size_t(cache.slot_elems()) + size_t(kvh) * hd;
+  if (cache.type == DType::F32) return static_cast<const float*>(is_k ? cache.k : cache.v) + at;
+  const uint8_t* q = static_cast<const uint8_t*>(is_k ? cache.k : cache.v) + at;
+  const float s = (is_k ? cache.k_scale : cache.v_scale)[slot * size_t(cache.slot_scales()) + size_t(kvh)];
   buf.resize(size_t(hd));
   for (int d = 0; d < hd; ++d) buf[size_t(d)] = e4m3_to_float(q[d]) * s;
   return buf.data();
@@ -103,6 +103,16 @@ void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, cons
       store_row(cache, true, size_t(slot), k.ptr<float>() + t * row);
       store_row(cache, false, size_t(slot), v.ptr<float>() + t * row);
     }
+  });
+}
+
+void rope_q(ThreadPool& pool, Tensor& q, int32_t head_dim, const StepMeta& m, const RopeParams& rope) {
+  RF_CHECK(q.type == DType::F32 && head_dim > 0 && q.cols() % head_dim == 0, "cpu rope_q: bad shapes");
+  RF_CHECK(rope.n_rot > 0 && rope.n_rot <= head_dim && rope.n_rot % 2 == 0, "cpu rope: bad n_rot ", rope.n_rot);
+  const int n_heads = int(q.cols() / head_dim);
+  const YarnCorrDims corr = yarn_corr_dims(rope.n_rot, rope.n_ctx_orig, rope.freq_base, rope.beta_fast, rope.beta_slow);
+  pool.parallel_for(size_t(m.n_tokens), 1, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) rope_row(q.ptr<float>() + t * q.cols(), n_heads, head_dim, m.positions[t], rope, corr);
   });
 }
 

@@ -150,6 +150,22 @@ void CpuBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const Step
   cpu::rope_store_kv(pool_, q, k, v, m, rope, cache);
 }
 
+void CpuBackend::rope_q(Tensor& q, int32_t head_dim, const StepMeta& m, const RopeParams& rope) {
+  cpu::rope_q(pool_, q, head_dim, m, rope);
+}
+
+void CpuBackend::moe_scale_weights(const Tensor& ids, const Tensor& scales, Tensor& weights) {
+  RF_CHECK(ids.type == DType::I32 && weights.type == DType::F32 && scales.type == DType::F32 &&
+               ids.cols() == weights.cols() && weights.rows() >= ids.rows(),
+           "cpu moe_scale_weights: bad shapes");
+  const int64_t n = ids.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t e = ids.ptr<int32_t>()[i];
+    RF_CHECK(e >= 0 && e < scales.numel(), "moe_scale_weights: expert id ", e, " out of range");
+    weights.ptr<float>()[i] *= scales.ptr<float>()[e];
+  }
+}
+
 Handoff CpuBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                               Tensor& out) {
   RF_CHECK(p.window == 0 && p.softcap == 0.0f && !p.sinks,

@@ -60,6 +60,8 @@ class CpuBackend : public Backend {
   void add(const Tensor& a, const Tensor& b, Tensor& out) override;
   void add_bias(Tensor& x, const Tensor& bias) override;
   void geglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void rope_q(Tensor& q, int32_t head_dim, const StepMeta& m, const RopeParams& rope) override;
+  void moe_scale_weights(const Tensor& ids, const Tensor& scales, Tensor& weights) override;
   void swiglu_oai(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void scale(Tensor& x, float s) override;
   void softcap(Tensor& x, float cap) override;
@@ -114,6 +116,7 @@ void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor&
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out);
 void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
                    const RopeParams& rope, const KVLayer& cache);
+void rope_q(ThreadPool& pool, Tensor& q, int32_t head_dim, const StepMeta& m, const RopeParams& rope);
 // Honours p.window, p.softcap and p.sinks (the backend's attention()
 // requires them unset).
 void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const StepMeta& m,
