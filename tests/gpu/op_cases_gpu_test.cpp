@@ -1,6 +1,6 @@
 // Every case of the table of op cases (tests/op/op_cases.h) on the GPU
 // backend against the CPU backend on the same inputs, one test per case.
-// A case the table lists as not yet run on the GPU (backend_gap) must
+// A case the table lists as not yet run on the GPU (kBackendGaps in op_cases.cpp) must
 // still be refused there with an error; once it runs, its entry must go.
 // The GPU backend keeps f16 activations in every matmul (no e4m3
 // activations for FP8 weights: make_gpu(false)), which the ladder's

@@ -21,7 +21,7 @@ struct Gap {
   const char* prefix;
   const char* why;
 };
-const Gap kGaps[] = {
+const Gap kBackendGaps[] = {
     // The i-quant and MXFP4 GEMV kernels land with the i-quant GPU work.
     {"cuda", "matmul_iq", "i-quant weights on the GPU"},
     {"cuda", "matmul_mxfp4", "MXFP4 weights on the GPU"},
@@ -36,7 +36,7 @@ const Gap kGaps[] = {
 }  // namespace
 
 const char* backend_gap(const std::string& backend, const std::string& name) {
-  for (const Gap& g : kGaps)
+  for (const Gap& g : kBackendGaps)
     if (backend == g.backend && name.rfind(g.prefix, 0) == 0) return g.why;
   return nullptr;
 }

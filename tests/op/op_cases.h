@@ -5,7 +5,7 @@
 // from a seed, runs its op on any Backend (device buffers of that backend's
 // activation, residual and KV types) and returns the outputs as f32 host
 // vectors; its tolerances follow DESIGN.md's correctness ladder. The list
-// of cases a backend does not run yet (backend_gaps) is in op_cases.cpp.
+// of cases a backend does not run yet (kBackendGaps) is in op_cases.cpp.
 #pragma once
 
 #include <cstdint>
