@@ -35,6 +35,7 @@ OpCase rms_norm_case(int rows, int d) {
     return in;
   };
   c.run = [=](Backend& be, const OpInputs& in) {
+    be.reserve(step_limits(16, 4, 1, 1, 1, 1));
     DeviceBuffers b(be);
     Tensor x = b.upload(in.f[0], be.residual_type(), d, rows), w = b.f32(in.f[1], d);
     Tensor out = b.zeros(be.activation_type(), d, rows);
@@ -56,6 +57,7 @@ OpCase head_norm_case(int rows, int heads, int hd) {
     return in;
   };
   c.run = [=](Backend& be, const OpInputs& in) {
+    be.reserve(step_limits(16, 4, 1, 1, 1, 1));
     DeviceBuffers b(be);
     const DType a = be.activation_type();
     Tensor x = b.upload(in.f[0], a, int64_t(heads) * hd, rows), w = b.f32(in.f[1], hd);
@@ -82,6 +84,7 @@ OpCase add_rms_norm_case(int rows, int d) {
     return in;
   };
   c.run = [=](Backend& be, const OpInputs& in) {
+    be.reserve(step_limits(16, 4, 1, 1, 1, 1));
     DeviceBuffers b(be);
     const DType a = be.activation_type(), r = be.residual_type();
     Tensor x = b.upload(in.f[0], r, d, rows), x2 = b.upload(in.f[0], r, d, rows), y = b.upload(in.f[1], a, d, rows);
@@ -118,6 +121,7 @@ OpCase glu_case(Activation act, const char* name, int rows, int d) {
     return in;
   };
   c.run = [=](Backend& be, const OpInputs& in) {
+    be.reserve(step_limits(16, 4, 1, 1, 1, 1));
     DeviceBuffers b(be);
     const DType a = be.activation_type();
     Tensor g = b.upload(in.f[0], a, d, rows), u = b.upload(in.f[1], a, d, rows), out = b.zeros(a, d, rows);
@@ -146,6 +150,7 @@ OpCase add_case(bool bias) {
     return in;
   };
   c.run = [=](Backend& be, const OpInputs& in) {
+    be.reserve(step_limits(16, 4, 1, 1, 1, 1));
     DeviceBuffers b(be);
     if (bias) {
       Tensor x = b.upload(in.f[0], be.activation_type(), d, rows), w = b.f32(in.f[1], d);
@@ -177,6 +182,7 @@ OpCase softcap_case() {
     return in;
   };
   c.run = [=](Backend& be, const OpInputs& in) {
+    be.reserve(step_limits(16, 4, 1, 1, 1, 1));
     DeviceBuffers b(be);
     Tensor x = b.upload(in.f[0], DType::F32, d, rows);
     be.scale(x, 3.5f);
@@ -204,6 +210,7 @@ OpCase sigmoid_mul_case(bool column) {
     return in;
   };
   c.run = [=](Backend& be, const OpInputs& in) {
+    be.reserve(step_limits(16, 4, 1, 1, 1, 1));
     DeviceBuffers b(be);
     const DType a = be.activation_type();
     Tensor x = b.upload(in.f[0], a, d, rows), g = b.upload(in.f[1], a, column ? 1 : d, rows), out = b.zeros(a, d, rows);
@@ -233,6 +240,7 @@ OpCase gated_rms_norm_case() {
     return in;
   };
   c.run = [=](Backend& be, const OpInputs& in) {
+    be.reserve(step_limits(16, 4, 1, 1, 1, 1));
     DeviceBuffers b(be);
     const DType a = be.activation_type();
     Tensor x = b.upload(in.f[0], a, d, rows), w = b.f32(in.f[1], hd), z = b.upload(in.f[2], a, d, rows);

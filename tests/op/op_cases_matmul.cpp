@@ -54,6 +54,9 @@ OpCase matmul_case(DType type, int n, int k, int m) {
     return in;
   };
   c.run = [=](Backend& be, const OpInputs& in) {
+    BackendLimits lim = step_limits(64, 4, 1, 1, 1, 1);
+    lim.max_weight_elems = int64_t(m) * k;
+    be.reserve(lim);
     DeviceBuffers b(be);
     const DType act = be.activation_type();
     Tensor x = b.upload(in.f[0], act, k, n), w = b.weight(in.w[0], type, k, m), out = b.zeros(act, m, n);
@@ -103,6 +106,11 @@ OpCase gate_up_case(Activation act, const char* act_name, DType type, int n, int
     return in;
   };
   c.run = [=](Backend& be, const OpInputs& in) {
+    BackendLimits lim = step_limits(64, 4, 1, 1, 1, 1);
+    lim.max_weight_elems = int64_t(ff) * k;
+    lim.n_embd = k;
+    lim.n_ff = ff;
+    be.reserve(lim);
     DeviceBuffers b(be);
     const DType a = be.activation_type();
     Tensor x = b.upload(in.f[0], a, k, n), wg = b.weight(in.w[0], type, k, ff), wu = b.weight(in.w[1], type, k, ff);
