@@ -1,6 +1,7 @@
 // GPU test helpers: skip without a GPU (fail instead under
-// ROCMFORGE_REQUIRE=gpu), device buffers from host vectors, normalized
-// error against the CPU backend's results.
+// ROCMFORGE_REQUIRE=gpu), device buffers from host vectors, the
+// activations as the GPU's matmuls read them (op_test_util.h holds the
+// helpers every backend's tests share).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,9 +18,8 @@
 #include "core/fp16.h"
 #include "core/fp8.h"
 #include "core/quant.h"
-#include "core/thread_pool.h"
+#include "op/op_test_util.h"
 #include "testdata.h"
-#include "random_values.h"
 
 #define RF_REQUIRE_GPU()                                                                     \
   do {                                                                                       \
@@ -74,28 +74,6 @@ inline std::vector<float> matmul_activations(CudaBackend& gpu, const Tensor& w, 
   return e4m3_rows(std::move(x), k);
 }
 
-// rows x cols values `f` stored as `type` at `out`, row after row, on every
-// host thread (the MoE cases' experts hold ~10^8 values: seconds on one);
-// with `values`, each row dequantized back there too.
-inline void quantize_rows(DType type, const float* f, int rows, int cols, uint8_t* out, float* values = nullptr) {
-  const size_t rb = row_bytes(type, uint64_t(cols));
-  ThreadPool pool;
-  pool.parallel_for(size_t(rows), 16, [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) {
-      quantize_row(type, f + r * size_t(cols), out + r * rb, size_t(cols));
-      if (values) dequantize_row(type, out + r * rb, values + r * size_t(cols), size_t(cols));
-    }
-  });
-}
-
-// rows x cols values from N(0, scale^2) stored as `type`, row after row.
-inline std::vector<uint8_t> random_weight(DType type, int rows, int cols, std::mt19937& rng, float scale) {
-  const auto f = randn(size_t(rows) * size_t(cols), rng, scale);
-  std::vector<uint8_t> w(row_bytes(type, uint64_t(cols)) * size_t(rows));
-  quantize_rows(type, f.data(), rows, cols, w.data());
-  return w;
-}
-
 // Small explicit budgets so GPU tests can run in parallel. FP8 weights
 // multiply e4m3 activations in batches past 8 rows unless
 // `fp8_activations` is false (then every batch keeps f16 activations, as
@@ -105,35 +83,6 @@ inline std::unique_ptr<CudaBackend> make_gpu(bool fp8_activations = true) {
   o.dequant_scratch_bytes = size_t(32) << 20;
   if (!fp8_activations) o.tune = [](gpu::Tuning& t) { t.fp8_gemm_min_rows = 0; };
   return std::make_unique<CudaBackend>(o);
-}
-
-// Rounds to f16 and back (what the GPU's activations hold).
-inline std::vector<float> round_f16(std::vector<float> v) {
-  for (auto& x : v) x = f16_to_f32(f32_to_f16(x));
-  return v;
-}
-
-inline std::vector<uint16_t> to_f16(const std::vector<float>& v) {
-  std::vector<uint16_t> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) h[i] = f32_to_f16(v[i]);
-  return h;
-}
-
-inline std::vector<float> from_f16(const std::vector<uint16_t>& h) {
-  std::vector<float> v(h.size());
-  for (size_t i = 0; i < h.size(); ++i) v[i] = f16_to_f32(h[i]);
-  return v;
-}
-
-// ||a - b|| / ||b||
-inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    const double d = double(a[i]) - double(b[i]);
-    num += d * d;
-    den += double(b[i]) * double(b[i]);
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
 }
 
 // A device copy of host data.
@@ -167,14 +116,6 @@ inline BackendLimits moe_limits(int max_tokens, int n_expert, int n_used, int ex
   lim.expert_ff = expert_ff;
   lim.n_embd = n_embd;
   return lim;
-}
-
-// A gtest parameter name from a string parameter: every character but
-// letters and digits as '_'.
-inline std::string param_name(std::string s) {
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
 }
 
 }  // namespace rf::test

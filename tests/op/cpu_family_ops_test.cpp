@@ -1,9 +1,11 @@
 // The CPU ops that model families beyond Llama need, each against a naive
-// double-precision reference on fresh random inputs: bias add, GeGLU (the
-// tanh approximation of GELU, as ggml evaluates it), scale, soft-capping, per-head RMSNorm (rms_norm
-// over [tokens * heads, head_dim]), partial NeoX RoPE, and paged attention with
-// a sliding window, logit soft-capping and a custom scale over a mixed batch;
-// the batch's checks (validate) and its padding for decode graphs (pad_to).
+// double-precision reference on fresh random inputs, beyond the table of op
+// cases (op_cases.h, which has per-head RMSNorm and partial rotary): bias
+// add's width check, GeGLU bit for bit (the tanh approximation of GELU, as
+// ggml evaluates it), scale, soft-capping's bounds, and paged attention with
+// a sliding window, logit soft-capping, sinks and a custom scale over a mixed
+// batch; the batch's checks (validate) and its padding for decode graphs
+// (pad_to).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -94,62 +96,6 @@ TEST(CpuFamilyOps, ScaleAndSoftcap) {
   EXPECT_LT(max_rel(x, want), 1e-7);
   for (float v : x) ASSERT_LE(std::abs(v), 30.0f);
   EXPECT_THROW(be.softcap(tx, 0.0f), Error);
-}
-
-// Per-head RMSNorm (Qwen3, Gemma 3 q/k norms) is rms_norm over the same
-// memory seen as one row per head.
-TEST(CpuFamilyOps, PerHeadRmsNormThroughRowView) {
-  std::mt19937 rng(14);
-  CpuBackend be(2);
-  const int n = 3, heads = 4, hd = 32;
-  auto x = randn(size_t(n) * heads * hd, rng, 2.0f), w = randn(hd, rng);
-  std::vector<float> out(x.size(), NAN);
-  Tensor tx = make_tensor(x.data(), DType::F32, heads * hd, n), to = make_tensor(out.data(), DType::F32, heads * hd, n);
-  Tensor vx = tx.view2d(hd, int64_t(n) * heads), vo = to.view2d(hd, int64_t(n) * heads);
-  be.rms_norm(vx, make_tensor(w.data(), DType::F32, hd), 1e-6f, vo);
-  std::vector<double> want(x.size());
-  for (int r = 0; r < n * heads; ++r) {
-    double ss = 0;
-    for (int i = 0; i < hd; ++i) ss += double(x[size_t(r * hd + i)]) * x[size_t(r * hd + i)];
-    const double s = 1.0 / std::sqrt(ss / hd + 1e-6);
-    for (int i = 0; i < hd; ++i) want[size_t(r * hd + i)] = x[size_t(r * hd + i)] * s * w[size_t(i)];
-  }
-  EXPECT_LT(max_rel(out, want), 1e-6);
-}
-
-// Partial rotary in the NeoX layout: the first n_rot dims rotate in pairs
-// (i, i + n_rot/2); the rest pass through unchanged.
-TEST(CpuFamilyOps, PartialNeoxRopeLeavesTailUnchanged) {
-  std::mt19937 rng(15);
-  CpuBackend be(1);
-  const int hd = 16, heads = 2, n_rot = 8, bs = 4;
-  RopeParams p;
-  p.n_rot = n_rot;
-  p.neox = true;
-  p.freq_base = 10000.0f;
-  p.n_ctx_orig = 512;
-  auto q = randn(size_t(heads) * hd, rng), k = randn(size_t(heads) * hd, rng), v = randn(size_t(heads) * hd, rng);
-  const auto q0 = q;
-  std::vector<float> kc(size_t(bs) * heads * hd), vc(kc.size());
-  KVLayer cache{kc.data(), vc.data(), DType::F32, 1, bs, heads, hd};
-  Batch b;
-  b.reset(bs, 1);
-  const std::vector<int32_t> toks = {1}, blocks = {0};
-  b.add_sequence(toks, 0, blocks, false);
-  b.positions = {37};
-  StepMeta m = be.upload_step(b);
-  Tensor tq = make_tensor(q.data(), DType::F32, heads * hd, 1), tk = make_tensor(k.data(), DType::F32, heads * hd, 1),
-         tv = make_tensor(v.data(), DType::F32, heads * hd, 1);
-  be.rope_store_kv(tq, tk, tv, m, p, cache);
-  for (int h = 0; h < heads; ++h) {
-    for (int i = 0; i < n_rot / 2; ++i) {
-      const double th = 37.0 * std::pow(10000.0, -2.0 * i / n_rot);
-      const double a = q0[size_t(h * hd + i)], c = q0[size_t(h * hd + i + n_rot / 2)];
-      EXPECT_NEAR(q[size_t(h * hd + i)], a * std::cos(th) - c * std::sin(th), 1e-5);
-      EXPECT_NEAR(q[size_t(h * hd + i + n_rot / 2)], a * std::sin(th) + c * std::cos(th), 1e-5);
-    }
-    for (int i = n_rot; i < hd; ++i) EXPECT_EQ(q[size_t(h * hd + i)], q0[size_t(h * hd + i)]);
-  }
 }
 
 // Dense double attention over one sequence's keys [first, pos], optionally
