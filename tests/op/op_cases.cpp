@@ -25,10 +25,6 @@ const Gap kBackendGaps[] = {
     // The i-quant and MXFP4 GEMV kernels land with the i-quant GPU work.
     {"cuda", "matmul_iq", "i-quant weights on the GPU"},
     {"cuda", "matmul_mxfp4", "MXFP4 weights on the GPU"},
-    // gpt-oss: attention sinks, the clamped SwiGLU and expert biases.
-    {"cuda", "attention_sinks", "attention sinks on the GPU"},
-    {"cuda", "swiglu_oai", "the clamped SwiGLU on the GPU"},
-    {"cuda", "moe_ffn_oai", "expert biases and the clamped SwiGLU in moe_ffn on the GPU"},
     // Qwen3.5's ops (gated attention output, Gated DeltaNet's norm).
     {"cuda", "sigmoid_mul", "sigmoid_mul on the GPU"},
     {"cuda", "gated_rms_norm", "gated_rms_norm on the GPU"},
