@@ -244,12 +244,14 @@ TEST(CudaOps, Fp8TensorCoreMatmul) {
   }
 }
 
-// Batch-1 Q4_K, Q5_K, Q6_K and 32-wide block format (Q4_0, Q4_1, Q5_0,
-// Q5_1, Q8_0) GEMVs read their activations as 8-bit quants (one scale per
-// 32; gemv_stream.cu). Against the CPU with the same quantized activations
-// they agree as closely as any GEMV (every rows-per-warp and warps-per-row
-// variant (Q5_K and the 32-wide formats: always two rows; the 32-wide
-// formats also glm4-9b's 13,696-wide rows, 214 chunks), a
+// Batch-1 Q4_K, Q5_K, Q6_K, 32-wide block format (Q4_0, Q4_1, Q5_0,
+// Q5_1, Q8_0) and 4-bit level-table (IQ4_NL, IQ4_XS, MXFP4) GEMVs read
+// their activations as 8-bit quants (one scale per 32; gemv_stream.cu).
+// Against the CPU with the same quantized activations they agree as
+// closely as any GEMV (every rows-per-warp and warps-per-row variant (Q5_K,
+// IQ4_XS and the 32-wide formats: always two rows; the 32-wide formats
+// also glm4-9b's 13,696-wide rows, 214 chunks; MXFP4's 34-byte chunks
+// sit at both 2-byte alignments), a
 // partial last block, rows of an odd number of super-blocks (so Q6_K's at
 // both 2-byte alignments), gate*up fused with SiLU); against the CPU with
 // the f16 activations themselves the normalized mean squared error
@@ -266,7 +268,8 @@ TEST(CudaOps, KQuantGemvEightBitActivations) {
     return wq;
   };
   for (const DType type :
-       {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0})
+       {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+        DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4})
   for (const int rows_per_warp : {1, 2, 4})
   for (const int split : {0, 1, 2, 4}) {
     CudaOptions o;

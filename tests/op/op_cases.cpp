@@ -22,9 +22,6 @@ struct Gap {
   const char* why;
 };
 const Gap kBackendGaps[] = {
-    // The i-quant and MXFP4 GEMV kernels land with the i-quant GPU work.
-    {"cuda", "matmul_iq", "i-quant weights on the GPU"},
-    {"cuda", "matmul_mxfp4", "MXFP4 weights on the GPU"},
     // Qwen3.5's ops (gated attention output, Gated DeltaNet's norm).
     {"cuda", "sigmoid_mul", "sigmoid_mul on the GPU"},
     {"cuda", "gated_rms_norm", "gated_rms_norm on the GPU"},

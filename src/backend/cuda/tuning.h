@@ -54,9 +54,9 @@ struct Tuning {
   bool l2_prefetch = false;
   bool gemv_row_sets = false;
   // The streaming k-quant GEMV (gemv_stream.cu): rows per warp for Q4_K
-  // (and Q5_K and the 32-wide formats when > 0) and for Q6_K (0: the
-  // shared-memory GEMV of gemv.cu), warps per row set (0: by row length),
-  // the 32-wide block formats streamed, Q4_K loads through L1, one token's
+  // (and Q5_K, IQ4_XS and the 32-wide formats when > 0) and for Q6_K (0:
+  // the shared-memory GEMV of gemv.cu), warps per row set (0: by row
+  // length), the 32-wide block formats (IQ4_NL and MXFP4 among them) streamed, Q4_K loads through L1, one token's
   // expert rows of their own streamed (and short ones in lane groups),
   // lane groups of 16 for unevenly filled rows and for one-chunk expert
   // rows, two chunks loaded before the wait on unevenly filled rows, and

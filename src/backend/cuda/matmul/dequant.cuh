@@ -345,9 +345,13 @@ template <> struct WeightFormat<DType::F8_E4M3_ROW> {
   }
 };
 
-// X(T) for every weight format the kernels read (the launchers' switch cases).
-#define RF_FOR_EACH_WEIGHT_FORMAT(X) \
-  X(F32) X(F16) X(BF16) X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0) X(Q2_K) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K) \
-  X(F8_E4M3_ROW)
-
 }  // namespace rf::gpu
+
+// The i-quants and MXFP4 (WeightFormat specializations of their own).
+#include "backend/cuda/matmul/dequant_iq.cuh"
+
+// X(T) for every weight format the kernels read (the launchers' switch cases).
+#define RF_FOR_EACH_WEIGHT_FORMAT(X)                                                                                \
+  X(F32) X(F16) X(BF16) X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0) X(Q2_K) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K)             \
+  X(F8_E4M3_ROW) X(IQ1_S) X(IQ1_M) X(IQ2_XXS) X(IQ2_XS) X(IQ2_S) X(IQ3_XXS) X(IQ3_S) X(IQ4_NL) X(IQ4_XS) X(MXFP4)
+

@@ -1,5 +1,6 @@
-// Streaming GEMV for one activation row (batch-1 decode; Q4_K, Q5_K, Q6_K
-// and the 32-wide block formats Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): the weights go straight from memory into registers, no shared memory, no
+// Streaming GEMV for one activation row (batch-1 decode; Q4_K, Q5_K, Q6_K,
+// the 32-wide block formats Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, and IQ4_NL,
+// IQ4_XS, MXFP4): the weights go straight from memory into registers, no shared memory, no
 // block barrier (but for long rows, below), so each warp computes as soon
 // as its own bytes land and the loads of every warp overlap the others'
 // arithmetic.
@@ -8,7 +9,7 @@
 // with SiLU/GELU) across the whole width; in expert mode (one token's
 // mixture-of-experts FFN) block row y takes the rows of tile y's expert. Lane l takes the chunks of 64
 // weights l, l + W, l + 2W, ... of each row (W: the warp size; the format's
-// StreamFormat, gemv_stream_format.cuh, says which bytes a chunk is). Since W is a multiple of 4, a
+// StreamFormat, gemv_stream_format.cuh and gemv_stream_iq4.cuh, says which bytes a chunk is). Since W is a multiple of 4, a
 // lane's chunks always sit at the same place in their super-blocks. The next chunk's loads are issued before the
 // current one is computed, and the first ones before the wait for the
 // previous kernel (weights are constant). The activations go in as 8-bit
@@ -25,6 +26,7 @@
 #include "backend/cuda/matmul/gemv_args.cuh"
 #include "backend/cuda/matmul/gemv_dot.cuh"
 #include "backend/cuda/matmul/gemv_stream_format.cuh"
+#include "backend/cuda/matmul/gemv_stream_iq4.cuh"
 #include "backend/cuda/matmul/matmul.cuh"
 
 namespace rf::gpu {
@@ -354,18 +356,24 @@ void quantize_act_q8_rows(const void* x, int elems, const LaunchCtx& ctx) {
 }
 
 namespace {
-// The 32-wide block formats (rows of whole 64-weight chunks; no expert
-// rows of their own).
+// The 32-wide block formats (rows of whole 64-weight chunks).
 bool block32(DType t) {
-  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0;
+  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0 ||
+         t == DType::IQ4_NL || t == DType::MXFP4;
 }
+// The formats whose expert tiles may read rows of their own (the down
+// projections' kernels; few kernels to build).
+bool own_rows_format(DType t) { return t == DType::Q4_K || t == DType::Q6_K; }
 // Rows per warp of the streaming kernel for this format (0: not streamed).
-// (Q5_K and the 32-wide block formats: two, where Q4_K streams at all;
-// fewer kernels to build.)
+// (Q5_K, IQ4_XS and the 32-wide block formats: two, where Q4_K streams at
+// all; fewer kernels to build.)
 int stream_rows(const Tuning& tuning, DType w_type) {
   switch (w_type) {
     case DType::Q4_K: return tuning.kq_stream_rows;
-    case DType::Q5_K: return tuning.kq_stream_rows > 0 ? 2 : 0;
+    case DType::Q5_K:
+    case DType::IQ4_XS: return tuning.kq_stream_rows > 0 ? 2 : 0;
+    case DType::IQ4_NL:
+    case DType::MXFP4:
     case DType::Q4_0:
     case DType::Q4_1:
     case DType::Q5_0:
@@ -384,9 +392,7 @@ bool gemv_quantizes_activations(const Tuning& tuning, int warp_size, DType w_typ
 }
 
 bool gemv_expert_rows_quantize_activations(const Tuning& tuning, int warp_size, DType w_type, int k) {
-  if (!tuning.kq_stream_expert_rows || stream_rows(tuning, w_type) != 2 || w_type == DType::Q5_K ||
-      block32(w_type))
-    return false;
+  if (!tuning.kq_stream_expert_rows || stream_rows(tuning, w_type) != 2 || !own_rows_format(w_type)) return false;
   if (gemv_quantizes_activations(tuning, warp_size, w_type, 1, k)) return true;
   return tuning.kq_stream_short_expert_rows && k % 256 == 0 && k >= 256;  // lane groups
 }
@@ -418,12 +424,17 @@ namespace {
 // Whether a's weights (and up rows when paired) and activations suit the
 // streaming loads of format w_type: Q4_K / Q5_K rows are read in 16-byte
 // pieces, Q6_K ones in 4-byte words from 2-aligned super-blocks, the
-// 32-wide block formats in 4-byte words.
+// 32-wide block formats and IQ4_XS in 4-byte words; MXFP4 in 4-byte words
+// from 2-aligned chunks of a 4-aligned matrix (row_align: what row and
+// expert strides keep; base_align: the matrices' starts).
 bool stream_aligned(DType w_type, const GemvArgs& a, bool paired) {
-  const uintptr_t align = w_type == DType::Q6_K ? 2 : block32(w_type) ? 4 : 16;
-  bool aligned = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.row_bytes % align == 0 &&
-                 a.expert_bytes % align == 0 && (!paired || reinterpret_cast<uintptr_t>(a.w_up) % align == 0);
-  for (int i = 0; i < a.n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(a.w[i]) % align == 0;
+  const uintptr_t row_align = w_type == DType::Q6_K || w_type == DType::MXFP4 ? 2
+                              : block32(w_type) || w_type == DType::IQ4_XS    ? 4
+                                                                               : 16;
+  const uintptr_t base_align = w_type == DType::MXFP4 ? 4 : row_align;
+  bool aligned = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.row_bytes % row_align == 0 &&
+                 a.expert_bytes % row_align == 0 && (!paired || reinterpret_cast<uintptr_t>(a.w_up) % base_align == 0);
+  for (int i = 0; i < a.n_segs; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(a.w[i]) % base_align == 0;
   return aligned;
 }
 
@@ -454,7 +465,7 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
   // Expert tiles of one shared token (x_one_row: quantized once), or of one
   // row each of x's x_rows (kq_stream_expert_rows: quantized together).
   const bool own_rows = args.tiles && !args.x_one_row;
-  if (own_rows && (!ctx.tuning.kq_stream_expert_rows || w_type == DType::Q5_K || block32(w_type) ||
+  if (own_rows && (!ctx.tuning.kq_stream_expert_rows || !own_rows_format(w_type) ||
                    size_t(x_rows) * args.k > kActQ8MaxK ||
                    out_type != DType::F32 || paired || stream_rows(ctx.tuning, w_type) != 2))
     return false;
@@ -497,6 +508,12 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
     launch_stream_rows_n<DType::Q4_1, 2>(a, out_type, paired, m, grid_y, ctx);
   } else if (w_type == DType::Q5_1) {
     launch_stream_rows_n<DType::Q5_1, 2>(a, out_type, paired, m, grid_y, ctx);
+  } else if (w_type == DType::IQ4_NL) {
+    launch_stream_rows_n<DType::IQ4_NL, 2>(a, out_type, paired, m, grid_y, ctx);
+  } else if (w_type == DType::IQ4_XS) {
+    launch_stream_rows_n<DType::IQ4_XS, 2>(a, out_type, paired, m, grid_y, ctx);
+  } else if (w_type == DType::MXFP4) {
+    launch_stream_rows_n<DType::MXFP4, 2>(a, out_type, paired, m, grid_y, ctx);
   } else {
     launch_stream_type<DType::Q6_K>(a, out_type, paired, rows, m, grid_y, ctx);
   }

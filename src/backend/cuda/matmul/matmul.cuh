@@ -24,9 +24,10 @@ void wgmma_device_setup();      // gemm_wgmma.cu
 
 // ---- gemv.cu
 // Whether a GEMV of this weight format and shape reads its activations as
-// 8-bit quants (the streaming k-quant kernel, gemv_stream.cu: Q4_K or Q6_K,
-// one row, k a multiple of 256 of at least 64 warp widths, up to
-// kActQ8MaxK).
+// 8-bit quants (the streaming kernel, gemv_stream.cu: Q4_K, Q5_K, Q6_K,
+// IQ4_XS, and the 32-wide Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4 as
+// the tuning enables them; one row, k a multiple of 256 (32-wide formats:
+// 64) of at least 64 warp widths, up to kActQ8MaxK).
 bool gemv_quantizes_activations(const Tuning& tuning, int warp_size, DType w_type, int n, int k);
 // ... and one token's expert GEMVs whose tiles read rows of their own (the
 // down projections; Tuning::kq_stream_expert_rows, and for rows of
