@@ -1,0 +1,139 @@
+// The gated delta rule of Gated DeltaNet layers (backend.h
+// gated_delta_net), token by token over each sequence's state: a block per
+// (sequence, value head, kRows rows of S^T), each warp owning kRowsPerWarp
+// rows (value components j), each lane kPer key components of a row. A
+// row's update needs only the token's q, k, v_j, decay and beta:
+//   S_j <- e^g S_j;  d = b (v_j - S_j . k);  S_j <- S_j + d k;  o_j = S_j . q
+// so rows are independent: the rows stay in registers across the step's
+// tokens (read once before the first, written once after the last), and
+// one butterfly per row and token gives both S_j . k and S_j . q (o_j =
+// e^g (S_j . q) + d (k . q), with S_j before the token's update). q and k
+// are L2-normalised by each warp for itself (the same sums in every warp).
+// Decode is the one-token case of the same loop.
+#include "backend/cuda/deltanet/deltanet.cuh"
+#include "core/error.h"
+
+namespace rf::gpu {
+namespace {
+
+constexpr int kWarps = 4, kRowsPerWarp = 4, kRows = kWarps * kRowsPerWarp;
+
+struct DeltaDims {
+  int C, Hk, Hv, dk, dv, n_rows;
+  int64_t row_stride;
+  float q_scale, l2_eps;
+};
+
+__device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
+__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+template <int kPer>
+__global__ void __launch_bounds__(kWarps * RF_WARP_SIZE)
+    delta_rule_kernel(const __half* __restrict__ qkv, const __half* __restrict__ alpha,
+                      const __half* __restrict__ beta, const float* __restrict__ dt_bias,
+                      const float* __restrict__ a, RecurrentSeqs seqs, DeltaDims d, float* __restrict__ ssm,
+                      __half* __restrict__ out) {
+  constexpr int W = RF_WARP_SIZE;
+  pdl_wait();
+  pdl_trigger();
+  const int lane = int(threadIdx.x) % W, warp = int(threadIdx.x) / W;
+  const int s = int(blockIdx.z), h = int(blockIdx.y), kh = h % d.Hk;
+  const int j0 = int(blockIdx.x) * kRows + warp * kRowsPerWarp;
+  if (j0 >= d.dv) return;  // (the warp as a whole; nothing below syncs the block)
+  const int first = seqs.seq_starts[s], n = seqs.seq_starts[s + 1] - first;
+  if (n <= 0) return;
+  const int pos0 = seqs.positions[first], row = seqs.state_slots[s];
+  if (pos0 < 0 || row < 0 || row >= d.n_rows) return;  // padding (the host validated real rows)
+  float* S = ssm + int64_t(row) * d.row_stride + int64_t(h) * d.dv * d.dk;  // [dv][dk]: S^T
+  float st[kRowsPerWarp][kPer];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) {
+      const int j = j0 + r, i = lane + e * W;
+      st[r][e] = pos0 > 0 && j < d.dv && i < d.dk ? S[int64_t(j) * d.dk + i] : 0.0f;
+    }
+  const float dtb = dt_bias[h], ah = a[h];
+  const int64_t out_cols = int64_t(d.Hv) * d.dv;
+  for (int t = first; t < first + n; ++t) {
+    const __half* x = qkv + int64_t(t) * d.C;
+    float q[kPer], k[kPer], sq = 0.0f, sk = 0.0f, qk = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) {
+      const int i = lane + e * W;
+      q[e] = i < d.dk ? __half2float(x[kh * d.dk + i]) : 0.0f;
+      k[e] = i < d.dk ? __half2float(x[(d.Hk + kh) * d.dk + i]) : 0.0f;
+      sq = fmaf(q[e], q[e], sq);
+      sk = fmaf(k[e], k[e], sk);
+      qk = fmaf(q[e], k[e], qk);
+    }
+    sq = warp_sum(sq);
+    sk = warp_sum(sk);
+    qk = warp_sum(qk);
+    const float qs = d.q_scale / fmaxf(sqrtf(sq), d.l2_eps), ks = 1.0f / fmaxf(sqrtf(sk), d.l2_eps);
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) {
+      q[e] *= qs;
+      k[e] *= ks;
+    }
+    const float kq = qk * qs * ks;
+    const float decay = expf(softplus(__half2float(alpha[int64_t(t) * d.Hv + h]) + dtb) * ah);
+    const float b = sigmoid(__half2float(beta[int64_t(t) * d.Hv + h]));
+    const __half* v = x + 2 * d.Hk * d.dk + h * d.dv;
+    float o_mine = 0.0f;  // lane r keeps row j0 + r's output
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      float s_k = 0.0f, s_q = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) {
+        s_k = fmaf(st[r][e], k[e], s_k);
+        s_q = fmaf(st[r][e], q[e], s_q);
+      }
+      s_k = warp_sum(s_k);
+      s_q = warp_sum(s_q);
+      const int j = j0 + r;
+      const float vj = j < d.dv ? __half2float(v[j]) : 0.0f;
+      const float delta = b * (vj - decay * s_k);
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) st[r][e] = fmaf(k[e], delta, st[r][e] * decay);
+      if (lane == r) o_mine = fmaf(decay, s_q, delta * kq);
+    }
+    if (lane < kRowsPerWarp && j0 + lane < d.dv)
+      out[int64_t(t) * out_cols + int64_t(h) * d.dv + j0 + lane] = __float2half_rn(o_mine);
+  }
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) {
+      const int j = j0 + r, i = lane + e * W;
+      if (j < d.dv && i < d.dk) S[int64_t(j) * d.dk + i] = st[r][e];
+    }
+}
+
+template <int kPer>
+void launch_rule(const void* qkv, const void* alpha, const void* beta, const float* dt_bias, const float* a,
+                 const RecurrentSeqs& seqs, const DeltaDims& d, float* ssm, void* out, const LaunchCtx& ctx) {
+  const dim3 grid(unsigned((d.dv + kRows - 1) / kRows), unsigned(d.Hv), unsigned(seqs.n_seqs));
+  launch(delta_rule_kernel<kPer>, grid, unsigned(kWarps * ctx.warp_size), 0, ctx, static_cast<const __half*>(qkv),
+         static_cast<const __half*>(alpha), static_cast<const __half*>(beta), dt_bias, a, seqs, d, ssm,
+         static_cast<__half*>(out));
+}
+
+}  // namespace
+
+void gated_delta_net(const void* qkv, const void* alpha, const void* beta, const float* dt_bias, const float* a,
+                     const RecurrentSeqs& seqs, const RecurrentLayer& st, float l2_eps, void* out,
+                     const LaunchCtx& ctx) {
+  if (seqs.n_seqs == 0 || seqs.max_new_tokens <= 0) return;
+  static_assert(kRowsPerWarp <= 32, "lane r writes row r's output");
+  const DeltaDims d{st.conv_channels, st.n_k_heads, st.n_v_heads, st.head_k_dim, st.head_v_dim, st.n_rows,
+                    st.row_stride, 1.0f / sqrtf(float(st.head_k_dim)), l2_eps};
+  const int per = (d.dk + ctx.warp_size - 1) / ctx.warp_size;
+  if (per <= 1) return launch_rule<1>(qkv, alpha, beta, dt_bias, a, seqs, d, st.ssm, out, ctx);
+  if (per <= 2) return launch_rule<2>(qkv, alpha, beta, dt_bias, a, seqs, d, st.ssm, out, ctx);
+  if (per <= 4) return launch_rule<4>(qkv, alpha, beta, dt_bias, a, seqs, d, st.ssm, out, ctx);
+  RF_CHECK(per <= 8, "cuda gated_delta_net: key heads of ", d.dk, " (at most ", 8 * ctx.warp_size, ")");
+  launch_rule<8>(qkv, alpha, beta, dt_bias, a, seqs, d, st.ssm, out, ctx);
+}
+
+}  // namespace rf::gpu
