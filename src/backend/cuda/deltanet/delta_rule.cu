@@ -9,7 +9,8 @@
 // one butterfly per row and token gives both S_j . k and S_j . q (o_j =
 // e^g (S_j . q) + d (k . q), with S_j before the token's update). q and k
 // are L2-normalised by each warp for itself (the same sums in every warp).
-// Decode is the one-token case of the same loop.
+// Decode is the one-token case of the same loop; in a prefill, each
+// token's inputs load while the token before it computes.
 #include "backend/cuda/deltanet/deltanet.cuh"
 #include "core/error.h"
 
@@ -26,6 +27,29 @@ struct DeltaDims {
 
 __device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// One token's inputs to a warp: its lanes' q and k components (raw), the
+// value components of the warp's rows, alpha and beta of head h.
+template <int kPer>
+struct TokenIn {
+  float q[kPer], k[kPer], v[kRowsPerWarp], alpha, beta;
+  __device__ __forceinline__ void load(const __half* __restrict__ qkv, const __half* __restrict__ alpha_in,
+                                       const __half* __restrict__ beta_in, int t, int lane, int h, int kh, int j0,
+                                       const DeltaDims& d) {
+    const __half* x = qkv + int64_t(t) * d.C;
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) {
+      const int i = lane + e * RF_WARP_SIZE;
+      q[e] = i < d.dk ? __half2float(x[kh * d.dk + i]) : 0.0f;
+      k[e] = i < d.dk ? __half2float(x[(d.Hk + kh) * d.dk + i]) : 0.0f;
+    }
+    const __half* vr = x + 2 * d.Hk * d.dk + h * d.dv;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) v[r] = j0 + r < d.dv ? __half2float(vr[j0 + r]) : 0.0f;
+    alpha = __half2float(alpha_in[int64_t(t) * d.Hv + h]);
+    beta = __half2float(beta_in[int64_t(t) * d.Hv + h]);
+  }
+};
 
 template <int kPer>
 __global__ void __launch_bounds__(kWarps * RF_WARP_SIZE)
@@ -55,31 +79,32 @@ __global__ void __launch_bounds__(kWarps * RF_WARP_SIZE)
     }
   const float dtb = dt_bias[h], ah = a[h];
   const int64_t out_cols = int64_t(d.Hv) * d.dv;
+  // Each token's inputs are loaded while the token before it computes.
+  TokenIn<kPer> next;
+  next.load(qkv, alpha, beta, first, lane, h, kh, j0, d);
   for (int t = first; t < first + n; ++t) {
-    const __half* x = qkv + int64_t(t) * d.C;
-    float q[kPer], k[kPer], sq = 0.0f, sk = 0.0f, qk = 0.0f;
+    TokenIn<kPer> in = next;
+    if (t + 1 < first + n) next.load(qkv, alpha, beta, t + 1, lane, h, kh, j0, d);
+    float sq = 0.0f, sk = 0.0f, qk = 0.0f;
 #pragma unroll
     for (int e = 0; e < kPer; ++e) {
-      const int i = lane + e * W;
-      q[e] = i < d.dk ? __half2float(x[kh * d.dk + i]) : 0.0f;
-      k[e] = i < d.dk ? __half2float(x[(d.Hk + kh) * d.dk + i]) : 0.0f;
-      sq = fmaf(q[e], q[e], sq);
-      sk = fmaf(k[e], k[e], sk);
-      qk = fmaf(q[e], k[e], qk);
+      sq = fmaf(in.q[e], in.q[e], sq);
+      sk = fmaf(in.k[e], in.k[e], sk);
+      qk = fmaf(in.q[e], in.k[e], qk);
     }
     sq = warp_sum(sq);
     sk = warp_sum(sk);
     qk = warp_sum(qk);
     const float qs = d.q_scale / fmaxf(sqrtf(sq), d.l2_eps), ks = 1.0f / fmaxf(sqrtf(sk), d.l2_eps);
+    float q[kPer], k[kPer];
 #pragma unroll
     for (int e = 0; e < kPer; ++e) {
-      q[e] *= qs;
-      k[e] *= ks;
+      q[e] = in.q[e] * qs;
+      k[e] = in.k[e] * ks;
     }
     const float kq = qk * qs * ks;
-    const float decay = expf(softplus(__half2float(alpha[int64_t(t) * d.Hv + h]) + dtb) * ah);
-    const float b = sigmoid(__half2float(beta[int64_t(t) * d.Hv + h]));
-    const __half* v = x + 2 * d.Hk * d.dk + h * d.dv;
+    const float decay = expf(softplus(in.alpha + dtb) * ah);
+    const float b = sigmoid(in.beta);
     float o_mine = 0.0f;  // lane r keeps row j0 + r's output
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
@@ -91,9 +116,7 @@ __global__ void __launch_bounds__(kWarps * RF_WARP_SIZE)
       }
       s_k = warp_sum(s_k);
       s_q = warp_sum(s_q);
-      const int j = j0 + r;
-      const float vj = j < d.dv ? __half2float(v[j]) : 0.0f;
-      const float delta = b * (vj - decay * s_k);
+      const float delta = b * (in.v[r] - decay * s_k);
 #pragma unroll
       for (int e = 0; e < kPer; ++e) st[r][e] = fmaf(k[e], delta, st[r][e] * decay);
       if (lane == r) o_mine = fmaf(decay, s_q, delta * kq);
