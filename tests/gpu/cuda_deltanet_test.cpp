@@ -155,7 +155,9 @@ void run_step(CudaBackend& gpu, const Shape& sh, const std::vector<Part>& parts,
     const size_t base = size_t(r) * size_t(l.row_stride);
     const size_t conv0 = base + 5, ssm0 = conv0 + size_t(l.conv_floats()), end = ssm0 + size_t(l.ssm_floats());
     for (size_t i = base; i < base + size_t(l.row_stride); ++i)
-      if (i < ssm0 || i >= end) ASSERT_EQ(g_rows[i], rows.host[i]) << "row " << r << " float " << i - base;
+      if (i < ssm0 || i >= end) {
+        ASSERT_EQ(g_rows[i], rows.host[i]) << "row " << r << " float " << i - base;
+      }
     const std::vector<float> gs(g_rows.begin() + ptrdiff_t(ssm0), g_rows.begin() + ptrdiff_t(end)),
         cs(rows.host.begin() + ptrdiff_t(ssm0), rows.host.begin() + ptrdiff_t(end));
     EXPECT_LT(rel_l2(gs, cs), kStateL2) << "row " << r << "'s delta-rule state";
