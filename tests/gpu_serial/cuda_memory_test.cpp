@@ -5,7 +5,7 @@
 // that a sequence's logits in a batch of 32 match it alone. An MoE model too
 // (its routing, expert grouping and tiles live in reserved scratch); its
 // batch invariance is CudaEngineBatch's (tests/gpu), which allows for
-// routing near-ties.
+// routing near-ties; and a hybrid one (Gated DeltaNet state rows).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -64,6 +64,14 @@ TEST(CudaModel, MixtureOfExpertsAllocatesNothingPerStep) {
   RF_REQUIRE_GPU();
   RF_REQUIRE_TESTDATA("arch/tiny-qwen3moe.gguf");
   steps_allocate_nothing("arch/tiny-qwen3moe.gguf", false);
+}
+
+TEST(CudaModel, HybridAllocatesNothingPerStep) {
+  RF_REQUIRE_GPU();
+  RF_REQUIRE_TESTDATA("arch/tiny-qwen35moe.gguf");
+  // Gated DeltaNet layers (their state rows are the KV cache's, allocated
+  // with it) and a shared expert beside the routed ones.
+  steps_allocate_nothing("arch/tiny-qwen35moe.gguf", false);
 }
 
 }  // namespace

@@ -94,6 +94,14 @@ class CudaBackend final : public Backend {
                            Tensor& weights) override;
   void moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w, const MoeParams& p,
                Tensor& out, const Handoff& x_in = {}, const Handoff& ids_in = {}) override;
+  void conv1d_silu_state(const Tensor& x, const Tensor& w, const StepMeta& m, const RecurrentLayer& st,
+                         Tensor& out) override;
+  void gated_delta_net(const Tensor& qkv, const Tensor& alpha, const Tensor& beta, const Tensor& dt_bias,
+                       const Tensor& a, const StepMeta& m, const RecurrentLayer& st, float l2_eps,
+                       Tensor& out) override;
+  void gated_rms_norm(const Tensor& x, const Tensor& w, const Tensor& z, float eps, Tensor& out) override;
+  void sigmoid_mul(const Tensor& x, const Tensor& gate, Tensor& out) override;
+  void copy_on_device(void* dst, const void* src, size_t bytes) override;
   void rms_norm_pair(const Tensor& a, const Tensor& wa, Tensor& a_out, const Tensor& b, const Tensor& wb, Tensor& b_out,
                      float eps) override;
   void qk_norm_rope_store_kv(const Tensor& q_raw, const Tensor& wq, const Tensor& k_raw, const Tensor& wk, float eps,

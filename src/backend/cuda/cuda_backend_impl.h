@@ -38,7 +38,7 @@ struct CudaBackend::Impl {
   // captured graph fixes n_seqs, its bucket, so its pointers stay valid).
   int32_t* meta_dev = nullptr;
   int32_t* meta_host = nullptr;  // pinned
-  size_t off_tokens = 0, off_pos = 0, off_slots = 0, off_tseq = 0, off_starts = 0, off_ctx = 0, off_logits = 0,
+  size_t off_tokens = 0, off_pos = 0, off_slots = 0, off_tseq = 0, off_starts = 0, off_ctx = 0, off_state = 0, off_logits = 0,
          off_tiles = 0, off_qsplits = 0, off_decode = 0, off_split = 0, off_tables = 0, meta_ints = 0;
   gpuEvent_t meta_copied = nullptr;
   // How a step's prefill query tiles are planned (query_tiles.h): for the

@@ -57,7 +57,8 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   I.off_tseq = I.off_slots + G * T;
   I.off_starts = I.off_tseq + T;
   I.off_ctx = I.off_starts + Sq + 1;
-  I.off_logits = I.off_ctx + Sq;
+  I.off_state = I.off_ctx + Sq;
+  I.off_logits = I.off_state + Sq;
   // Query tiles: one per 16 tokens of a sequence and one per sequence at
   // most, plus the extra parts of split tiles; split records after them.
   const size_t P = size_t(std::max(tuning_.prefill_tile_partials, 0));
@@ -138,6 +139,12 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   std::memcpy(h + I.off_starts, b.seq_starts.data(), size_t(ns + 1) * 4);
   std::memcpy(h + I.off_ctx, b.context_lens.data(), size_t(ns) * 4);
   std::memcpy(h + I.off_logits, b.logits_rows.data(), size_t(nl) * 4);
+  const bool has_state = !b.state_slots.empty();
+  if (has_state) {
+    RF_CHECK(int32_t(b.state_slots.size()) == ns, "cuda upload_step: ", b.state_slots.size(), " state slots for ", ns,
+             " sequences");
+    std::memcpy(h + I.off_state, b.state_slots.data(), size_t(ns) * 4);
+  }
   const size_t table_ints = size_t(ns) * size_t(b.max_blocks_per_seq);
   for (int32_t g = 0; g < ng; ++g) {
     const Batch::Group& gr = b.groups[size_t(g)];
@@ -197,6 +204,7 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   m.context_lens = I.meta_dev + I.off_ctx;
   m.block_tables = I.meta_dev + I.off_tables;
   m.logits_rows = I.meta_dev + I.off_logits;
+  m.state_slots = has_state ? I.meta_dev + I.off_state : nullptr;
   m.q_tiles = reinterpret_cast<const QueryTile*>(I.meta_dev + I.off_tiles);
   m.q_splits = reinterpret_cast<const QuerySplit*>(I.meta_dev + I.off_qsplits);
   m.n_q_splits = n_splits;

@@ -25,6 +25,9 @@ set(RF_GPU_KERNELS
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention/attention_combine.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe/moe.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe/moe_down.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/deltanet/conv1d.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/deltanet/delta_rule.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/deltanet/gating.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/sample/sample.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/sample/sample_shard.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/collective/peer_all_reduce.cu)
@@ -41,6 +44,7 @@ set(RF_GPU_HOST_SOURCES
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/rope/cuda_rope.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention/cuda_attention.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe/cuda_moe.cpp
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/deltanet/cuda_deltanet.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/sample/cuda_sample.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/sample/cuda_sample_parallel.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/collective/nccl_comm.cpp

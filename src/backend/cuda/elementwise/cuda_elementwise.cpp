@@ -1,6 +1,6 @@
 // CudaBackend's elementwise ops: the embedding lookups, bias add, the gated
-// activations, scale, soft-cap, the residual add and the row gather, each a
-// checked call of its launcher (elementwise.cuh).
+// activations, scale, soft-cap, the residual add (and the f16 sum) and the
+// row gather, each a checked call of its launcher (elementwise.cuh).
 #include "backend/cuda/cuda_backend.h"
 
 #include "backend/cuda/cuda_backend_impl.h"
@@ -63,8 +63,14 @@ void CudaBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
 }
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
+  if (a.type == DType::F16 && b.type == DType::F16 && out.type == DType::F16) {  // (the shared expert's sum)
+    RF_CHECK(a.numel() == b.numel() && out.numel() >= a.numel(), "cuda add: f16 operands of different sizes");
+    OpTimer timer(profiler(), "add");
+    gpu::add_f16(a.data, b.data, out.data, a.numel(), ctx());
+    return;
+  }
   RF_CHECK(a.type == DType::F32 && out.data == a.data && b.type == DType::F16 && a.numel() == b.numel(),
-           "cuda add: supports residual (f32) += f16 in place");
+           "cuda add: supports residual (f32) += f16 in place and f16 = f16 + f16");
   OpTimer timer(profiler(), "add");
   gpu::add_f16_to_f32(out.ptr<float>(), b.data, a.numel(), ctx());
 }

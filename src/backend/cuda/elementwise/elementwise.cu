@@ -177,6 +177,13 @@ __global__ void add_kernel(float* __restrict__ x, const __half* __restrict__ y, 
     x[i] += __half2float(y[i]);
 }
 
+__global__ void add_f16_kernel(const __half* a, const __half* b, __half* out, int64_t n) {
+  pdl_wait();
+  pdl_trigger();
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = __float2half_rn(__half2float(a[i]) + __half2float(b[i]));
+}
+
 __global__ void gather_kernel(const uint32_t* __restrict__ x, const int32_t* __restrict__ rows, int words,
                               uint32_t* __restrict__ out) {
   pdl_wait();
@@ -324,6 +331,13 @@ void softcap_f32(float* x, float cap, int64_t n, const LaunchCtx& ctx) {
 void add_f16_to_f32(float* x, const void* y, int64_t n, const LaunchCtx& ctx) {
   if (n == 0) return;
   launch(add_kernel, grid_for(n, 256), 256, 0, ctx, x, static_cast<const __half*>(y), n);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void add_f16(const void* a, const void* b, void* out, int64_t n, const LaunchCtx& ctx) {
+  if (n == 0) return;
+  launch(add_f16_kernel, grid_for(n, 256), 256, 0, ctx, static_cast<const __half*>(a), static_cast<const __half*>(b),
+         static_cast<__half*>(out), n);
   RF_GPU_CHECK_LAUNCH();
 }
 

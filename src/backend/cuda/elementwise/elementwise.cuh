@@ -59,6 +59,8 @@ void scale_f32(float* x, float s, int64_t n, const LaunchCtx& ctx);
 void softcap_f32(float* x, float cap, int64_t n, const LaunchCtx& ctx);
 // x (f32) += y (f16), n elements.
 void add_f16_to_f32(float* x, const void* y, int64_t n, const LaunchCtx& ctx);
+// out = a + b (f16, n elements; out may alias a or b).
+void add_f16(const void* a, const void* b, void* out, int64_t n, const LaunchCtx& ctx);
 // out[i, :] = x[rows[i], :] for rows of `row_words` 4-byte words (f32, or
 // f16 rows of even length).
 void gather_rows(const void* x, const int32_t* rows, int n_rows, int row_words, void* out, const LaunchCtx& ctx);
