@@ -169,14 +169,26 @@ struct BackendLimits {
   int32_t n_ff = 0;  // a dense FFN's width (gate and up rows; 0: no dense FFN)
 };
 
+// How router logits become expert probabilities (llama.cpp's
+// expert_gating_func: 1 softmax over all experts, 2 sigmoid of each logit).
+enum class MoeGating { Softmax, Sigmoid };
+
 // A mixture-of-experts FFN layer's shape and routing (Mixtral, Qwen3-MoE,
-// gpt-oss).
+// gpt-oss, GLM-4.5).
 struct MoeParams {
   int32_t n_expert = 0;  // experts per layer
   int32_t n_used = 0;    // experts chosen per token (top-k)
   int32_t n_ff = 0;      // each expert's FFN width
   bool norm_weights = true;  // the chosen experts' probabilities renormalised to sum 1
   Activation act = Activation::SiLU;
+  MoeGating gating = MoeGating::Softmax;
+  float weights_scale = 1.0f;  // the chosen experts' weights times this (after any renormalisation)
+  // Optional f32 [n_expert] (GLM-4.5's exp_probs_b.bias): added to the
+  // probabilities for the choice of experts only; the weights stay the
+  // unbiased probabilities. The layer's own: the model sets it per layer.
+  Tensor choice_bias;
+  // The default routing (softmax, no bias, scale 1): the one every backend runs.
+  bool plain_routing() const { return gating == MoeGating::Softmax && !choice_bias.data && weights_scale == 1.0f; }
 };
 
 // One layer's experts, each matrix stacked along rows (GGUF's 3-D
@@ -363,11 +375,13 @@ class Backend {
 
   // --- mixture of experts -----------------------------------------------------
   // Routing: router_logits f32 [n, n_expert] -> ids i32 [n, n_used] and
-  // weights f32 [n, n_used]: softmax over all experts, the n_used most
-  // probable in descending order (ties to the lower index), their
-  // probabilities renormalised to sum 1 when p.norm_weights (Mixtral's
-  // softmax over the chosen top-k is the same thing). Returns ids' Handoff,
-  // for the moe_ffn of these ids.
+  // weights f32 [n, n_used]: probabilities (p.gating: softmax over all
+  // experts, or the sigmoid of each logit), the n_used largest of
+  // probability + p.choice_bias (where set) in descending order (ties to
+  // the lower index), their unbiased probabilities renormalised to sum 1
+  // when p.norm_weights (Mixtral's softmax over the chosen top-k is the
+  // same thing), times p.weights_scale. Returns ids' Handoff, for the
+  // moe_ffn of these ids.
   virtual Handoff moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights);
   // The router logits x . w_router^T into `logits` (f32 [n, n_expert]),
   // then moe_route on them; the default runs matmul and moe_route. x is not

@@ -23,6 +23,15 @@
 //                   sliding_window key is ignored, as llama.cpp does
 //   glm4            NORM RoPE over rope.dimension_count dims (partial);
 //                   optional q/k/v biases; fused gate+up; post norms
+//   glm4moe         NeoX RoPE over rope.dimension_count dims; q/k/v biases;
+//                   q/k norms where blk.0 has them; post_attention_norm is
+//                   the pre-FFN norm; leading_dense_block_count dense layers,
+//                   then experts (expert_count, expert_feed_forward_length
+//                   required) with expert_shared_count ungated shared
+//                   experts; sigmoid routing (expert_gating_func) with
+//                   exp_probs_b.bias for the choice only, expert_weights_norm
+//                   (default false), expert_weights_scale; nextn MTP blocks
+//                   loaded, not run
 //   gpt-oss         NeoX RoPE (YaRN from the rope.scaling keys); q/k/v and
 //                   output biases; attention sinks; sliding window
 //                   (attention.sliding_window) on every other layer from
@@ -252,6 +261,59 @@ void configure_qwen3moe(const gguf::File& f, ModelConfig& c) {
   }
 }
 
+// nextn_predict_layers (default 0): block_count counts that many MTP blocks
+// after the main layers; n_layer becomes the main layers' count.
+void read_nextn(const gguf::File& f, ModelConfig& c) {
+  const int64_t n_all = c.n_layer;
+  const std::string nk = c.arch + ".nextn_predict_layers";
+  const int64_t nextn = f.get_int(nk, 0);
+  RF_CHECK(nextn >= 0 && nextn < n_all, "model metadata '", nk, "' = ", nextn, " is out of range (0..",
+           n_all - 1, " for block_count ", n_all, ")");
+  c.n_layer_nextn = int32_t(nextn);
+  c.n_layer = int32_t(n_all - nextn);
+  c.swa_layers.assign(size_t(c.n_layer), 0);
+}
+
+// GLM-4.5 (glm4moe; llama.cpp's load_arch_hparams and build_moe_ffn call):
+// NeoX RoPE over rope.dimension_count dims, q/k/v biases, q/k norms where
+// the file has them, post_attention_norm as the pre-FFN norm; the first
+// leading_dense_block_count layers dense, the others experts
+// (expert_feed_forward_length wide, required) with expert_shared_count
+// shared experts (required; one SwiGLU of their summed width, ungated);
+// routing by expert_gating_func (1 softmax, 2 sigmoid, the default) with
+// exp_probs_b.bias for the choice, expert_weights_norm (default false) and
+// expert_weights_scale (default 1; 0 means 1).
+void configure_glm4moe(const gguf::File& f, ModelConfig& c) {
+  const std::string a = c.arch + ".";
+  read_nextn(f, c);
+  c.rope.neox = true;
+  c.qkv_bias = BiasUse::Required;
+  c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  c.ffn_norm_name = "post_attention_norm";
+  const std::string ek = a + "expert_feed_forward_length", sk = a + "expert_shared_count";
+  c.n_ff_expert = positive_key(ek, f.require_int(ek));
+  const int64_t shared = f.require_int(sk);
+  RF_CHECK(shared >= 0 && shared <= 64, "model metadata '", sk, "' = ", shared, " is out of range (0..64)");
+  c.n_ff_shexp = int32_t(shared) * c.n_ff_expert;
+  c.shexp_gated = false;
+  const std::string lk = a + "leading_dense_block_count";
+  const int64_t lead = f.get_int(lk, 0);
+  RF_CHECK(lead >= 0 && lead <= c.n_layer, "model metadata '", lk, "' = ", lead, " is out of range (0..", c.n_layer,
+           ")");
+  c.n_layer_dense_lead = int32_t(lead);
+  const std::string gk = a + "expert_gating_func";
+  const int64_t gating = f.get_int(gk, 2);
+  RF_CHECK(gating == 1 || gating == 2, "model metadata '", gk, "' = ", gating,
+           " is not supported (1 softmax, 2 sigmoid)");
+  c.expert_gating = gating == 1 ? MoeGating::Softmax : MoeGating::Sigmoid;
+  c.expert_choice_bias = true;
+  c.expert_weights_norm = f.get_bool(a + "expert_weights_norm", false);
+  const std::string wk = a + "expert_weights_scale";
+  const float scale = optional_float(f, wk, 1.0);
+  RF_CHECK(scale >= 0.0f, "model metadata '", wk, "' = ", scale, " is negative");
+  c.expert_weights_scale = scale == 0.0f ? 1.0f : scale;
+}
+
 // Qwen3.5 / Qwen3.6 (qwen35, qwen35moe): the hybrid layers and the MTP
 // blocks (llama.cpp's load_arch_hparams for both).
 void configure_qwen35(const gguf::File& f, ModelConfig& c) {
@@ -261,13 +323,7 @@ void configure_qwen35(const gguf::File& f, ModelConfig& c) {
   c.attn_output_gate = true;
   c.ffn_norm_name = "post_attention_norm";
   const int64_t n_all = c.n_layer;  // block_count: the main layers and the MTP blocks
-  const std::string nk = a + "nextn_predict_layers";
-  const int64_t nextn = f.get_int(nk, 0);
-  RF_CHECK(nextn >= 0 && nextn < n_all, "model metadata '", nk, "' = ", nextn, " is out of range (0..",
-           n_all - 1, " for block_count ", n_all, ")");
-  c.n_layer_nextn = int32_t(nextn);
-  c.n_layer = int32_t(n_all - nextn);
-  c.swa_layers.assign(size_t(c.n_layer), 0);
+  read_nextn(f, c);
 
   const std::string sk = a + "rope.dimension_sections";
   const gguf::Value* sv = f.find(sk);
@@ -365,6 +421,7 @@ const Family kFamilies[] = {
        c.post_ffn_norm = true;
        c.fused_gate_up = true;
      }},
+    {"glm4moe", configure_glm4moe, ExpertUse::Required},
     {"gpt-oss", configure_gpt_oss, ExpertUse::Required},
     {"qwen35", configure_qwen35},
     {"qwen35moe", configure_qwen35moe, ExpertUse::Required},

@@ -138,6 +138,8 @@ MoeParams ModelConfig::moe() const {
   p.n_ff = n_ff_expert;
   p.norm_weights = expert_weights_norm;
   p.act = expert_activation;
+  p.gating = expert_gating;
+  p.weights_scale = expert_weights_scale;
   return p;
 }
 
@@ -160,6 +162,11 @@ std::string ModelConfig::summary() const {
                            ")"));
   add(attn_output_gate, "gated attention output");
   add(n_ff_shexp > 0, str("shared expert of ffn ", n_ff_shexp));
+  add(expert_gating == MoeGating::Sigmoid, "sigmoid routing");
+  add(expert_choice_bias, "expert choice bias");
+  add(expert_weights_scale != 1.0f, str("expert weights x", expert_weights_scale));
+  add(n_layer_dense_lead > 0, str(n_layer_dense_lead, " leading dense layer", n_layer_dense_lead == 1 ? "" : "s",
+                                  " of ffn ", n_ff));
   add(n_layer_nextn > 0, str(n_layer_nextn, " MTP block", n_layer_nextn == 1 ? "" : "s", " (not run)"));
   int32_t n_shared = 0, hd_window = 0;
   for (int32_t il = 0; il < n_layer; ++il) {

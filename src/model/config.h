@@ -63,8 +63,18 @@ struct ModelConfig {
   bool moe_biases = false;      // router ffn_gate_inp.bias [n_expert] and expert biases ffn_*_exps.bias (gpt-oss)
   Activation expert_activation = Activation::SiLU;  // the experts' GLU
   // > 0: a shared expert (ffn_{gate,up,down}_shexp, this wide) runs for every
-  // token beside the routed ones, its output times sigmoid(x . ffn_gate_inp_shexp).
+  // token beside the routed ones, its output times sigmoid(x . ffn_gate_inp_shexp)
+  // where shexp_gated, else added as it is.
   int32_t n_ff_shexp = 0;
+  bool shexp_gated = true;
+  // Routing beyond softmax (GLM-4.5): sigmoid gating, exp_probs_b.bias for
+  // the choice only (expert_choice_bias), and a scale of the weights.
+  MoeGating expert_gating = MoeGating::Softmax;
+  bool expert_choice_bias = false;  // exp_probs_b.bias [n_expert] on every expert layer
+  float expert_weights_scale = 1.0f;
+  // The first this many layers have a dense FFN (feed_forward_length wide)
+  // in place of the experts (leading_dense_block_count).
+  int32_t n_layer_dense_lead = 0;
 
   // --- hybrid models: Gated DeltaNet (recurrent) layers -------------------
   // Such a layer keeps no KV: a fixed-size state per sequence (a causal
@@ -133,6 +143,9 @@ struct ModelConfig {
   bool is_swa(int32_t il) const { return sliding_window > 0 && swa_layers[size_t(il)] != 0; }
   const RopeParams& rope_for(int32_t il) const { return is_swa(il) ? rope_swa : rope; }
   bool has_experts() const { return n_expert > 0; }
+  bool is_moe_layer(int32_t il) const { return has_experts() && il >= n_layer_dense_lead; }
+  // Whether some layer runs a dense FFN (gate/up/down of n_ff_of(il)).
+  bool has_dense_ffn() const { return !has_experts() || moe_with_dense || n_layer_dense_lead > 0; }
   bool is_recurrent(int32_t il) const { return !recurrent_layers.empty() && recurrent_layers[size_t(il)] != 0; }
   bool has_recurrent() const { return ssm_v_heads > 0; }
   int32_t n_recurrent() const;

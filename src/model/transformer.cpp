@@ -2,7 +2,8 @@
 // [-> per-head q/k RMSNorm], RoPE + KV store, paged attention [window,
 // soft-cap], output projection [-> post norm], residual, RMSNorm, SwiGLU or
 // GeGLU FFN — or router logits (f32) -> top-k routing -> the chosen
-// experts' FFNs, weighted [+ a shared expert times sigmoid of its gate] —
+// experts' FFNs, weighted [+ a shared expert, times sigmoid of its gate
+// where it has one] (leading dense layers: the dense FFN) —
 // [-> post norm], residual) -> gather the rows that need logits -> final
 // norm -> LM head [-> soft-cap]. Bracketed steps run where the model's
 // configuration has them. A gated attention output multiplies the
@@ -43,7 +44,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   RF_CHECK(backend.device() == DeviceKind::CPU || (c_.layer_head_dim.empty() && one_width), "backend '",
            backend.name(), "' does not implement op 'attention with per-layer head sizes and KV widths' (needed by ",
            "this model's architecture)");
-  const bool dense = !c_.has_experts() || c_.moe_with_dense;  // a dense FFN on every layer
+  const bool dense = c_.has_dense_ffn();  // a dense FFN on some layer
   if (c_.has_experts()) {  // (the expert fields stay 0 for dense models, n_ff for MoE ones)
     moe_ = c_.moe();
     limits_.n_embd = c_.n_embd;
@@ -291,25 +292,29 @@ Tensor Transformer::ffn_block(int32_t il, const Tensor& xn, const Handoff& xn_h)
   const int32_t n = int32_t(xn.rows());
   const LayerWeights& l = w_.layers[size_t(il)];
   Tensor proj = proj_.slice_rows(0, n);
-  if (c_.has_experts()) {
+  if (c_.is_moe_layer(il)) {
     Tensor logits = router_logits_.slice_rows(0, n), ids = expert_ids_.slice_rows(0, n);
     Tensor weights = expert_weights_.slice_rows(0, n);
+    MoeParams route = moe_;
+    route.choice_bias = l.choice_bias;  // (the layer's own, where it has one)
     Handoff ids_h;
     if (l.router_bias.data) {
       backend_.matmul(xn, l.router, logits, xn_h);
       backend_.add_bias(logits, l.router_bias);
-      ids_h = backend_.moe_route(logits, moe_, ids, weights);
+      ids_h = backend_.moe_route(logits, route, ids, weights);
     } else {
-      ids_h = backend_.moe_router_route(xn, l.router, moe_, logits, ids, weights);
+      ids_h = backend_.moe_router_route(xn, l.router, route, logits, ids, weights);
     }
     backend_.moe_ffn(xn, ids, weights, l.experts, moe_, proj, xn_h, ids_h);
-    if (l.shexp_gate.data) {  // + the shared expert, times sigmoid(x . ffn_gate_inp_shexp)
-      Tensor sg = sh_gate_.slice_rows(0, n), su = sh_up_.slice_rows(0, n), so = sh_out_.slice_rows(0, n),
-             ss = sh_scale_.slice_rows(0, n);
+    if (l.shexp_gate.data) {  // + the shared expert [times sigmoid(x . ffn_gate_inp_shexp)]
+      Tensor sg = sh_gate_.slice_rows(0, n), su = sh_up_.slice_rows(0, n), so = sh_out_.slice_rows(0, n);
       backend_.matmul_gate_up_glu(xn, l.shexp_gate, l.shexp_up, sg, su, sg, Activation::SiLU, xn_h);
       backend_.matmul(sg, l.shexp_down, so);
-      backend_.matmul(xn, l.shexp_gate_inp, ss, xn_h);
-      backend_.sigmoid_mul(so, ss, so);
+      if (l.shexp_gate_inp.data) {
+        Tensor ss = sh_scale_.slice_rows(0, n);
+        backend_.matmul(xn, l.shexp_gate_inp, ss, xn_h);
+        backend_.sigmoid_mul(so, ss, so);
+      }
       backend_.add(proj, so, proj);
     }
     return proj;
@@ -418,8 +423,9 @@ void Transformer::run_layers(const StepMeta& m, KVCache& kv, bool hidden_states)
     // Each norm's matmuls come right after it (the backend may fuse them).
     const Tensor ffn_in[2] = {l.w_gate, l.w_up};
     xn_h = project_into_residual(mix, mix_h, mixer_out(il), l.bo, x, l.post_attn_norm, l.ffn_norm,
-                                 c_.has_experts() ? std::span<const Tensor>() : std::span<const Tensor>(ffn_in), xn);
-    if (!last_layer && !c_.has_experts()) {
+                                 c_.is_moe_layer(il) ? std::span<const Tensor>() : std::span<const Tensor>(ffn_in),
+                                 xn);
+    if (!last_layer && !c_.is_moe_layer(il)) {
       const LayerWeights& next = w_.layers[size_t(il) + 1];
       xn_h = project_into_residual(ffn_hidden(il, xn, xn_h), {}, l.w_down, Tensor{}, x, l.post_ffn_norm,
                                    next.attn_norm, mixer_inputs_[size_t(il) + 1], xn);

@@ -128,8 +128,10 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
     if (c.attn_sinks) l.sinks = L.vector_f32(p + "attn_sinks.weight", full.n_head, only({shard_range(full.n_head, shard)}));
     if (c.post_attn_norm) l.post_attn_norm = L.vector_f32(p + "post_attention_norm.weight", c.n_embd);
     l.ffn_norm = L.vector_f32(p + c.ffn_norm_name + ".weight", c.n_embd);
-    if (c.has_experts()) {
+    const bool moe = c.is_moe_layer(i);
+    if (moe) {
       l.router = L.matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
+      if (c.expert_choice_bias) l.choice_bias = L.vector_f32(p + "exp_probs_b.bias", c.n_expert);
       // ffn_{gate,up}_exps [n_embd, n_ff_expert, n_expert]: each expert's
       // rows of the rank; ffn_down_exps [n_ff_expert, n_embd, n_expert]: its columns.
       const auto n_embd = uint64_t(c.n_embd), n_ff = uint64_t(full.n_ff_expert), n_exp = uint64_t(c.n_expert);
@@ -159,7 +161,7 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
         l.experts.down_bias = L.matrix_f32(p + "ffn_down_exps.bias", c.n_embd, c.n_expert);
       }
     }
-    if (!c.has_experts() || c.moe_with_dense) {
+    if (!moe || c.moe_with_dense) {
       const int64_t n_ff_full = full.n_ff_of(i), n_ff_l = c.n_ff_of(i);
       if (c.fused_gate_up) {
         // ffn_up holds the gate rows, then the up rows.
@@ -181,7 +183,7 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
       }
       l.w_down = L.columns(p + "ffn_down.weight", {uint64_t(n_ff_full), uint64_t(c.n_embd)}, ff);
     }
-    if (c.n_ff_shexp > 0) load_shared_expert(L, c, p, l);
+    if (c.n_ff_shexp > 0 && moe) load_shared_expert(L, c, p, l);
     if (c.post_ffn_norm) l.post_ffn_norm = L.vector_f32(p + "post_ffw_norm.weight", c.n_embd);
     if (c.stepwise_layers() && i < c.n_layer) load_gemma4_extras(L, c, i, p, l);
   };

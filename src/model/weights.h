@@ -37,6 +37,7 @@ struct LayerWeights {
   Tensor w_down;     // [n_embd rows, n_ff]
   Tensor router;     // ffn_gate_inp [n_expert rows, n_embd] (MoE layers; the dense FFN tensors are then empty)
   Tensor router_bias;  // [n_expert] f32, optional (ffn_gate_inp.bias)
+  Tensor choice_bias;  // [n_expert] f32, optional (exp_probs_b.bias): added for the choice of experts only
   ExpertWeights experts;  // ffn_{gate,up,down}_exps (MoE layers)
   Tensor post_ffn_norm;        // [n_embd] f32, optional
   bool fused_qkv = false;

@@ -68,7 +68,7 @@ void load_shared_expert(Loader& L, const ModelConfig& c, const std::string& p, L
   l.shexp_gate = L.matrix(p + "ffn_gate_shexp.weight", c.n_embd, ff);
   l.shexp_up = L.matrix(p + "ffn_up_shexp.weight", c.n_embd, ff);
   l.shexp_down = L.matrix(p + "ffn_down_shexp.weight", ff, c.n_embd);
-  l.shexp_gate_inp = L.matrix(p + "ffn_gate_inp_shexp.weight", c.n_embd, 1);
+  if (c.shexp_gated) l.shexp_gate_inp = L.matrix(p + "ffn_gate_inp_shexp.weight", c.n_embd, 1);
 }
 
 // Attention of a layer with its own shapes (ModelConfig::stepwise_layers):

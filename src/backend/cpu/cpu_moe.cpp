@@ -1,6 +1,6 @@
-// CPU mixture of experts: routing (softmax over every expert, top-k,
-// renormalised) and the experts' FFNs. moe_ffn groups each step's (token,
-// chosen expert) pairs by expert and runs each expert's gate, up and down
+// CPU mixture of experts: routing (softmax over every expert, or sigmoid
+// gating with a choice-only bias; top-k, renormalised, scaled) and the
+// experts' FFNs. moe_ffn groups each step's (token, chosen expert) pairs by expert and runs each expert's gate, up and down
 // projections through the CPU matmul on that expert's row slice, in chunks
 // of gathered rows (adding the expert's biases where it has them); each
 // pair's output lands in its own row of the scratch,
@@ -55,32 +55,58 @@ void moe_route(const Tensor& logits, const MoeParams& p, Tensor& ids, Tensor& we
            " ", dtype_name(ids.type), ", expected [", k, ", ", n, "] i32");
   RF_CHECK(weights.type == DType::F32 && weights.cols() == k && weights.rows() >= n, "moe_route: weights are ",
            weights.shape_string(), " ", dtype_name(weights.type), ", expected [", k, ", ", n, "] f32");
+  const bool sigmoid = p.gating == MoeGating::Sigmoid;
+  const float* bias = nullptr;
+  if (p.choice_bias.data) {
+    RF_CHECK(p.choice_bias.type == DType::F32 && p.choice_bias.numel() == n_expert, "moe_route: choice bias is ",
+             p.choice_bias.shape_string(), " ", dtype_name(p.choice_bias.type), ", expected [", n_expert, "] f32");
+    bias = p.choice_bias.ptr<float>();
+  }
   for (int64_t t = 0; t < n; ++t) {
-    const float* l = logits.ptr<float>() + t * n_expert;
+    const float* raw = logits.ptr<float>() + t * n_expert;
     int32_t* id = ids.ptr<int32_t>() + t * k;
     float* wt = weights.ptr<float>() + t * k;
-    // The k largest logits (softmax keeps their order, and rounding of the
-    // probabilities cannot reorder them), in descending order, ties to the
-    // lower index: each pick is the best expert after the previous pick.
+    // What the choice ranks: the logits (softmax keeps their order, and
+    // rounding of the probabilities cannot reorder them), or the sigmoids
+    // plus the choice bias (sigmoid gating).
+    auto score = [&](int64_t e) {
+      if (!sigmoid && !bias) return raw[e];
+      const float pr = sigmoid ? 1.0f / (1.0f + std::exp(-raw[e])) : raw[e];
+      return bias ? pr + bias[e] : pr;
+    };
+    // The k best scores in descending order, ties to the lower index: each
+    // pick is the best expert after the previous pick.
     for (int64_t j = 0; j < k; ++j) {
       int64_t best = -1;
+      float best_s = 0.0f;
+      const float prev_s = j > 0 ? score(id[j - 1]) : 0.0f;
       for (int64_t e = 0; e < n_expert; ++e) {
+        const float s_e = score(e);
         if (j > 0) {
           const int64_t prev = id[j - 1];
-          const bool after = l[e] < l[prev] || (l[e] == l[prev] && e > prev);
+          const bool after = s_e < prev_s || (s_e == prev_s && e > prev);
           if (!after) continue;
         }
-        if (best < 0 || l[e] > l[best]) best = e;
+        if (best < 0 || s_e > best_s) best = e, best_s = s_e;
       }
       RF_CHECK(best >= 0, "moe_route: token ", t, "'s router logits are not all numbers");
       id[j] = int32_t(best);
     }
-    const double top = l[id[0]];
-    double sum = 0, chosen = 0;
-    for (int64_t e = 0; e < n_expert; ++e) sum += std::exp(double(l[e]) - top);
-    for (int64_t j = 0; j < k; ++j) chosen += std::exp(double(l[id[j]]) - top);
+    double chosen = 0;
+    if (sigmoid) {
+      for (int64_t j = 0; j < k; ++j) chosen += 1.0 / (1.0 + std::exp(-double(raw[id[j]])));
+      const double denom = p.norm_weights ? chosen : 1.0;
+      for (int64_t j = 0; j < k; ++j)
+        wt[j] = float(1.0 / (1.0 + std::exp(-double(raw[id[j]]))) / denom * p.weights_scale);
+      continue;
+    }
+    double top = raw[0];
+    for (int64_t e = 1; e < n_expert; ++e) top = std::max(top, double(raw[e]));
+    double sum = 0;
+    for (int64_t e = 0; e < n_expert; ++e) sum += std::exp(double(raw[e]) - top);
+    for (int64_t j = 0; j < k; ++j) chosen += std::exp(double(raw[id[j]]) - top);
     const double denom = p.norm_weights ? chosen : sum;
-    for (int64_t j = 0; j < k; ++j) wt[j] = float(std::exp(double(l[id[j]]) - top) / denom);
+    for (int64_t j = 0; j < k; ++j) wt[j] = float(std::exp(double(raw[id[j]]) - top) / denom * p.weights_scale);
   }
 }
 

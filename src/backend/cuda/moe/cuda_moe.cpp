@@ -77,6 +77,7 @@ Handoff CudaBackend::moe_route(const Tensor& router_logits, const MoeParams& p, 
                weights.type == DType::F32 && ids.cols() == p.n_used && weights.cols() == p.n_used &&
                ids.rows() >= n && weights.rows() >= n,
            "cuda moe_route: bad inputs");
+  if (!p.plain_routing()) unsupported("moe_route with sigmoid gating, a choice bias or a weight scale (glm4moe)");
   OpTimer timer(profiler(), "moe route");
   // One token: the plan comes with the routing (the returned Handoff tells
   // moe_ffn on these ids to skip its own plan launch).
@@ -101,6 +102,7 @@ Handoff CudaBackend::planned(const Tensor& ids) {
 Handoff CudaBackend::moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits,
                                       Tensor& ids, Tensor& weights) {
   const int n = int(x.rows()), d = int(x.cols());
+  if (!p.plain_routing()) unsupported("moe_route with sigmoid gating, a choice bias or a weight scale (glm4moe)");
   // One token, f32 router weights: one launch (routing with the plan).
   if (!tuning_.fusions.moe_router || n != 1 || !moe_ || w_router.type != DType::F32 || x.type != DType::F16 ||
       w_router.cols() != d || w_router.rows() != p.n_expert || !gpu::moe_router_route_fusable(d, p.n_expert, p.n_used))
