@@ -314,6 +314,81 @@ ModelConfig gemma4_of(const std::function<void(gguf::Writer&, const std::string&
       6);
 }
 
+// GLM-4.5 (glm4moe): llama.cpp's keys and defaults (sigmoid gating, weights
+// unnormalised, scale 1 where 0 or absent), the shared expert's width
+// (expert_feed_forward_length x expert_shared_count), the leading dense
+// layers and the MTP blocks counted in block_count; missing or bad keys named.
+TEST(ConfigFamily, Glm4Moe) {
+  auto glm = [](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "expert_count", 128);
+    w.set_u32(a + "expert_used_count", 8);
+    w.set_u32(a + "expert_feed_forward_length", 1408);
+    w.set_u32(a + "expert_shared_count", 1);
+    w.set_u32(a + "leading_dense_block_count", 1);
+    w.set_u32(a + "expert_gating_func", 2);
+    w.set_f32(a + "expert_weights_scale", 2.5f);
+    w.set_bool(a + "expert_weights_norm", true);
+    w.set_u32(a + "nextn_predict_layers", 1);
+  };
+  const ModelConfig c = config_of("glm4moe", glm, {}, 5);
+  EXPECT_TRUE(c.rope.neox);
+  EXPECT_EQ(c.qkv_bias, BiasUse::Required);
+  EXPECT_FALSE(c.qk_norm);  // (no attn_q_norm tensor in this file)
+  EXPECT_EQ(c.ffn_norm_name, "post_attention_norm");
+  EXPECT_EQ(c.n_layer, 4);
+  EXPECT_EQ(c.n_layer_nextn, 1);
+  EXPECT_EQ(c.n_layer_dense_lead, 1);
+  EXPECT_FALSE(c.is_moe_layer(0));
+  EXPECT_TRUE(c.is_moe_layer(1));
+  EXPECT_EQ(c.n_ff_expert, 1408);
+  EXPECT_EQ(c.n_ff_shexp, 1408);
+  EXPECT_FALSE(c.shexp_gated);
+  EXPECT_TRUE(c.expert_choice_bias);
+  const MoeParams p = c.moe();
+  EXPECT_EQ(p.gating, MoeGating::Sigmoid);
+  EXPECT_FLOAT_EQ(p.weights_scale, 2.5f);
+  EXPECT_TRUE(p.norm_weights);
+  EXPECT_NE(c.summary().find("sigmoid routing"), std::string::npos) << c.summary();
+  // llama.cpp's defaults: no gating key is sigmoid, norm false, scale 0 is 1.
+  const ModelConfig d = config_of("glm4moe", [&](gguf::Writer& w, const std::string& a) {
+    w.set_u32(a + "expert_count", 8);
+    w.set_u32(a + "expert_used_count", 2);
+    w.set_u32(a + "expert_feed_forward_length", 16);
+    w.set_u32(a + "expert_shared_count", 2);
+    w.set_f32(a + "expert_weights_scale", 0.0f);
+  });
+  EXPECT_EQ(d.moe().gating, MoeGating::Sigmoid);
+  EXPECT_FALSE(d.moe().norm_weights);
+  EXPECT_FLOAT_EQ(d.moe().weights_scale, 1.0f);
+  EXPECT_EQ(d.n_ff_shexp, 32);
+  EXPECT_EQ(d.n_layer_dense_lead, 0);
+  // Missing required keys and bad values are named.
+  for (const char* key : {"expert_feed_forward_length", "expert_shared_count", "expert_count", "expert_used_count"}) {
+    const std::string msg = error_of([&] {
+      config_of("glm4moe", [&](gguf::Writer& w, const std::string& a) {
+        const std::pair<const char*, uint32_t> keys[] = {{"expert_count", 8},
+                                                         {"expert_used_count", 2},
+                                                         {"expert_feed_forward_length", 16},
+                                                         {"expert_shared_count", 1}};
+        for (const auto& [k, v] : keys)
+          if (std::string(k) != key) w.set_u32(a + k, v);
+      });
+    });
+    EXPECT_NE(msg.find(std::string("glm4moe.") + key), std::string::npos) << key << ": " << msg;
+  }
+  auto bad = [&](const char* key, uint32_t v) {
+    return error_of([&] {
+      config_of("glm4moe", [&](gguf::Writer& w, const std::string& a) {
+        glm(w, a);
+        w.set_u32(a + key, v);
+      }, {}, 5);
+    });
+  };
+  EXPECT_NE(bad("expert_gating_func", 3).find("glm4moe.expert_gating_func"), std::string::npos);
+  EXPECT_NE(bad("leading_dense_block_count", 9).find("glm4moe.leading_dense_block_count"), std::string::npos);
+  EXPECT_NE(bad("nextn_predict_layers", 5).find("glm4moe.nextn_predict_layers"), std::string::npos);
+}
+
 TEST(ConfigFamily, Gemma4LayerShapes) {
   const ModelConfig c = gemma4_of();
   EXPECT_EQ(c.swa_layers, layers({1, 1, 0, 1, 1, 0}));

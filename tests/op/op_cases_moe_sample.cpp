@@ -1,4 +1,5 @@
-// Op cases of mixture-of-experts routing and FFN (with and without expert
+// Op cases of mixture-of-experts routing (softmax, or sigmoid with a
+// choice-only bias) and FFN (with and without expert
 // biases and gpt-oss's clamped SwiGLU) and of sampling's greedy rows.
 #include <algorithm>
 #include <cmath>
@@ -24,18 +25,34 @@ BackendLimits moe_step_limits(int n, int n_expert, int n_used, int ff, int d) {
 // Router logits spaced at least 0.05 apart in each row (a random order of
 // the experts), so that no two experts' probabilities are close enough
 // for rounding to reorder them on any backend. Outputs: ids, weights.
-OpCase route_case(int n, int n_expert, int n_used, bool norm) {
+// sigmoid: GLM-4.5's routing: sigmoid probabilities, a choice-only bias
+// (spaced 0.3 apart, so that it reorders the choice; the biased scores
+// then stay at least 1e-3 apart), weights the unbiased sigmoids
+// [renormalised], times 2.5.
+OpCase route_case(int n, int n_expert, int n_used, bool norm, bool sigmoid = false) {
   OpCase c;
-  c.name = "moe_route_n" + std::to_string(n) + "_e" + std::to_string(n_expert) + "_k" + std::to_string(n_used) +
-           (norm ? "_norm" : "");
+  c.name = std::string(sigmoid ? "moe_route_sigmoid_bias" : "moe_route") + "_n" + std::to_string(n) + "_e" +
+           std::to_string(n_expert) + "_k" + std::to_string(n_used) + (norm ? "_norm" : "");
   c.inputs = [=](uint32_t seed) {
     std::mt19937 rng(seed);
     OpInputs in;
-    in.f.emplace_back();
+    in.f.resize(2);
+    for (int e = 0; e < n_expert; ++e)  // the choice bias
+      in.f[1].push_back(0.3f * float((e * 5) % n_expert) / float(n_expert) - 0.1f);
     for (int t = 0; t < n; ++t) {
       std::vector<int> order(static_cast<size_t>(n_expert));
       std::iota(order.begin(), order.end(), 0);
-      std::shuffle(order.begin(), order.end(), rng);
+      std::vector<double> sc;
+      double gap = 0;
+      do {  // (sigmoid: a new order until the biased scores are 1e-3 apart)
+        std::shuffle(order.begin(), order.end(), rng);
+        sc.clear();
+        for (int e = 0; e < n_expert; ++e)
+          sc.push_back(1.0 / (1.0 + std::exp(-(0.25 * order[size_t(e)] - 1.0))) + in.f[1][size_t(e)]);
+        std::sort(sc.begin(), sc.end());
+        gap = 1.0;
+        for (size_t e = 1; e < sc.size(); ++e) gap = std::min(gap, sc[e] - sc[e - 1]);
+      } while (sigmoid && gap < 1e-3);
       for (int e = 0; e < n_expert; ++e) in.f[0].push_back(0.25f * float(order[size_t(e)]) - 1.0f);
     }
     return in;
@@ -44,12 +61,18 @@ OpCase route_case(int n, int n_expert, int n_used, bool norm) {
   p.n_expert = n_expert;
   p.n_used = n_used;
   p.norm_weights = norm;
+  if (sigmoid) {
+    p.gating = MoeGating::Sigmoid;
+    p.weights_scale = 2.5f;
+  }
   c.run = [=](Backend& be, const OpInputs& in) {
     be.reserve(moe_step_limits(n, n_expert, n_used, 64, 64));
     DeviceBuffers b(be);
     Tensor logits = b.upload(in.f[0], DType::F32, n_expert, n);
     Tensor ids = b.zeros(DType::I32, n_used, n), w = b.zeros(DType::F32, n_used, n);
-    be.moe_route(logits, p, ids, w);
+    MoeParams q = p;
+    if (sigmoid) q.choice_bias = b.upload(in.f[1], DType::F32, n_expert, 1);
+    be.moe_route(logits, q, ids, w);
     return OpOutputs{b.read(ids), b.read(w)};
   };
   c.reference = [=](const OpInputs& in) {
@@ -57,23 +80,28 @@ OpCase route_case(int n, int n_expert, int n_used, bool norm) {
     for (int t = 0; t < n; ++t) {
       const float* l = in.f[0].data() + size_t(t) * n_expert;
       const double mx = *std::max_element(l, l + n_expert);
-      std::vector<double> pr(static_cast<size_t>(n_expert));
+      std::vector<double> pr(static_cast<size_t>(n_expert)), score(pr.size());
       double z = 0;
-      for (int e = 0; e < n_expert; ++e) z += (pr[size_t(e)] = std::exp(l[e] - mx));
+      for (int e = 0; e < n_expert; ++e) {
+        pr[size_t(e)] = sigmoid ? 1.0 / (1.0 + std::exp(-double(l[e]))) : std::exp(l[e] - mx);
+        z += pr[size_t(e)];
+        score[size_t(e)] = pr[size_t(e)] + (sigmoid ? double(in.f[1][size_t(e)]) : 0.0);
+      }
+      if (sigmoid) z = 1.0;  // (unrenormalised sigmoids are the weights as they are)
       std::vector<int> idx(static_cast<size_t>(n_expert));
       std::iota(idx.begin(), idx.end(), 0);
-      std::stable_sort(idx.begin(), idx.end(), [&](int a, int b2) { return pr[size_t(a)] > pr[size_t(b2)]; });
+      std::stable_sort(idx.begin(), idx.end(), [&](int a, int b2) { return score[size_t(a)] > score[size_t(b2)]; });
       double chosen = 0;
       for (int j = 0; j < n_used; ++j) chosen += pr[size_t(idx[size_t(j)])];
       for (int j = 0; j < n_used; ++j) {
         out[0].push_back(idx[size_t(j)]);
-        out[1].push_back(pr[size_t(idx[size_t(j)])] / (norm ? chosen : z));
+        out[1].push_back(pr[size_t(idx[size_t(j)])] / (norm ? chosen : z) * (sigmoid ? 2.5 : 1.0));
       }
     }
     return out;
   };
   // Ids are small integers: one chosen differently is a relative error
-  // past 1e-2. The weights are softmax values in f32 (the GPU's expf).
+  // past 1e-2. The weights are softmax or sigmoid values in f32 (the GPU's expf).
   c.vs_cpu = {Metric::RelL2, 1e-5};
   return c;
 }
@@ -211,6 +239,8 @@ OpCase greedy_case(int rows, int vocab) {
 void add_moe_sample_cases(std::vector<OpCase>& cases) {
   cases.push_back(route_case(5, 8, 2, true));
   cases.push_back(route_case(3, 32, 4, false));
+  cases.push_back(route_case(5, 8, 2, true, true));
+  cases.push_back(route_case(3, 16, 4, false, true));
   for (int n : {1, 5}) {
     cases.push_back(moe_ffn_case(DType::Q8_0, Activation::SiLU, false, n));
     cases.push_back(moe_ffn_case(DType::Q4_K, Activation::SiLU, false, n));
