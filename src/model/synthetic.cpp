@@ -44,6 +44,22 @@ SyntheticPreset family(std::string name, const std::string& arch, int32_t embd, 
   if (arch == "phi3") p.fused_qkv = p.fused_gate_up = true;
   if (arch == "glm4") p.qkv_bias = p.post_norms = p.fused_gate_up = true;
   if (arch == "gpt-oss") p.qkv_bias = p.oai_blocks = true;
+  if (arch == "glm4moe") p.qkv_bias = true;
+  return p;
+}
+
+// GLM-4.5 (glm4moe): partial rotary 0.5 (half of each head turns), RoPE
+// base 1e6, context 131072; `lead` dense layers, then n_expert experts of
+// ff_expert (8 used) and one shared expert.
+SyntheticPreset glm4moe(std::string name, int32_t embd, int32_t layers, int32_t heads, int32_t kv, int32_t hd,
+                        int32_t ff, int32_t vocab, int32_t n_expert, int32_t n_used, int32_t ff_expert, int32_t lead,
+                        float scale, bool qk_norm) {
+  SyntheticPreset p = family(std::move(name), "glm4moe", embd, layers, heads, kv, hd, ff, vocab, 131072, 1e6f, false,
+                             1e-5f);
+  p.n_rot = hd / 2;
+  p.n_expert = n_expert, p.n_expert_used = n_used, p.n_ff_expert = ff_expert;
+  p.n_layer_dense_lead = lead, p.n_expert_shared = 1, p.expert_weights_scale = scale;
+  p.qk_norm = qk_norm;
   return p;
 }
 
@@ -107,6 +123,10 @@ std::vector<SyntheticPreset> presets() {
       // used (intermediate_size 6144 as feed_forward_length) / 151936.
       experts(family("qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 151936, 40960, 1e6f, false, 1e-6f), 128,
               8, 768),
+      // GLM-4.5-Air: 4096 / 46 layers / 96 heads, 8 KV / 128 / dense FFN
+      // 10944 on the first layer, then 128 experts of FFN 1408 (8 used) and
+      // one shared expert / 151552; routed_scaling_factor 1, no q/k norms.
+      glm4moe("glm-4.5-air", 4096, 46, 96, 8, 128, 10944, 151552, 128, 8, 1408, 1, 1.0f, false),
       gpt_oss("gpt-oss-20b", 2880, 24, 64, 8, 64, 2880, 201088, 32, 128),
       gpt_oss("gpt-oss-120b", 2880, 36, 64, 8, 64, 2880, 201088, 128, 128),
       // Their first 4 layers: per-layer measurements without the whole file.
@@ -124,6 +144,8 @@ std::vector<SyntheticPreset> presets() {
       // 8 experts: q4_k_m's rules for 8-expert models apply.
       experts(family("tiny-qwen3moe", "qwen3moe", 256, 2, 4, 2, 64, 512, 1024, 2048, 1e6f, false, 1e-6f), 8, 2, 256),
       gpt_oss("tiny-gpt-oss", 256, 4, 4, 2, 64, 256, 1024, 8, 16),
+      // (q/k norms as in GLM-4.5 355B; the weight scale 2.5 as there)
+      glm4moe("tiny-glm4moe", 256, 4, 4, 2, 64, 512, 1024, 8, 2, 256, 1, 2.5f, true),
   };
   for (auto& p : v) {
     if (p.arch == "gemma2") {
@@ -169,10 +191,14 @@ int32_t SyntheticPreset::n_tensors() const {
     for (int32_t il = 0; il < n_layer + nextn_layers; ++il) n += hybrid_block_tensors(*this, il);
     return n;
   }
-  const int32_t ffn = n_expert > 0 ? 4 : (fused_gate_up ? 1 : 2) + 1;
-  const int32_t per_layer = 2 + (fused_qkv ? 1 : 3) + 1 + (qkv_bias ? 3 : 0) + (qk_norm ? 2 : 0) +
-                            (post_norms ? 2 : 0) + ffn + (oai_blocks ? 6 : 0);
-  return 2 + (tied_embeddings ? 0 : 1) + n_layer * per_layer;
+  int32_t n = 2 + (tied_embeddings ? 0 : 1);
+  for (int32_t il = 0; il < n_layer; ++il) {
+    const bool moe = moe_layer(il);
+    const int32_t ffn = moe ? 4 + (glm4moe() ? 1 + (n_expert_shared > 0 ? 3 : 0) : 0) : (fused_gate_up ? 1 : 2) + 1;
+    n += 2 + (fused_qkv ? 1 : 3) + 1 + (qkv_bias ? 3 : 0) + (qk_norm ? 2 : 0) + (post_norms ? 2 : 0) + ffn +
+         (oai_blocks ? 2 + (moe ? 4 : 0) : 0);
+  }
+  return n;
 }
 
 std::optional<SyntheticPreset> synthetic_preset(const std::string& name) {
@@ -251,6 +277,13 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
     w.set_u32(a + "expert_count", uint32_t(p.n_expert));
     w.set_u32(a + "expert_used_count", uint32_t(p.n_expert_used));
     if (p.n_ff_expert > 0) w.set_u32(a + "expert_feed_forward_length", uint32_t(p.n_ff_expert));
+  }
+  if (p.glm4moe()) {
+    w.set_u32(a + "expert_shared_count", uint32_t(p.n_expert_shared));
+    w.set_u32(a + "leading_dense_block_count", uint32_t(p.n_layer_dense_lead));
+    w.set_u32(a + "expert_gating_func", 2);  // sigmoid
+    w.set_f32(a + "expert_weights_scale", p.expert_weights_scale);
+    w.set_bool(a + "expert_weights_norm", true);
   }
   if (p.hybrid()) describe_hybrid_metadata(w, p);
   if (p.gemma4()) describe_gemma4_metadata(w, p);
@@ -374,10 +407,19 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
       vec(b + "attn_sinks.weight", p.n_head, 0.0f);
     }
     if (p.post_norms) norm(b + "post_attention_norm.weight", p.n_embd);
-    norm(b + (p.oai_blocks ? "post_attention_norm.weight" : "ffn_norm.weight"), p.n_embd);
-    if (p.n_expert > 0) {
+    norm(b + (p.oai_blocks || p.glm4moe() ? "post_attention_norm.weight" : "ffn_norm.weight"), p.n_embd);
+    if (p.moe_layer(l)) {
       const int64_t ff = p.expert_ff();
       matrix(b + "ffn_gate_inp.weight", p.n_embd, p.n_expert);
+      if (p.glm4moe()) {
+        vec(b + "exp_probs_b.bias", p.n_expert, 0.0f);
+        if (p.n_expert_shared > 0) {
+          const int64_t sh = ff * p.n_expert_shared;
+          matrix(b + "ffn_gate_shexp.weight", p.n_embd, sh);
+          matrix(b + "ffn_up_shexp.weight", p.n_embd, sh);
+          matrix(b + "ffn_down_shexp.weight", sh, p.n_embd);
+        }
+      }
       matrix(b + "ffn_gate_exps.weight", p.n_embd, ff, p.n_expert);
       matrix(b + "ffn_up_exps.weight", p.n_embd, ff, p.n_expert);
       matrix(b + "ffn_down_exps.weight", ff, p.n_embd, p.n_expert);

@@ -44,6 +44,13 @@ struct SyntheticPreset {
   // experts' biases, post_attention_norm as the pre-FFN norm; and YaRN
   // (rope.scaling.* keys) where yarn_factor > 0.
   bool oai_blocks = false;
+  // GLM-4.5 (arch glm4moe): the first n_layer_dense_lead layers dense (n_ff),
+  // the others experts with exp_probs_b.bias and an ungated shared expert
+  // (n_expert_shared x n_ff_expert wide); sigmoid routing, weights
+  // renormalised, times expert_weights_scale; post_attention_norm as the
+  // pre-FFN norm.
+  int32_t n_layer_dense_lead = 0, n_expert_shared = 0;
+  float expert_weights_scale = 1.0f;
   float yarn_factor = 0;
   int32_t yarn_orig_ctx = 0;
   // Hybrid Qwen3.5 / Qwen3.6 (arch qwen35, qwen35moe; model/synthetic_hybrid.cpp):
@@ -72,6 +79,8 @@ struct SyntheticPreset {
 
   int32_t hd() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
   bool gemma4() const { return arch == "gemma4"; }
+  bool glm4moe() const { return arch == "glm4moe"; }
+  bool moe_layer(int32_t il) const { return n_expert > 0 && il >= n_layer_dense_lead; }
   bool hybrid() const { return ssm_v_heads > 0; }
   int32_t expert_ff() const { return n_ff_expert > 0 ? n_ff_expert : n_ff; }
   int32_t n_tensors() const;  // what write_synthetic_model writes

@@ -47,8 +47,18 @@ TEST_P(SyntheticFamily, LoadsWithItsBlocksAndRuns) {
   if (p.n_expert > 0) {
     EXPECT_EQ(c.n_expert_used, p.n_expert_used);
     EXPECT_EQ(c.n_ff_expert, p.expert_ff());
-    EXPECT_EQ(runner.model().weights().layers[0].router.type, DType::F32);  // kept f32 by every plan
-    EXPECT_EQ(runner.model().weights().layers[0].experts.gate.rows(), int64_t(p.n_expert) * p.expert_ff());
+    const LayerWeights& moe = runner.model().weights().layers[size_t(p.n_layer_dense_lead)];  // the first MoE layer
+    EXPECT_EQ(moe.router.type, DType::F32);  // kept f32 by every plan
+    EXPECT_EQ(moe.experts.gate.rows(), int64_t(p.n_expert) * p.expert_ff());
+  }
+  if (p.glm4moe()) {  // layer 0 dense, then experts with the choice bias and an ungated shared expert
+    const ModelWeights& w = runner.model().weights();
+    EXPECT_EQ(c.n_layer_dense_lead, 1);
+    EXPECT_TRUE(w.layers[0].w_gate.data && !w.layers[0].router.data);
+    EXPECT_TRUE(w.layers[1].choice_bias.data && w.layers[1].shexp_gate.data && !w.layers[1].shexp_gate_inp.data);
+    EXPECT_EQ(c.moe().gating, MoeGating::Sigmoid);
+    EXPECT_EQ(c.rope.n_rot, c.head_dim / 2);
+    EXPECT_TRUE(c.rope.neox);
   }
   if (p.arch == "gemma2") {
     EXPECT_EQ(c.sliding_window, 16);
@@ -119,7 +129,7 @@ std::vector<FamilyCase> cases() {
   std::vector<FamilyCase> v;
   for (const char* p : {"tiny-qwen2", "tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-glm4",
                         "tiny-mixtral", "tiny-qwen3moe", "tiny-qwen35", "tiny-qwen35moe", "tiny-gemma4",
-                        "tiny-gemma4moe"})
+                        "tiny-gemma4moe", "tiny-glm4moe"})
     for (const char* t : {"f16", "q4_k_m"}) v.push_back({p, t});
   return v;
 }

@@ -8,7 +8,8 @@
 // the same in any batch), and the hybrid Qwen3.5 models (recurrent state
 // per sequence slot, prefix hits through state checkpoints), and Gemma 4
 // (shared-KV layers reading an earlier layer's blocks, per-layer head sizes;
-// its MoE model with experts beside the dense FFN).
+// its MoE model with experts beside the dense FFN), and GLM-4.5 (a leading
+// dense layer, sigmoid routing with a choice-only bias, a shared expert).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -97,7 +98,8 @@ TEST_P(EngineFamily, GoldenTokensAloneAndUnderPreemption) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, EngineFamily, ::testing::Values("gemma3", "gemma2", "qwen2", "mixtral", "qwen3moe",
-                                                                   "qwen35", "qwen35moe", "gemma4", "gemma4moe"),
+                                                                   "qwen35", "qwen35moe", "gemma4", "gemma4moe",
+                                                                   "glm4moe"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
