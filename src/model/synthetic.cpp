@@ -165,7 +165,8 @@ std::vector<SyntheticPreset> presets() {
   // The first 4 layers of each family's full-size preset, at its real
   // widths: per-layer measurements, and the GPU test of every family's
   // kernels at those widths (CudaFamilyWidths).
-  for (const char* name : {"qwen2.5-7b", "qwen3-8b", "gemma2-9b", "gemma3-12b", "phi3-mini", "glm4-9b"}) {
+  for (const char* name :
+       {"qwen2.5-7b", "qwen3-8b", "gemma2-9b", "gemma3-12b", "phi3-mini", "glm4-9b", "glm-4.5-air"}) {
     SyntheticPreset p = *std::find_if(v.begin(), v.end(), [&](const SyntheticPreset& q) { return q.name == name; });
     p.name += "-4l";
     p.n_layer = 4;

@@ -318,7 +318,8 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
                          Shape{"phi3-mini", 3072, 32, 32, 32, 96, 8192, 32064},
                          Shape{"glm4-9b", 4096, 40, 32, 2, 128, 13696, 151552},
                          Shape{"mixtral-8x7b", 4096, 32, 32, 8, 128, 14336, 32000},
-                         Shape{"qwen3-30b-a3b", 2048, 48, 32, 4, 128, 6144, 151936}}) {
+                         Shape{"qwen3-30b-a3b", 2048, 48, 32, 4, 128, 6144, 151936},
+                         Shape{"glm-4.5-air", 4096, 46, 96, 8, 128, 10944, 151552}}) {
     const auto p = synthetic_preset(s.name);
     ASSERT_TRUE(p) << s.name;
     EXPECT_EQ(p->n_embd, s.embd) << s.name;
@@ -328,6 +329,14 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
     EXPECT_EQ(p->hd(), s.hd) << s.name;
     EXPECT_EQ(p->n_ff, s.ff) << s.name;
     EXPECT_EQ(p->n_vocab, s.vocab) << s.name;
+    if (p->glm4moe()) {  // 128 experts of 1408 (8 used) after 1 dense layer, 1 shared, half of each head turning
+      EXPECT_EQ(p->n_expert, 128);
+      EXPECT_EQ(p->n_expert_used, 8);
+      EXPECT_EQ(p->n_ff_expert, 1408);
+      EXPECT_EQ(p->n_expert_shared, 1);
+      EXPECT_EQ(p->n_layer_dense_lead, 1);
+      EXPECT_EQ(p->n_rot, 64);
+    }
     // Its first 4 layers: the same preset otherwise.
     auto four = synthetic_preset(std::string(s.name) + "-4l");
     ASSERT_TRUE(four) << s.name;
