@@ -175,7 +175,11 @@ describe('anthropic messages', () => {
     const final = await anthropic.messages.stream(body).finalMessage();
     assert.equal(final.stop_reason, 'stop_sequence');
     assert.equal(final.stop_sequence, 'STOP');
-    const cut = await anthropic.messages.create({ model: 'tiny-qwen3', max_tokens: 3, messages: user });
+    // Greedy, and a grammar that cannot end within 3 tokens: the reply is cut by
+    // max_tokens, never ended by a sampled end-of-turn token.
+    const cut = await anthropic.messages.create({
+      model: 'tiny-qwen3', max_tokens: 3, temperature: 0, messages: user, grammar: 'root ::= [a-z]{64}',
+    });
     assert.equal(cut.stop_reason, 'max_tokens');
     assert.equal(cut.usage.output_tokens, 3);
   });
