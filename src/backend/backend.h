@@ -259,6 +259,10 @@ class Backend {
   // Makes a weight tensor usable by the ops. The CPU backend returns a view
   // of `host` (no copy: mmapped file data); GPU backends copy it over.
   virtual Tensor load_weight(const Tensor& host, const std::string& name) = 0;
+  // A weight the loader wrote into this backend's memory itself (packed
+  // parts, --load-format dummy): the backend notes of it what load_weight
+  // notes (GPUs: whether a batch-1 GEMV reads it with 8-bit activations).
+  virtual void adopt_weight(const Tensor& w) {}
   // Upload f32 host data as a small device tensor (norm weights, rope factors).
   virtual Tensor load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) = 0;
 
@@ -352,8 +356,10 @@ class Backend {
   // The gated delta rule. qkv [n_tokens, conv_channels]: the conv's output,
   // q (n_k_heads x head_k_dim) | k (the same) | v (n_v_heads x head_v_dim);
   // alpha, beta [n_tokens, n_v_heads] (the raw projections); dt_bias, a
-  // f32 [n_v_heads] (a = -exp(A_log) < 0). qkv, alpha, beta and out are of
-  // the activation type (f32 on the CPU), as is the conv's x and out. Per token and value head h, with
+  // f32 [n_v_heads] (a = -exp(A_log) < 0). qkv is of the activation type
+  // (f32 on the CPU), as are the conv's x and out; alpha, beta and out are
+  // f32 on every backend (the decay is steep in alpha; out's scale is the
+  // state's, before gated_rms_norm divides it out). Per token and value head h, with
   // q, k of head h % n_k_heads, each L2-normalised (x / max(|x|, l2_eps)),
   // q further scaled by 1/sqrt(head_k_dim):
   //   g = softplus(alpha_h + dt_bias_h) * a_h   (softplus(x) = x above 20)
@@ -365,8 +371,8 @@ class Backend {
                                const Tensor& a, const StepMeta& m, const RecurrentLayer& st, float l2_eps,
                                Tensor& out);
   // Gated RMSNorm: per head of w.cols() elements of each row of x,
-  // out = rms_norm(x_head) * w * silu(z_head); z has x's shape. out may
-  // alias x.
+  // out = rms_norm(x_head) * w * silu(z_head); z has x's shape. x is f32
+  // (gated_delta_net's output), z and out of the activation type.
   virtual void gated_rms_norm(const Tensor& x, const Tensor& w, const Tensor& z, float eps, Tensor& out);
   // dst = src for `bytes` bytes of this backend's memory (recurrent-state
   // rows: a prefix checkpoint restored to a sequence's slot, or saved from

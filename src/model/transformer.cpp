@@ -101,9 +101,15 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     ssm_mixed_ = alloc_act(c_.ssm_conv_channels(), T, act, "deltanet q|k|v");
     ssm_conv_ = alloc_act(c_.ssm_conv_channels(), T, act, "deltanet conv out");
     ssm_z_ = alloc_act(c_.ssm_inner(), T, act, "deltanet z");
-    ssm_beta_ = alloc_act(c_.ssm_v_heads, T, act, "deltanet beta");
-    ssm_alpha_ = alloc_act(c_.ssm_v_heads, T, act, "deltanet alpha");
-    ssm_core_ = alloc_act(c_.ssm_inner(), T, act, "deltanet out");
+    // beta and alpha in f32 on every backend: the decay exp(softplus(alpha +
+    // dt_bias) * a) is steep in alpha (|a| up to ~16), and f16's rounding
+    // of alpha moves it by up to ~1% a token, which the state accumulates.
+    ssm_beta_ = alloc_act(c_.ssm_v_heads, T, DType::F32, "deltanet beta");
+    ssm_alpha_ = alloc_act(c_.ssm_v_heads, T, DType::F32, "deltanet alpha");
+    // The delta rule's output in f32 on every backend: its scale is the
+    // state's, which can sit far below f16's normal range, and the gated
+    // RMSNorm after it divides that scale out again.
+    ssm_core_ = alloc_act(c_.ssm_inner(), T, DType::F32, "deltanet out");
   }
   if (c_.n_ff_shexp > 0) {
     sh_gate_ = alloc_act(c_.n_ff_shexp, T, act, "shared expert gate");
@@ -266,13 +272,21 @@ Tensor Transformer::delta_net(int32_t il, const StepMeta& m, const RecurrentLaye
   const LayerWeights& l = w_.layers[size_t(il)];
   Tensor mixed = ssm_mixed_.slice_rows(0, n), z = ssm_z_.slice_rows(0, n), beta = ssm_beta_.slice_rows(0, n),
          alpha = ssm_alpha_.slice_rows(0, n);
-  Tensor outs[4] = {mixed, z, beta, alpha};
-  backend_.matmul_multi(xn_.slice_rows(0, n), mixer_inputs_[size_t(il)], outs, {}, xn_h);
+  // q|k|v and z (activations), then beta and alpha (f32), each pair in one
+  // matmul_multi; the second reads what the first handed over.
+  const std::span<const Tensor> ws(mixer_inputs_[size_t(il)]);
+  Tensor act_outs[2] = {mixed, z}, gate_outs[2] = {beta, alpha};
+  const Tensor xn = xn_.slice_rows(0, n);
+  const Handoff after = backend_.matmul_multi(xn, ws.subspan(0, 2), act_outs, {}, xn_h);
+  backend_.matmul_multi(xn, ws.subspan(2, 2), gate_outs, {}, after);
   Tensor conv = ssm_conv_.slice_rows(0, n), core = ssm_core_.slice_rows(0, n);
   backend_.conv1d_silu_state(mixed, l.ssm_conv, m, st, conv);
   backend_.gated_delta_net(conv, alpha, beta, l.ssm_dt_bias, l.ssm_a, m, st, c_.rms_eps, core);
-  backend_.gated_rms_norm(core, l.ssm_norm, z, c_.rms_eps, core);
-  return core;
+  // The gated norm's output (activations) into the conv's rows, free once
+  // the delta rule has read them (conv_channels >= ssm_inner).
+  Tensor gated = rows_of(ssm_conv_, c_.ssm_inner(), n);
+  backend_.gated_rms_norm(core, l.ssm_norm, z, c_.rms_eps, gated);
+  return gated;
 }
 
 Tensor Transformer::mixer(int32_t il, const StepMeta& m, KVCache& kv, const Handoff& xn_h, Handoff& out_h) {

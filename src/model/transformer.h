@@ -154,8 +154,8 @@ class Transformer {
   Tensor ssm_mixed_;      // [conv_channels]: q | k | v before the conv
   Tensor ssm_conv_;       // [conv_channels]: after the conv and SiLU
   Tensor ssm_z_;          // [ssm_inner]: the output norm's gate
-  Tensor ssm_beta_, ssm_alpha_;  // [v heads]
-  Tensor ssm_core_;       // [ssm_inner]: the delta rule's output, then gated-normed
+  Tensor ssm_beta_, ssm_alpha_;  // [v heads] f32
+  Tensor ssm_core_;       // [ssm_inner] f32: the delta rule's output (gated-normed into ssm_conv_'s rows)
   // A shared expert (n_ff_shexp > 0 only):
   Tensor sh_gate_, sh_up_;  // [n_ff_shexp]
   Tensor sh_out_;           // [n_embd]

@@ -71,7 +71,9 @@ struct Loader {
   Tensor dummy(const gguf::TensorInfo& t, int64_t cols, int64_t n_rows, const std::string& name) {
     void* p = backend.alloc(row_bytes(t.type, uint64_t(cols)) * size_t(n_rows), name);
     fill_dummy(t, cols, n_rows, name, static_cast<uint8_t*>(p));
-    return make_tensor(p, t.type, cols, n_rows, backend.device());
+    const Tensor w = make_tensor(p, t.type, cols, n_rows, backend.device());
+    backend.adopt_weight(w);
+    return w;
   }
 
   // dummy()'s values written to backend memory at `dst`.
@@ -167,7 +169,9 @@ struct Loader {
         loaded += rb * size_t(r.count);
       }
     }
-    return make_tensor(dst, type, cols, total, backend.device());
+    const Tensor w = make_tensor(dst, type, cols, total, backend.device());
+    backend.adopt_weight(w);
+    return w;
   }
 
   // A small 2-D f32 tensor (biases per expert): `cols` x `n_rows` on the backend.

@@ -10,7 +10,6 @@
 namespace rf::server {
 namespace {
 
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 // Text content: a string, or text blocks (joined by newlines).
 std::string text_of(const Json& content, const std::string& param) {
@@ -75,7 +74,7 @@ void add_turn(const Json& m, size_t index, Json& out) {
       const Json& id = field(b, "id", p, &Json::is_string, "a string");
       const Json& name = field(b, "name", p, &Json::is_string, "a string");
       const Json& input = field(b, "input", p, &Json::is_object, "an object");
-      calls.push_back(Json{{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", dump(input)}}}});
+      calls.push_back(Json{{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", wire_json(input)}}}});
     } else if (type == "thinking" && !user) {
       thinking += field(b, "thinking", p, &Json::is_string, "a string").get<std::string>();
     } else if (type == "redacted_thinking" && !user) {
@@ -94,7 +93,7 @@ void add_turn(const Json& m, size_t index, Json& out) {
   out.push_back(std::move(msg));
 }
 
-Json tools_of(const Json& tools) {
+Json anthropic_tools(const Json& tools) {
   if (!tools.is_array()) throw invalid_request(std::string("'tools' must be a list, not ") + json_type_name(tools), "tools");
   Json out = Json::array();
   for (size_t i = 0; i < tools.size(); ++i) {
@@ -142,7 +141,7 @@ Json chat_body(const Json& body, bool need_max_tokens) {
     chat["stop"] = *stops;
   }
   if (auto stream = f.boolean("stream")) chat["stream"] = *stream;
-  if (const Json* tools = f.get("tools")) chat["tools"] = tools_of(*tools);
+  if (const Json* tools = f.get("tools")) chat["tools"] = anthropic_tools(*tools);
   if (const Json* tc = f.get("tool_choice")) {
     if (!tc->is_object() || !tc->contains("type") || !(*tc)["type"].is_string())
       throw invalid_request("'tool_choice' must be an object with a 'type'", "tool_choice");
@@ -211,7 +210,7 @@ void event(std::string& out, const char* name, const Json& data) {
   out += "event: ";
   out += name;
   out += "\ndata: ";
-  out += dump(data);
+  out += wire_json(data);
   out += "\n\n";
 }
 
@@ -311,7 +310,7 @@ std::string AnthropicWriter::body(const std::vector<ChoiceResult>& choices, cons
     content.push_back(Json{{"type", "tool_use"}, {"id", tool_use_id(call)}, {"name", call.name},
                            {"input", Json::parse(call.arguments)}});
   const std::string reason = stop_reason(c);
-  return dump(Json{{"id", id_}, {"type", "message"}, {"role", "assistant"}, {"model", model_}, {"content", content},
+  return wire_json(Json{{"id", id_}, {"type", "message"}, {"role", "assistant"}, {"model", model_}, {"content", content},
                    {"stop_reason", reason},
                    {"stop_sequence", reason == "stop_sequence" ? Json(c.stop_string) : Json()},
                    {"usage", usage_of(c)}});

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/protocol.h"
+
 namespace rf::server {
 
 ApiError invalid_request(const std::string& message, const std::string& param, const std::string& code) {
@@ -31,11 +33,10 @@ ApiError service_unavailable(const std::string& message, const std::string& code
 ApiError internal_error(const std::string& message) { return ApiError(500, message, "server_error"); }
 
 std::string error_body(const ApiError& e) {
-  using Json = nlohmann::ordered_json;  // OpenAI's field order
   Json err = {{"message", e.what()}, {"type", e.type()}, {"param", nullptr}, {"code", nullptr}};
   if (!e.param().empty()) err["param"] = e.param();
   if (!e.code().empty()) err["code"] = e.code();
-  return Json{{"error", std::move(err)}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return wire_json(Json{{"error", std::move(err)}});
 }
 
 const char* anthropic_error_type(int status) {
@@ -52,9 +53,8 @@ const char* anthropic_error_type(int status) {
 }
 
 std::string anthropic_error_body(const ApiError& e) {
-  using Json = nlohmann::ordered_json;
   const Json body = {{"type", "error"}, {"error", {{"type", anthropic_error_type(e.status())}, {"message", e.what()}}}};
-  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return wire_json(body);
 }
 
 std::string error_body_for_status(int status, const std::string& message) {

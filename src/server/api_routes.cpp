@@ -67,7 +67,7 @@ std::string model_object(const ModelService& svc) {
             {"created", svc.created()},
             {"owned_by", "rocmforge"},
             {"max_model_len", svc.max_model_len()}};
-  return m.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return wire_json(m);
 }
 
 // %XX escapes in a path segment (a model id may hold '/' as %2F).

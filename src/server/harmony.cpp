@@ -31,7 +31,7 @@ size_t marker_prefix(std::string_view s) {
   return 0;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_space(std::string_view s) {
   const auto ws = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
   while (!s.empty() && ws(s.front())) s.remove_prefix(1);
   while (!s.empty() && ws(s.back())) s.remove_suffix(1);
@@ -76,7 +76,7 @@ void HarmonyParser::emit(std::string_view text, std::string& reasoning, std::str
 void HarmonyParser::end_body(std::string& content, std::vector<ToolCall>& calls) {
   if (kind_ != Kind::Call) return;
   const bool offered = std::find(tool_names_.begin(), tool_names_.end(), call_name_) != tool_names_.end();
-  const auto args = nlohmann::ordered_json::parse(trim(call_args_), nullptr, /*allow_exceptions=*/false);
+  const auto args = nlohmann::ordered_json::parse(trim_space(call_args_), nullptr, /*allow_exceptions=*/false);
   if (parse_tools_ && offered && args.is_object()) calls.push_back(ToolCall{"", call_name_, args.dump()});
   else content += call_args_;
   call_args_.clear();

@@ -25,6 +25,10 @@ namespace rf::server {
 
 using Json = nlohmann::ordered_json;  // keeps the client's key order (chat templates' tojson shows it)
 
+// A body or event as compact JSON text for the wire: invalid UTF-8 in its
+// strings becomes U+FFFD rather than an exception.
+inline std::string wire_json(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 // The API a generation answers in: OpenAI's completions and chat
 // completions, Anthropic's messages (server/anthropic.h), OpenAI's
 // responses (server/responses.h). The last two arrive as chat requests.

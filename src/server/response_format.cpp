@@ -288,11 +288,11 @@ std::string tokenize_body(const std::vector<int32_t>& tokens, int32_t max_model_
     for (int32_t t : tokens) strs.push_back(token_strs->token_text(t));
     body["token_strs"] = std::move(strs);
   }
-  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return wire_json(body);
 }
 
 std::string detokenize_body(const std::string& text) {
-  return Json{{"prompt", text}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return wire_json(Json{{"prompt", text}});
 }
 
 }  // namespace rf::server

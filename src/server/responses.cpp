@@ -11,7 +11,6 @@
 namespace rf::server {
 namespace {
 
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 // A message item's content: a string, or parts of text.
 std::string parts_text(const Json& content, const std::string& param) {
@@ -102,7 +101,7 @@ void add_items(const Json& input, Json& out) {
   for (Json& m : out) m.erase("_closed");
 }
 
-Json tools_of(const Json& tools) {
+Json responses_tools(const Json& tools) {
   if (!tools.is_array()) throw invalid_request(std::string("'tools' must be a list, not ") + json_type_name(tools), "tools");
   Json out = Json::array();
   for (size_t i = 0; i < tools.size(); ++i) {
@@ -186,7 +185,7 @@ ResponsesRequest parse_responses_request(const Json& body, ResponseStore& store)
                           "logit_bias", "reasoning_budget", "chat_template_kwargs", "grammar", "min_tokens",
                           "ignore_eos", "repetition_penalty", "stop"})
     if (const Json* v = f.get(key)) chat[key] = *v;
-  if (const Json* tools = f.get("tools")) chat["tools"] = tools_of(*tools);
+  if (const Json* tools = f.get("tools")) chat["tools"] = responses_tools(*tools);
   if (const Json* tc = f.get("tool_choice")) chat["tool_choice"] = tool_choice_of(*tc);
   if (const Json* text = f.get("text"))
     if (Json fmt = format_of(*text); !fmt.is_null()) chat["response_format"] = fmt;
@@ -251,7 +250,7 @@ void ResponsesWriter::event(std::string& out, const char* type, Json data) {
   out += "event: ";
   out += type;
   out += "\ndata: ";
-  out += dump(e);
+  out += wire_json(e);
   out += "\n\n";
 }
 
@@ -408,7 +407,7 @@ void ResponsesWriter::keep(const Json& r, const ChoiceResult& c) {
     reply["tool_calls"] = std::move(calls);
   }
   conversation.push_back(std::move(reply));
-  store_->put(id_, ResponseStore::Entry{dump(conversation), dump(r)});
+  store_->put(id_, ResponseStore::Entry{wire_json(conversation), wire_json(r)});
 }
 
 void ResponsesWriter::finish(std::string& out, size_t, const ChoiceResult& c) {
@@ -431,7 +430,7 @@ std::string ResponsesWriter::body(const std::vector<ChoiceResult>& choices, cons
   Json r = response("completed", &c);
   r["output"] = output_of(c);
   keep(r, c);
-  return dump(r);
+  return wire_json(r);
 }
 
 }  // namespace rf::server

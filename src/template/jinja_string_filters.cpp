@@ -16,7 +16,7 @@ namespace rf::jinja {
 
 namespace {
 
-std::string as_text(Renderer& r, const Value& v) { return r.to_str(v); }
+std::string string_of(Renderer& r, const Value& v) { return r.to_str(v); }
 
 Value f_abs(Renderer&, const Value& v, const CallArgs&) {
   if (v.kind == Kind::Float) return Value::number(std::fabs(v.f));
@@ -27,10 +27,10 @@ Value f_abs(Renderer&, const Value& v, const CallArgs&) {
   runtime_error(str("bad operand type for abs(): '", type_name(v), "'"));
 }
 
-Value f_capitalize(Renderer& r, const Value& v, const CallArgs&) { return r.make_string(py_capitalize(as_text(r, v))); }
+Value f_capitalize(Renderer& r, const Value& v, const CallArgs&) { return r.make_string(py_capitalize(string_of(r, v))); }
 
 Value f_center(Renderer& r, const Value& v, const CallArgs& a) {
-  std::string s = as_text(r, v);
+  std::string s = string_of(r, v);
   const int64_t width = int_arg(a.get(0, "width", Value::integer(80)), "width");
   const auto len = static_cast<int64_t>(utf8_length(s));
   if (width <= len) return r.make_string(std::move(s));
@@ -42,7 +42,7 @@ Value f_center(Renderer& r, const Value& v, const CallArgs& a) {
 
 Value f_escape(Renderer& r, const Value& v, const CallArgs&) {
   std::string out;
-  for (char c : as_text(r, v)) {
+  for (char c : string_of(r, v)) {
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -127,9 +127,9 @@ Value f_format(Renderer& r, const Value& v, const CallArgs& a) {
   if (!a.keyword.empty()) {
     DictObj* d = r.heap().make_dict();
     for (const auto& [k, val] : a.keyword) d->set(r.make_string(std::string(k)), val);
-    return r.percent_format(as_text(r, v), Value::of(d));
+    return r.percent_format(string_of(r, v), Value::of(d));
   }
-  return r.percent_format(as_text(r, v), r.heap().make_tuple(a.positional));
+  return r.percent_format(string_of(r, v), r.heap().make_tuple(a.positional));
 }
 
 Value f_indent(Renderer& r, const Value& v, const CallArgs& a) {
@@ -141,7 +141,7 @@ Value f_indent(Renderer& r, const Value& v, const CallArgs& a) {
   const bool blank = truthy(a.get(2, "blank", Value::boolean(false)));
   // Jinja: lines = (s + "\n").splitlines(); lines after the first get the
   // indent unless blank (or blank=True); the first only with first=True.
-  const std::string s = as_text(r, v) + "\n";
+  const std::string s = string_of(r, v) + "\n";
   std::vector<std::string> lines;
   size_t start = 0;
   for (size_t k = 0; k < s.size(); ++k) {
@@ -161,14 +161,14 @@ Value f_indent(Renderer& r, const Value& v, const CallArgs& a) {
   return r.make_string(std::move(out));
 }
 
-Value f_lower(Renderer& r, const Value& v, const CallArgs&) { return r.make_string(py_lower(as_text(r, v))); }
+Value f_lower(Renderer& r, const Value& v, const CallArgs&) { return r.make_string(py_lower(string_of(r, v))); }
 
-Value f_upper(Renderer& r, const Value& v, const CallArgs&) { return r.make_string(py_upper(as_text(r, v))); }
+Value f_upper(Renderer& r, const Value& v, const CallArgs&) { return r.make_string(py_upper(string_of(r, v))); }
 
-Value f_string(Renderer& r, const Value& v, const CallArgs&) { return v.is_string() ? v : r.make_string(as_text(r, v)); }
+Value f_string(Renderer& r, const Value& v, const CallArgs&) { return v.is_string() ? v : r.make_string(string_of(r, v)); }
 
 Value f_replace(Renderer& r, const Value& v, const CallArgs& a) {
-  return call_method(r, r.make_string(as_text(r, v)), "replace", a);
+  return call_method(r, r.make_string(string_of(r, v)), "replace", a);
 }
 
 Value f_round(Renderer& r, const Value& v, const CallArgs& a) {
@@ -191,7 +191,7 @@ Value f_round(Renderer& r, const Value& v, const CallArgs& a) {
 }
 
 Value f_striptags(Renderer& r, const Value& v, const CallArgs&) {
-  const std::string s = as_text(r, v);
+  const std::string s = string_of(r, v);
   std::string out;
   bool in_tag = false, space = false;
   for (char c : s) {
@@ -211,7 +211,7 @@ Value f_striptags(Renderer& r, const Value& v, const CallArgs&) {
 
 Value f_title(Renderer& r, const Value& v, const CallArgs&) {
   // Jinja: split on runs of whitespace, '-', '(', '{', '[', '<'; upper the first letter of each piece.
-  const std::string s = as_text(r, v);
+  const std::string s = string_of(r, v);
   std::string out;
   bool at_start = true;
   for (size_t p = 0; p < s.size();) {
@@ -256,7 +256,7 @@ Value f_tojson(Renderer& r, const Value& v, const CallArgs& a) {
 
 Value f_trim(Renderer& r, const Value& v, const CallArgs& a) {
   const Value chars = a.get(0, "chars", Value::none());
-  return r.make_string(py_strip(as_text(r, v), chars.is_string() ? &chars.str() : nullptr, true, true));
+  return r.make_string(py_strip(string_of(r, v), chars.is_string() ? &chars.str() : nullptr, true, true));
 }
 
 Value f_truncate(Renderer& r, const Value& v, const CallArgs& a) {
@@ -268,7 +268,7 @@ Value f_truncate(Renderer& r, const Value& v, const CallArgs& a) {
     const Value leeway = a.get(3, "leeway", Value::integer(5));
     if (static_cast<int64_t>(n) <= length + (leeway.is_int() ? leeway.as_int() : 5)) return v;
   }
-  const std::string s = as_text(r, v);
+  const std::string s = string_of(r, v);
   const bool killwords = truthy(a.get(1, "killwords", Value::boolean(false)));
   const Value end_v = a.get(2, "end", Value::undefined());
   const std::string end = end_v.is_string() ? end_v.str() : "...";
@@ -288,7 +288,7 @@ Value f_truncate(Renderer& r, const Value& v, const CallArgs& a) {
 }
 
 Value f_wordcount(Renderer& r, const Value& v, const CallArgs&) {
-  const std::string s = as_text(r, v);
+  const std::string s = string_of(r, v);
   int64_t words = 0;
   bool in_word = false;
   for (size_t p = 0; p < s.size();) {

@@ -20,7 +20,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <random>
+#include <thread>
 
+#include "backend/cpu/cpu_backend.h"
 #include "gpu/gpu_test_util.h"
 #include "gpu/routing_margin.h"
 #include "model/runner.h"
@@ -204,33 +206,66 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaEngineBatch,
                          [](const auto& info) { return test::param_name(info.param); });
 
 // Logits of sequences 0 and 31 alone vs in a batch of 32: prefill, decode
-// steps, and decode steps beside new prompt chunks of other sequences.
-TEST(CudaEngineLogits, SyntheticAloneVsBatchOf32) {
+// steps, and decode steps beside new prompt chunks of other sequences; and
+// the batch's logits of every sequence against the CPU's, fed the same
+// tokens (the CPU's matmuls are the same row by row in any batch). Models:
+// the synthetic tiny preset, and the hybrids, whose DeltaNet layers carry a
+// state row per sequence through the same steps.
+class CudaEngineLogits : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaEngineLogits, AloneVsBatchOf32) {
   RF_REQUIRE_GPU();
-  TempModel tiny("tiny", "f16");
+  const std::string name = GetParam();
+  std::unique_ptr<TempModel> temp;
+  std::string path;
+  if (name == "synthetic-tiny-f16") {
+    temp = std::make_unique<TempModel>("tiny", "f16");
+    path = temp->path();
+  } else {
+    RF_REQUIRE_TESTDATA(name);
+    path = test::testdata_path(name);
+  }
   auto gpu = test::make_gpu();
-  test::ModelRunner runner(tiny.path(), *gpu, 2048, 32, 768, 16);
+  test::ModelRunner runner(path, *gpu, 2048, 32, 768, 16);
   runner.warmup();
+  CpuBackend cpu(int(std::max(2u, std::thread::hardware_concurrency())));
+  test::ModelRunner ref(path, cpu, 2048, 32, 768, 16);
+  const uint32_t vocab = uint32_t(runner.vocab());
   std::mt19937 rng(21);
-  std::vector<test::ModelRunner::Seq> seqs(32);
+  std::vector<test::ModelRunner::Seq> seqs(32), cseqs(32);
   for (auto& s : seqs)
-    for (int i = 0, n = 5 + int(rng() % 40); i < n; ++i) s.tokens.push_back(int32_t(rng() % 1024));
+    for (int i = 0, n = 5 + int(rng() % 40); i < n; ++i) s.tokens.push_back(int32_t(rng() % vocab));
+  for (size_t i = 0; i < 32; ++i) cseqs[i].tokens = seqs[i].tokens;
   std::vector<std::vector<int32_t>> extra(32);  // prompt chunks appended at step 4
   for (size_t i = 1; i < 32; i += 2)
-    for (int j = 0; j < 20; ++j) extra[i].push_back(int32_t(rng() % 1024));
+    for (int j = 0; j < 20; ++j) extra[i].push_back(int32_t(rng() % vocab));
 
   constexpr int kSteps = 9;
-  std::vector<test::ModelRunner::Seq*> ptrs;
+  std::vector<test::ModelRunner::Seq*> ptrs, cptrs;
   for (auto& s : seqs) ptrs.push_back(&s);
+  for (auto& s : cseqs) cptrs.push_back(&s);
   // Batched run; the tokens fed after each step are the batch's own argmax.
   std::vector<std::vector<std::vector<float>>> batched(kSteps);  // [step][seq]
   std::vector<std::vector<int32_t>> start(32);
   for (size_t i = 0; i < 32; ++i) start[i] = seqs[i].tokens;
   for (int step = 0; step < kSteps; ++step) {
     batched[size_t(step)] = runner.step(ptrs);
+    const auto on_cpu = ref.step(cptrs);
+    double worst = 0.0;
     for (size_t i = 0; i < 32; ++i) {
-      seqs[i].tokens.push_back(test::ModelRunner::argmax(batched[size_t(step)][i]));
-      if (step == 3) seqs[i].tokens.insert(seqs[i].tokens.end(), extra[i].begin(), extra[i].end());
+      const double err = test::rel_l2(batched[size_t(step)][i], on_cpu[i]);
+      worst = std::max(worst, err);
+      EXPECT_LT(err, 1e-2) << name << ": sequence " << i << " step " << step << " in the batch, against the CPU";
+    }
+    std::printf("  %s step %d: worst rel. L2 of the batch against the CPU %.2e\n", name.c_str(), step, worst);
+    for (size_t i = 0; i < 32; ++i) {
+      const int32_t next = test::ModelRunner::argmax(batched[size_t(step)][i]);
+      seqs[i].tokens.push_back(next);
+      cseqs[i].tokens.push_back(next);
+      if (step == 3) {
+        seqs[i].tokens.insert(seqs[i].tokens.end(), extra[i].begin(), extra[i].end());
+        cseqs[i].tokens.insert(cseqs[i].tokens.end(), extra[i].begin(), extra[i].end());
+      }
     }
   }
   const std::vector<std::vector<int32_t>> fed = [&] {
@@ -246,7 +281,9 @@ TEST(CudaEngineLogits, SyntheticAloneVsBatchOf32) {
     size_t pos = start[i].size();
     for (int step = 0; step < kSteps; ++step) {
       const auto logits = runner.step({&s})[0];
-      EXPECT_LT(test::rel_l2(logits, batched[size_t(step)][i]), 1e-2) << "sequence " << i << " step " << step;
+      const double err = test::rel_l2(logits, batched[size_t(step)][i]);
+      std::printf("  %s sequence %zu step %d: rel. L2 alone vs batched %.2e\n", name.c_str(), i, step, err);
+      EXPECT_LT(err, 1e-2) << name << ": sequence " << i << " step " << step;
       const size_t n_next = 1 + (step == 3 ? extra[i].size() : 0);
       s.tokens.insert(s.tokens.end(), fed[i].begin() + long(pos), fed[i].begin() + long(pos + n_next));
       pos += n_next;
@@ -255,6 +292,10 @@ TEST(CudaEngineLogits, SyntheticAloneVsBatchOf32) {
   }
   EXPECT_EQ(runner.pool().num_free(), runner.pool().num_blocks());
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaEngineLogits,
+                         ::testing::Values("synthetic-tiny-f16", "arch/tiny-qwen35.gguf", "arch/tiny-qwen35moe.gguf"),
+                         [](const auto& info) { return test::param_name(info.param); });
 
 // Sliding-window KV groups on the GPU (synthetic tiny-gemma3: window 16,
 // 16-token blocks): three 240-token generations at once, prompts in chunks

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "backend/cuda/moe/moe.cuh"
@@ -133,6 +134,52 @@ struct OaiMoeCase {
 
 class CudaGptOssMoe : public ::testing::TestWithParam<OaiMoeCase> {};
 
+// How far rounding the experts' GLU outputs to 8 bits (per 32 values, a
+// scale of max|h| / 127, as the one-token down GEMV reads them) moves one
+// token's output, on the CPU: ||out(q8(h)) - out(h)|| / ||out(h)||, each
+// chosen expert's h = swiglu_oai(gate x + gb, up x + ub), its down rows
+// and bias.
+// The clamped SwiGLU's outputs are heavy-tailed (a few near 7 * 8, most
+// small), so a block's step is large beside most of its values.
+double q8_glu_rounding_error(CpuBackend& cpu, const std::vector<float>& x, const std::vector<int32_t>& ids,
+                             const std::vector<float>& weights, const ExpertWeights& w, int d, int ff) {
+  std::vector<float> out(size_t(d), 0.0f), out_q(size_t(d), 0.0f);
+  auto xc = x;
+  Tensor tx = make_tensor(xc.data(), DType::F32, d, 1);
+  for (size_t j = 0; j < ids.size(); ++j) {
+    const int32_t e = ids[j];
+    const size_t nff = static_cast<size_t>(ff), nd = static_cast<size_t>(d);
+    std::vector<float> g(nff), u(nff), h(nff), y(nd), yq(nd);
+    Tensor tg = make_tensor(g.data(), DType::F32, ff, 1), tu = make_tensor(u.data(), DType::F32, ff, 1),
+           th = make_tensor(h.data(), DType::F32, ff, 1);
+    cpu.matmul(tx, w.gate_of(e), tg);
+    cpu.matmul(tx, w.up_of(e), tu);
+    for (int i = 0; i < ff; ++i) {
+      g[size_t(i)] += w.gate_bias.ptr<float>()[int64_t(e) * ff + i];
+      u[size_t(i)] += w.up_bias.ptr<float>()[int64_t(e) * ff + i];
+    }
+    cpu.swiglu_oai(tg, tu, th);
+    auto hq = h;
+    for (int b = 0; b < ff; b += 32) {
+      float amax = 0.0f;
+      for (int i = b; i < std::min(ff, b + 32); ++i) amax = std::max(amax, std::fabs(h[size_t(i)]));
+      const float step = amax / 127.0f;
+      for (int i = b; i < std::min(ff, b + 32); ++i)
+        hq[size_t(i)] = step > 0.0f ? std::nearbyint(h[size_t(i)] / step) * step : 0.0f;
+    }
+    Tensor ty = make_tensor(y.data(), DType::F32, d, 1), tyq = make_tensor(yq.data(), DType::F32, d, 1),
+           thq = make_tensor(hq.data(), DType::F32, ff, 1);
+    cpu.matmul(th, w.down_of(e), ty);
+    cpu.matmul(thq, w.down_of(e), tyq);
+    for (int i = 0; i < d; ++i) {
+      const float db = w.down_bias.ptr<float>()[int64_t(e) * d + i];
+      out[size_t(i)] += weights[j] * (y[size_t(i)] + db);
+      out_q[size_t(i)] += weights[j] * (yq[size_t(i)] + db);
+    }
+  }
+  return rel_l2(out_q, out);
+}
+
 // moe_ffn with router-chosen experts, gate/up/down biases and the clamped
 // SwiGLU, against the CPU's moe_ffn on the same routing (the GPU's own
 // moe_route on the same logits: the same experts, and for one token the
@@ -210,11 +257,15 @@ TEST_P(CudaGptOssMoe, MatchesCpu) {
     std::printf("  %s/%s, %d tokens: rel. L2 %.6f\n", dtype_name(c.gate_type), dtype_name(c.down_type), n, err);
     // The GPU rounds gate and up (before their biases), the GLU output and
     // the result to f16 (cuda_moe_test.cpp: 3e-3 for the plain experts).
-    // Where one token's down GEMV reads the GLU outputs as 8-bit quants
-    // (expert_down_quantizes_activations) their rounding adds up to
-    // ~2e-3 (measured 1.6e-3 - 1.9e-3 there): 5e-3.
     const bool q8_down = n == 1 && gpu->expert_down_quantizes_activations(c.down_type, ff, k);
-    EXPECT_LT(err, q8_down ? 5e-3 : 3e-3) << n << " tokens, " << dtype_name(c.gate_type) << "/" << dtype_name(c.down_type);
+    // Where one token's down GEMV reads the GLU outputs as 8-bit quants,
+    // the bound adds what that rounding alone does to this token's output
+    // on the CPU (q8_glu_rounding_error), with half again for the GPU
+    // rounding its own f16 GLU outputs, whose blocks round slightly
+    // differently.
+    const double q8 = q8_down ? q8_glu_rounding_error(cpu, xr, ids, weights, cw, d, ff) : 0.0;
+    if (q8_down) std::printf("    8-bit rounding of the GLU outputs alone: rel. L2 %.6f\n", q8);
+    EXPECT_LT(err, 3e-3 + 1.5 * q8) << n << " tokens, " << dtype_name(c.gate_type) << "/" << dtype_name(c.down_type);
     for (void* b : {gx, gl, gi, gwt, go}) gpu->free(b);
   }
 }
@@ -299,9 +350,12 @@ TEST(CudaGptOss, YarnRopeMatchesCpu) {
 // The tiny-gpt-oss preset (4 layers, head size 64, 4 heads, 2 KV heads,
 // window 16 on layers 0 and 2, YaRN, sinks, q/k/v/o biases, 8 experts of
 // which 4 run with router and expert biases and the clamped SwiGLU),
-// written in TYPE: a 40-token prompt (prefill past the window), then decode
+// written in TYPE: a 24-token prompt (prefill past the window), then decode
 // steps through captured graphs, the CPU's greedy tokens fed to both, on a
-// prompt whose CPU routing is clear of near-ties (routing_margin.h). Logits
+// prompt whose CPU routing is clear of near-ties (routing_margin.h): 4
+// layers x 30 tokens make 120 routing choices, so most random prompts meet
+// a near-tie somewhere and the search draws up to 200 (on the CPU, in
+// milliseconds each; the same draws every run). Logits
 // within 1e-2 relative L2 every step (as cuda_model_test.cpp); q4_k's
 // decode steps, whose batch-1 GEMVs read 8-bit activations, within
 // sqrt(5e-4) (cuda_model_test.cpp's kQ8ActivationsL2); the GPU's argmax is
@@ -312,20 +366,25 @@ TEST_P(CudaGptOssModel, LogitsAndGreedyTokensMatchCpu) {
   RF_REQUIRE_GPU();
   const std::string type = GetParam();
   test::TempModel model("tiny-gpt-oss", type);
-  constexpr int kSteps = 8;
+  constexpr int kSteps = 6, kPrompt = 24, kDraws = 200;
   test::RoutingMarginCpu cpu(2);
   std::mt19937 rng(9);
   std::vector<int32_t> prompt;
+  test::ModelRunner probe(model.path(), cpu);
   for (int attempt = 0;; ++attempt) {
-    ASSERT_LT(attempt, 20) << type << ": no prompt with routing margins >= " << test::kMinRoutingMargin;
-    test::ModelRunner probe(model.path(), cpu);
+    ASSERT_LT(attempt, kDraws) << type << ": no prompt with routing margins >= " << test::kMinRoutingMargin;
     prompt.clear();
-    for (int i = 0; i < 40; ++i) prompt.push_back(int32_t(rng() % uint32_t(probe.vocab())));
+    for (int i = 0; i < kPrompt; ++i) prompt.push_back(int32_t(rng() % uint32_t(probe.vocab())));
     cpu.min_margin = INFINITY;
     test::ModelRunner::Seq s;
     s.tokens = prompt;
     for (int step = 0; step < kSteps; ++step) s.tokens.push_back(test::ModelRunner::argmax(probe.step({&s})[0]));
-    if (cpu.min_margin >= test::kMinRoutingMargin) break;
+    probe.release(s);
+    if (cpu.min_margin >= test::kMinRoutingMargin) {
+      std::printf("  tiny-gpt-oss %s: prompt draw %d, smallest routing margin %.2e\n", type.c_str(), attempt,
+                  double(cpu.min_margin));
+      break;
+    }
   }
   auto gpu = test::make_gpu(false);
   test::ModelRunner g(model.path(), *gpu), c(model.path(), cpu);

@@ -199,7 +199,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaFamilyWidths,
                                            "phi3-mini-4l:q4_k_m", "phi3-mini-4l:f16", "glm4-9b-4l:q4_k_m",
                                            "llama3-8b-4l:q4_k_m+fusions-off", "llama3-8b-4l:f16+fusions-off",
                                            "qwen3-8b-4l:q4_k_m+fusions-off", "gemma2-9b-4l:f16+fusions-off",
-                                           "qwen3.5-27b-4l:q4_k_m"),
+                                           "qwen3.5-27b-4l:q4_k_m", "qwen3.5-27b-4l:f16"),
                          [](const auto& info) { return test::param_name(info.param); });
 
 }  // namespace

@@ -216,12 +216,15 @@ Tensor CudaBackend::load_weight(const Tensor& host, const std::string& name) {
   t.data = alloc(host.bytes(), name);
   t.device = DeviceKind::CUDA;
   copy_to_device(t.data, host.data, host.bytes());
+  adopt_weight(t);
+  return t;
+}
+
+void CudaBackend::adopt_weight(const Tensor& w) {
   // A weight whose batch-1 GEMV reads 8-bit activations (dense, or one
   // token's experts): from now on the ops producing a row write its quants.
-  const int k = int(std::min<int64_t>(host.cols(), INT32_MAX));
-  if (gemv_quantizes_activations(host.type, 1, k) || expert_down_quantizes_activations(host.type, k, 1))
-    q8_readers_ = true;
-  return t;
+  const int k = int(std::min<int64_t>(w.cols(), INT32_MAX));
+  if (gemv_quantizes_activations(w.type, 1, k) || expert_down_quantizes_activations(w.type, k, 1)) q8_readers_ = true;
 }
 
 Tensor CudaBackend::load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) {

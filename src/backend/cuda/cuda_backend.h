@@ -50,6 +50,7 @@ class CudaBackend final : public Backend {
   size_t free_memory() const override;
   size_t total_memory() const override;
   Tensor load_weight(const Tensor& host, const std::string& name) override;
+  void adopt_weight(const Tensor& w) override;
   Tensor load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) override;
   void reserve(const BackendLimits& limits) override;
 

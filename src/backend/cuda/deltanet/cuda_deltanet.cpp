@@ -46,12 +46,12 @@ void CudaBackend::gated_delta_net(const Tensor& qkv, const Tensor& alpha, const 
                                   Tensor& out) {
   check_layer(st, "gated_delta_net");
   const int64_t Hv = st.n_v_heads;
-  RF_CHECK(qkv.type == DType::F16 && qkv.cols() == st.conv_channels && alpha.type == DType::F16 &&
-               beta.type == DType::F16 && alpha.cols() == Hv && beta.cols() == Hv && dt_bias.type == DType::F32 &&
-               a.type == DType::F32 && dt_bias.numel() == Hv && a.numel() == Hv && out.type == DType::F16 &&
+  RF_CHECK(qkv.type == DType::F16 && qkv.cols() == st.conv_channels && alpha.type == DType::F32 &&
+               beta.type == DType::F32 && alpha.cols() == Hv && beta.cols() == Hv && dt_bias.type == DType::F32 &&
+               a.type == DType::F32 && dt_bias.numel() == Hv && a.numel() == Hv && out.type == DType::F32 &&
                out.cols() == Hv * st.head_v_dim && qkv.rows() >= m.n_tokens && alpha.rows() >= m.n_tokens &&
                beta.rows() >= m.n_tokens && out.rows() >= m.n_tokens && out.data != qkv.data,
-           "cuda gated_delta_net: bad shapes or types (f16 activations, f32 dt_bias and a)");
+           "cuda gated_delta_net: bad shapes or types (f16 q|k|v; f32 alpha, beta, dt_bias, a and out)");
   OpTimer timer(profiler(), "gated_delta_net");
   gpu::gated_delta_net(qkv.data, alpha.data, beta.data, dt_bias.ptr<float>(), a.ptr<float>(),
                        seqs_of(m, "gated_delta_net"), st, l2_eps, out.data, ctx());
@@ -59,10 +59,10 @@ void CudaBackend::gated_delta_net(const Tensor& qkv, const Tensor& alpha, const 
 
 void CudaBackend::gated_rms_norm(const Tensor& x, const Tensor& w, const Tensor& z, float eps, Tensor& out) {
   const int64_t hw = w.numel();
-  RF_CHECK(x.type == DType::F16 && z.type == DType::F16 && out.type == DType::F16 && w.type == DType::F32 && hw > 0 &&
+  RF_CHECK(x.type == DType::F32 && z.type == DType::F16 && out.type == DType::F16 && w.type == DType::F32 && hw > 0 &&
                x.cols() % hw == 0 && z.cols() == x.cols() && out.cols() == x.cols() && z.rows() >= x.rows() &&
                out.rows() >= x.rows(),
-           "cuda gated_rms_norm: f16 x, z and out of one width, a multiple of the f32 weight's ", hw, "; x is ",
+           "cuda gated_rms_norm: f32 x, f16 z and out of one width, a multiple of the f32 weight's ", hw, "; x is ",
            x.shape_string());
   OpTimer timer(profiler(), "gated_rms_norm");
   gpu::gated_rms_norm(x.data, w.ptr<float>(), z.data, out.data, x.rows(), int(x.cols()), int(hw), eps, ctx());

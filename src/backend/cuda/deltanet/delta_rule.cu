@@ -33,8 +33,8 @@ __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-
 template <int kPer>
 struct TokenIn {
   float q[kPer], k[kPer], v[kRowsPerWarp], alpha, beta;
-  __device__ __forceinline__ void load(const __half* __restrict__ qkv, const __half* __restrict__ alpha_in,
-                                       const __half* __restrict__ beta_in, int t, int lane, int h, int kh, int j0,
+  __device__ __forceinline__ void load(const __half* __restrict__ qkv, const float* __restrict__ alpha_in,
+                                       const float* __restrict__ beta_in, int t, int lane, int h, int kh, int j0,
                                        const DeltaDims& d) {
     const __half* x = qkv + int64_t(t) * d.C;
 #pragma unroll
@@ -46,17 +46,17 @@ struct TokenIn {
     const __half* vr = x + 2 * d.Hk * d.dk + h * d.dv;
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) v[r] = j0 + r < d.dv ? __half2float(vr[j0 + r]) : 0.0f;
-    alpha = __half2float(alpha_in[int64_t(t) * d.Hv + h]);
-    beta = __half2float(beta_in[int64_t(t) * d.Hv + h]);
+    alpha = alpha_in[int64_t(t) * d.Hv + h];
+    beta = beta_in[int64_t(t) * d.Hv + h];
   }
 };
 
 template <int kPer>
 __global__ void __launch_bounds__(kWarps * RF_WARP_SIZE)
-    delta_rule_kernel(const __half* __restrict__ qkv, const __half* __restrict__ alpha,
-                      const __half* __restrict__ beta, const float* __restrict__ dt_bias,
+    delta_rule_kernel(const __half* __restrict__ qkv, const float* __restrict__ alpha,
+                      const float* __restrict__ beta, const float* __restrict__ dt_bias,
                       const float* __restrict__ a, RecurrentSeqs seqs, DeltaDims d, float* __restrict__ ssm,
-                      __half* __restrict__ out) {
+                      float* __restrict__ out) {
   constexpr int W = RF_WARP_SIZE;
   pdl_wait();
   pdl_trigger();
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(kWarps * RF_WARP_SIZE)
       if (lane == r) o_mine = fmaf(decay, s_q, delta * kq);
     }
     if (lane < kRowsPerWarp && j0 + lane < d.dv)
-      out[int64_t(t) * out_cols + int64_t(h) * d.dv + j0 + lane] = __float2half_rn(o_mine);
+      out[int64_t(t) * out_cols + int64_t(h) * d.dv + j0 + lane] = o_mine;
   }
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r)
@@ -138,8 +138,8 @@ void launch_rule(const void* qkv, const void* alpha, const void* beta, const flo
                  const RecurrentSeqs& seqs, const DeltaDims& d, float* ssm, void* out, const LaunchCtx& ctx) {
   const dim3 grid(unsigned((d.dv + kRows - 1) / kRows), unsigned(d.Hv), unsigned(seqs.n_seqs));
   launch(delta_rule_kernel<kPer>, grid, unsigned(kWarps * ctx.warp_size), 0, ctx, static_cast<const __half*>(qkv),
-         static_cast<const __half*>(alpha), static_cast<const __half*>(beta), dt_bias, a, seqs, d, ssm,
-         static_cast<__half*>(out));
+         static_cast<const float*>(alpha), static_cast<const float*>(beta), dt_bias, a, seqs, d, ssm,
+         static_cast<float*>(out));
 }
 
 }  // namespace

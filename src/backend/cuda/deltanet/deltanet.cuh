@@ -35,15 +35,15 @@ void conv1d_silu_state(const void* x, const float* w, const RecurrentSeqs& seqs,
 
 // The gated delta rule (backend.h gated_delta_net) of every sequence's
 // tokens, in order, on its state row's S; qkv f16 [n_tokens,
-// conv_channels], alpha and beta f16 [n_tokens, n_v_heads], dt_bias and a
-// f32 [n_v_heads], out f16 [n_tokens, n_v_heads * head_v_dim].
+// conv_channels], alpha and beta f32 [n_tokens, n_v_heads], dt_bias and a
+// f32 [n_v_heads], out f32 [n_tokens, n_v_heads * head_v_dim].
 // head_k_dim <= 8 * the warp size.
 void gated_delta_net(const void* qkv, const void* alpha, const void* beta, const float* dt_bias, const float* a,
                      const RecurrentSeqs& seqs, const RecurrentLayer& st, float l2_eps, void* out,
                      const LaunchCtx& ctx);
 
 // out = rms_norm(x_seg) * w * silu(z_seg) per segment of `seg` elements
-// (rows * cols / seg of them); x, z, out f16 (out may alias x), w f32 [seg].
+// (rows * cols / seg of them); x f32, z and out f16, w f32 [seg].
 void gated_rms_norm(const void* x, const float* w, const void* z, void* out, int64_t rows, int cols, int seg,
                     float eps, const LaunchCtx& ctx);
 

@@ -1,8 +1,9 @@
 // The gates of hybrid models: the gated RMSNorm of Gated DeltaNet outputs
-// (a warp per head segment: the RMS over the segment, then times the norm
-// weight and silu(z)) and sigmoid gating (the gated attention output, the
-// shared expert's scalar gate), elementwise. Both may write over x: each
-// element is read by the thread that writes it, before it writes it.
+// (a warp per head segment of the f32 delta-rule output: the RMS over the
+// segment, then times the norm weight and silu(z), into f16) and sigmoid
+// gating (the gated attention output, the shared expert's scalar gate),
+// elementwise; sigmoid gating may write over x: each element is read by
+// the thread that writes it, before it writes it.
 #include <algorithm>
 
 #include "backend/cuda/deltanet/deltanet.cuh"
@@ -15,7 +16,8 @@ constexpr int kNormWarps = 4;
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 __global__ void __launch_bounds__(kNormWarps * RF_WARP_SIZE)
-    gated_rms_norm_kernel(const __half* x, const float* __restrict__ w, const __half* __restrict__ z, __half* out,
+    gated_rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, const __half* __restrict__ z,
+                          __half* __restrict__ out,
                           int64_t n_segs, int seg, float eps) {
   constexpr int W = RF_WARP_SIZE;
   pdl_wait();
@@ -23,18 +25,18 @@ __global__ void __launch_bounds__(kNormWarps * RF_WARP_SIZE)
   const int lane = int(threadIdx.x) % W;
   const int64_t sg = int64_t(blockIdx.x) * kNormWarps + int64_t(threadIdx.x) / W;
   if (sg >= n_segs) return;
-  const __half* xs = x + sg * seg;
+  const float* xs = x + sg * seg;
   const __half* zs = z + sg * seg;
   __half* o = out + sg * seg;
   float ss = 0.0f;
   for (int i = lane; i < seg; i += W) {
-    const float v = __half2float(xs[i]);
+    const float v = xs[i];
     ss = fmaf(v, v, ss);
   }
   const float scale = rsqrtf(warp_sum(ss) / float(seg) + eps);
   for (int i = lane; i < seg; i += W) {
     const float zi = __half2float(zs[i]);
-    o[i] = __float2half_rn(__half2float(xs[i]) * scale * w[i] * (zi * sigmoid(zi)));
+    o[i] = __float2half_rn(xs[i] * scale * w[i] * (zi * sigmoid(zi)));
   }
 }
 
@@ -55,7 +57,7 @@ void gated_rms_norm(const void* x, const float* w, const void* z, void* out, int
   const int64_t n_segs = rows * (cols / seg);
   if (n_segs == 0) return;
   launch(gated_rms_norm_kernel, unsigned((n_segs + kNormWarps - 1) / kNormWarps), unsigned(kNormWarps * ctx.warp_size),
-         0, ctx, static_cast<const __half*>(x), w, static_cast<const __half*>(z), static_cast<__half*>(out), n_segs,
+         0, ctx, static_cast<const float*>(x), w, static_cast<const __half*>(z), static_cast<__half*>(out), n_segs,
          seg, eps);
 }
 
