@@ -97,6 +97,7 @@ void Backend::rope_q(Tensor&, int32_t, const StepMeta&, const RopeParams&) { uns
 void Backend::moe_scale_weights(const Tensor&, const Tensor&, Tensor&) { unsupported("moe_scale_weights"); }
 void Backend::swiglu_oai(const Tensor&, const Tensor&, Tensor&) { unsupported("swiglu_oai"); }
 void Backend::scale(Tensor&, float) { unsupported("scale"); }
+void Backend::convert(const Tensor&, Tensor&) { unsupported("convert"); }
 Handoff Backend::moe_route(const Tensor&, const MoeParams&, Tensor&, Tensor&) { unsupported("moe_route"); }
 void Backend::moe_ffn(const Tensor&, const Tensor&, const Tensor&, const ExpertWeights&, const MoeParams&, Tensor&,
                       const Handoff&, const Handoff&) {

@@ -43,8 +43,7 @@ struct KVLayer {
   // Layers of other widths share the arrays (Gemma 4's head sizes): slot s
   // of K or V then starts at element s * slot_stride, its scales at
   // s * scale_stride (0: packed, n_kv_heads * head_dim and n_kv_heads).
-  // Only the CPU backend reads layers with strides (the others refuse such
-  // models).
+  // Every backend's KV store and attention read these strides.
   int64_t slot_stride = 0;
   int64_t scale_stride = 0;
   int64_t slot_elems() const { return slot_stride > 0 ? slot_stride : int64_t(n_kv_heads) * head_dim; }
@@ -167,6 +166,9 @@ struct BackendLimits {
   // here by position.)
   int32_t vocab_total = 0;
   int32_t n_ff = 0;  // a dense FFN's width (gate and up rows; 0: no dense FFN)
+  // Models whose layers differ in head size (Gemma 4): head_dim and
+  // n_kv_heads are the largest, this the smallest head size (0: head_dim).
+  int32_t min_head_dim = 0;
 };
 
 // How router logits become expert probabilities (llama.cpp's
@@ -321,8 +323,12 @@ class Backend {
   virtual void geglu(const Tensor& gate, const Tensor& up, Tensor& out);
   // out = glu_oai(gate, up) (core/activation.h: gpt-oss's clamped SwiGLU).
   virtual void swiglu_oai(const Tensor& gate, const Tensor& up, Tensor& out);
-  // x *= s in place (Gemma's embedding scale sqrt(n_embd)).
+  // x *= s in place (Gemma's embedding scale sqrt(n_embd)): f32 rows, or
+  // rows of the activation type.
   virtual void scale(Tensor& x, float s);
+  // out = x in out's element type (f32, or the activation type: the
+  // residual stream as activations), the same number of elements.
+  virtual void convert(const Tensor& x, Tensor& out);
   // x = cap * tanh(x / cap) in place (final-logit soft-capping); cap > 0.
   virtual void softcap(Tensor& x, float cap);
   // attention() with p.window, p.softcap and p.sinks honoured: a query at

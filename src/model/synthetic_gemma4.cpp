@@ -66,6 +66,18 @@ void add_gemma4_presets(std::vector<SyntheticPreset>& v) {
   SyntheticPreset tiny_moe = gemma4("tiny-gemma4moe", 256, 6, 4, 2, 1, 64, 128, 256, 1024, 2048, 16, 3);
   tiny_moe.n_expert = 8, tiny_moe.n_expert_used = 2, tiny_moe.n_ff_expert = 64;
   v.push_back(tiny_moe);
+  // Four layers of each published shape at its real widths: three
+  // sliding-window layers (head size 256) and a full-attention one (512),
+  // so that both kinds share the cache as in the whole model (whose first
+  // full layer is its sixth).
+  const SyntheticPreset full[2] = {v[v.size() - 4], v[v.size() - 3]};  // gemma4-31b, gemma4-26b-a4b
+  for (const SyntheticPreset& p : full) {
+    SyntheticPreset four = p;
+    four.name += "-4l";
+    four.n_layer = 4;
+    four.swa_pattern = 4;
+    v.push_back(four);
+  }
 }
 
 void describe_gemma4_metadata(gguf::Writer& w, const SyntheticPreset& p) {

@@ -36,14 +36,15 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   limits_.n_heads = c_.n_head;
   limits_.head_dim = c_.head_dim;
   limits_.n_kv_heads = c_.n_head_kv;
+  // Layers of other head sizes and KV heads (Gemma 4): the largest of each,
+  // and the smallest head size (the attention kernels' scratch and tiles).
+  limits_.min_head_dim = c_.head_dim;
+  for (int32_t il = 0; il < c_.n_layer; ++il) {
+    limits_.head_dim = std::max(limits_.head_dim, c_.head_dim_of(il));
+    limits_.min_head_dim = std::min(limits_.min_head_dim, c_.head_dim_of(il));
+    limits_.n_kv_heads = std::max(limits_.n_kv_heads, c_.n_head_kv_of(il));
+  }
   limits_.kv_groups = kv_group_layout(c_).n_groups();
-  // Per-layer head sizes (Gemma 4) are the CPU's alone so far.
-  // (and KV layers of other widths, whose cache slots are the widest one's apart: KVLayer::slot_stride)
-  bool one_width = true;
-  for (int32_t il = 0; il < c_.n_layer; ++il) one_width = one_width && c_.kv_dim_of(il) == c_.max_kv_dim();
-  RF_CHECK(backend.device() == DeviceKind::CPU || (c_.layer_head_dim.empty() && one_width), "backend '",
-           backend.name(), "' does not implement op 'attention with per-layer head sizes and KV widths' (needed by ",
-           "this model's architecture)");
   const bool dense = c_.has_dense_ffn();  // a dense FFN on some layer
   if (c_.has_experts()) {  // (the expert fields stay 0 for dense models, n_ff for MoE ones)
     moe_ = c_.moe();
@@ -91,8 +92,8 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   if (c_.post_ffn_norm) post_ = alloc_act(c_.n_embd, T, act, "post norm");  // the last layer's post-FFN norm
   if (c_.moe_with_dense) aux_ = alloc_act(c_.n_embd, T, act, "dense ffn beside experts");
   if (c_.n_embd_per_layer > 0) {
-    ple_x0_ = alloc_act(c_.n_embd, T, res, "scaled embeddings");
-    ple_in_ = alloc_act(c_.n_embd_per_layer, T, act, "per-layer input");
+    ple_x0_ = alloc_act(c_.n_embd, T, act, "scaled embeddings");
+    ple_in_ = alloc_act(c_.n_embd_per_layer, T, res, "per-layer input");
     ple_pp_ = alloc_act(c_.n_embd_per_layer, T, act, "per-layer projection");
     ple_gate_ = alloc_act(c_.n_embd_per_layer, T, act, "per-layer gate");
   }

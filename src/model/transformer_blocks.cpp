@@ -22,7 +22,10 @@ void Transformer::run_layers_stepwise(const StepMeta& m, KVCache& kv, bool hidde
   Tensor x = x_.slice_rows(0, n), xn = xn_.slice_rows(0, n);
   backend_.embed(w_.tok_embd, m, x);
   if (c_.embd_scale != 1.0f) backend_.scale(x, c_.embd_scale);
-  if (c_.n_embd_per_layer > 0) backend_.copy_on_device(ple_x0_.data, x.data, x.bytes());
+  if (c_.n_embd_per_layer > 0) {  // the scaled embeddings as activations, for the per-layer projections
+    Tensor x0 = ple_x0_.slice_rows(0, n);
+    backend_.convert(x, x0);
+  }
   for (int32_t il = 0; il < c_.n_layer; ++il) {
     const LayerWeights& l = w_.layers[size_t(il)];
     // A shared-KV layer reads its source layer's cache through that layer's group.
@@ -75,17 +78,23 @@ void Transformer::per_layer_embedding(int32_t il, const StepMeta& m, Tensor& x) 
   const LayerWeights& l = w_.layers[size_t(il)];
   Tensor in = rows_of(ple_in_, npl, n), pp = rows_of(ple_pp_, npl, n), g = rows_of(ple_gate_, npl, n);
   // The layer's input: (its per_layer_token_embd columns * sqrt(npl) +
-  // RMSNorm(its rows of per_layer_model_proj . x0 / sqrt(n_embd))) / sqrt(2).
+  // RMSNorm(its rows of per_layer_model_proj . x0 / sqrt(n_embd))) / sqrt(2),
+  // summed in the residual type (as embeddings are looked up), then as
+  // activations (pp's buffer) for the GLU.
   backend_.embed(l.ple_embd, m, in);
   backend_.scale(in, std::sqrt(float(npl)));
   backend_.matmul(ple_x0_.slice_rows(0, n), w_.ple_model_proj.slice_rows(int64_t(il) * npl, npl), pp);
   backend_.scale(pp, 1.0f / std::sqrt(float(c_.n_embd)));
   backend_.rms_norm(pp, w_.ple_proj_norm, c_.rms_eps, pp);
-  backend_.add(pp, in, in);
+  backend_.add(in, pp, in);
   backend_.scale(in, 1.0f / std::sqrt(2.0f));
-  // x += RMSNorm(proj . (gelu(x . inp_gate) * input)) (post_norm).
-  backend_.matmul(x, l.ple_gate, g);
-  backend_.geglu(g, in, g);
+  backend_.convert(in, pp);
+  // x += RMSNorm(proj . (gelu(x . inp_gate) * input)) (post_norm); x read
+  // as activations (xn's buffer: free until the next layer's norm).
+  Tensor xa = xn_.slice_rows(0, n);
+  backend_.convert(x, xa);
+  backend_.matmul(xa, l.ple_gate, g);
+  backend_.geglu(g, pp, g);
   Tensor o = proj_.slice_rows(0, n), post = post_.slice_rows(0, n);
   backend_.matmul(g, l.ple_proj, o);
   backend_.rms_norm(o, l.ple_post_norm, c_.rms_eps, post);

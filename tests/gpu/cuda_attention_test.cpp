@@ -1,5 +1,5 @@
 // CUDA RoPE + KV store, paged attention (mixed prefill/decode batches,
-// single pass and split-K, head sizes 8/64/96/128/256, groups up to 16,
+// single pass and split-K, head sizes 8/64/96/128/256/512, groups up to 16,
 // sliding windows — also with the blocks before each window released and
 // every unseen key NaN — logit soft-capping and attention sinks (gpt-oss);
 // prefill on the CUDA-core
@@ -245,7 +245,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
                                            AttnShape{64, 64, 8, 0, 0.0f, true},
                                            AttnShape{64, 64, 8, 128, 0.0f, true}, AttnShape{8, 8, 4, 0, 0.0f, true},
                                            AttnShape{16, 4, 2, 8, 0.0f, true}, AttnShape{128, 32, 8, 0, 0.0f, true},
-                                           AttnShape{256, 16, 8, 100, 2.0f, true}),
+                                           AttnShape{256, 16, 8, 100, 2.0f, true},
+                                           // Gemma 4's full-attention layers: head size 512 (gemma4-31b:
+                                           // 32 heads, 4 KV; 26B-A4B: 16, 2) — prefill on the CUDA-core
+                                           // tile kernel (16-key tiles, 8 threads a row; the tensor-core
+                                           // setting falls back to it), decodes split-K on the generic
+                                           // kernel and the combine kernel — with a window and soft-cap
+                                           AttnShape{512, 32, 4}, AttnShape{512, 16, 2, 100, 2.0f},
+                                           AttnShape{512, 8, 8, 0, 0.0f, true}),
                          [](const auto& info) { return test::attn_shape_name(info.param); });
 
 // A few tokens (a block per token) and a long prompt (past

@@ -138,14 +138,16 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaModelVsCpu,
                                            "arch/tiny-qwen3.gguf", "arch/tiny-gemma2.gguf", "arch/tiny-gemma3.gguf",
                                            "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf", "arch/tiny-mixtral.gguf",
                                            "arch/tiny-qwen3moe.gguf", "arch/tiny-gpt-oss.gguf", "arch/tiny-qwen35.gguf",
-                                           "arch/tiny-qwen35moe.gguf", "synthetic-tiny-fp8",
+                                           "arch/tiny-qwen35moe.gguf", "arch/tiny-gemma4.gguf",
+                                           "arch/tiny-gemma4moe.gguf", "synthetic-tiny-fp8",
                                            "synthetic-tiny-fp8:e4m3-activations"),
                          [](const auto& info) { return test::param_name(info.param); });
 
 // Each family at its real widths (the first 4 layers of its full-size
 // preset, dummy weights): the launch configurations the tiny files never
-// reach — rows 3072-4096 wide (1024-thread norm blocks), heads of 96 and
-// 256, packed and fused projections, vocabularies of 32k-262k, the
+// reach — rows 3072-4096 wide (1024-thread norm blocks), heads of 96,
+// 256 and 512 (Gemma 4's layers of both sizes in one cache), packed and
+// fused projections, vocabularies of 32k-262k, the
 // streaming k-quant GEMVs with their 8-bit activations. A 16-token prefill,
 // then decode steps through captured graphs, against the CPU.
 //
@@ -199,7 +201,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaFamilyWidths,
                                            "phi3-mini-4l:q4_k_m", "phi3-mini-4l:f16", "glm4-9b-4l:q4_k_m",
                                            "llama3-8b-4l:q4_k_m+fusions-off", "llama3-8b-4l:f16+fusions-off",
                                            "qwen3-8b-4l:q4_k_m+fusions-off", "gemma2-9b-4l:f16+fusions-off",
-                                           "qwen3.5-27b-4l:q4_k_m", "qwen3.5-27b-4l:f16"),
+                                           "qwen3.5-27b-4l:q4_k_m", "qwen3.5-27b-4l:f16", "gemma4-31b-4l:q4_k_m",
+                                           "gemma4-31b-4l:f16", "gemma4-26b-a4b-4l:q4_k_m"),
                          [](const auto& info) { return test::param_name(info.param); });
 
 }  // namespace

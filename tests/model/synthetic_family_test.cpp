@@ -382,6 +382,18 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
   // each, plus 3 or 2; rope_freqs; token_embd and output_norm (tied).
   EXPECT_EQ(g31.n_tensors(), 2 + 1 + 50 * 14 + 10 * 13);
   EXPECT_EQ(g26.n_tensors(), 2 + 1 + 25 * (14 + 8) + 5 * (13 + 8));
+  // The -4l presets: the published widths, three window layers then a full
+  // one (both head sizes in one cache).
+  for (const auto& [four, full] : {std::pair{*synthetic_preset("gemma4-31b-4l"), g31},
+                                   std::pair{*synthetic_preset("gemma4-26b-a4b-4l"), g26}}) {
+    EXPECT_EQ(four.n_layer, 4);
+    EXPECT_EQ(four.swa_pattern, 4);
+    EXPECT_EQ(std::vector<int32_t>({four.n_embd, four.n_head, four.n_head_kv_swa, four.n_head_kv, four.head_dim_swa,
+                                    four.hd(), four.n_ff, four.n_expert}),
+              (std::vector<int32_t>{full.n_embd, full.n_head, full.n_head_kv_swa, full.n_head_kv, full.head_dim_swa,
+                                    full.hd(), full.n_ff, full.n_expert}));
+    EXPECT_EQ(four.n_tensors(), 2 + 1 + 3 * (14 + (full.n_expert > 0 ? 8 : 0)) + (13 + (full.n_expert > 0 ? 8 : 0)));
+  }
   // Routers and three 3-D expert tensors in place of the dense FFN's three.
   EXPECT_EQ(mixtral.n_tensors(), 3 + 32 * (2 + 3 + 1 + 4));
   EXPECT_EQ(qwen.n_tensors(), 3 + 48 * (2 + 3 + 2 + 1 + 4));

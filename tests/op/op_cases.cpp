@@ -122,9 +122,10 @@ Tensor DeviceBuffers::f32(const std::vector<float>& v, int64_t cols, int64_t row
 }
 
 KVLayer DeviceBuffers::kv(const std::vector<float>& k, const std::vector<float>& v, int32_t num_blocks,
-                          int32_t block_size, int32_t n_kv, int32_t head_dim) {
+                          int32_t block_size, int32_t n_kv, int32_t head_dim, int64_t slot_stride) {
   const DType type = be_.kv_type();
-  const int64_t slots = int64_t(num_blocks) * block_size, width = int64_t(n_kv) * head_dim;
+  const int64_t slots = int64_t(num_blocks) * block_size;
+  const int64_t width = slot_stride > 0 ? slot_stride : int64_t(n_kv) * head_dim;
   KVLayer c;
   c.k = upload(k, type, width, slots).data;
   c.v = upload(v, type, width, slots).data;
@@ -133,6 +134,7 @@ KVLayer DeviceBuffers::kv(const std::vector<float>& k, const std::vector<float>&
   c.block_size = block_size;
   c.n_kv_heads = n_kv;
   c.head_dim = head_dim;
+  if (width != int64_t(n_kv) * head_dim) c.slot_stride = width;  // (scales: f16 and f32 caches have none)
   return c;
 }
 

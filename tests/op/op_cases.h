@@ -94,9 +94,11 @@ class DeviceBuffers {
   Tensor weight(const std::vector<uint8_t>& bytes, DType type, int64_t cols, int64_t rows);
   Tensor f32(const std::vector<float>& v, int64_t cols, int64_t rows = 1);
   // A paged KV layer of the backend's kv_type() holding k and v values
-  // ([num_blocks * block_size slots, n_kv * head_dim] each).
+  // ([num_blocks * block_size slots, slot_stride] each; slot_stride 0:
+  // n_kv * head_dim, else the layer's rows at the front of each slot:
+  // KVLayer::slot_stride).
   KVLayer kv(const std::vector<float>& k, const std::vector<float>& v, int32_t num_blocks, int32_t block_size,
-             int32_t n_kv, int32_t head_dim);
+             int32_t n_kv, int32_t head_dim, int64_t slot_stride = 0);
   // n elements of `type` (F32, F16, BF16, I32) at p as floats.
   std::vector<float> read(const void* p, DType type, size_t n);
   std::vector<float> read(const Tensor& t) { return read(t.data, t.type, size_t(t.numel())); }

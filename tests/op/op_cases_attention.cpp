@@ -1,8 +1,9 @@
 // Op cases of attention: RoPE with the paged KV store (normal and NeoX,
 // partial rotary, frequency factors, linear and YaRN scaling; scattered
-// slots, a padded slot of -1) and paged attention over mixed batches
-// (prefill chunks and decodes, contexts past block boundaries, GQA,
-// sliding windows, logit soft-capping, attention sinks).
+// slots, a padded slot of -1; into slots a wider layer's stride apart),
+// RoPE of q alone, and paged attention over mixed batches (prefill chunks
+// and decodes, contexts past block boundaries, GQA, sliding windows, logit
+// soft-capping, attention sinks, head size 512, slots a wider stride apart).
 #include <algorithm>
 #include <cmath>
 
@@ -53,9 +54,13 @@ struct RopeVariant {
 
 // rope_store_kv of 5 tokens at far positions (angles must stay exact) into
 // slots scattered over 4 blocks of 4, the last token's slot -1 (not
-// stored). Outputs: q and k roped, the K and V caches.
-OpCase rope_case(const RopeVariant& rv) {
+// stored). Outputs: q and k roped, the K and V caches. slot_stride > kvd:
+// the cache's slots that many elements apart (a narrower layer's: the rest
+// of each slot stays as it was). q_only: rope_q (q alone, nothing stored;
+// output q).
+OpCase rope_case(const RopeVariant& rv, int slot_stride = 0, bool q_only = false) {
   const int hd = 64, n_heads = 4, n_kv = 2, n_tok = 5, bs = 4, nb = 4, kvd = n_kv * hd, qd = n_heads * hd;
+  const int stride = slot_stride > 0 ? slot_stride : kvd;
   RopeParams p;
   p.n_rot = rv.n_rot;
   p.neox = rv.neox;
@@ -64,7 +69,8 @@ OpCase rope_case(const RopeVariant& rv) {
   p.ext_factor = rv.ext_factor;
   p.n_ctx_orig = 8192;
   OpCase c;
-  c.name = std::string("rope_store_kv_") + rv.name;
+  c.name = std::string(q_only ? "rope_q_" : "rope_store_kv_") + rv.name +
+           (slot_stride > 0 ? "_stride" + std::to_string(slot_stride) : "");
   c.inputs = [=](uint32_t seed) {
     std::mt19937 rng(seed);
     OpInputs in;
@@ -85,21 +91,26 @@ OpCase rope_case(const RopeVariant& rv) {
     DeviceBuffers b(be);
     const DType a = be.activation_type();
     Tensor q = b.upload(in.f[0], a, qd, n_tok), k = b.upload(in.f[1], a, kvd, n_tok), v = b.upload(in.f[2], a, kvd, n_tok);
-    const std::vector<float> zero(size_t(nb) * bs * kvd, 0.0f);
-    const KVLayer cache = b.kv(zero, zero, nb, bs, n_kv, hd);
+    // (ones outside the layer's rows: a store past them would show)
+    const std::vector<float> init(size_t(nb) * bs * stride, 1.0f);
+    const KVLayer cache = b.kv(init, init, nb, bs, n_kv, hd, stride);
     RopeParams pr = p;
     if (rv.factors) pr.freq_factors = static_cast<const float*>(b.f32(in.f[3], rv.n_rot / 2).data);
     const StepMeta m = be.upload_step(in.batch);
+    if (q_only) {
+      be.rope_q(q, hd, m, pr);
+      return OpOutputs{b.read(q)};
+    }
     be.rope_store_kv(q, k, v, m, pr, cache);
-    return OpOutputs{b.read(q), b.read(k), b.read(cache.k, cache.type, zero.size()),
-                     b.read(cache.v, cache.type, zero.size())};
+    return OpOutputs{b.read(q), b.read(k), b.read(cache.k, cache.type, init.size()),
+                     b.read(cache.v, cache.type, init.size())};
   };
   c.reference = [=](const OpInputs& in) {
     RefOutputs out(4);
     out[0].assign(in.f[0].begin(), in.f[0].end());
     out[1].assign(in.f[1].begin(), in.f[1].end());
-    out[2].assign(size_t(nb) * bs * kvd, 0.0);
-    out[3].assign(out[2].size(), 0.0);
+    out[2].assign(size_t(nb) * bs * stride, 1.0);
+    out[3].assign(out[2].size(), 1.0);
     for (int t = 0; t < n_tok; ++t) {
       rope_ref(out[0].data() + size_t(t) * qd, n_heads, hd, in.batch.positions[size_t(t)], p, in.f[3]);
       rope_ref(out[1].data() + size_t(t) * kvd, n_kv, hd, in.batch.positions[size_t(t)], p, in.f[3]);
@@ -107,10 +118,11 @@ OpCase rope_case(const RopeVariant& rv) {
       if (slot < 0) continue;
       for (int i = 0; i < kvd; ++i) {
         // the cache holds k as the op rounded it (f32 on the CPU)
-        out[2][size_t(slot) * kvd + i] = double(float(out[1][size_t(t) * kvd + i]));
-        out[3][size_t(slot) * kvd + i] = in.f[2][size_t(t) * kvd + i];
+        out[2][size_t(slot) * stride + i] = double(float(out[1][size_t(t) * kvd + i]));
+        out[3][size_t(slot) * stride + i] = in.f[2][size_t(t) * kvd + i];
       }
     }
+    if (q_only) out.resize(1);
     return out;
   };
   return c;
@@ -123,12 +135,17 @@ struct AttnVariant {
   float softcap = 0.0f;
   bool sinks = false;
   std::vector<std::pair<int, int>> seqs;  // (context, new tokens)
+  // > n_kv * hd: the layer's slots this many elements apart, the rest of
+  // each slot another layer's (KVLayer::slot_stride: Gemma 4's narrower
+  // layers), random values the op must not read.
+  int slot_stride = 0;
 };
 
 // Attention over a cache of random keys and values; each sequence's blocks
 // scattered (block b of sequence s at (7 s + 5 b) mod num_blocks).
 OpCase attention_case(const AttnVariant& av) {
   const int bs = 16, nb = 64, max_blocks = 16, hd = av.hd, kvd = av.n_kv * av.hd, qd = av.n_heads * av.hd;
+  const int stride = av.slot_stride > 0 ? av.slot_stride : kvd;  // elements from one slot to the next
   OpCase c;
   c.name = "attention_" + av.name;
   c.inputs = [=](uint32_t seed) {
@@ -143,8 +160,8 @@ OpCase attention_case(const AttnVariant& av) {
       ++s;
     }
     const size_t slots = size_t(nb) * bs;
-    in.f = {round_f16(randn(size_t(in.batch.n_tokens()) * qd, rng)), round_f16(randn(slots * kvd, rng)),
-            round_f16(randn(slots * kvd, rng)), randn(size_t(av.n_heads), rng)};
+    in.f = {round_f16(randn(size_t(in.batch.n_tokens()) * qd, rng)), round_f16(randn(slots * stride, rng)),
+            round_f16(randn(slots * stride, rng)), randn(size_t(av.n_heads), rng)};
     return in;
   };
   c.run = [=](Backend& be, const OpInputs& in) {
@@ -153,7 +170,7 @@ OpCase attention_case(const AttnVariant& av) {
     DeviceBuffers b(be);
     const DType a = be.activation_type();
     Tensor q = b.upload(in.f[0], a, qd, n), out = b.zeros(a, qd, n);
-    const KVLayer cache = b.kv(in.f[1], in.f[2], nb, bs, av.n_kv, hd);
+    const KVLayer cache = b.kv(in.f[1], in.f[2], nb, bs, av.n_kv, hd, stride);
     AttentionParams ap{av.n_heads, av.n_kv, hd, 1.0f / std::sqrt(float(hd))};
     ap.window = av.window;
     ap.softcap = av.softcap;
@@ -179,7 +196,7 @@ OpCase attention_case(const AttnVariant& av) {
           const size_t slot = size_t(table[j / bs]) * bs + size_t(j % bs);
           double d = 0;
           for (int i = 0; i < hd; ++i)
-            d += double(in.f[0][size_t(t) * qd + size_t(h * hd + i)]) * in.f[1][slot * kvd + size_t(kvh * hd + i)];
+            d += double(in.f[0][size_t(t) * qd + size_t(h * hd + i)]) * in.f[1][slot * stride + size_t(kvh * hd + i)];
           d *= double(float(scale));
           if (av.softcap > 0) d = av.softcap * std::tanh(d / av.softcap);
           sc.push_back(d);
@@ -192,7 +209,7 @@ OpCase attention_case(const AttnVariant& av) {
           double acc = 0;
           for (int j = first; j <= pos; ++j) {
             const size_t slot = size_t(table[j / bs]) * bs + size_t(j % bs);
-            acc += sc[size_t(j - first)] / z * in.f[2][slot * kvd + size_t(kvh * hd + i)];
+            acc += sc[size_t(j - first)] / z * in.f[2][slot * stride + size_t(kvh * hd + i)];
           }
           out[size_t(t) * qd + size_t(h * hd + i)] = acc;
         }
@@ -214,6 +231,12 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                                 RopeVariant{"linear", false, 64, 0.25f, 0.0f, false},
                                 RopeVariant{"yarn", true, 64, 0.25f, 1.0f, false}})
     cases.push_back(rope_case(rv));
+  // Gemma 4: a narrower layer's store into the widest layer's slots; RoPE
+  // of q alone (shared-KV layers), plain and proportional (frequency
+  // factors on a partial rotation).
+  cases.push_back(rope_case(RopeVariant{"neox", true, 64, 1.0f, 0.0f, false}, 384));
+  cases.push_back(rope_case(RopeVariant{"neox", true, 64, 1.0f, 0.0f, false}, 0, true));
+  cases.push_back(rope_case(RopeVariant{"partial_neox_freq_factors", true, 32, 1.0f, 0.0f, true}, 0, true));
   // A prefill chunk (from position 0, and a chunk later in its sequence
   // crossing a block boundary), decodes of a first token and past a block
   // boundary (contexts 17, 33).
@@ -229,6 +252,18 @@ void add_attention_cases(std::vector<OpCase>& cases) {
            AttnVariant{"window_hd128_h8_kv4_win32_decode", 128, 8, 4, 32, 0.0f, false, decode},
            AttnVariant{"softcap_hd128_h4_kv2_mixed", 128, 4, 2, 0, 30.0f, false, mixed},
            AttnVariant{"sinks_hd64_h8_kv2_mixed", 64, 8, 2, 0, 0.0f, true, mixed},
+           // Gemma 4: head size 512 (its full-attention layers) in prefill
+           // chunks and split-K decodes, with a window and soft-cap too;
+           // layers narrower than the cache's widest (slots a wider
+           // stride apart) through the prefill and decode kernels.
+           AttnVariant{"hd512_h8_kv2_mixed", 512, 8, 2, 0, 0.0f, false, mixed},
+           AttnVariant{"hd512_h8_kv2_decode", 512, 8, 2, 0, 0.0f, false, decode},
+           AttnVariant{"hd512_h4_kv1_prefill", 512, 4, 1, 0, 0.0f, false, prefill},
+           AttnVariant{"window_softcap_sinks_hd512_h4_kv2_win20_mixed", 512, 4, 2, 20, 30.0f, true, mixed},
+           AttnVariant{"strided_window_hd256_h8_kv2_win20_stride1024_mixed", 256, 8, 2, 20, 0.0f, false, mixed, 1024},
+           AttnVariant{"strided_hd256_h8_kv2_stride1024_decode", 256, 8, 2, 0, 0.0f, false, decode, 1024},
+           AttnVariant{"strided_hd128_h4_kv1_stride512_mixed", 128, 4, 1, 0, 0.0f, false, mixed, 512},
+           AttnVariant{"strided_hd512_h8_kv1_stride1024_decode", 512, 8, 1, 0, 0.0f, false, decode, 1024},
        })
     cases.push_back(attention_case(av));
 }

@@ -1,7 +1,8 @@
 // Op cases of the row-wise and elementwise ops: rms_norm (rows of the
 // residual stream and per-head rows), add_rms_norm (fused, and the plain
 // add then rms_norm it replaces), the GLUs (SwiGLU, GeGLU, gpt-oss's
-// clamped SwiGLU), add, add_bias, scale, softcap, sigmoid_mul,
+// clamped SwiGLU), add, add_bias, scale (f32, and activations after a
+// convert from the residual type), softcap, sigmoid_mul,
 // gated_rms_norm, embedding (f16 and quantized tables) and gather_rows.
 #include <cmath>
 
@@ -170,6 +171,38 @@ OpCase add_case(bool bias) {
   return c;
 }
 
+// Gemma 4's per-layer embedding steps: the residual stream (f32 everywhere)
+// converted to activations, then scaled in place as activations.
+OpCase convert_scale_case() {
+  const int rows = 3, d = 520;
+  OpCase c;
+  c.name = "convert_scale_act_r3_d520";
+  c.inputs = [=](uint32_t seed) {
+    std::mt19937 rng(seed);
+    OpInputs in;
+    in.f = {randn(size_t(rows) * d, rng, 4.0f)};
+    return in;
+  };
+  c.run = [=](Backend& be, const OpInputs& in) {
+    be.reserve(step_limits(16, 4, 1, 1, 1, 1));
+    DeviceBuffers b(be);
+    Tensor x = b.upload(in.f[0], be.residual_type(), d, rows), out = b.zeros(be.activation_type(), d, rows);
+    be.convert(x, out);
+    const std::vector<float> converted = b.read(out);
+    be.scale(out, 0.125f);
+    return OpOutputs{converted, b.read(out)};
+  };
+  c.reference = [=](const OpInputs& in) {
+    RefOutputs out(2, std::vector<double>(in.f[0].size()));
+    for (size_t i = 0; i < in.f[0].size(); ++i) {
+      out[0][i] = in.f[0][i];
+      out[1][i] = in.f[0][i] * 0.125;
+    }
+    return out;
+  };
+  return c;  // (f16 activations: the conversion's rounding, 2^-11 of each value)
+}
+
 // scale then softcap, in place on f32 logits.
 OpCase softcap_case() {
   const int rows = 4, d = 700;
@@ -315,6 +348,7 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
   cases.push_back(add_case(false));
   cases.push_back(add_case(true));
   cases.push_back(softcap_case());
+  cases.push_back(convert_scale_case());
   cases.push_back(sigmoid_mul_case(false));
   cases.push_back(sigmoid_mul_case(true));
   cases.push_back(gated_rms_norm_case());

@@ -236,6 +236,37 @@ OpCase greedy_case(int rows, int vocab) {
 
 }  // namespace
 
+// moe_scale_weights: routing weights times their experts' scales (Gemma 4's
+// ffn_down_exps.scale), ids as a router chose them (distinct per row).
+OpCase scale_weights_case(int n, int n_expert, int k) {
+  OpCase c;
+  c.name = "moe_scale_weights_n" + std::to_string(n) + "_e" + std::to_string(n_expert) + "_k" + std::to_string(k);
+  c.inputs = [=](uint32_t seed) {
+    std::mt19937 rng(seed);
+    OpInputs in;
+    in.f = {randn(size_t(n) * k, rng), randn(size_t(n_expert), rng)};
+    in.i = {std::vector<int32_t>(size_t(n) * k)};
+    for (int t = 0; t < n; ++t)
+      for (int j = 0; j < k; ++j) in.i[0][size_t(t) * k + j] = int32_t((t * 5 + j * 3 + int(rng() % 2)) % n_expert);
+    return in;
+  };
+  c.run = [=](Backend& be, const OpInputs& in) {
+    be.reserve(step_limits(16, 4, 1, 1, 1, 1));
+    DeviceBuffers b(be);
+    Tensor ids = b.upload_i32(in.i[0], k, n), w = b.upload(in.f[0], DType::F32, k, n), s = b.f32(in.f[1], n_expert);
+    be.moe_scale_weights(ids, s, w);
+    return OpOutputs{b.read(w)};
+  };
+  c.reference = [=](const OpInputs& in) {
+    std::vector<double> out(in.f[0].size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = double(in.f[0][i]) * in.f[1][size_t(in.i[0][i])];
+    return RefOutputs{out};
+  };
+  c.vs_reference = tol_f32();
+  c.vs_cpu = tol_f32();  // one f32 product each
+  return c;
+}
+
 void add_moe_sample_cases(std::vector<OpCase>& cases) {
   cases.push_back(route_case(5, 8, 2, true));
   cases.push_back(route_case(3, 32, 4, false));
@@ -247,6 +278,8 @@ void add_moe_sample_cases(std::vector<OpCase>& cases) {
   }
   cases.push_back(moe_ffn_case(DType::Q8_0, Activation::SiLUClampedOai, true, 3));
   cases.push_back(greedy_case(3, 256));
+  cases.push_back(scale_weights_case(1, 8, 2));
+  cases.push_back(scale_weights_case(37, 128, 8));
 }
 
 }  // namespace rf::test

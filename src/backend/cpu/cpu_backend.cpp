@@ -237,6 +237,12 @@ void CpuBackend::scale(Tensor& x, float s) {
   for (int64_t i = 0; i < x.numel(); ++i) p[i] *= s;
 }
 
+void CpuBackend::convert(const Tensor& x, Tensor& out) {
+  RF_CHECK(x.type == DType::F32 && out.type == DType::F32 && out.numel() == x.numel(),
+           "cpu convert: f32 to f32 (the CPU's activations) of one size");
+  if (out.data != x.data) std::memmove(out.data, x.data, x.bytes());
+}
+
 void CpuBackend::softcap(Tensor& x, float cap) {
   RF_CHECK(x.type == DType::F32 && cap > 0.0f, "cpu softcap: f32 and a positive cap");
   float* p = x.ptr<float>();

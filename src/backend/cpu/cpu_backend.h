@@ -64,6 +64,7 @@ class CpuBackend : public Backend {
   void moe_scale_weights(const Tensor& ids, const Tensor& scales, Tensor& weights) override;
   void swiglu_oai(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void scale(Tensor& x, float s) override;
+  void convert(const Tensor& x, Tensor& out) override;
   void softcap(Tensor& x, float cap) override;
   Handoff attention_ext(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                         Tensor& out) override;

@@ -70,6 +70,7 @@ class CudaBackend final : public Backend {
   void geglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void swiglu_oai(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void scale(Tensor& x, float s) override;
+  void convert(const Tensor& x, Tensor& out) override;
   void softcap(Tensor& x, float cap) override;
   void add(const Tensor& a, const Tensor& b, Tensor& out) override;
   void gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) override;
@@ -108,6 +109,8 @@ class CudaBackend final : public Backend {
   void qk_norm_rope_store_kv(const Tensor& q_raw, const Tensor& wq, const Tensor& k_raw, const Tensor& wk, float eps,
                              Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
                              const KVLayer& cache) override;
+  void rope_q(Tensor& q, int32_t head_dim, const StepMeta& m, const RopeParams& rope) override;
+  void moe_scale_weights(const Tensor& ids, const Tensor& scales, Tensor& weights) override;
 
   // Graphs are off while profiling (op_profiler.h).
   bool supports_graphs() const override { return options_.graphs && !options_.profile; }

@@ -4,6 +4,7 @@
 // flattens a Batch into the one metadata buffer with one copy, planning the
 // prefill query tiles and the decode attention's key slices on the way.
 #include <algorithm>
+#include <numeric>
 #include <cstring>
 
 #include "backend/cuda/cuda_backend.h"
@@ -108,7 +109,13 @@ void CudaBackend::reserve(const BackendLimits& lim) {
   // Split prefill tiles (query_tiles.h), for the prefill kernel that runs.
   I.tile_balance = TileBalance{};
   const int group = lim.n_heads / std::max(lim.n_kv_heads, 1);
-  const gpu::PrefillTiling tiling = gpu::prefill_tiling(tuning_, lim.head_dim, group);
+  gpu::PrefillTiling tiling = gpu::prefill_tiling(tuning_, lim.head_dim, group);
+  if (lim.min_head_dim > 0 && lim.min_head_dim != lim.head_dim) {
+    // Layers of two head sizes (Gemma 4): split parts whose bounds are
+    // whole key tiles of either size's kernel.
+    const int other = gpu::prefill_tiling(tuning_, lim.min_head_dim, group).key_tile;
+    if (other > 0) tiling.key_tile = tiling.key_tile > 0 ? std::lcm(tiling.key_tile, other) : other;
+  }
   if (P > 0 && lim.n_heads > 0 && lim.n_kv_heads > 0 && lim.n_heads % lim.n_kv_heads == 0 && tiling.key_tile > 0) {
     I.tile_balance.key_tile = tiling.key_tile;
     I.tile_balance.blocks_per_tile = lim.n_heads / tiling.heads_per_block;

@@ -6,10 +6,13 @@
 // and the slices are summed (attention_decode.cu) by a second kernel or, on
 // CUDA with up to Tuning::attention_cluster slices, by the decode
 // kernel's own blocks as one thread-block cluster.
-//  - prefill batches with head_dim 64/128/256: attention_prefill.cu;
+//  - prefill batches with head_dim 64/128/256/512: attention_prefill.cu;
 //  - everything else with head_dim 64/128 (and 256 on CUDA), decode steps
 //    above all: attention_decode.cu;
-//  - other head sizes: attention_kernel below.
+//  - other head sizes (up to 512: Gemma 4's full-attention layers decode
+//    here, split-K and combined): attention_kernel below.
+// A layer narrower than the cache's widest (Gemma 4) reads its K/V rows
+// the widest layer's stride apart (KVLayer::slot_stride: AttnArgs::kv_stride).
 // Every kernel honours a sliding window and logit soft-capping (Gemma) and
 // attention sinks (gpt-oss: folded in at each row's finalization and in
 // every sum of split parts, softmax_sink.h);
@@ -25,38 +28,44 @@ namespace {
 
 // Keys per K/V tile. Staged as f32, head size 256 needs 64 KB for K and V
 // at 32 keys, all of an AMD compute unit's LDS: the portable variant takes 16.
+// Heads past 256 (Gemma 4's 512) take half as many (tile_keys).
 #ifdef RF_PORTABLE
 constexpr int kTileKeys = 16;
 #else
 constexpr int kTileKeys = 32;
 #endif
-constexpr int kMaxHeadDim = 256;
+constexpr int kMaxHeadDim = 512;
 constexpr int kMaxDimsPerLane = kMaxHeadDim / RF_WARP_SIZE;  // head dims per lane (device code)
 constexpr int kMaxWarps = 8;        // one per query head of the group, at most
 
+// Keys per staged tile of attention_kernel at head size hd.
+constexpr int tile_keys(int hd) { return hd > 256 ? kTileKeys / 2 : kTileKeys; }
+
 // Dynamic shared memory of attention_kernel for head_dim hd and `warps` warps.
 constexpr size_t generic_smem_bytes(int hd, int warps) {
-  return sizeof(float) * (2 * kTileKeys * (hd + 1) + warps * (hd + kTileKeys));
+  return sizeof(float) * (2 * tile_keys(hd) * (hd + 1) + warps * (hd + tile_keys(hd)));
 }
+constexpr size_t kGenericMaxSmem =
+    std::max(generic_smem_bytes(256, kMaxWarps), generic_smem_bytes(kMaxHeadDim, kMaxWarps));
 
 
 
 // Generic fallback: a block per (token, KV head, split), a warp per query
-// head of the group (in turns of the block's warps); K/V tiles of kTileKeys
-// keys staged as f32 in shared memory (e4m3 rows times their scales),
-// scores one key per lane.
+// head of the group (in turns of the block's warps); K/V tiles of n_keys
+// (tile_keys(hd)) keys staged as f32 in shared memory (e4m3 rows times
+// their scales), scores one key per lane.
 template <typename KV>
-__global__ void attention_kernel(AttnArgs a) {
+__global__ void attention_kernel(AttnArgs a, int n_keys) {
   extern __shared__ float smem[];
   const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
   const int lane = threadIdx.x % RF_WARP_SIZE, warp = threadIdx.x / RF_WARP_SIZE;
   const int n_warps = blockDim.x / RF_WARP_SIZE;
   const int hd = a.hd, group = a.n_heads / a.n_kv;
   const int kstride = hd + 1;  // padded rows: no bank conflicts across keys
-  float* ks = smem;                             // [kTileKeys][hd + 1]
-  float* vs = ks + kTileKeys * kstride;         // [kTileKeys][hd + 1]
-  float* qs = vs + kTileKeys * kstride;         // [n_warps][hd]
-  float* ps = qs + n_warps * hd;                // [n_warps][kTileKeys]
+  float* ks = smem;                             // [n_keys][hd + 1]
+  float* vs = ks + n_keys * kstride;            // [n_keys][hd + 1]
+  float* qs = vs + n_keys * kstride;            // [n_warps][hd]
+  float* ps = qs + n_warps * hd;                // [n_warps][n_keys]
 
   pdl_wait();
   pdl_trigger();
@@ -66,7 +75,7 @@ __global__ void attention_kernel(AttnArgs a) {
   const int k_begin = max(split * split_len, a.window > 0 ? pos - a.window + 1 : 0);
   const int k_end = min(n_ctx, split * split_len + split_len);
   const int32_t* table = a.block_tables + size_t(a.token_seq[t]) * a.max_blocks_per_seq;
-  const int kv_dim = a.n_kv * hd;
+  const int64_t kv_stride = a.kv_stride;
   const KV* kc = static_cast<const KV*>(a.kc);
   const KV* vc = static_cast<const KV*>(a.vc);
 
@@ -81,8 +90,8 @@ __global__ void attention_kernel(AttnArgs a) {
 #pragma unroll
     for (int i = 0; i < kMaxDimsPerLane; ++i) acc[i] = 0.0f;
 
-    for (int k0 = k_begin; k0 < k_end; k0 += kTileKeys) {
-      const int nk = min(kTileKeys, k_end - k0);
+    for (int k0 = k_begin; k0 < k_end; k0 += n_keys) {
+      const int nk = min(n_keys, k_end - k0);
       __syncthreads();
       if (hd % 8 == 0) {  // 8 elements per load (16 bytes of f16, 8 of e4m3)
         const int chunks = hd / 8;
@@ -90,12 +99,12 @@ __global__ void attention_kernel(AttnArgs a) {
           const int j = i / chunks, c = i % chunks, p = k0 + j;
           const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
           float kf[8], vf[8];
-          kv_unpack8(kc + slot * kv_dim + kvh * hd + 8 * c, kf);
-          kv_unpack8(vc + slot * kv_dim + kvh * hd + 8 * c, vf);
+          kv_unpack8(kc + slot * kv_stride + kvh * hd + 8 * c, kf);
+          kv_unpack8(vc + slot * kv_stride + kvh * hd + 8 * c, vf);
           float k_mul = 1.0f, v_mul = 1.0f;
           if constexpr (kIsFp8<KV>) {
-            k_mul = a.k_scale[slot * a.n_kv + kvh] * kFp8HalfScale;
-            v_mul = a.v_scale[slot * a.n_kv + kvh] * kFp8HalfScale;
+            k_mul = a.k_scale[slot * a.scale_stride + kvh] * kFp8HalfScale;
+            v_mul = a.v_scale[slot * a.scale_stride + kvh] * kFp8HalfScale;
           }
 #pragma unroll
           for (int e = 0; e < 8; ++e) {
@@ -107,10 +116,10 @@ __global__ void attention_kernel(AttnArgs a) {
         for (int i = threadIdx.x; i < nk * hd; i += blockDim.x) {
           const int j = i / hd, d = i % hd, p = k0 + j;
           const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
-          const int64_t at = slot * kv_dim + kvh * hd + d;
+          const int64_t at = slot * kv_stride + kvh * hd + d;
           if constexpr (kIsFp8<KV>) {
-            ks[j * kstride + d] = e4m3_to_float(kc[at].bits) * a.k_scale[slot * a.n_kv + kvh];
-            vs[j * kstride + d] = e4m3_to_float(vc[at].bits) * a.v_scale[slot * a.n_kv + kvh];
+            ks[j * kstride + d] = e4m3_to_float(kc[at].bits) * a.k_scale[slot * a.scale_stride + kvh];
+            vs[j * kstride + d] = e4m3_to_float(vc[at].bits) * a.v_scale[slot * a.scale_stride + kvh];
           } else {
             ks[j * kstride + d] = __half2float(kc[at]);
             vs[j * kstride + d] = __half2float(vc[at]);
@@ -125,14 +134,14 @@ __global__ void attention_kernel(AttnArgs a) {
         float s = 0.0f;
         for (int d = 0; d < hd; ++d) s = fmaf(qs[warp * hd + d], ks[j * kstride + d], s);
         if (a.softcap > 0.0f) s = softcap_score(s, a.softcap);
-        ps[warp * kTileKeys + j] = s;
+        ps[warp * n_keys + j] = s;
         sc = fmaxf(sc, s);
       }
       const float m_new = fmaxf(m, warp_max(sc));
       float psum = 0.0f;
       for (int j = lane; j < nk; j += RF_WARP_SIZE) {
-        const float p = __expf(ps[warp * kTileKeys + j] - m_new);
-        ps[warp * kTileKeys + j] = p;
+        const float p = __expf(ps[warp * n_keys + j] - m_new);
+        ps[warp * n_keys + j] = p;
         psum += p;
       }
       psum = warp_sum(psum);
@@ -145,7 +154,7 @@ __global__ void attention_kernel(AttnArgs a) {
         const int d = lane + i * RF_WARP_SIZE;
         if (d < hd) {
           float v = acc[i] * corr;
-          for (int j = 0; j < nk; ++j) v = fmaf(ps[warp * kTileKeys + j], vs[j * kstride + d], v);
+          for (int j = 0; j < nk; ++j) v = fmaf(ps[warp * n_keys + j], vs[j * kstride + d], v);
           acc[i] = v;
         }
       }
@@ -176,11 +185,10 @@ __global__ void attention_kernel(AttnArgs a) {
 }  // namespace
 
 void attention_device_setup() {
-  // The generic kernel's largest launch (head_dim 256, 8 warps) needs more
-  // than the default 48 KB of dynamic shared memory.
+  // The generic kernel's largest launches (head_dim 256 or 512, 8 warps)
+  // need more than the default 48 KB of dynamic shared memory.
   for (const auto kernel : {attention_kernel<__half>, attention_kernel<Fp8>})
-    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize,
-                                     int(generic_smem_bytes(kMaxHeadDim, kMaxWarps))));
+    RF_GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kGenericMaxSmem)));
   attention_decode_device_setup();
   attention_prefill_device_setup();
 }
@@ -215,6 +223,11 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
            "cuda attention: KV cache must be f16 or f8_e4m3 with row scales, not ", dtype_name(cache.type));
   RF_CHECK(p.head_dim <= kMaxHeadDim, "cuda attention: head_dim ", p.head_dim, " > ", kMaxHeadDim, " is not supported");
   RF_CHECK(p.n_heads % p.n_kv_heads == 0, "cuda attention: heads not divisible by KV heads");
+  RF_CHECK(cache.slot_elems() >= int64_t(p.n_kv_heads) * p.head_dim && cache.slot_scales() >= p.n_kv_heads,
+           "cuda attention: KV slots narrower than the attention's KV heads");
+  // (16-byte row loads: slots a whole number of 8 elements apart)
+  RF_CHECK(p.head_dim % 8 != 0 || cache.slot_elems() % 8 == 0, "cuda attention: KV slot stride ",
+           cache.slot_elems(), " not a multiple of 8");
   n_splits = std::max(1, n_splits);
   // A mixed step's single-token sequences take the decode kernel (with
   // splits), the prefill kernel only the multi-token chunks' tiles.
@@ -252,13 +265,15 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
   a.n_heads = p.n_heads;
   a.n_kv = p.n_kv_heads;
   a.hd = p.head_dim;
+  a.kv_stride = int(cache.slot_elems());
+  a.scale_stride = int(cache.slot_scales());
   a.scale = p.scale;
   a.window = p.window;
   a.softcap = p.softcap;
   a.sinks = p.sinks;
   a.head_chunks = (group_size + kDecodeMaxHeads - 1) / kDecodeMaxHeads;
   // The tuned kernels' variant with window, soft-cap and head chunks.
-  const bool ext = p.window > 0 || p.softcap > 0.0f || p.head_dim == 256 || a.head_chunks > 1;
+  const bool ext = p.window > 0 || p.softcap > 0.0f || p.head_dim >= 256 || a.head_chunks > 1;
   a.n_splits = n_splits;
   a.split_len_dev = nullptr;
   // Keys per split: this step's value from the device when the backend
@@ -321,9 +336,9 @@ void attention(const void* q, const KVLayer& cache, const StepMeta& m, int n_tok
     }
     launch_attention_decode(grid, a, ext, fp8, ctx);
   } else if (fp8) {
-    launch(attention_kernel<Fp8>, grid, dim3(threads), smem, ctx, a);
+    launch(attention_kernel<Fp8>, grid, dim3(threads), smem, ctx, a, tile_keys(p.head_dim));
   } else {
-    launch(attention_kernel<__half>, grid, dim3(threads), smem, ctx, a);
+    launch(attention_kernel<__half>, grid, dim3(threads), smem, ctx, a, tile_keys(p.head_dim));
   }
   if (n_splits > 1)
     launch_attention_combine(scratch, m.positions, nullptr, p.sinks, n_tokens, p.n_heads, p.head_dim, n_splits, out,

@@ -31,6 +31,11 @@ struct AttnArgs {
   int max_blocks_per_seq, block_size;
   int block_shift;  // log2(block_size) when it is a power of two, else -1
   int n_heads, n_kv, hd;
+  // Elements from one cache slot to the next in K and V, and scales from
+  // one slot's to the next (KVLayer::slot_elems / slot_scales: n_kv * hd
+  // and n_kv, or the widest layer's where layers of other widths share the
+  // arrays).
+  int kv_stride, scale_stride;
   float scale;
   // Model-family extras (kernels' kExt variants; the generic kernel always):
   int window;        // > 0: a query at pos sees keys pos - window < j <= pos

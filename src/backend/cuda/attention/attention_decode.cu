@@ -171,7 +171,7 @@ __device__ __forceinline__ void decode_keys_bulk(const AttnArgs& a, const Decode
   tiles.n_tiles = n_tiles;
   tiles.bs = a.block_size;
   tiles.block_shift = a.block_shift;
-  tiles.kv_dim = a.n_kv * HD;
+  tiles.kv_dim = a.kv_stride;
 
   int first[kDecStages - 1] = {};
 #pragma unroll
@@ -280,13 +280,13 @@ __global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSM<HD>) attention_de
     tiles.vscale = kIsFp8<KV> ? a.v_scale + kvh : nullptr;
     tiles.ksc = sm.ksc;
     tiles.vsc = sm.vsc;
-    tiles.n_kv = a.n_kv;
+    tiles.n_kv = a.scale_stride;
     tiles.k_begin = k_begin;
     tiles.k_end = k_end;
     tiles.n_tiles = n_tiles;
     tiles.bs = a.block_size;
     tiles.block_shift = a.block_shift;
-    tiles.kv_dim = a.n_kv * HD;
+    tiles.kv_dim = a.kv_stride;
 
     int blk[L::kPasses];  // block-table entries of the next tile to issue
     {

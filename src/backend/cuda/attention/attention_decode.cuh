@@ -181,13 +181,13 @@ struct DecodeTiles {
   const KV* vbase;
   KV* ks;
   KV* vs;
-  const float* kscale;   // Fp8: row scales of this KV head (stride n_kv per slot)
+  const float* kscale;   // Fp8: row scales of this KV head (n_kv: scales from one slot to the next)
   const float* vscale;
   float* ksc;            // Fp8: the scale stages
   float* vsc;
   int k_begin, k_end, n_tiles;
   int cc, r0;
-  int bs, block_shift, kv_dim, n_kv;
+  int bs, block_shift, kv_dim, n_kv;  // kv_dim: elements from one slot to the next (AttnArgs::kv_stride)
 
   // blk[i]: the block-table entry of row i of `tile` (rows in range only).
   __device__ __forceinline__ void fetch(int tile, int (&blk)[L::kPasses]) const {

@@ -2,7 +2,8 @@
 // cache, causal, with GQA: attention_prefill_kernel and its launcher. A
 // block takes a tile of up to kPrefillQ consecutive query tokens of one
 // sequence and all query heads of one KV head, four threads per (query,
-// head) row each owning HD/4 dims. K/V tiles of kPrefillK keys are staged in
+// head) row each owning HD/4 dims (eight at head size 512, fewer heads a
+// block: kRowThreads). K/V tiles of kPrefillK keys (16 at 512) are staged in
 // shared memory once for every head of the group; scores of a key tile go
 // through one online-softmax update. kExt: with a sliding window (key tiles
 // before the tile's first visible key skipped, keys before it never loaded)
@@ -26,13 +27,24 @@ namespace {
 
 constexpr int kPrefillQ = 16, kPrefillK = 32;
 static_assert(kPrefillQ == kQueryTileTokens, "a block takes one query tile");
+constexpr int kPrefillThreads = 256;  // at most a block
+
+// Threads per (query, head) row and keys per staged tile at head size HD:
+// 4 and 32, or past 256 (Gemma 4's 512) 8 threads a row (64 dims each: q
+// and the accumulators stay in registers) and 16 keys (the K and V tiles
+// in 33 KB of static shared memory), so a block holds two heads' rows.
+template <int HD>
+constexpr int kRowThreads = HD > 256 ? 8 : 4;
+template <int HD>
+constexpr int kTileK = HD > 256 ? 16 : kPrefillK;
 
 template <int HD, bool kExt, typename KV>
-__global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, const QueryTile* __restrict__ tiles,
-                                                                int heads_per_block) {
-  constexpr int DPT = HD / 4;
-  __shared__ __align__(16) __half ks[kPrefillK][HD + 8];
-  __shared__ __align__(16) __half vs[kPrefillK][HD + 8];
+__global__ void __launch_bounds__(kPrefillThreads) attention_prefill_kernel(AttnArgs a,
+                                                                            const QueryTile* __restrict__ tiles,
+                                                                            int heads_per_block) {
+  constexpr int TPR = kRowThreads<HD>, DPT = HD / TPR, KT = kTileK<HD>;
+  __shared__ __align__(16) __half ks[KT][HD + 8];
+  __shared__ __align__(16) __half vs[KT][HD + 8];
   pdl_wait();
   pdl_trigger();
   // Grid: one block per (entry, KV head, head chunk), the entry slowest.
@@ -41,16 +53,16 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
   const QueryTile tile = tiles[blockIdx.x / per_entry];
   const int kvh = int(blockIdx.x % per_entry) / chunks, chunk = int(blockIdx.x % per_entry) % chunks;
   const int t0 = tile.first, nq = tile.count;
-  const int row = threadIdx.x / 4, part = threadIdx.x % 4;
+  const int row = threadIdx.x / TPR, part = threadIdx.x % TPR;
   const int qi = row / hb, h = kvh * group + chunk * hb + row % hb;
   const bool active = qi < nq;
   const int tok = t0 + (active ? qi : 0);
   const int pos = active ? a.positions[tok] : -1;
-  // The part's keys (key_begin and key_end multiples of kPrefillK: a staged
-  // tile never holds keys of another part).
+  // The part's keys (key_begin and key_end multiples of KT: a staged tile
+  // never holds keys of another part).
   const int max_pos = min(a.positions[t0 + nq - 1], tile.key_end - 1);
   const int32_t* table = a.block_tables + size_t(a.token_seq[t0]) * a.max_blocks_per_seq;
-  const int kv_dim = a.n_kv * HD;
+  const int64_t kv_stride = a.kv_stride;
 
   float q[DPT], acc[DPT];
   const __half* qp = a.q + (size_t(tok) * a.n_heads + h) * HD + part * DPT;
@@ -69,20 +81,20 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
   int k_lo = tile.key_begin;
   if constexpr (kExt)
     if (a.window > 0) k_lo = max(k_lo, a.positions[t0] - a.window + 1);
-  const int k_first = k_lo / kPrefillK * kPrefillK;
-  for (int k0 = k_first; k0 <= max_pos; k0 += kPrefillK) {
+  const int k_first = k_lo / KT * KT;
+  for (int k0 = k_first; k0 <= max_pos; k0 += KT) {
     __syncthreads();
-    for (int i = threadIdx.x; i < kPrefillK * kChunks; i += blockDim.x) {
+    for (int i = threadIdx.x; i < KT * kChunks; i += blockDim.x) {
       const int j = i / kChunks, c = i % kChunks, p = k0 + j;
       uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
       float k_sc = 0.0f, v_sc = 0.0f;
       if (p >= k_lo && p <= max_pos) {
         const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
-        kv = reinterpret_cast<const uint4*>(static_cast<const KV*>(a.kc) + slot * kv_dim + kvh * HD)[c];
-        vv = reinterpret_cast<const uint4*>(static_cast<const KV*>(a.vc) + slot * kv_dim + kvh * HD)[c];
+        kv = reinterpret_cast<const uint4*>(static_cast<const KV*>(a.kc) + slot * kv_stride + kvh * HD)[c];
+        vv = reinterpret_cast<const uint4*>(static_cast<const KV*>(a.vc) + slot * kv_stride + kvh * HD)[c];
         if constexpr (kIsFp8<KV>) {
-          k_sc = a.k_scale[slot * a.n_kv + kvh];
-          v_sc = a.v_scale[slot * a.n_kv + kvh];
+          k_sc = a.k_scale[slot * a.scale_stride + kvh];
+          v_sc = a.v_scale[slot * a.scale_stride + kvh];
         }
       }
       if constexpr (kIsFp8<KV>) {
@@ -94,18 +106,18 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
       }
     }
     __syncthreads();
-    float sc[kPrefillK];
+    float sc[KT];
     float tile_max = -INFINITY;
 #pragma unroll
-    for (int j = 0; j < kPrefillK; ++j) {
+    for (int j = 0; j < KT; ++j) {
       float s = 0.0f;
 #pragma unroll
       for (int d = 0; d < DPT; d += 2) {
         const float2 kf = __half22float2(*reinterpret_cast<const __half2*>(&ks[j][part * DPT + d]));
         s = fmaf(q[d], kf.x, fmaf(q[d + 1], kf.y, s));
       }
-      s += RF_SHFL_XOR(s, 1);
-      s += RF_SHFL_XOR(s, 2);
+#pragma unroll
+      for (int o = 1; o < TPR; o *= 2) s += RF_SHFL_XOR(s, o);  // the row's threads
       if constexpr (kExt) {
         const bool visible = k0 + j <= pos && (a.window <= 0 || k0 + j > pos - a.window);
         sc[j] = visible ? (a.softcap > 0.0f ? softcap_score(s, a.softcap) : s) : -INFINITY;
@@ -121,7 +133,7 @@ __global__ void __launch_bounds__(256) attention_prefill_kernel(AttnArgs a, cons
 #pragma unroll
     for (int d = 0; d < DPT; ++d) acc[d] *= corr;
 #pragma unroll
-    for (int j = 0; j < kPrefillK; ++j) {
+    for (int j = 0; j < KT; ++j) {
       const float p = __expf(sc[j] - m_new);
       l += p;
 #pragma unroll
@@ -154,8 +166,10 @@ template <typename KV>
 void launch_prefill_kv(const AttnArgs& a, const QueryTile* tiles, int n_tiles, int heads_per_block, bool ext,
                        const LaunchCtx& ctx) {
   const dim3 grid(unsigned(n_tiles) * unsigned(a.n_heads / heads_per_block));
-  const int threads = heads_per_block * kPrefillQ * 4;
-  if (a.hd == 256)
+  const int threads = heads_per_block * kPrefillQ * (a.hd > 256 ? kRowThreads<512> : kRowThreads<256>);
+  if (a.hd == 512)
+    launch(attention_prefill_kernel<512, true, KV>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
+  else if (a.hd == 256)
     launch(attention_prefill_kernel<256, true, KV>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
   else if (a.hd == 128 && ext)
     launch(attention_prefill_kernel<128, true, KV>, grid, dim3(threads), 0, ctx, a, tiles, heads_per_block);
@@ -278,18 +292,18 @@ struct PrefillMmaEnv {
     }
     return w;
   }
-  // Key p's row for this KV head: its element offset in the cache.
+  // Key p's handle: its cache slot (the rows of this KV head there: stage).
   __device__ int64_t key_row(int p) const {
     const int blk = a.block_shift >= 0 ? p >> a.block_shift : p / a.block_size;
     const int off = a.block_shift >= 0 ? p & (a.block_size - 1) : p % a.block_size;
-    const int64_t slot = int64_t(table[blk]) * a.block_size + off;
-    return slot * (a.n_kv * HD) + int64_t(kvh) * HD;
+    return int64_t(table[blk]) * a.block_size + off;
   }
-  __device__ void stage(int64_t row, int c, uint16_t* k8, uint16_t* v8) const {
+  __device__ void stage(int64_t slot, int c, uint16_t* k8, uint16_t* v8) const {
+    const int64_t row = slot * a.kv_stride + int64_t(kvh) * HD;  // the KV head's elements in the slot
     if constexpr (kIsFp8<KV>) {
       const uint8_t* kb = static_cast<const uint8_t*>(a.kc) + row + 8 * c;
       const uint8_t* vb = static_cast<const uint8_t*>(a.vc) + row + 8 * c;
-      const int64_t scale_at = row / HD;  // slot * n_kv + kvh
+      const int64_t scale_at = slot * a.scale_stride + kvh;
       e4m3x8_to_half(*reinterpret_cast<const uint2*>(kb), a.k_scale[scale_at], k8);
       e4m3x8_to_half(*reinterpret_cast<const uint2*>(vb), a.v_scale[scale_at], v8);
     } else {  // in flight until the tile's copy_wait
@@ -384,8 +398,10 @@ PrefillTiling prefill_tiling(const Tuning& tuning, int head_dim, int group) {
   (void)tuning;
 #endif
   if (!attention_prefill_supported(head_dim)) return t;
-  t.key_tile = kPrefillK;
-  t.heads_per_block = std::min(group, 4);  // <= 256 threads: 16 queries x 4 heads x 4 threads
+  const int row_threads = head_dim > 256 ? kRowThreads<512> : kRowThreads<256>;
+  t.key_tile = head_dim > 256 ? kTileK<512> : kTileK<256>;
+  // <= 256 threads: 16 queries x 4 heads x 4 threads (2 heads x 8 past 256)
+  t.heads_per_block = std::min(group, kPrefillThreads / (kPrefillQ * row_threads));
   while (group % t.heads_per_block) --t.heads_per_block;
   return t;
 }
@@ -408,8 +424,9 @@ int prefill_blocks_per_sm(const PrefillTiling& t, int head_dim) {
     return blocks;
   }
 #endif
-  const int threads = t.heads_per_block * kPrefillQ * 4;
+  const int threads = t.heads_per_block * kPrefillQ * (head_dim > 256 ? kRowThreads<512> : kRowThreads<256>);
   switch (head_dim) {
+    case 512: occupancy(attention_prefill_kernel<512, true, __half>, threads, 0); break;
     case 256: occupancy(attention_prefill_kernel<256, true, __half>, threads, 0); break;
     case 128: occupancy(attention_prefill_kernel<128, false, __half>, threads, 0); break;
     default: occupancy(attention_prefill_kernel<64, false, __half>, threads, 0);
@@ -425,7 +442,9 @@ void launch_prefill_combine(const AttentionScratch& scratch, const QuerySplit* s
          scratch.tile_out, scratch.tile_ml, positions, sinks, n_heads, head_dim, static_cast<__half*>(out));
 }
 
-bool attention_prefill_supported(int head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
+bool attention_prefill_supported(int head_dim) {
+  return head_dim == 64 || head_dim == 128 || head_dim == 256 || head_dim == 512;
+}
 
 void attention_prefill_device_setup() {
 #if !defined(RF_PORTABLE)

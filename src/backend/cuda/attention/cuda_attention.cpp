@@ -30,7 +30,10 @@ int CudaBackend::decode_slices(int capacity, int n_tokens) const {
   const int wanted = (target + per_slice - 1) / per_slice;
   const int slices = std::clamp(std::min(wanted, (capacity + 31) / 32), 1, impl_->attn.max_splits);
   // Slices summed by a cluster of their blocks: at most a cluster's worth.
-  const int cluster = gpu::decode_cluster_limit(tuning_, limits_.head_dim);
+  // (Layers of two head sizes: the narrower one's limit too.)
+  int cluster = gpu::decode_cluster_limit(tuning_, limits_.head_dim);
+  if (limits_.min_head_dim > 0 && limits_.min_head_dim != limits_.head_dim)
+    cluster = std::min(cluster, gpu::decode_cluster_limit(tuning_, limits_.min_head_dim));
   return cluster >= 2 ? std::min(slices, cluster) : slices;
 }
 

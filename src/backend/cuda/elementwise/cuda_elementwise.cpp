@@ -38,9 +38,19 @@ void CudaBackend::geglu(const Tensor& gate, const Tensor& up, Tensor& out) {
 }
 
 void CudaBackend::scale(Tensor& x, float s) {
-  RF_CHECK(x.type == DType::F32, "cuda scale: f32 only");
+  RF_CHECK(x.type == DType::F32 || x.type == DType::F16, "cuda scale: f32 or f16 rows");
   OpTimer timer(profiler(), "scale");
-  gpu::scale_f32(x.ptr<float>(), s, x.numel(), ctx());
+  if (x.type == DType::F16) gpu::scale_f16(x.data, s, x.numel(), ctx());
+  else gpu::scale_f32(x.ptr<float>(), s, x.numel(), ctx());
+}
+
+void CudaBackend::convert(const Tensor& x, Tensor& out) {
+  RF_CHECK(x.numel() == out.numel() && (x.type == out.type || (x.type == DType::F32 && out.type == DType::F16)),
+           "cuda convert: f32 to f16, or a copy, of one size (", dtype_name(x.type), " to ", dtype_name(out.type),
+           ")");
+  OpTimer timer(profiler(), "convert");
+  if (x.type == out.type) copy_on_device(out.data, x.data, x.bytes());
+  else gpu::f32_to_f16(x.ptr<float>(), out.data, x.numel(), ctx());
 }
 
 void CudaBackend::softcap(Tensor& x, float cap) {

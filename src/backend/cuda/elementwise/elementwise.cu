@@ -150,6 +150,13 @@ __global__ void scale_kernel(float* __restrict__ x, float s, int64_t n) {
     x[i] *= s;
 }
 
+__global__ void scale_f16_kernel(__half* __restrict__ x, float s, int64_t n) {
+  pdl_wait();
+  pdl_trigger();
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = __float2half_rn(__half2float(x[i]) * s);
+}
+
 // Columns scaled by a norm's gain (f16 rows, in place), or only checked.
 template <bool kWrite>
 __global__ void scale_columns_f16_kernel(__half* __restrict__ w, int64_t n, int64_t cols,
@@ -302,6 +309,12 @@ void split_columns_f16(const void* src, int rows, int width, const ColumnSegment
 void scale_f32(float* x, float s, int64_t n, const LaunchCtx& ctx) {
   if (n == 0) return;
   launch(scale_kernel, grid_for(n, 256), 256, 0, ctx, x, s, n);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void scale_f16(void* x, float s, int64_t n, const LaunchCtx& ctx) {
+  if (n == 0) return;
+  launch(scale_f16_kernel, grid_for(n, 256), 256, 0, ctx, static_cast<__half*>(x), s, n);
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -55,6 +55,8 @@ void check_columns_scale_f16(const void* w, int64_t rows, int64_t cols, const fl
 void scale_columns_f16(void* w, int64_t rows, int64_t cols, const float* gain, const LaunchCtx& ctx);
 // x *= s (f32, n elements).
 void scale_f32(float* x, float s, int64_t n, const LaunchCtx& ctx);
+// x *= s (f16, n elements; the product in f32, rounded once).
+void scale_f16(void* x, float s, int64_t n, const LaunchCtx& ctx);
 // x = cap * tanh(x / cap) (f32, n elements).
 void softcap_f32(float* x, float cap, int64_t n, const LaunchCtx& ctx);
 // x (f32) += y (f16), n elements.

@@ -1,4 +1,5 @@
-// The CUDA backend's mixture-of-experts ops: routing, and the expert FFN as
+// The CUDA backend's mixture-of-experts ops: routing (and the per-expert
+// scale of its weights: Gemma 4), and the expert FFN as
 // plan (pairs grouped by expert, tiles; for one token written by the
 // routing) -> gather (not for one token) -> gate*up -> down -> weighted
 // combine, each one launch over all active experts (for one token down and
@@ -88,6 +89,15 @@ Handoff CudaBackend::moe_route(const Tensor& router_logits, const MoeParams& p, 
   gpu::moe_route(router_logits.ptr<float>(), n, p.n_expert, p.n_used, p.norm_weights, ids.ptr<int32_t>(),
                  weights.ptr<float>(), with_plan ? &plan : nullptr, ctx());
   return with_plan ? planned(ids) : Handoff{};
+}
+
+void CudaBackend::moe_scale_weights(const Tensor& ids, const Tensor& scales, Tensor& weights) {
+  RF_CHECK(ids.type == DType::I32 && weights.type == DType::F32 && scales.type == DType::F32 &&
+               ids.cols() == weights.cols() && weights.rows() >= ids.rows() && scales.numel() >= 1,
+           "cuda moe_scale_weights: bad shapes");
+  OpTimer timer(profiler(), "moe scale weights");
+  // (ids come from moe_route: each within [0, n_expert), the scales' length)
+  gpu::moe_scale_weights(ids.ptr<int32_t>(), scales.ptr<float>(), int(ids.numel()), weights.ptr<float>(), ctx());
 }
 
 Handoff CudaBackend::planned(const Tensor& ids) {

@@ -2,8 +2,9 @@
 // gemm_mma.cu run in expert mode): routing (softmax + top-k per token), the
 // plan that groups the step's (token, expert) pairs by expert and cuts them
 // into tiles, the gather of activation rows into that order, the experts'
-// gate/up biases with the GLU (gpt-oss), and the weighted combine of the
-// experts' outputs (with their down biases). Everything stays on the device:
+// gate/up biases with the GLU (gpt-oss), the per-expert scale of the
+// routing weights (Gemma 4), and the weighted combine of the experts'
+// outputs (with their down biases). Everything stays on the device:
 // sizes come from the host-known token count, so a captured graph replays
 // for any routing.
 #include <algorithm>
@@ -308,7 +309,23 @@ __global__ void __launch_bounds__(kCombineThreads) moe_combine_kernel(const floa
   o[1] = __floats2half2_rn(s2, s3);
 }
 
+// weights[i] *= scales[ids[i]] for the n_pairs (token, expert) pairs.
+__global__ void moe_scale_weights_kernel(const int32_t* __restrict__ ids, const float* __restrict__ scales,
+                                         int n_pairs, float* __restrict__ weights) {
+  pdl_wait();
+  pdl_trigger();
+  const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n_pairs) weights[i] *= scales[ids[i]];
+}
+
 }  // namespace
+
+void moe_scale_weights(const int32_t* ids, const float* scales, int n_pairs, float* weights, const LaunchCtx& ctx) {
+  if (n_pairs <= 0) return;
+  constexpr int kThreads = 256;
+  launch(moe_scale_weights_kernel, dim3(unsigned((n_pairs + kThreads - 1) / kThreads)), dim3(kThreads), 0, ctx, ids,
+         scales, n_pairs, weights);
+}
 
 void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32_t* ids, float* weights,
                const MoePlanOut* plan, const LaunchCtx& ctx) {

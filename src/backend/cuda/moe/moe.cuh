@@ -26,6 +26,9 @@ struct MoePlanOut {
 };
 void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32_t* ids, float* weights,
                const MoePlanOut* plan, const LaunchCtx& ctx);
+// weights[i] *= scales[ids[i]] for i < n_pairs (ids i32 and weights f32
+// [n, k], scales f32 [n_expert]: Gemma 4's per-expert down scale).
+void moe_scale_weights(const int32_t* ids, const float* scales, int n_pairs, float* weights, const LaunchCtx& ctx);
 // One token's router logits (x f16 [d] . w f32 [n_expert, d]^T into
 // logits) and their routing as moe_route with the plan, in one launch;
 // `ticket` (one zeroed unsigned, left zeroed) finds the block that routes.

@@ -1,6 +1,6 @@
 // CudaBackend's RoPE ops: rotary embedding with the K/V store into the paged
-// cache, alone or after the per-head q/k RMSNorms in the same launch
-// (rope.cuh).
+// cache, alone or after the per-head q/k RMSNorms in the same launch, and of
+// q alone (rope.cuh).
 #include "backend/cuda/cuda_backend.h"
 
 #include "backend/cuda/cuda_backend_impl.h"
@@ -13,6 +13,12 @@ void CudaBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const Ste
   RF_CHECK(q.type == DType::F16 && k.type == DType::F16 && v.type == DType::F16, "cuda rope: f16 activations");
   OpTimer timer(profiler(), "rope+kv store");
   gpu::rope_store_kv(q.data, k.data, v.data, m, m.n_tokens, int(q.cols() / cache.head_dim), rope, cache, ctx());
+}
+
+void CudaBackend::rope_q(Tensor& q, int32_t head_dim, const StepMeta& m, const RopeParams& rope) {
+  RF_CHECK(q.type == DType::F16 && head_dim > 0 && q.cols() % head_dim == 0, "cuda rope_q: f16 rows of whole heads");
+  OpTimer timer(profiler(), "rope q");
+  gpu::rope_q(q.data, m, int(q.rows()), int(q.cols() / head_dim), head_dim, rope, ctx());
 }
 
 void CudaBackend::qk_norm_rope_store_kv(const Tensor& q_raw, const Tensor& wq, const Tensor& k_raw, const Tensor& wk,

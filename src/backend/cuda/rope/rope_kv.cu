@@ -13,7 +13,11 @@
 // The f16 decode kernels read the step's metadata (positions, slots) and
 // work out their rotation before their PDL wait: only the q/k/v loads
 // follow it.
-// Slot -1 (padding) stores nothing.
+// Slot -1 (padding) stores nothing. A layer narrower than the cache's
+// widest (Gemma 4) stores its rows the widest one's stride apart
+// (KVLayer::slot_stride). rope_q turns q alone (the f16 kernels with no
+// KV heads: Gemma 4's shared-KV layers).
+//
 #include <algorithm>
 
 #include "backend/cuda/rope/rope.cuh"
@@ -140,7 +144,8 @@ template <int P>
 __device__ __forceinline__ void rope_store_group(__half* __restrict__ q, __half* __restrict__ k,
                                                  const __half* __restrict__ v, __half* __restrict__ kc,
                                                  __half* __restrict__ vc, int n_heads, int n_kv, int hd,
-                                                 int64_t n_slots, int t, int64_t slot, int kind, int head, int i0,
+                                                 int kv_stride, int64_t n_slots, int t, int64_t slot, int kind,
+                                                 int head, int i0,
                                                  const PairSpan<P>& span, int half_rot, bool rotated,
                                                  const RopeAngle (&angle)[P]) {
   const bool store = slot >= 0 && slot < n_slots;
@@ -150,7 +155,7 @@ __device__ __forceinline__ void rope_store_group(__half* __restrict__ q, __half*
       const size_t at = size_t(head) * hd + size_t(2 * i0);
       __half h[2 * P];
       load_halves(v + size_t(t) * kv_dim + at, h);
-      store_halves(vc + slot * kv_dim + at, h);
+      store_halves(vc + slot * kv_stride + at, h);
     }
     return;
   }
@@ -162,7 +167,7 @@ __device__ __forceinline__ void rope_store_group(__half* __restrict__ q, __half*
     for (int j = 0; j < P; ++j) rope_rotate(angle[j], x0[j], x1[j]);
     span.store(row, half_rot, x0, x1);
   }
-  if (kind == 1 && store) span.store(kc + slot * kv_dim + size_t(head) * hd, half_rot, x0, x1);
+  if (kind == 1 && store) span.store(kc + slot * kv_stride + size_t(head) * hd, half_rot, x0, x1);
 }
 
 // Decode steps: a thread per pair of a row (q head, k head, v head) of a
@@ -170,8 +175,8 @@ __device__ __forceinline__ void rope_store_group(__half* __restrict__ q, __half*
 __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
                                      const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
                                      int n_tokens, int n_heads, int n_kv, int hd, RopeParams rope, YarnCorrDims corr,
-                                     __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots,
-                                     bool trigger_first) {
+                                     __half* __restrict__ kc, __half* __restrict__ vc, int kv_stride,
+                                     int64_t n_slots, bool trigger_first) {
   constexpr int P = 1;  // pairs a thread
   const int item = blockIdx.y * blockDim.x + threadIdx.x;
   const int groups = hd / (2 * P);  // groups of P pairs a row
@@ -200,8 +205,8 @@ __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict_
   pdl_wait_trigger(trigger_first);
   // Long prompts: each block takes every gridDim.x-th token.
   for (;;) {
-    rope_store_group(q, k, v, kc, vc, n_heads, n_kv, hd, n_slots, t, slot, kind, head, i0, span, half_rot, rotated,
-                     angle);
+    rope_store_group(q, k, v, kc, vc, n_heads, n_kv, hd, kv_stride, n_slots, t, slot, kind, head, i0, span,
+                     half_rot, rotated, angle);
     t += gridDim.x;
     if (t >= n_tokens) return;
     slot = slots[t];
@@ -223,7 +228,7 @@ __global__ void rope_store_kv_rows_kernel(__half* __restrict__ q, __half* __rest
                                           const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
                                           int n_tokens, int n_heads, int n_kv, int hd, RopeParams rope,
                                           YarnCorrDims corr, __half* __restrict__ kc, __half* __restrict__ vc,
-                                          int64_t n_slots, bool trigger_first) {
+                                          int kv_stride, int64_t n_slots, bool trigger_first) {
   const int groups = hd / (2 * P), r_step = blockDim.x / groups;
   const int g = threadIdx.x % groups, r0 = threadIdx.x / groups;
   if (r0 >= r_step) return;
@@ -248,13 +253,13 @@ __global__ void rope_store_kv_rows_kernel(__half* __restrict__ q, __half* __rest
     for (int r = r0; r < rows; r += r_step) {
       const int kind = r < n_heads ? 0 : r < n_heads + n_kv ? 1 : 2;
       const int head = r - (kind == 0 ? 0 : kind == 1 ? n_heads : n_heads + n_kv);
-      rope_store_group(q, k, v, kc, vc, n_heads, n_kv, hd, n_slots, t, slot, kind, head, i0, span, half_rot,
-                       rotated && kind < 2, angle);
+      rope_store_group(q, k, v, kc, vc, n_heads, n_kv, hd, kv_stride, n_slots, t, slot, kind, head, i0, span,
+                       half_rot, rotated && kind < 2, angle);
     }
   }
 }
 
-constexpr int kFp8BlockThreads = 128;
+constexpr int kFp8BlockThreads = 256;  // a row of head size 512 a block, at most
 constexpr int kFp8MaxRows = kFp8BlockThreads;  // rows per block, at most (head_dim 2)
 
 // e4m3 cache: like the f16 kernel, a thread per pair of a row (rows of
@@ -269,7 +274,7 @@ __global__ void __launch_bounds__(kFp8BlockThreads)
                              const int32_t* __restrict__ positions, const int32_t* __restrict__ slots, int n_heads,
                              int n_kv, int hd, int rows, RopeParams rope, YarnCorrDims corr, uint8_t* __restrict__ kc,
                              uint8_t* __restrict__ vc, float* __restrict__ k_scale, float* __restrict__ v_scale,
-                             int64_t n_slots) {
+                             int kv_stride, int scale_stride, int64_t n_slots) {
   __shared__ int row_max[kFp8MaxRows];
   pdl_wait();
   pdl_trigger();
@@ -303,10 +308,10 @@ __global__ void __launch_bounds__(kFp8BlockThreads)
   __syncthreads();
   if (!active || kind == 0 || !store) return;
   const float scale = e4m3_row_scale(__int_as_float(row_max[r]));
-  uint8_t* dst = (kind == 1 ? kc : vc) + slot * kv_dim + size_t(head) * hd;
+  uint8_t* dst = (kind == 1 ? kc : vc) + slot * kv_stride + size_t(head) * hd;
   dst[a] = e4m3_from_float(x0 / scale);
   dst[b] = e4m3_from_float(x1 / scale);
-  if (i == 0) (kind == 1 ? k_scale : v_scale)[slot * n_kv + head] = scale;
+  if (i == 0) (kind == 1 ? k_scale : v_scale)[slot * scale_stride + head] = scale;
 }
 
 constexpr int kNormRopeThreads = 128;
@@ -322,8 +327,8 @@ __global__ void __launch_bounds__(kNormRopeThreads)
                                  __half* __restrict__ q, __half* __restrict__ k, const __half* __restrict__ v,
                                  const int32_t* __restrict__ positions, const int32_t* __restrict__ slots,
                                  int n_tokens, int n_heads, int n_kv, int hd, int rows, RopeParams rope,
-                                 YarnCorrDims corr, __half* __restrict__ kc, __half* __restrict__ vc, int64_t n_slots,
-                                 bool trigger_first) {
+                                 YarnCorrDims corr, __half* __restrict__ kc, __half* __restrict__ vc, int kv_stride,
+                                 int64_t n_slots, bool trigger_first) {
   __shared__ float warp_ss[kNormRopeThreads / 32];
   const int half_hd = hd / 2;
   const int r = threadIdx.x / half_hd, i = threadIdx.x % half_hd;  // row of the block, pair of the row
@@ -364,8 +369,8 @@ __global__ void __launch_bounds__(kNormRopeThreads)
     const bool store = slot >= 0 && slot < n_slots;
     if (active && kind == 2) {  // v: copied as it is
       if (store) {
-        vc[slot * kv_dim + size_t(head) * hd + a] = __float2half_rn(x0);
-        vc[slot * kv_dim + size_t(head) * hd + b] = __float2half_rn(x1);
+        vc[slot * kv_stride + size_t(head) * hd + a] = __float2half_rn(x0);
+        vc[slot * kv_stride + size_t(head) * hd + b] = __float2half_rn(x1);
       }
     } else if (active) {
       float sum = 0.0f;
@@ -378,8 +383,8 @@ __global__ void __launch_bounds__(kNormRopeThreads)
       dst[a] = __float2half_rn(x0);
       dst[b] = __float2half_rn(x1);
       if (kind == 1 && store) {
-        kc[slot * kv_dim + size_t(head) * hd + a] = __float2half_rn(x0);
-        kc[slot * kv_dim + size_t(head) * hd + b] = __float2half_rn(x1);
+        kc[slot * kv_stride + size_t(head) * hd + a] = __float2half_rn(x0);
+        kc[slot * kv_stride + size_t(head) * hd + b] = __float2half_rn(x1);
       }
     }
     t += gridDim.x;
@@ -388,6 +393,28 @@ __global__ void __launch_bounds__(kNormRopeThreads)
     if (active) slot = slots[t];
     if (rotated) angle = rope_angle(i, positions[t], freq, rope, corr);
   }
+}
+
+// The f16 kernels' launch (rope_store_kv; rope_q with n_kv 0): the
+// per-pair kernel for decode steps, the rows kernel for long prompts.
+void rope_f16(__half* q, __half* k, const __half* v, const StepMeta& m, int n_tokens, int n_heads, int n_kv, int hd,
+              const RopeParams& rope, const YarnCorrDims& corr, __half* kc, __half* vc, int kv_stride,
+              int64_t n_slots, const LaunchCtx& ctx) {
+  const auto go = [&](auto* kernel, dim3 grid, int threads) {
+    launch(kernel, grid, threads, 0, ctx, q, k, v, m.positions, m.slot_mapping, n_tokens, n_heads, n_kv, hd, rope,
+           corr, kc, vc, kv_stride, n_slots, ctx.tuning.pdl_early_rope);
+  };
+  constexpr int kRowsPairs = 4;
+  const int groups = hd / (2 * kRowsPairs);
+  if (n_tokens >= kRopeRowsMinTokens && hd % 8 == 0 && rope.n_rot % 8 == 0 && groups <= kThreads) {
+    go(rope_store_kv_rows_kernel<kRowsPairs>, dim3(unsigned(std::min(n_tokens, kMaxRopeTokenBlocks))),
+       groups * (kThreads / groups));
+  } else {
+    const int items = (n_heads + 2 * n_kv) * (hd / 2);
+    go(rope_store_kv_kernel,
+       dim3(unsigned(std::min(n_tokens, kMaxTokenBlocks)), unsigned((items + kThreads - 1) / kThreads)), kThreads);
+  }
+  RF_GPU_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -413,7 +440,7 @@ void qk_norm_rope_store_kv(const void* q_raw, const float* wq, const void* k_raw
          static_cast<const __half*>(q_raw), wq, static_cast<const __half*>(k_raw), wk, eps, static_cast<__half*>(q),
          static_cast<__half*>(k), static_cast<const __half*>(v), m.positions, m.slot_mapping, n_tokens, n_heads,
          cache.n_kv_heads, cache.head_dim, rows_per_block, rope, corr, static_cast<__half*>(cache.k),
-         static_cast<__half*>(cache.v), int64_t(cache.num_blocks) * cache.block_size,
+         static_cast<__half*>(cache.v), int(cache.slot_elems()), int64_t(cache.num_blocks) * cache.block_size,
          ctx.tuning.pdl_early_rope);
   RF_GPU_CHECK_LAUNCH();
 }
@@ -437,27 +464,24 @@ void rope_store_kv(void* q, void* k, const void* v, const StepMeta& m, int n_tok
            static_cast<__half*>(q), static_cast<__half*>(k), static_cast<const __half*>(v), m.positions,
            m.slot_mapping, n_heads, cache.n_kv_heads, cache.head_dim, rows_per_block, rope, corr,
            static_cast<uint8_t*>(cache.k), static_cast<uint8_t*>(cache.v), cache.k_scale, cache.v_scale,
-           int64_t(cache.num_blocks) * cache.block_size);
+           int(cache.slot_elems()), int(cache.slot_scales()), int64_t(cache.num_blocks) * cache.block_size);
     RF_GPU_CHECK_LAUNCH();
     return;
   }
-  const auto go = [&](auto* kernel, dim3 grid, int threads) {
-    launch(kernel, grid, threads, 0, ctx, static_cast<__half*>(q), static_cast<__half*>(k),
-           static_cast<const __half*>(v), m.positions, m.slot_mapping, n_tokens, n_heads, cache.n_kv_heads,
-           cache.head_dim, rope, corr, static_cast<__half*>(cache.k), static_cast<__half*>(cache.v),
-           int64_t(cache.num_blocks) * cache.block_size, ctx.tuning.pdl_early_rope);
-  };
-  constexpr int kRowsPairs = 4;
-  const int groups = cache.head_dim / (2 * kRowsPairs);
-  if (n_tokens >= kRopeRowsMinTokens && cache.head_dim % 8 == 0 && rope.n_rot % 8 == 0 && groups <= kThreads) {
-    go(rope_store_kv_rows_kernel<kRowsPairs>, dim3(unsigned(std::min(n_tokens, kMaxRopeTokenBlocks))),
-       groups * (kThreads / groups));
-  } else {
-    const int items = (n_heads + 2 * cache.n_kv_heads) * (cache.head_dim / 2);
-    go(rope_store_kv_kernel,
-       dim3(unsigned(std::min(n_tokens, kMaxTokenBlocks)), unsigned((items + kThreads - 1) / kThreads)), kThreads);
-  }
-  RF_GPU_CHECK_LAUNCH();
+  rope_f16(static_cast<__half*>(q), static_cast<__half*>(k), static_cast<const __half*>(v), m, n_tokens, n_heads,
+           cache.n_kv_heads, cache.head_dim, rope, corr, static_cast<__half*>(cache.k), static_cast<__half*>(cache.v),
+           int(cache.slot_elems()), int64_t(cache.num_blocks) * cache.block_size, ctx);
+}
+
+void rope_q(void* q, const StepMeta& m, int n_tokens, int n_heads, int head_dim, const RopeParams& rope,
+            const LaunchCtx& ctx) {
+  if (n_tokens == 0) return;
+  RF_CHECK(rope.n_rot > 0 && rope.n_rot <= head_dim && rope.n_rot % 2 == 0 && head_dim % 2 == 0,
+           "cuda rope: bad n_rot ", rope.n_rot);
+  const YarnCorrDims corr = yarn_corr_dims(rope.n_rot, rope.n_ctx_orig, rope.freq_base, rope.beta_fast, rope.beta_slow);
+  // The f16 kernels without KV heads: q's rows turned, nothing stored.
+  rope_f16(static_cast<__half*>(q), nullptr, nullptr, m, n_tokens, n_heads, 0, head_dim, rope, corr, nullptr,
+           nullptr, 0, 0, ctx);
 }
 
 }  // namespace rf::gpu
