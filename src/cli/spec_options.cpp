@@ -1,0 +1,42 @@
+// Speculative decoding options (see spec_options.h).
+#include "cli/spec_options.h"
+
+#include "core/error.h"
+
+namespace rf::cli {
+
+void add_spec_options(CLI::App& cmd, SpecOptions& o) {
+  cmd.add_option("--spec-type", o.type,
+                 "Speculative decoding: none, or ngram (prompt lookup: the tokens that followed the latest earlier "
+                 "occurrence of the sequence's last n tokens are proposed and verified in one forward pass; the "
+                 "output is the same as without)")
+      ->check(CLI::IsMember({"none", "ngram"}))
+      ->capture_default_str();
+  cmd.add_option("--draft-max", o.draft_max, "Speculative decoding: proposed tokens per step at most")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd.add_option("--draft-min", o.draft_min, "Speculative decoding: a shorter proposal is not verified")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd.add_option("--spec-ngram-min", o.ngram_min, "N-gram speculation: the shortest suffix looked up")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd.add_option("--spec-ngram-max", o.ngram_max, "N-gram speculation: the longest suffix looked up (tried first)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+}
+
+SpeculativeConfig spec_config(const SpecOptions& o) {
+  SpeculativeConfig c;
+  const auto type = spec_type_from_name(o.type);
+  RF_CHECK(type.has_value(), "--spec-type '", o.type, "': expected none or ngram");
+  c.type = *type;
+  c.draft_max = o.draft_max;
+  c.draft_min = o.draft_min;
+  c.ngram_min = o.ngram_min;
+  c.ngram_max = o.ngram_max;
+  c.validate();
+  return c;
+}
+
+}  // namespace rf::cli
