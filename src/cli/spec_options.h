@@ -12,7 +12,7 @@ namespace rf::cli {
 
 struct SpecOptions {
   std::string type = "none";
-  int draft_max = 4, draft_min = 1, ngram_min = 1, ngram_max = 3;
+  int draft_max = 4, draft_min = 1, ngram_min = 2, ngram_max = 3;
 };
 
 void add_spec_options(CLI::App& cmd, SpecOptions& o);

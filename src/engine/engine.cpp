@@ -1,14 +1,13 @@
 // Engine implementation: admission, the step, token processing and finish.
 #include "engine/engine.h"
 
-#include "engine/engine_active.h"
-
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
 
 #include "core/log.h"
+#include "engine/engine_active.h"
 
 namespace rf {
 

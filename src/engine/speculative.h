@@ -70,7 +70,7 @@ struct SpeculativeConfig {
   int32_t draft_min = 1;   // a shorter proposal is not verified (--draft-min)
   // N-gram lookup: the suffix lengths matched, longest first
   // (--spec-ngram-min / --spec-ngram-max, vLLM's prompt_lookup_min / max).
-  int32_t ngram_min = 1;
+  int32_t ngram_min = 2;
   int32_t ngram_max = 3;
 
   bool enabled() const { return type != SpecType::None && draft_max > 0; }

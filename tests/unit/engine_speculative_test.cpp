@@ -26,6 +26,7 @@ using test::Output;
 EngineConfig with_spec(EngineConfig c, int32_t draft_max = 4, int32_t ngram_max = 3) {
   c.speculative.type = SpecType::Ngram;
   c.speculative.draft_max = draft_max;
+  c.speculative.ngram_min = 1;  // (default 2) single-token matches too: more proposals, more of them rejected
   c.speculative.ngram_max = ngram_max;
   return c;
 }
@@ -71,6 +72,12 @@ TEST(EngineSpeculative, GreedySameWithAndWithout) {
     EXPECT_EQ(plain->metrics().spec_drafts.load(), 0u);
     // Fewer steps than tokens: rounds did yield more than one token.
     EXPECT_LT(spec->metrics().steps.load(), plain->metrics().steps.load());
+    EXPECT_GT(spec->metrics().spec_mean_acceptance_length(), 1.0);
+    const std::string text = spec->metrics_text();
+    for (const char* name : {"rocmforge_spec_decode_num_drafts_total ", "rocmforge_spec_decode_num_draft_tokens_total ",
+                             "rocmforge_spec_decode_num_accepted_tokens_total ",
+                             "rocmforge_spec_decode_mean_acceptance_length ", "rocmforge_spec_decode_acceptance_rate "})
+      EXPECT_NE(text.find(std::string("\n") + name), std::string::npos) << name;
     test::expect_idle(*spec);
   }
 }
