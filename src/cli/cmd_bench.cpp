@@ -325,7 +325,8 @@ void serve_bench(const BenchOptions& o) {
   cfg.max_num_batched_tokens = std::max(o.max_batch_tokens, o.concurrency);
   cfg.prefix_caching = true;
   set_kv_options(backends.first(), o.backend, cfg);
-  cfg.speculative = spec_config(o.spec);
+  const DraftModel draft = load_draft_model(o.spec, o.backend);
+  cfg.speculative = spec_config(o.spec, &draft);
   Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
   std::fprintf(stderr, "model: %s\ndevice: %s, %d KV blocks of %d tokens (KV %s), %d tokens per step\n",
                mc.summary().c_str(), backends.name().c_str(), engine.num_blocks(), cfg.block_size,
@@ -407,6 +408,7 @@ void bench(const BenchOptions& o) {
                  "weight GB/s counts the bytes a step reads: the shared weights and the chosen experts (%.2f GB at "
                  "batch 1; more sequences: the expected share under uniform routing)\n",
                  model->weights().bytes_read_per_step(1, mc.n_expert_used, mc.n_expert) / 1e9);
+  const DraftModel draft = load_draft_model(o.spec, o.backend);
   nlohmann::json results = nlohmann::json::array();
   for (int P : o.parallel) {
     RF_CHECK(P >= 1, "--parallel values must be >= 1");
@@ -416,7 +418,7 @@ void bench(const BenchOptions& o) {
     cfg.max_num_batched_tokens = std::max(o.max_batch_tokens, P);
     cfg.prefix_caching = false;
     cfg.kv_cache_dtype = kv_cache_dtype(o.backend);
-    cfg.speculative = spec_config(o.spec);
+    cfg.speculative = spec_config(o.spec, &draft);
     cfg.num_blocks = int32_t(P * kv_group_layout(model->config())
                                      .max_blocks_per_sequence(cfg.max_model_len, cfg.block_size,
                                                               cfg.max_num_batched_tokens) +

@@ -39,7 +39,8 @@ void run(const RunOptions& o) {
   cfg.max_model_len = o.ctx_size > 0 ? o.ctx_size : model->config().n_ctx_train;
   cfg.max_num_batched_tokens = std::min(cfg.max_model_len, 2048);
   set_kv_options(backends.first(), o.backend, cfg);
-  cfg.speculative = spec_config(o.spec);
+  const DraftModel draft = load_draft_model(o.spec, o.backend);
+  cfg.speculative = spec_config(o.spec, &draft);
   Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
 
   Request req;

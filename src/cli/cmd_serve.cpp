@@ -165,7 +165,8 @@ void serve(const ServeOptions& o) {
   cfg.max_queue = o.max_queue;
   set_kv_options(backends.first(), o.backend, cfg);
   if (!o.pooling.empty()) cfg.pooling = *pooling_from_name(o.pooling);
-  cfg.speculative = spec_config(o.spec);
+  const DraftModel draft = load_draft_model(o.spec, o.backend);
+  cfg.speculative = spec_config(o.spec, &draft);
   Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
   engine.start();
   server::ServiceOptions features;

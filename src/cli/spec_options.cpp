@@ -8,10 +8,15 @@ namespace rf::cli {
 void add_spec_options(CLI::App& cmd, SpecOptions& o) {
   cmd.add_option("--spec-type", o.type,
                  "Speculative decoding: none, or ngram (prompt lookup: the tokens that followed the latest earlier "
-                 "occurrence of the sequence's last n tokens are proposed and verified in one forward pass; the "
-                 "output is the same as without)")
-      ->check(CLI::IsMember({"none", "ngram"}))
+                 "occurrence of the sequence's last n tokens are proposed and verified in one forward pass), or "
+                 "draft (a small model with the same vocabulary proposes, --model-draft); the output is the same as "
+                 "without")
+      ->check(CLI::IsMember({"none", "ngram", "draft"}))
       ->capture_default_str();
+  cmd.add_option("--model-draft", o.model_draft,
+                 "Speculative decoding: the draft model (a GGUF with the model's vocabulary; implies --spec-type "
+                 "draft)")
+      ->check(CLI::ExistingFile);
   cmd.add_option("--draft-max", o.draft_max, "Speculative decoding: proposed tokens per step at most")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -26,11 +31,25 @@ void add_spec_options(CLI::App& cmd, SpecOptions& o) {
       ->capture_default_str();
 }
 
-SpeculativeConfig spec_config(const SpecOptions& o) {
+DraftModel load_draft_model(const SpecOptions& o, const BackendOptions& backend) {
+  DraftModel d;
+  if (o.model_draft.empty()) return d;
+  RF_CHECK(backend.tensor_parallel == 1, "--model-draft: speculative decoding with a draft model is not supported "
+                                         "with tensor parallelism");
+  d.backends = make_backends(backend);
+  d.model = load_model(o.model_draft, d.backends, false);
+  return d;
+}
+
+SpeculativeConfig spec_config(const SpecOptions& o, const DraftModel* draft) {
   SpeculativeConfig c;
-  const auto type = spec_type_from_name(o.type);
-  RF_CHECK(type.has_value(), "--spec-type '", o.type, "': expected none or ngram");
+  const auto type = spec_type_from_name(o.type == "none" && !o.model_draft.empty() ? "draft" : o.type);
+  RF_CHECK(type.has_value(), "--spec-type '", o.type, "': expected none, ngram or draft");
   c.type = *type;
+  if (draft && draft->model) {
+    c.draft = draft->model.get();
+    c.draft_backend = &draft->backends.first();
+  }
   c.draft_max = o.draft_max;
   c.draft_min = o.draft_min;
   c.ngram_min = o.ngram_min;

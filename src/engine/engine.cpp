@@ -46,6 +46,23 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend
   if (config_.state_checkpoints < 0) config_.state_checkpoints = config_.prefix_caching ? config_.max_num_seqs : 0;
   if (!mc.has_recurrent()) config_.state_checkpoints = 0;
   if (mc.has_recurrent()) budget.state_rows = config_.max_num_seqs + config_.state_checkpoints;
+  // The draft model's runner first: on a GPU the target's KV cache is then
+  // planned from the memory its weights, workspace and KV leave.
+  if (spec.enabled() && spec.type == SpecType::Draft) {
+    RF_CHECK(backends.size() == 1, "speculative decoding with a draft model is not supported with tensor parallelism");
+    RF_CHECK(spec.draft_backend != backends[0], "the draft model needs a backend of its own (one backend holds one "
+                                                "model's step buffers and graphs)");
+    RF_CHECK(spec.draft_backend->device() == backends[0]->device(), "the draft model is on another kind of device");
+    draft_model_ = std::make_unique<DraftProposer>(*spec.draft, tokenizer, mc.n_vocab, *spec.draft_backend,
+                                                   config_.max_num_seqs, config_.max_num_batched_tokens,
+                                                   config_.max_model_len, config_.block_size);
+    // A share of device memory for the model: less what the draft took.
+    if (budget.memory_utilization > 0 && spec.draft_backend->total_memory() > 0) {
+      budget.memory_utilization -= float(double(spec.draft_backend->allocated_bytes()) /
+                                         double(spec.draft_backend->total_memory()));
+      RF_CHECK(budget.memory_utilization > 0, "the draft model takes all of --gpu-memory-utilization");
+    }
+  }
   runner_ = std::make_unique<StepRunner>(model, backends, comms, limits, budget, config_.block_size,
                                          config_.kv_cache_dtype);
   config_.num_blocks = runner_->num_blocks();
@@ -66,11 +83,14 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend
            "), KV ", groups.summary(), "; one sequence holds up to ", max_sequence_tokens(), " tokens; max ",
            config_.max_num_seqs, " sequences, ", config_.max_num_batched_tokens, " tokens per step, context ",
            config_.max_model_len);
-  if (spec.enabled()) {
+  if (spec.enabled() && spec.type == SpecType::Ngram) {
     proposer_ = std::make_unique<NgramProposer>(spec.ngram_min, spec.ngram_max);
-    log_info("engine: speculative decoding: ", spec_type_name(spec.type), ", ", spec.draft_min, "..", spec.draft_max,
+    log_info("engine: speculative decoding: ngram, ", spec.draft_min, "..", spec.draft_max,
              " proposed tokens a step (n-grams of ", spec.ngram_min, "..", spec.ngram_max, " tokens)");
   }
+  if (draft_model_)
+    log_info("engine: speculative decoding: draft model ", spec.draft->config().summary(), ", ", spec.draft_min, "..",
+             spec.draft_max, " proposed tokens a step; its KV cache ", draft_model_->num_blocks(), " blocks");
   if (mc.has_recurrent())
     log_info("engine: recurrent state of ", mc.n_recurrent(), " layers: ", double(runner_->state_row_bytes()) / 1e6,
              " MB per sequence; ", config_.max_num_seqs, " sequence slots and ", config_.state_checkpoints,
@@ -218,7 +238,7 @@ void Engine::admit_new() {
       p->gcursor.state = p->grammar->matcher().initial();
     }
     // Which requests may verify proposals (engine/speculative.h).
-    p->speculates = proposer_ && p->req.speculative && !p->grammar && !p->embedding() &&
+    p->speculates = (proposer_ || draft_model_) && p->req.speculative && !p->grammar && !p->embedding() &&
                     !(p->req.thinking.enabled && p->req.thinking.budget >= 0);
     by_seq_[&p->seq] = p;
     active_[p->seq.id] = std::move(a);
@@ -404,6 +424,7 @@ void Engine::finish(Active& a, FinishReason reason, const std::string& error) {
   ev.embedding = std::move(a.result);
   if (a.stop.stopped()) ev.stop_string = a.stop.matched();
   if (a.seq.status != SeqStatus::Finished) scheduler_->finish(&a.seq);
+  if (draft_model_) draft_model_->release(a.seq.id);
   metrics_.requests_finished++;
   if (reason == FinishReason::Cancelled) metrics_.requests_cancelled++;
   if (reason == FinishReason::Error) metrics_.requests_failed++;

@@ -20,6 +20,7 @@
 #include "engine/metrics.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "engine/proposer_draft.h"
 #include "engine/proposer_ngram.h"
 #include "engine/serving.h"
 #include "engine/speculative.h"
@@ -96,6 +97,8 @@ class Engine final : public ServingEngine {
   // Hybrid models: the recurrent-state rows' bookkeeping (null otherwise;
   // engine thread, or while the engine is not started).
   const StatePool* state_pool() const { return scheduler_->state_pool(); }
+  // Speculative decoding with a draft model: its proposer (null otherwise).
+  const DraftProposer* draft_proposer() const { return draft_model_.get(); }
   size_t active_requests() const override;
 
  private:
@@ -151,8 +154,16 @@ class Engine final : public ServingEngine {
     int32_t accepted;   // of its proposed tokens (take_tokens)
   };
   std::vector<SampledSeq> sampled_seqs_;
-  std::unique_ptr<NgramProposer> proposer_;  // speculative decoding (null: off)
+  // Speculative decoding's proposer (both null: off).
+  std::unique_ptr<NgramProposer> proposer_;
+  std::unique_ptr<DraftProposer> draft_model_;
   std::vector<int32_t> draft_;               // propose_drafts' scratch
+  // Draft model: the round's jobs, and the sequences whose draft KV may
+  // hold proposals until settle_drafts() bounds it by the target's.
+  std::vector<DraftProposer::Job> draft_jobs_;
+  std::vector<std::vector<int32_t>> draft_outs_;
+  std::vector<uint64_t> draft_unsettled_;
+  void settle_drafts();
   std::unordered_map<int32_t, PenaltyToken> draft_penalties_;  // add_sample_rows' scratch
   struct EmbeddingRows {
     Active* a;

@@ -13,9 +13,17 @@ namespace rf {
 
 using Clock = std::chrono::steady_clock;
 
+void Engine::settle_drafts() {
+  for (uint64_t id : draft_unsettled_)
+    if (const auto it = active_.find(id); it != active_.end()) draft_model_->verified(id, it->second->seq.n_computed);
+  draft_unsettled_.clear();
+}
+
 void Engine::propose_drafts() {
-  if (!proposer_) return;
+  if (!proposer_ && !draft_model_) return;
+  if (draft_model_) settle_drafts();
   const SpeculativeConfig& spec = config_.speculative;
+  draft_jobs_.clear();
   for (auto& [id, p] : active_) {
     Active& a = *p;
     Sequence& s = a.seq;
@@ -24,10 +32,25 @@ void Engine::propose_drafts() {
     const int32_t k = std::min({spec.draft_max, a.req.max_tokens - s.n_generated() - 1,
                                 config_.max_model_len - s.n_tokens() - 1});
     if (k < spec.draft_min) continue;
+    if (draft_model_) {  // batched below
+      draft_jobs_.push_back({id, s.tokens, k, nullptr});
+      continue;
+    }
     proposer_->propose(s.tokens, k, draft_);
     if (int32_t(draft_.size()) < spec.draft_min) continue;
     s.tokens.insert(s.tokens.end(), draft_.begin(), draft_.end());
     s.n_draft = int32_t(draft_.size());
+  }
+  if (draft_jobs_.empty()) return;
+  if (draft_outs_.size() < draft_jobs_.size()) draft_outs_.resize(draft_jobs_.size());
+  for (size_t i = 0; i < draft_jobs_.size(); ++i) draft_jobs_[i].out = &draft_outs_[i];
+  draft_model_->propose(draft_jobs_);
+  for (const DraftProposer::Job& j : draft_jobs_) {
+    draft_unsettled_.push_back(j.id);  // its draft KV may now hold proposals
+    if (int32_t(j.out->size()) < spec.draft_min) continue;
+    Sequence& s = active_.at(j.id)->seq;
+    s.tokens.insert(s.tokens.end(), j.out->begin(), j.out->end());
+    s.n_draft = int32_t(j.out->size());
   }
 }
 
@@ -81,6 +104,7 @@ void Engine::take_tokens(std::vector<ScheduledSeq>& sched) {
     metrics_.spec_accepted_tokens += uint64_t(n);
   }
   scheduler_->complete(sched);
+  if (draft_model_) settle_drafts();  // the draft's KV holds no more than the target's verified tokens
   for (const SampledSeq& q : sampled_seqs_) {
     const ScheduledSeq& e = sched[q.entry];
     // The accepted proposals are handed out again, one by one, like decoded

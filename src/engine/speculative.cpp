@@ -5,11 +5,14 @@
 
 namespace rf {
 
-const char* spec_type_name(SpecType t) { return t == SpecType::Ngram ? "ngram" : "none"; }
+const char* spec_type_name(SpecType t) {
+  return t == SpecType::Ngram ? "ngram" : t == SpecType::Draft ? "draft" : "none";
+}
 
 std::optional<SpecType> spec_type_from_name(const std::string& name) {
   if (name == "none") return SpecType::None;
   if (name == "ngram") return SpecType::Ngram;
+  if (name == "draft") return SpecType::Draft;
   return std::nullopt;
 }
 
@@ -19,6 +22,10 @@ void SpeculativeConfig::validate() const {
            std::max(draft_max, 1), " (--draft-max)");
   RF_CHECK(ngram_min >= 1 && ngram_min <= ngram_max && ngram_max <= 64, "--spec-ngram-min ", ngram_min,
            " / --spec-ngram-max ", ngram_max, ": expected 1 <= min <= max <= 64");
+  RF_CHECK((draft == nullptr) == (draft_backend == nullptr), "speculative: a draft model comes with its backend");
+  RF_CHECK((type == SpecType::Draft) == (draft != nullptr),
+           type == SpecType::Draft ? "--spec-type draft needs a draft model (--model-draft FILE)"
+                                   : "a draft model (--model-draft) is only used with --spec-type draft");
 }
 
 int32_t accepted_prefix(std::span<const int32_t> draft, std::span<const SampleResult> drawn) {

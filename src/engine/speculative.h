@@ -41,6 +41,10 @@
 // same seed emits, greedy or sampled (rows' logits of a chunk equal a decode
 // step's up to the backend's rounding).
 //
+// Proposers: prompt lookup (proposer_ngram.h), or a small draft model with
+// the same vocabulary run greedily for k steps (proposer_draft.h), its own
+// KV cache rolled back like the target's after each verification.
+//
 // What does not speculate (these sequences decode one token a step inside
 // the same batches): requests with a grammar (the mask of each position
 // would need the grammar advanced through the proposals), with a thinking
@@ -60,8 +64,11 @@
 
 namespace rf {
 
-enum class SpecType { None, Ngram };
-const char* spec_type_name(SpecType t);                       // "none", "ngram"
+class Backend;
+class Model;
+
+enum class SpecType { None, Ngram, Draft };
+const char* spec_type_name(SpecType t);                       // "none", "ngram", "draft"
 std::optional<SpecType> spec_type_from_name(const std::string& name);
 
 struct SpeculativeConfig {
@@ -72,6 +79,11 @@ struct SpeculativeConfig {
   // (--spec-ngram-min / --spec-ngram-max, vLLM's prompt_lookup_min / max).
   int32_t ngram_min = 2;
   int32_t ngram_max = 3;
+  // SpecType::Draft: the draft model (engine/proposer_draft.h), loaded by the
+  // caller on a backend of its own (a backend holds one engine's step
+  // buffers and graphs) on the target's device; both outlive the engine.
+  const Model* draft = nullptr;
+  Backend* draft_backend = nullptr;
 
   bool enabled() const { return type != SpecType::None && draft_max > 0; }
   // Throws rf::Error naming the bad value.

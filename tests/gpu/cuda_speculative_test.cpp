@@ -7,8 +7,9 @@
 // speculation equals plain decoding's up to near-ties (near_tie.h: a
 // verification chunk's matmuls and attention reduce in another order than a
 // decode step's, so the runs may part only where plain decoding's two best
-// tokens were within 1e-2 nats and speculation took the runner-up). Every
-// case leaves every KV block free.
+// tokens were within 1e-2 nats and speculation took the runner-up); and a
+// draft model on a second backend of the device. Every case leaves every KV
+// block free.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -52,6 +53,46 @@ TEST(CudaSpeculative, StoriesGoldenWithSpeculation) {
   EXPECT_GT(engine->metrics().spec_accepted_tokens.load(), 0u);
   EXPECT_LT(engine->metrics().spec_accepted_tokens.load(), engine->metrics().spec_draft_tokens.load());
   test::expect_idle(*engine);
+}
+
+// A draft model on the GPU: stories260K drafting for itself, on a second
+// backend of the same device (one backend holds one model's step buffers and
+// graphs; the draft's single-token steps replay its own decode graphs).
+TEST(CudaSpeculative, DraftModelStoriesGolden) {
+  RF_REQUIRE_GPU();
+  RF_REQUIRE_TESTDATA("stories260K.gguf");
+  auto gpu = test::make_gpu();
+  auto draft_gpu = test::make_gpu();
+  auto model = Model::load(test::testdata_path("stories260K.gguf"), *gpu, false);
+  auto draft = Model::load(test::testdata_path("stories260K.gguf"), *draft_gpu, false);
+  auto tok = Tokenizer::from_gguf(model->file());
+  const auto golden = test::read_golden();
+  std::vector<Request> reqs;
+  for (int i = 0; i < 16; ++i) {
+    const auto& g = golden[size_t(i) % golden.size()];
+    Request r = test::greedy(g.prompt_tokens, 16 + 48 * (i % 2));
+    r.speculative = i % 4 != 3;
+    reqs.push_back(r);
+  }
+  EngineConfig c = test::config(64, 16, 128, 64, true);
+  c.speculative.type = SpecType::Draft;
+  c.speculative.draft = draft.get();
+  c.speculative.draft_backend = draft_gpu.get();
+  auto engine = std::make_unique<Engine>(*model, *tok, *gpu, c);
+  const auto outs = test::run_all(*engine, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const auto& g = golden[i % golden.size()];
+    EXPECT_EQ(outs[i].tokens, std::vector<int32_t>(g.greedy_tokens.begin(),
+                                                   g.greedy_tokens.begin() + long(reqs[i].max_tokens)))
+        << g.prompt;
+  }
+  const EngineMetrics& m = engine->metrics();
+  EXPECT_GT(m.spec_draft_tokens.load(), 0u);
+  // The same model proposes what the target draws, but for near-ties
+  // between its decode-graph logits and the target's chunk logits.
+  EXPECT_GE(double(m.spec_accepted_tokens.load()), 0.8 * double(m.spec_draft_tokens.load()));
+  test::expect_idle(*engine);
+  EXPECT_EQ(engine->draft_proposer()->free_blocks(), engine->draft_proposer()->num_blocks());
 }
 
 class CudaSpeculativeModels : public ::testing::TestWithParam<std::string> {};

@@ -76,8 +76,12 @@ TEST(SpeculativeConfig, Validation) {
   EXPECT_THROW(c.validate(), Error);
   EXPECT_EQ(spec_type_from_name("ngram"), SpecType::Ngram);
   EXPECT_EQ(spec_type_from_name("none"), SpecType::None);
-  EXPECT_FALSE(spec_type_from_name("draft").has_value());
+  EXPECT_EQ(spec_type_from_name("draft"), SpecType::Draft);
+  EXPECT_FALSE(spec_type_from_name("eagle").has_value());
   EXPECT_STREQ(spec_type_name(SpecType::Ngram), "ngram");
+  // A draft model comes with its backend, and only with SpecType::Draft.
+  c.type = SpecType::Draft;
+  EXPECT_THROW(c.validate(), Error);
 }
 
 }  // namespace
