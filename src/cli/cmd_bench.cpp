@@ -261,7 +261,7 @@ void report_serving(const BenchOptions& o, Range in, Range out, const Engine& en
       {"requests_s", double(o.requests) / wall}, {"ttft_s", stats(ttft)}, {"tpot_s", stats(tpot)},
       {"e2e_s", stats(e2e)}, {"preemptions", m.preemptions.load()}, {"engine_steps", m.steps.load()},
       {"prefix_cache_hit_rate", queried > 0 ? double(m.prefix_cache_hit_tokens.load()) / queried : 0.0},
-      {"spec_type", o.spec.type}, {"spec_draft_tokens", m.spec_draft_tokens.load()},
+      {"spec_type", spec_type_name(engine.config().speculative.type)}, {"spec_draft_tokens", m.spec_draft_tokens.load()},
       {"spec_accepted_tokens", m.spec_accepted_tokens.load()},
       {"spec_mean_acceptance_length", m.spec_mean_acceptance_length()}};
   if (o.json) {
@@ -274,9 +274,7 @@ void report_serving(const BenchOptions& o, Range in, Range out, const Engine& en
               range(out).c_str(), o.temp > 0 ? str("temperature ", o.temp).c_str() : "greedy");
   std::printf("prefix cache: %.1f%% of prompt tokens hit\n", 100.0 * r["prefix_cache_hit_rate"].get<double>());
   if (engine.config().speculative.enabled())
-    std::printf("speculative (%s): %llu of %llu proposed tokens accepted, %.2f tokens per verified proposal\n",
-                o.spec.type.c_str(), (unsigned long long)m.spec_accepted_tokens.load(),
-                (unsigned long long)m.spec_draft_tokens.load(), m.spec_mean_acceptance_length());
+    std::printf("speculative %s\n", spec_summary(engine.config().speculative, m).c_str());
   std::printf("duration: %.2f s, %lld input and %lld output tokens, %llu engine steps, %llu preemptions\n", wall,
               (long long)n_in, (long long)n_out, (unsigned long long)m.steps.load(),
               (unsigned long long)m.preemptions.load());
@@ -446,11 +444,10 @@ void bench(const BenchOptions& o) {
     }
     const EngineMetrics& em = engine.metrics();
     if (cfg.speculative.enabled())
-      std::fprintf(stderr, "  parallel %d speculative (%s): %llu of %llu proposed tokens accepted, %.2f tokens per "
-                   "verified proposal\n", P, o.spec.type.c_str(), (unsigned long long)em.spec_accepted_tokens.load(),
-                   (unsigned long long)em.spec_draft_tokens.load(), em.spec_mean_acceptance_length());
+      std::fprintf(stderr, "  parallel %d speculative %s\n", P, spec_summary(cfg.speculative, em).c_str());
     results.push_back({{"parallel", P}, {"n_prompt", o.n_prompt}, {"n_gen", o.n_gen}, {"reps", o.reps},
-                       {"spec_type", o.spec.type}, {"spec_draft_tokens", em.spec_draft_tokens.load()},
+                       {"spec_type", spec_type_name(cfg.speculative.type)},
+                       {"spec_draft_tokens", em.spec_draft_tokens.load()},
                        {"spec_accepted_tokens", em.spec_accepted_tokens.load()},
                        {"spec_mean_acceptance_length", em.spec_mean_acceptance_length()},
                        {"prompt_tok_s", mean(pp)}, {"prompt_tok_s_std", stdev(pp)},

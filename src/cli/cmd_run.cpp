@@ -94,9 +94,7 @@ void run(const RunOptions& o) {
                n_gen > 1 && gen_s > 0 ? (n_gen - 1) / gen_s : 0.0, finish_reason_name(last.finish_reason));
   const EngineMetrics& m = engine.metrics();
   if (cfg.speculative.enabled())
-    std::fprintf(stderr, "speculative: %llu of %llu proposed tokens accepted, %.2f tokens per verified proposal\n",
-                 (unsigned long long)m.spec_accepted_tokens.load(), (unsigned long long)m.spec_draft_tokens.load(),
-                 m.spec_mean_acceptance_length());
+    std::fprintf(stderr, "speculative %s\n", spec_summary(cfg.speculative, m).c_str());
 }
 
 void add_run_command(CLI::App& app) {

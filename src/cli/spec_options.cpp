@@ -1,6 +1,8 @@
 // Speculative decoding options (see spec_options.h).
 #include "cli/spec_options.h"
 
+#include <cstdio>
+
 #include "core/error.h"
 
 namespace rf::cli {
@@ -56,6 +58,14 @@ SpeculativeConfig spec_config(const SpecOptions& o, const DraftModel* draft) {
   c.ngram_max = o.ngram_max;
   c.validate();
   return c;
+}
+
+std::string spec_summary(const SpeculativeConfig& c, const EngineMetrics& m) {
+  char line[160];
+  std::snprintf(line, sizeof line, "%s: %llu of %llu proposed tokens accepted, %.2f tokens per verified proposal",
+                spec_type_name(c.type), (unsigned long long)m.spec_accepted_tokens.load(),
+                (unsigned long long)m.spec_draft_tokens.load(), m.spec_mean_acceptance_length());
+  return line;
 }
 
 }  // namespace rf::cli
