@@ -33,6 +33,7 @@
 #include "cli/all_reduce_timing.h"
 #include "cli/backend_factory.h"
 #include "cli/commands.h"
+#include "cli/spec_options.h"
 #include "core/log.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -50,6 +51,7 @@ struct BenchOptions {
   int max_batch_tokens = 8192;
   bool json = false;
   BackendOptions backend;
+  SpecOptions spec;
   // Serving throughput mode (when requests > 0).
   int requests = 0, concurrency = 1;
   std::string input_len = "512", output_len = "128";
@@ -258,7 +260,10 @@ void report_serving(const BenchOptions& o, Range in, Range out, const Engine& en
       {"output_tok_s", double(n_out) / wall}, {"total_tok_s", double(n_in + n_out) / wall},
       {"requests_s", double(o.requests) / wall}, {"ttft_s", stats(ttft)}, {"tpot_s", stats(tpot)},
       {"e2e_s", stats(e2e)}, {"preemptions", m.preemptions.load()}, {"engine_steps", m.steps.load()},
-      {"prefix_cache_hit_rate", queried > 0 ? double(m.prefix_cache_hit_tokens.load()) / queried : 0.0}};
+      {"prefix_cache_hit_rate", queried > 0 ? double(m.prefix_cache_hit_tokens.load()) / queried : 0.0},
+      {"spec_type", spec_type_name(engine.config().speculative.type)}, {"spec_draft_tokens", m.spec_draft_tokens.load()},
+      {"spec_accepted_tokens", m.spec_accepted_tokens.load()},
+      {"spec_mean_acceptance_length", m.spec_mean_acceptance_length()}};
   if (o.json) {
     std::printf("%s\n", r.dump(2).c_str());
     return;
@@ -268,6 +273,8 @@ void report_serving(const BenchOptions& o, Range in, Range out, const Engine& en
               o.shared_prefix > 0 ? str(o.shared_prefix, " shared + ").c_str() : "", range(in).c_str(),
               range(out).c_str(), o.temp > 0 ? str("temperature ", o.temp).c_str() : "greedy");
   std::printf("prefix cache: %.1f%% of prompt tokens hit\n", 100.0 * r["prefix_cache_hit_rate"].get<double>());
+  if (engine.config().speculative.enabled())
+    std::printf("speculative %s\n", spec_summary(engine.config().speculative, m).c_str());
   std::printf("duration: %.2f s, %lld input and %lld output tokens, %llu engine steps, %llu preemptions\n", wall,
               (long long)n_in, (long long)n_out, (unsigned long long)m.steps.load(),
               (unsigned long long)m.preemptions.load());
@@ -316,6 +323,8 @@ void serve_bench(const BenchOptions& o) {
   cfg.max_num_batched_tokens = std::max(o.max_batch_tokens, o.concurrency);
   cfg.prefix_caching = true;
   set_kv_options(backends.first(), o.backend, cfg);
+  const DraftModel draft = load_draft_model(o.spec, o.backend);
+  cfg.speculative = spec_config(o.spec, &draft);
   Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
   std::fprintf(stderr, "model: %s\ndevice: %s, %d KV blocks of %d tokens (KV %s), %d tokens per step\n",
                mc.summary().c_str(), backends.name().c_str(), engine.num_blocks(), cfg.block_size,
@@ -397,6 +406,7 @@ void bench(const BenchOptions& o) {
                  "weight GB/s counts the bytes a step reads: the shared weights and the chosen experts (%.2f GB at "
                  "batch 1; more sequences: the expected share under uniform routing)\n",
                  model->weights().bytes_read_per_step(1, mc.n_expert_used, mc.n_expert) / 1e9);
+  const DraftModel draft = load_draft_model(o.spec, o.backend);
   nlohmann::json results = nlohmann::json::array();
   for (int P : o.parallel) {
     RF_CHECK(P >= 1, "--parallel values must be >= 1");
@@ -406,6 +416,7 @@ void bench(const BenchOptions& o) {
     cfg.max_num_batched_tokens = std::max(o.max_batch_tokens, P);
     cfg.prefix_caching = false;
     cfg.kv_cache_dtype = kv_cache_dtype(o.backend);
+    cfg.speculative = spec_config(o.spec, &draft);
     cfg.num_blocks = int32_t(P * kv_group_layout(model->config())
                                      .max_blocks_per_sequence(cfg.max_model_len, cfg.block_size,
                                                               cfg.max_num_batched_tokens) +
@@ -431,7 +442,14 @@ void bench(const BenchOptions& o) {
       }
       std::fprintf(stderr, "\n");
     }
+    const EngineMetrics& em = engine.metrics();
+    if (cfg.speculative.enabled())
+      std::fprintf(stderr, "  parallel %d speculative %s\n", P, spec_summary(cfg.speculative, em).c_str());
     results.push_back({{"parallel", P}, {"n_prompt", o.n_prompt}, {"n_gen", o.n_gen}, {"reps", o.reps},
+                       {"spec_type", spec_type_name(cfg.speculative.type)},
+                       {"spec_draft_tokens", em.spec_draft_tokens.load()},
+                       {"spec_accepted_tokens", em.spec_accepted_tokens.load()},
+                       {"spec_mean_acceptance_length", em.spec_mean_acceptance_length()},
                        {"prompt_tok_s", mean(pp)}, {"prompt_tok_s_std", stdev(pp)},
                        {"gen_tok_s", mean(tg)}, {"gen_tok_s_std", stdev(tg)},
                        {"gen_weight_gb_s", mean(bw) / 1e9},
@@ -504,6 +522,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Serving mode: seed for prompts, lengths and sampling")->capture_default_str();
   cmd->add_flag("--json", o->json, "JSON output");
   add_backend_options(*cmd, o->backend);
+  add_spec_options(*cmd, o->spec);
   cmd->callback([o] { bench(*o); });
 }
 

@@ -6,6 +6,7 @@
 
 #include "cli/backend_factory.h"
 #include "cli/commands.h"
+#include "cli/spec_options.h"
 #include "core/log.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -24,6 +25,7 @@ struct RunOptions {
   int64_t seed = -1;
   bool no_display_prompt = false, ignore_eos = false, verbose = false;
   BackendOptions backend;
+  SpecOptions spec;
 };
 
 void run(const RunOptions& o) {
@@ -37,6 +39,8 @@ void run(const RunOptions& o) {
   cfg.max_model_len = o.ctx_size > 0 ? o.ctx_size : model->config().n_ctx_train;
   cfg.max_num_batched_tokens = std::min(cfg.max_model_len, 2048);
   set_kv_options(backends.first(), o.backend, cfg);
+  const DraftModel draft = load_draft_model(o.spec, o.backend);
+  cfg.speculative = spec_config(o.spec, &draft);
   Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
 
   Request req;
@@ -88,6 +92,9 @@ void run(const RunOptions& o) {
                prompt_s > 0 ? last.prompt_tokens / prompt_s : 0.0);
   std::fprintf(stderr, "generation: %d tokens in %.3f s (%.1f tokens/s), finish: %s\n", n_gen, gen_s,
                n_gen > 1 && gen_s > 0 ? (n_gen - 1) / gen_s : 0.0, finish_reason_name(last.finish_reason));
+  const EngineMetrics& m = engine.metrics();
+  if (cfg.speculative.enabled())
+    std::fprintf(stderr, "speculative %s\n", spec_summary(cfg.speculative, m).c_str());
 }
 
 void add_run_command(CLI::App& app) {
@@ -112,6 +119,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after end-of-generation tokens");
   cmd->add_flag("-v,--verbose", o->verbose, "Log loading and engine details");
   add_backend_options(*cmd, o->backend);
+  add_spec_options(*cmd, o->spec);
   cmd->callback([o] { run(*o); });
 }
 

@@ -19,6 +19,7 @@
 #include "cli/backend_factory.h"
 #include "cli/chat_template_choice.h"
 #include "cli/commands.h"
+#include "cli/spec_options.h"
 #include "core/env.h"
 #include "core/log.h"
 #include "engine/engine.h"
@@ -52,6 +53,7 @@ struct ServeOptions {
   std::string pooling;  // "": the model's
   double responses_store_mb = 0;
   BackendOptions backend;
+  SpecOptions spec;
 };
 
 // Waits for SIGINT/SIGTERM on a thread of its own. Construct it before any
@@ -163,6 +165,8 @@ void serve(const ServeOptions& o) {
   cfg.max_queue = o.max_queue;
   set_kv_options(backends.first(), o.backend, cfg);
   if (!o.pooling.empty()) cfg.pooling = *pooling_from_name(o.pooling);
+  const DraftModel draft = load_draft_model(o.spec, o.backend);
+  cfg.speculative = spec_config(o.spec, &draft);
   Engine engine(*model, *tok, backends.ranks, backends.comms, cfg);
   engine.start();
   server::ServiceOptions features;
@@ -279,6 +283,7 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("-v,--verbose", o->verbose, "Log every request and loading details");
   add_backend_options(*cmd, o->backend);
+  add_spec_options(*cmd, o->spec);
   cmd->callback([o] { serve(*o); });
 }
 

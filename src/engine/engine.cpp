@@ -7,38 +7,12 @@
 #include <cmath>
 
 #include "core/log.h"
+#include "engine/engine_active.h"
 
 namespace rf {
 
 using Clock = std::chrono::steady_clock;
 
-struct Engine::Active {
-  Active(const Tokenizer& tok, Request r, uint64_t id)
-      : req(std::move(r)), handle(std::make_shared<RequestStream>(id)), detok(tok, req.render_special, true),
-        stop(req.stop), thinking(req.thinking) {
-    seq.id = id;
-  }
-  bool embedding() const { return req.pooling != Pooling::None; }
-  Sequence seq;
-  Request req;
-  RequestHandle handle;
-  IncrementalDetokenizer detok;
-  StopMatcher stop;
-  std::unordered_map<int32_t, PenaltyToken> penalties;  // tokens seen, for penalties
-  Clock::time_point last_token;
-  bool got_first = false;
-  bool admitted = false;
-  int32_t cached_prompt = 0;  // prompt tokens found in the prefix cache at first admission
-  // Structured output: the request's grammar (shared with requests using the
-  // same one) and where the text is in it.
-  std::shared_ptr<grammar::CompiledGrammar> grammar;
-  grammar::GrammarCursor gcursor;
-  ThinkingTracker thinking;
-  // Embedding requests: the pooled hidden states so far (mean: their sum).
-  std::vector<double> pooled;
-  int32_t pooled_rows = 0;
-  std::vector<float> result;  // embedding requests: the vector, for the final event
-};
 
 Engine::Engine(const Model& model, const Tokenizer& tokenizer, Backend& backend, EngineConfig config)
     : Engine(model, tokenizer, std::span<Backend* const>(std::array<Backend*, 1>{&backend}), {}, config) {}
@@ -53,7 +27,13 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend
   BackendLimits limits;
   limits.max_tokens = config_.max_num_batched_tokens;
   limits.max_seqs = config_.max_num_seqs;
-  limits.max_logits = config_.max_num_seqs;
+  const SpeculativeConfig& spec = config_.speculative;
+  spec.validate();
+  // A sequence verifying proposals takes a logit row for each and one more.
+  limits.max_logits = config_.max_num_seqs * (spec.enabled() ? 1 + spec.draft_max : 1);
+  RF_CHECK(!spec.enabled() || !mc.has_recurrent(), "speculative decoding (--spec-type ", spec_type_name(spec.type),
+           ") is not supported for models with recurrent layers (", mc.arch,
+           "): their state cannot be rolled back past rejected tokens; run without --spec-type");
   limits.max_blocks_per_seq = (config_.max_model_len + config_.block_size - 1) / config_.block_size;
   KVBudget budget;
   budget.num_blocks = config_.num_blocks;
@@ -66,6 +46,23 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend
   if (config_.state_checkpoints < 0) config_.state_checkpoints = config_.prefix_caching ? config_.max_num_seqs : 0;
   if (!mc.has_recurrent()) config_.state_checkpoints = 0;
   if (mc.has_recurrent()) budget.state_rows = config_.max_num_seqs + config_.state_checkpoints;
+  // The draft model's runner first: on a GPU the target's KV cache is then
+  // planned from the memory its weights, workspace and KV leave.
+  if (spec.enabled() && spec.type == SpecType::Draft) {
+    RF_CHECK(backends.size() == 1, "speculative decoding with a draft model is not supported with tensor parallelism");
+    RF_CHECK(spec.draft_backend != backends[0], "the draft model needs a backend of its own (one backend holds one "
+                                                "model's step buffers and graphs)");
+    RF_CHECK(spec.draft_backend->device() == backends[0]->device(), "the draft model is on another kind of device");
+    draft_model_ = std::make_unique<DraftProposer>(*spec.draft, tokenizer, mc.n_vocab, *spec.draft_backend,
+                                                   config_.max_num_seqs, config_.max_num_batched_tokens,
+                                                   config_.max_model_len, config_.block_size);
+    // A share of device memory for the model: less what the draft took.
+    if (budget.memory_utilization > 0 && spec.draft_backend->total_memory() > 0) {
+      budget.memory_utilization -= float(double(spec.draft_backend->allocated_bytes()) /
+                                         double(spec.draft_backend->total_memory()));
+      RF_CHECK(budget.memory_utilization > 0, "the draft model takes all of --gpu-memory-utilization");
+    }
+  }
   runner_ = std::make_unique<StepRunner>(model, backends, comms, limits, budget, config_.block_size,
                                          config_.kv_cache_dtype);
   config_.num_blocks = runner_->num_blocks();
@@ -86,6 +83,14 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, std::span<Backend
            "), KV ", groups.summary(), "; one sequence holds up to ", max_sequence_tokens(), " tokens; max ",
            config_.max_num_seqs, " sequences, ", config_.max_num_batched_tokens, " tokens per step, context ",
            config_.max_model_len);
+  if (spec.enabled() && spec.type == SpecType::Ngram) {
+    proposer_ = std::make_unique<NgramProposer>(spec.ngram_min, spec.ngram_max);
+    log_info("engine: speculative decoding: ngram, ", spec.draft_min, "..", spec.draft_max,
+             " proposed tokens a step (n-grams of ", spec.ngram_min, "..", spec.ngram_max, " tokens)");
+  }
+  if (draft_model_)
+    log_info("engine: speculative decoding: draft model ", spec.draft->config().summary(), ", ", spec.draft_min, "..",
+             spec.draft_max, " proposed tokens a step; its KV cache ", draft_model_->num_blocks(), " blocks");
   if (mc.has_recurrent())
     log_info("engine: recurrent state of ", mc.n_recurrent(), " layers: ", double(runner_->state_row_bytes()) / 1e6,
              " MB per sequence; ", config_.max_num_seqs, " sequence slots and ", config_.state_checkpoints,
@@ -232,6 +237,9 @@ void Engine::admit_new() {
       p->grammar = grammars_->get(*p->req.grammar);
       p->gcursor.state = p->grammar->matcher().initial();
     }
+    // Which requests may verify proposals (engine/speculative.h).
+    p->speculates = (proposer_ || draft_model_) && p->req.speculative && !p->grammar && !p->embedding() &&
+                    !(p->req.thinking.enabled && p->req.thinking.budget >= 0);
     by_seq_[&p->seq] = p;
     active_[p->seq.id] = std::move(a);
     scheduler_->add(&p->seq);
@@ -265,7 +273,8 @@ bool Engine::step() {
   const auto t_start = Clock::now();
   admit_new();
   handle_cancellations();
-  const std::vector<ScheduledSeq> sched = scheduler_->schedule();
+  propose_drafts();
+  std::vector<ScheduledSeq> sched = scheduler_->schedule();
   update_gauges();
   if (sched.empty()) {
     wake_listeners();
@@ -276,8 +285,10 @@ bool Engine::step() {
   rows_.clear();
   penalties_.clear();
   sampled_.clear();
+  sampled_seqs_.clear();
   embedding_rows_.clear();
-  for (const ScheduledSeq& e : sched) {
+  for (size_t i = 0; i < sched.size(); ++i) {
+    const ScheduledSeq& e = sched[i];
     Active* a = by_seq_.at(e.seq);
     if (!a->admitted) {  // first scheduled: account the prefix-cache lookup
       a->admitted = true;
@@ -287,29 +298,15 @@ bool Engine::step() {
     }
     for (size_t g = 0; g < group_blocks_.size(); ++g) group_blocks_[g] = e.seq->tables[g].blocks;
     const int32_t si = batch_.add_sequence(std::span<const int32_t>(e.seq->tokens.data() + e.start, size_t(e.n_new)),
-                                           e.start, group_blocks_, e.sample && !a->embedding(), e.seq->state_slot);
+                                           e.start, group_blocks_, e.sample && !a->embedding() && e.n_draft == 0,
+                                           e.seq->state_slot);
     if (e.state_load >= 0) batch_.state_loads.push_back({e.state_load, e.seq->state_slot});
     if (e.state_save >= 0) batch_.state_saves.push_back({e.seq->state_slot, e.state_save});
     if (a->embedding()) {  // no sampling: its rows' hidden states are pooled after the pass
       embedding_rows_.push_back({a, batch_.seq_starts[size_t(si)], e.start, e.n_new, e.sample});
       continue;
     }
-    if (!e.sample) continue;
-    SampleRow row;
-    row.params = a->req.sampling;
-    row.rng_counter = uint64_t(e.seq->n_generated());
-    row.penalty_offset = int32_t(penalties_.size());
-    for (const auto& [t, bias] : a->req.logit_bias) penalties_.push_back(PenaltyToken{t, 0, 0, 0, bias});
-    if (row.params.has_penalties())
-      for (const auto& [tok, p] : a->penalties) penalties_.push_back(p);
-    // Before min_tokens, end-of-generation tokens cannot be drawn.
-    if (e.seq->n_generated() < a->req.min_tokens && !a->req.ignore_eos) {
-      for (int32_t t : eog_tokens_) penalties_.push_back(PenaltyToken{t, 0, 0, 1});
-      for (int32_t t : a->req.stop_token_ids) penalties_.push_back(PenaltyToken{t, 0, 0, 1});
-    }
-    row.penalty_count = int32_t(penalties_.size()) - row.penalty_offset;
-    rows_.push_back(row);
-    sampled_.push_back(a);
+    if (e.sample) add_sample_rows(*a, e, i, si);
   }
 
   const auto t_forward = Clock::now();
@@ -336,9 +333,8 @@ bool Engine::step() {
     return true;
   }
   const auto t_tokens = Clock::now();
-  scheduler_->complete(sched);
   metrics_.steps++;
-  for (size_t i = 0; i < sampled_.size(); ++i) process_token(*sampled_[i], results_[i]);
+  take_tokens(sched);
   for (const EmbeddingRows& e : embedding_rows_)
     if (e.last) finish_embedding(*e.a);
   update_gauges();
@@ -350,41 +346,11 @@ bool Engine::step() {
   metrics_.observe_step_phase(EngineMetrics::kTokens, seconds(t_tokens, t_end));
   int64_t prompt_tokens = 0, decode_rows = 0;
   for (const ScheduledSeq& e : sched) {
-    if (e.n_new > 1) prompt_tokens += e.n_new;
+    if (e.n_new > 1 && e.n_draft == 0) prompt_tokens += e.n_new;
     else ++decode_rows;
   }
   metrics_.observe_step_shape(prompt_tokens, decode_rows, seconds(t_start, t_end));
   return true;
-}
-
-void Engine::token_masks() {
-  const auto t0 = Clock::now();
-  const size_t words = (size_t(model_.config().n_vocab) + 31) / 32;
-  if (masks_.size() < rows_.size()) masks_.resize(rows_.size());
-  if (grammars_) grammars_->trim(kGrammarMemoryBytes);
-  bool any = false;
-  for (size_t i = 0; i < rows_.size(); ++i) {
-    Active& a = *sampled_[i];
-    if (const int32_t forced = a.thinking.forced_next(); forced >= 0) {  // a thinking budget is spent
-      std::vector<uint32_t>& buf = masks_[i];
-      buf.assign(words, 0u);
-      buf[size_t(forced) / 32] |= 1u << (forced % 32);
-      rows_[i].allowed = buf.data();
-      continue;
-    }
-    if (!a.grammar) continue;
-    any = true;
-    grammar::TokenMasker& masker = a.grammar->masker();
-    const grammar::MaskStats before = masker.stats();
-    const std::vector<uint32_t>& m = masker.mask(a.gcursor.current(a.grammar->automaton()));
-    metrics_.grammar_masks_computed += masker.stats().computed - before.computed;
-    metrics_.grammar_mask_cache_hits += masker.stats().cache_hits - before.cache_hits;
-    std::vector<uint32_t>& buf = masks_[i];
-    buf.assign(words, 0u);  // ids past the tokenizer's vocabulary: never
-    std::copy(m.begin(), m.begin() + std::min(m.size(), words), buf.begin());
-    rows_[i].allowed = buf.data();
-  }
-  if (any) metrics_.observe_grammar_step(std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
 void Engine::run_until_idle() {
@@ -392,7 +358,7 @@ void Engine::run_until_idle() {
   }
 }
 
-void Engine::process_token(Active& a, const SampleResult& r) {
+bool Engine::process_token(Active& a, const SampleResult& r) {
   Sequence& s = a.seq;
   const int32_t tok = r.token;
   s.tokens.push_back(tok);
@@ -418,7 +384,7 @@ void Engine::process_token(Active& a, const SampleResult& r) {
   if (a.grammar && !eos) {  // the grammar follows the text (its mask allowed this token)
     if (size_t(tok) >= token_bytes_.size() || !a.gcursor.advance(a.grammar->automaton(), token_bytes_[size_t(tok)])) {
       finish(a, FinishReason::Error, str("token ", tok, " does not fit the request's grammar"));
-      return;
+      return false;
     }
   }
 
@@ -437,14 +403,16 @@ void Engine::process_token(Active& a, const SampleResult& r) {
   }
   if (reason == FinishReason::None) {
     emit(*a.handle, std::move(ev));
-    return;
+    return true;
   }
   if (!a.stop.stopped()) ev.text += a.stop.push(a.detok.flush(), past_min) + a.stop.flush();
   emit(*a.handle, std::move(ev));
   finish(a, reason);
+  return false;
 }
 
 void Engine::finish(Active& a, FinishReason reason, const std::string& error) {
+  a.seq.drop_drafts();  // a failed step's proposals were never output
   StreamEvent ev;
   ev.finished = true;
   ev.finish_reason = reason;
@@ -456,6 +424,7 @@ void Engine::finish(Active& a, FinishReason reason, const std::string& error) {
   ev.embedding = std::move(a.result);
   if (a.stop.stopped()) ev.stop_string = a.stop.matched();
   if (a.seq.status != SeqStatus::Finished) scheduler_->finish(&a.seq);
+  if (draft_model_) draft_model_->release(a.seq.id);
   metrics_.requests_finished++;
   if (reason == FinishReason::Cancelled) metrics_.requests_cancelled++;
   if (reason == FinishReason::Error) metrics_.requests_failed++;

@@ -20,7 +20,10 @@
 #include "engine/metrics.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "engine/proposer_draft.h"
+#include "engine/proposer_ngram.h"
 #include "engine/serving.h"
+#include "engine/speculative.h"
 #include "engine/stop_matcher.h"
 #include "engine/thinking.h"
 #include "model/model.h"
@@ -48,6 +51,9 @@ struct EngineConfig {
   // the max_num_seqs sequence slots (-1: max_num_seqs with prefix caching,
   // else 0). Planned with the KV cache (kv/memory_plan).
   int32_t state_checkpoints = -1;
+  // Speculative decoding (engine/speculative.h; off by default). Each
+  // sequence slot then takes up to 1 + draft_max logit rows a step.
+  SpeculativeConfig speculative;
 };
 
 
@@ -91,6 +97,8 @@ class Engine final : public ServingEngine {
   // Hybrid models: the recurrent-state rows' bookkeeping (null otherwise;
   // engine thread, or while the engine is not started).
   const StatePool* state_pool() const { return scheduler_->state_pool(); }
+  // Speculative decoding with a draft model: its proposer (null otherwise).
+  const DraftProposer* draft_proposer() const { return draft_model_.get(); }
   size_t active_requests() const override;
 
  private:
@@ -98,7 +106,17 @@ class Engine final : public ServingEngine {
   void loop();
   void admit_new();
   void handle_cancellations();
-  void process_token(Active& a, const SampleResult& r);
+  // Hands out one sampled token; false when it ended the request (`a` is gone).
+  bool process_token(Active& a, const SampleResult& r);
+  // Speculative decoding, before scheduling: proposals for the sequences
+  // that decode and may speculate (engine_sampling.cpp).
+  void propose_drafts();
+  // The sample rows of scheduled entry `entry` (batch sequence `si`): one,
+  // or one per proposed token and one more, with their logit rows.
+  void add_sample_rows(Active& a, const ScheduledSeq& e, size_t entry, int32_t si);
+  // After sampling: proposals verified and rolled back, the step completed
+  // in the scheduler, the tokens handed out.
+  void take_tokens(std::vector<ScheduledSeq>& sched);
   // Embedding requests of this step: their rows' hidden states pooled
   // (after the forward pass), and those whose prompt is done finished.
   void pool_embeddings();
@@ -128,7 +146,25 @@ class Engine final : public ServingEngine {
   std::vector<SampleRow> rows_;
   std::vector<PenaltyToken> penalties_;
   std::vector<SampleResult> results_;
-  std::vector<Active*> sampled_;
+  std::vector<Active*> sampled_;  // per sample row
+  struct SampledSeq {
+    Active* a;
+    size_t entry;       // in the step's schedule
+    int32_t first_row;  // its first sample row (n_draft + 1 of them)
+    int32_t accepted;   // of its proposed tokens (take_tokens)
+  };
+  std::vector<SampledSeq> sampled_seqs_;
+  // Speculative decoding's proposer (both null: off).
+  std::unique_ptr<NgramProposer> proposer_;
+  std::unique_ptr<DraftProposer> draft_model_;
+  std::vector<int32_t> draft_;               // propose_drafts' scratch
+  // Draft model: the round's jobs, and the sequences whose draft KV may
+  // hold proposals until settle_drafts() bounds it by the target's.
+  std::vector<DraftProposer::Job> draft_jobs_;
+  std::vector<std::vector<int32_t>> draft_outs_;
+  std::vector<uint64_t> draft_unsettled_;
+  void settle_drafts();
+  std::unordered_map<int32_t, PenaltyToken> draft_penalties_;  // add_sample_rows' scratch
   struct EmbeddingRows {
     Active* a;
     int32_t first_row;  // in the batch

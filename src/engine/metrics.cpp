@@ -68,9 +68,14 @@ const char* EngineMetrics::step_phase_name(StepPhase phase) {
   return kNames[phase];
 }
 
+double EngineMetrics::spec_mean_acceptance_length() const {
+  const uint64_t rounds = spec_drafts.load();
+  return rounds > 0 ? 1.0 + double(spec_accepted_tokens.load()) / double(rounds) : 0.0;
+}
+
 std::string EngineMetrics::prometheus_text() const {
   std::string out;
-  char line[256];
+  char line[512];
   auto metric = [&](const char* name, const char* type, const char* help, double v) {
     std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
     out += line;
@@ -134,6 +139,19 @@ std::string EngineMetrics::prometheus_text() const {
   metric("rocmforge_grammar_mask_step_max_seconds", "gauge",
          "Structured output: the longest time one step spent computing token masks.",
          double(grammar_mask_max_micros.load()) / 1e6);
+  metric("rocmforge_spec_decode_num_drafts_total", "counter",
+         "Speculative decoding: proposals verified (one sequence's proposed tokens in one step).",
+         double(spec_drafts.load()));
+  metric("rocmforge_spec_decode_num_draft_tokens_total", "counter", "Speculative decoding: tokens proposed.",
+         double(spec_draft_tokens.load()));
+  metric("rocmforge_spec_decode_num_accepted_tokens_total", "counter",
+         "Speculative decoding: proposed tokens the model accepted.", double(spec_accepted_tokens.load()));
+  const double proposed = double(spec_draft_tokens.load());
+  metric("rocmforge_spec_decode_acceptance_rate", "gauge", "Speculative decoding: share of proposed tokens accepted.",
+         proposed > 0 ? double(spec_accepted_tokens.load()) / proposed : 0.0);
+  metric("rocmforge_spec_decode_mean_acceptance_length", "gauge",
+         "Speculative decoding: tokens a verified proposal yields on average (1 + accepted per proposal).",
+         spec_mean_acceptance_length());
   grammar_mask.render(out, "rocmforge_grammar_mask_step_seconds",
                       "Structured output: time each step spent computing token masks (on the CPU, overlapped with "
                       "the forward pass).");

@@ -57,6 +57,13 @@ struct EngineMetrics {
   std::atomic<int64_t> kv_blocks_total{0};
   std::atomic<int64_t> kv_blocks_free{0};
   std::atomic<uint64_t> kv_window_releases{0};  // blocks released as sliding windows moved
+  // Speculative decoding: rounds verified (a sequence's proposals in one
+  // step), tokens proposed, and of those accepted.
+  std::atomic<uint64_t> spec_drafts{0};
+  std::atomic<uint64_t> spec_draft_tokens{0};
+  std::atomic<uint64_t> spec_accepted_tokens{0};
+  // Tokens a round yields on average: 1 + accepted / rounds (0 before the first).
+  double spec_mean_acceptance_length() const;
   Histogram ttft{{0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10, 30}};
   Histogram tpot{{0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1}};
   Histogram e2e{{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120}};

@@ -55,6 +55,10 @@ struct Request {
   std::shared_ptr<const grammar::Grammar> grammar;
   bool render_special = false;        // control tokens' text appears in `text` (formats that need their markers)
   ThinkingControl thinking;
+  // Speculative decoding may verify proposals for this request when the
+  // engine runs it (engine/speculative.h); false: one token a step. The
+  // output is the same either way.
+  bool speculative = true;
   // An embedding request (not None): the prompt is computed without a
   // sampling step, its final hidden states pooled this way and L2-normalised
   // into the final event's `embedding`; max_tokens and sampling are unused.

@@ -51,7 +51,7 @@ void Scheduler::release_state(Sequence* seq) {
 }
 
 ScheduledSeq Scheduler::entry(Sequence* s, int32_t n_new) {
-  ScheduledSeq e{s, s->n_computed, n_new, s->n_computed + n_new == s->n_tokens()};
+  ScheduledSeq e{s, s->n_computed, n_new, s->n_computed + n_new == s->n_tokens(), s->n_draft};
   if (!state_) return e;
   e.state_load = s->state_load;
   s->state_load = -1;
@@ -70,6 +70,7 @@ void Scheduler::slide_windows(Sequence* seq) {
 
 void Scheduler::preempt(Sequence* seq) {
   running_.erase(std::find(running_.begin(), running_.end(), seq));
+  seq->drop_drafts();
   release_blocks(seq);
   release_state(seq);
   seq->status = SeqStatus::Waiting;
@@ -81,6 +82,7 @@ void Scheduler::preempt(Sequence* seq) {
 void Scheduler::finish(Sequence* seq) {
   if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) running_.erase(it);
   if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end()) waiting_.erase(it);
+  seq->drop_drafts();
   release_blocks(seq);
   release_state(seq);
   seq->status = SeqStatus::Finished;
@@ -110,12 +112,20 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
   for (Sequence* s : running_) slide_windows(s);
 
   // Running sequences, oldest admission first.
-  for (size_t i = 0; i < running_.size() && budget > 0;) {
+  size_t i = 0;
+  for (; i < running_.size() && budget > 0;) {
     Sequence* s = running_[i];
-    const int32_t n_new = cut_for_checkpoint(s, std::min(s->n_pending(), budget));
+    // Proposed tokens come whole with the pending token or are cut to fit.
+    if (s->n_draft > 0 && s->n_pending() > budget) s->drop_drafts(std::max(0, budget - (s->n_pending() - s->n_draft)));
+    int32_t n_new = cut_for_checkpoint(s, std::min(s->n_pending(), budget));
     if (n_new <= 0) { ++i; continue; }
     bool self_preempted = false;
     while (!allocate_for(s, s->n_computed + n_new)) {
+      if (s->n_draft > 0) {  // proposals never cost anyone blocks
+        n_new -= s->n_draft;
+        s->drop_drafts();
+        continue;
+      }
       Sequence* victim = running_.back();
       preempt(victim);
       preempted = true;
@@ -126,6 +136,8 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
     budget -= n_new;
     ++i;
   }
+  // Running sequences this step leaves out keep no proposals.
+  for (size_t j = i; j < running_.size(); ++j) running_[j]->drop_drafts();
 
   // Waiting sequences in order, unless this step had to preempt.
   while (!preempted && !waiting_.empty() && budget > 0 && int32_t(running_.size()) < config_.max_num_seqs) {
@@ -148,6 +160,20 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
     budget -= n_new;
   }
   return out;
+}
+
+void Scheduler::accept(ScheduledSeq& e, int32_t n_accepted) {
+  Sequence* s = e.seq;
+  RF_CHECK(n_accepted >= 0 && n_accepted <= e.n_draft && s->n_draft == e.n_draft &&
+               e.start + e.n_new == s->n_tokens(),
+           "scheduler: accepting ", n_accepted, " of ", e.n_draft, " proposed tokens");
+  s->drop_drafts(n_accepted);
+  s->n_draft = 0;
+  e.n_new -= e.n_draft - n_accepted;
+  // Blocks past the accepted tokens' KV held only rejected ones (never hashed).
+  const int32_t bs = pool_.block_size();
+  const int32_t keep = (e.start + e.n_new + bs - 1) / bs;
+  for (BlockTable& t : s->tables) t.release_from(keep, pool_);
 }
 
 void Scheduler::complete(const std::vector<ScheduledSeq>& step) {

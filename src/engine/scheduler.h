@@ -29,6 +29,16 @@
 // checkpoint is saved there; past the prompt, each new checkpoint of a
 // sequence replaces its previous one, keeping the latest for a
 // conversation's next turn.
+//
+// Speculative decoding: a running decode sequence may carry proposed tokens
+// (Sequence::n_draft). They are scheduled with its pending token or not at
+// all: when the budget is short they are cut to what fits, when blocks are
+// short they are dropped before anyone is preempted, and a sequence left
+// out of the step (or preempted) loses them. After the forward pass the
+// engine calls accept(): the rejected ones leave the sequence and the
+// blocks only they reached go back to the pool, before complete() hashes
+// blocks — so no block holding a rejected token is ever registered in the
+// prefix cache (complete() hashes only blocks wholly below n_computed).
 #pragma once
 
 #include <cstdint>
@@ -62,6 +72,7 @@ struct ScheduledSeq {
   int32_t start;   // first position computed this step (== seq->n_computed before the step)
   int32_t n_new;   // tokens computed this step
   bool sample;     // the chunk reaches the last token: sample the next one
+  int32_t n_draft = 0;  // of n_new, trailing proposed tokens (speculative decoding): logits for each, plus the one before
   // Hybrid models: a checkpoint row restored into seq->state_slot before
   // the step, and one the slot is saved into after it (-1: none).
   int32_t state_load = -1;
@@ -83,6 +94,11 @@ class Scheduler {
   // After the forward pass: marks the scheduled tokens computed and
   // registers newly full blocks in the prefix cache.
   void complete(const std::vector<ScheduledSeq>& step);
+  // Speculative decoding, after the forward pass and before complete():
+  // of the entry's n_draft proposed tokens the first n_accepted stay, the
+  // others leave the sequence (e.n_new shrinks to match) and the blocks
+  // that only they reached are released.
+  void accept(ScheduledSeq& e, int32_t n_accepted);
   // Removes a sequence wherever it is and releases its blocks.
   void finish(Sequence* seq);
 

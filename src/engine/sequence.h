@@ -3,6 +3,13 @@
 // group (kv/group_layout.h); for hybrid models its recurrent-state slot and
 // prefix checkpoints in flight (kv/state_pool.h). The engine keeps the
 // generation state (sampler, detokenizer, stream) beside it.
+//
+// Speculative decoding (engine/speculative.h): a decoding sequence may end
+// with n_draft proposed tokens, appended by the engine before the step is
+// scheduled and verified by it after the forward pass. They are tokens like
+// any other to the scheduler (n_pending counts them), except that it may
+// drop them (budget or blocks short, preemption) rather than cut them or
+// let them cost another sequence its place; none outlives the step.
 #pragma once
 
 #include <cstdint>
@@ -32,10 +39,17 @@ struct Sequence {
   int32_t pending_checkpoint = -1;  // a checkpoint row this step saves the slot into
   uint64_t pending_key = 0;         // and its key
   uint64_t rolling_key = 0;         // the last checkpoint saved past the prompt (the next one replaces it)
+  int32_t n_draft = 0;              // trailing tokens that are proposals under verification this step
 
   int32_t n_tokens() const { return int32_t(tokens.size()); }
   int32_t n_generated() const { return n_tokens() - n_prompt; }
   int32_t n_pending() const { return n_tokens() - n_computed; }
+  // Drops the proposed tokens beyond the first `keep`.
+  void drop_drafts(int32_t keep = 0) {
+    if (keep >= n_draft) return;
+    tokens.resize(tokens.size() - size_t(n_draft - keep));
+    n_draft = keep;
+  }
   // Blocks held in every group.
   int32_t n_blocks_held() const {
     int32_t n = 0;

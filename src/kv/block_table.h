@@ -64,6 +64,22 @@ struct BlockTable {
     }
     return n;
   }
+  // Releases the entries from `keep` on (positions a rolled-back tail no
+  // longer reaches: rejected speculative tokens), tail first; returns how
+  // many held blocks went back to the pool.
+  int32_t release_from(int32_t keep, BlockPool& pool) {
+    int32_t n = 0;
+    while (int32_t(blocks.size()) > std::max(keep, 0)) {
+      if (int32_t(blocks.size()) > first_live) {
+        pool.release(blocks.back());
+        ++n;
+      } else {
+        --first_live;
+      }
+      blocks.pop_back();
+    }
+    return n;
+  }
   // Releases every held block, tail first (so the tail's cached blocks are
   // evicted before the prefix's), and empties the table.
   void release_all(BlockPool& pool) {

@@ -176,7 +176,7 @@ Json chat_body(const Json& body, bool need_max_tokens) {
     }
   }
   // This server's extensions, as chat completions take them.
-  for (const char* key : {"grammar", "logit_bias", "seed", "min_tokens", "ignore_eos", "repetition_penalty", "min_p"})
+  for (const char* key : {"grammar", "logit_bias", "seed", "min_tokens", "ignore_eos", "speculative", "repetition_penalty", "min_p"})
     if (const Json* v = f.get(key)) chat[key] = *v;
   if (const Json* budget = f.get("reasoning_budget"); budget && !chat.contains("reasoning_budget")) chat["reasoning_budget"] = *budget;
   if (const Json* kwargs = f.get("chat_template_kwargs")) {

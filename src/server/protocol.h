@@ -52,6 +52,7 @@ struct GenerationRequest {
   std::optional<int64_t> max_tokens; // unset: 16 (completions) or the rest of the context (chat)
   int32_t min_tokens = 0;            // extension
   bool ignore_eos = false;           // extension
+  bool speculative = true;           // extension: false opts out of speculative decoding (same output, no proposals)
   SamplingParams sampling;           // top_logprobs included
   bool seed_given = false;
   std::vector<std::string> stop;

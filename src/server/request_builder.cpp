@@ -116,6 +116,7 @@ PreparedRequests prepare_requests(ModelService& svc, const GenerationRequest& re
       r.max_tokens = int32_t(max_tokens);
       r.min_tokens = req.min_tokens;
       r.ignore_eos = req.ignore_eos;
+      r.speculative = req.speculative;
       r.stop = req.stop;
       r.stop_token_ids = req.stop_token_ids;
       r.logprobs = req.logprobs;

@@ -1,6 +1,6 @@
 // Parsing and validation of completions and chat completions bodies into a
 // GenerationRequest, and of /tokenize and /detokenize bodies (protocol.h). Ranges follow OpenAI's API reference;
-// extensions (min_tokens, ignore_eos, top_k, min_p, repetition_penalty,
+// extensions (min_tokens, ignore_eos, speculative, top_k, min_p, repetition_penalty,
 // add_generation_prompt) follow vLLM and llama.cpp.
 #include <algorithm>
 #include <limits>
@@ -100,6 +100,7 @@ void parse_common(const FieldReader& f, GenerationRequest& r) {
   parse_stop(f, r);
   r.min_tokens = int32_t(f.integer("min_tokens", 0, kInt32Max).value_or(0));
   r.ignore_eos = f.boolean("ignore_eos").value_or(false);
+  r.speculative = f.boolean("speculative").value_or(true);
   r.n = int32_t(f.integer("n", 1, kMaxN).value_or(1));
   parse_logit_bias(f, r);
   parse_stop_token_ids(f, r);

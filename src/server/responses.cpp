@@ -183,7 +183,7 @@ ResponsesRequest parse_responses_request(const Json& body, ResponseStore& store)
   // Responses fields chat completions shares, and this server's extensions.
   for (const char* key : {"temperature", "top_p", "stream", "parallel_tool_calls", "top_k", "min_p", "seed",
                           "logit_bias", "reasoning_budget", "chat_template_kwargs", "grammar", "min_tokens",
-                          "ignore_eos", "repetition_penalty", "stop"})
+                          "ignore_eos", "speculative", "repetition_penalty", "stop"})
     if (const Json* v = f.get(key)) chat[key] = *v;
   if (const Json* tools = f.get("tools")) chat["tools"] = responses_tools(*tools);
   if (const Json* tc = f.get("tool_choice")) chat["tool_choice"] = tool_choice_of(*tc);

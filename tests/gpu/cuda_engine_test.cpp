@@ -24,6 +24,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "gpu/gpu_test_util.h"
+#include "gpu/near_tie.h"
 #include "gpu/routing_margin.h"
 #include "model/runner.h"
 #include "model/synthetic.h"
@@ -42,31 +43,6 @@ Request greedy_req(std::vector<int32_t> prompt, int32_t max_tokens, bool logprob
   r.logprobs = logprobs;
   r.sampling.top_logprobs = logprobs ? 2 : 0;
   return r;
-}
-
-// Same tokens, or they first differ where the alone run's best two tokens
-// were within `tie` nats and the batched run took the runner-up.
-::testing::AssertionResult same_up_to_near_tie(const test::Output& alone, const test::Output& batched, double tie,
-                                               int* near_ties) {
-  if (alone.tokens == batched.tokens) return ::testing::AssertionSuccess();
-  size_t k = 0;
-  while (k < alone.tokens.size() && k < batched.tokens.size() && alone.tokens[k] == batched.tokens[k]) ++k;
-  if (k >= alone.tokens.size() || k >= batched.tokens.size() || k >= alone.logprobs.size())
-    return ::testing::AssertionFailure() << "lengths differ: " << alone.tokens.size() << " alone, "
-                                         << batched.tokens.size() << " batched";
-  const auto& top = alone.logprobs[k].top;
-  if (top.size() < 2) return ::testing::AssertionFailure() << "no top logprobs at token " << k;
-  const double gap = double(top[0].second) - double(top[1].second);
-  if (gap <= tie && batched.tokens[k] == top[1].first) {
-    ++*near_ties;
-    std::printf("  parted at token %zu of %zu: best two %d, %d, %.2e nats apart\n", k, alone.tokens.size(), top[0].first,
-                top[1].first, gap);
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << "token " << k << ": alone " << alone.tokens[k] << ", batched "
-                                       << batched.tokens[k] << "; alone's best two " << top[0].first << " ("
-                                       << top[0].second << "), " << top[1].first << " (" << top[1].second
-                                       << "): gap " << gap;
 }
 
 class CudaEngineBatch : public ::testing::TestWithParam<std::string> {};
@@ -143,7 +119,7 @@ TEST_P(CudaEngineBatch, GreedyAloneEqualsAmong32) {
   for (size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ(batched[i].reason, FinishReason::Length) << name << " request " << i;
     EXPECT_EQ(batched[i].tokens.size(), size_t(lens[i])) << name << " request " << i;
-    ::testing::AssertionResult same = same_up_to_near_tie(alone[i], batched[i], 1e-2, &near_ties);
+    ::testing::AssertionResult same = test::same_up_to_near_tie(alone[i], batched[i], 1e-2, &near_ties);
     if (!same && model->config().has_experts()) {
       // MoE: a parting explained by a routing near-tie in the text both
       // runs saw (prompt and the tokens before the parting) is not a bug.
@@ -342,7 +318,7 @@ TEST(CudaEngineWindow, LongGenerationsWithWindowGroups) {
   int near_ties = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ(together[i].tokens.size(), size_t(n_new));
-    EXPECT_TRUE(same_up_to_near_tie(alone[i], together[i], 1e-2, &near_ties)) << "request " << i;
+    EXPECT_TRUE(test::same_up_to_near_tie(alone[i], together[i], 1e-2, &near_ties)) << "request " << i;
   }
   test::expect_idle(*engine);
   engine.reset();
@@ -351,7 +327,7 @@ TEST(CudaEngineWindow, LongGenerationsWithWindowGroups) {
   for (size_t i = 0; i < prompts.size(); ++i) {
     test::Output kept;
     kept.tokens = runner.greedy(prompts[i], n_new, -1);
-    EXPECT_TRUE(same_up_to_near_tie(alone[i], kept, 1e-2, &near_ties)) << "request " << i << " vs every block kept";
+    EXPECT_TRUE(test::same_up_to_near_tie(alone[i], kept, 1e-2, &near_ties)) << "request " << i << " vs every block kept";
   }
   EXPECT_LE(near_ties, 3);
 }

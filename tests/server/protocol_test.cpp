@@ -99,11 +99,13 @@ TEST(ServerProtocol, DefaultsAndSampling) {
   EXPECT_FALSE(r.seed_given);
   EXPECT_FALSE(r.stream);
   EXPECT_FALSE(r.logprobs);
+  EXPECT_TRUE(r.speculative);
+  EXPECT_FALSE(chat(R"({"messages":[{"role":"user","content":"hi"}],"speculative":false})").speculative);
 
   r = completion(R"({"prompt":"x","max_tokens":32,"temperature":0,"top_p":0.5,"top_k":40,"min_p":0.1,
                      "seed":-1,"presence_penalty":1.5,"frequency_penalty":-0.5,"repetition_penalty":1.1,
                      "min_tokens":4,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true},
-                     "logprobs":3,"user":"u","some_future_field":{"x":1}})");
+                     "logprobs":3,"user":"u","speculative":false,"some_future_field":{"x":1}})");
   EXPECT_EQ(*r.max_tokens, 32);
   EXPECT_FLOAT_EQ(r.sampling.temperature, 0.0f);
   EXPECT_FLOAT_EQ(r.sampling.top_p, 0.5f);
@@ -116,6 +118,7 @@ TEST(ServerProtocol, DefaultsAndSampling) {
   EXPECT_FLOAT_EQ(r.sampling.repetition_penalty, 1.1f);
   EXPECT_EQ(r.min_tokens, 4);
   EXPECT_TRUE(r.ignore_eos);
+  EXPECT_FALSE(r.speculative);
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
   EXPECT_TRUE(r.logprobs);
@@ -145,6 +148,7 @@ TEST(ServerProtocol, WrongTypes) {
   EXPECT_API_ERROR(completion(R"({"prompt":"x","model":7})"), 400, "model");
   EXPECT_API_ERROR(completion(R"({"prompt":"x","logprobs":true})"), 400, "logprobs");
   EXPECT_API_ERROR(completion(R"({"prompt":"x","ignore_eos":"true"})"), 400, "ignore_eos");
+  EXPECT_API_ERROR(completion(R"({"prompt":"x","speculative":0})"), 400, "speculative");
   EXPECT_API_ERROR(completion(R"({"prompt":"x","stream":true,"stream_options":true})"), 400, "stream_options");
   EXPECT_API_ERROR(completion(R"({"prompt":"x","logit_bias":[1]})"), 400, "logit_bias");
 }
