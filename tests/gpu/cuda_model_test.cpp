@@ -138,7 +138,8 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaModelVsCpu,
                                            "arch/tiny-qwen3.gguf", "arch/tiny-gemma2.gguf", "arch/tiny-gemma3.gguf",
                                            "arch/tiny-phi3.gguf", "arch/tiny-glm4.gguf", "arch/tiny-mixtral.gguf",
                                            "arch/tiny-qwen3moe.gguf", "arch/tiny-gpt-oss.gguf", "arch/tiny-qwen35.gguf",
-                                           "arch/tiny-qwen35moe.gguf", "synthetic-tiny-fp8",
+                                           "arch/tiny-qwen35moe.gguf", "arch/tiny-glm4moe.gguf",
+                                           "arch/tiny-deepseek2.gguf", "synthetic-tiny-fp8",
                                            "synthetic-tiny-fp8:e4m3-activations"),
                          [](const auto& info) { return test::param_name(info.param); });
 
@@ -199,7 +200,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaFamilyWidths,
                                            "phi3-mini-4l:q4_k_m", "phi3-mini-4l:f16", "glm4-9b-4l:q4_k_m",
                                            "llama3-8b-4l:q4_k_m+fusions-off", "llama3-8b-4l:f16+fusions-off",
                                            "qwen3-8b-4l:q4_k_m+fusions-off", "gemma2-9b-4l:f16+fusions-off",
-                                           "qwen3.5-27b-4l:q4_k_m"),
+                                           "qwen3.5-27b-4l:q4_k_m", "glm-4.5-air-4l:q4_k_m", "deepseek-v3-4l:q4_k_m",
+                                           "deepseek-v2-lite-4l:f16"),
                          [](const auto& info) { return test::param_name(info.param); });
 
 }  // namespace
