@@ -191,7 +191,7 @@ std::string ModelConfig::summary() const {
   add(attn_softcap > 0, str("attn soft-cap ", attn_softcap));
   add(final_softcap > 0, str("final soft-cap ", final_softcap));
   add(sliding_window > 0, str("sliding window ", sliding_window));
-  add(rope.n_rot < head_dim, str("rotary ", rope.n_rot, "/", head_dim));
+  add(rope.n_rot < head_dim && !is_mla(), str("rotary ", rope.n_rot, "/", head_dim));
   const std::string ffn =
       has_experts() ? str(n_expert, " experts (", n_expert_used, " used",
                           expert_weights_norm ? "" : ", weights unnormalised", ") of ffn ", n_ff_expert)
