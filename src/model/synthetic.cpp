@@ -189,6 +189,7 @@ uint64_t name_seed(uint64_t seed, const std::string& name) {
 
 int32_t SyntheticPreset::n_tensors() const {
   if (gemma4()) return 2 + (tied_embeddings ? 0 : 1) + gemma4_tensors(*this);
+  if (deepseek2()) return 2 + (tied_embeddings ? 0 : 1) + deepseek_tensors(*this);
   if (hybrid()) {
     int32_t n = 2 + (tied_embeddings ? 0 : 1);
     for (int32_t il = 0; il < n_layer + nextn_layers; ++il) n += hybrid_block_tensors(*this, il);

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "backend/cpu/cpu_backend.h"
+#include "gguf/reader.h"
 #include "model/runner.h"
 #include "model/synthetic.h"
 #include "model/temp_model.h"
@@ -415,6 +416,16 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
   EXPECT_EQ(g26.n_tensors(), 2 + 1 + 25 * (14 + 8) + 5 * (13 + 8));
   // Routers and three 3-D expert tensors in place of the dense FFN's three.
   EXPECT_EQ(mixtral.n_tensors(), 3 + 32 * (2 + 3 + 1 + 4));
+  // DeepSeek-V3: 3 dense layers of 13 (the q LoRA's 3, kv_a and its norm,
+  // k_b, v_b, output, 2 norms, 3 FFN), 58 MoE ones of 18 (router, bias,
+  // 3 experts, 3 shared).
+  EXPECT_EQ(synthetic_preset("deepseek-v3")->n_tensors(), 3 + 3 * 13 + 58 * 18);
+  for (const char* name : {"deepseek-v3", "deepseek-v2-lite", "tiny-deepseek2"}) {  // (what the header lists)
+    const auto p = *synthetic_preset(name);
+    EXPECT_EQ(int32_t(gguf::File::from_header(synthetic_header(p, *quant_plan("q4_k_m")))->tensors().size()),
+              p.n_tensors())
+        << name;
+  }
   EXPECT_EQ(qwen.n_tensors(), 3 + 48 * (2 + 3 + 2 + 1 + 4));
 }
 
