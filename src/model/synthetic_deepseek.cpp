@@ -70,6 +70,11 @@ void add_deepseek_presets(std::vector<SyntheticPreset>& v) {
   v.push_back(lite);
   // 16 experts in 4 groups (2 used), 4 used; expert FFN 256: whole K-quant blocks.
   v.push_back(v3_routing(deepseek("tiny-deepseek2", 256, 4, 1, 4, 64, 64, 32, 16, 32, 512, 1024, 16, 4, 1, 256), 4, 2));
+  // V2-Lite's blocks at test size: attn_q (no q LoRA), softmax routing
+  // without groups or bias, 2 shared experts.
+  SyntheticPreset tiny_lite = deepseek("tiny-deepseek2-lite", 256, 4, 1, 4, 0, 64, 32, 16, 32, 512, 1024, 16, 4, 2, 256);
+  tiny_lite.yarn_log_mul = 0.0707f;
+  v.push_back(tiny_lite);
 }
 
 void describe_deepseek_metadata(gguf::Writer& w, const SyntheticPreset& p) {

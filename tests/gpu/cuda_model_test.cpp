@@ -94,7 +94,10 @@ TEST_P(CudaModelVsCpu, LogitsMatchCpu) {
   std::mt19937 rng(5);
   std::vector<int32_t> prompt;
   for (int attempt = 0;; ++attempt) {
-    ASSERT_LT(attempt, 20) << rel << ": no prompt with routing margins >= " << kMinRoutingMargin;
+    // (Most models find one at once; tiny-deepseek2, whose decisions are
+    // two — 2 of 4 groups, then 4 of their 8 experts — at attempt 205 on
+    // the CPU, each attempt a few milliseconds.)
+    ASSERT_LT(attempt, 400) << rel << ": no prompt with routing margins >= " << kMinRoutingMargin;
     test::ModelRunner probe(path, cpu);
     prompt.clear();
     for (int i = 0; i < 40; ++i) prompt.push_back(int32_t(rng() % uint32_t(probe.vocab())));

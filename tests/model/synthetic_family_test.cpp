@@ -61,18 +61,23 @@ TEST_P(SyntheticFamily, LoadsWithItsBlocksAndRuns) {
     EXPECT_EQ(c.rope.n_rot, c.head_dim / 2);
     EXPECT_TRUE(c.rope.neox);
   }
-  if (p.deepseek2()) {  // MLA with the q LoRA and f16 per-head projections; 16 experts in 4 groups
+  if (p.deepseek2()) {  // MLA (V3: q LoRA, 16 experts in 4 groups; lite: attn_q, softmax) with f16 per-head projections
     const ModelWeights& w = runner.model().weights();
+    const bool lite = p.mla_q_lora == 0;
     EXPECT_TRUE(c.is_mla());
     EXPECT_EQ(c.n_head_kv, 1);
     EXPECT_EQ(c.mla_kv_lora, 64);
-    EXPECT_EQ(c.mla_q_lora, 64);
-    EXPECT_TRUE(w.layers[0].wq_b.data && w.layers[0].q_a_norm.data && w.layers[0].kv_a_norm.data);
+    EXPECT_EQ(c.mla_q_lora, lite ? 0 : 64);
+    EXPECT_EQ(w.layers[0].wq_b.data == nullptr, lite);
+    EXPECT_EQ(w.layers[0].wq.rows(), lite ? int64_t(c.mla_q_dim()) : 64);
+    EXPECT_TRUE(w.layers[0].kv_a_norm.data);
     EXPECT_EQ(w.layers[0].w_kb.type, DType::F16);  // (f16 in the f16 and quantized plans)
     EXPECT_EQ(w.layers[0].w_kb.rows(), int64_t(c.n_head) * c.mla_kv_lora);
     EXPECT_EQ(w.layers[0].w_vb.rows(), int64_t(c.n_head) * c.mla_v);
-    EXPECT_EQ(c.moe().n_group, 4);
-    EXPECT_TRUE(w.layers[1].choice_bias.data && w.layers[1].shexp_gate.data);
+    EXPECT_EQ(c.moe().n_group, lite ? 0 : 4);
+    EXPECT_EQ(c.moe().gating, lite ? MoeGating::Softmax : MoeGating::Sigmoid);
+    EXPECT_EQ(w.layers[1].choice_bias.data == nullptr, lite);
+    EXPECT_EQ(c.n_ff_shexp, (lite ? 2 : 1) * c.n_ff_expert);
     EXPECT_FALSE(c.rope.neox);
   }
   if (p.arch == "gemma2") {
@@ -144,7 +149,7 @@ std::vector<FamilyCase> cases() {
   std::vector<FamilyCase> v;
   for (const char* p : {"tiny-qwen2", "tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-glm4",
                         "tiny-mixtral", "tiny-qwen3moe", "tiny-qwen35", "tiny-qwen35moe", "tiny-gemma4",
-                        "tiny-gemma4moe", "tiny-glm4moe", "tiny-deepseek2"})
+                        "tiny-gemma4moe", "tiny-glm4moe", "tiny-deepseek2", "tiny-deepseek2-lite"})
     for (const char* t : {"f16", "q4_k_m"}) v.push_back({p, t});
   return v;
 }
@@ -420,7 +425,7 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
   // k_b, v_b, output, 2 norms, 3 FFN), 58 MoE ones of 18 (router, bias,
   // 3 experts, 3 shared).
   EXPECT_EQ(synthetic_preset("deepseek-v3")->n_tensors(), 3 + 3 * 13 + 58 * 18);
-  for (const char* name : {"deepseek-v3", "deepseek-v2-lite", "tiny-deepseek2"}) {  // (what the header lists)
+  for (const char* name : {"deepseek-v3", "deepseek-v2-lite", "tiny-deepseek2", "tiny-deepseek2-lite"}) {  // (what the header lists)
     const auto p = *synthetic_preset(name);
     EXPECT_EQ(int32_t(gguf::File::from_header(synthetic_header(p, *quant_plan("q4_k_m")))->tensors().size()),
               p.n_tensors())
