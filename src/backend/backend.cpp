@@ -99,6 +99,14 @@ void Backend::swiglu_oai(const Tensor&, const Tensor&, Tensor&) { unsupported("s
 void Backend::scale(Tensor&, float) { unsupported("scale"); }
 void Backend::convert(const Tensor&, Tensor&) { unsupported("convert"); }
 Handoff Backend::moe_route(const Tensor&, const MoeParams&, Tensor&, Tensor&) { unsupported("moe_route"); }
+void Backend::mla_rope_store_kv(Tensor&, Tensor&, const Tensor&, float, const StepMeta&, const RopeParams&,
+                                const MlaParams&, const KVLayer&) {
+  unsupported("mla_rope_store_kv");
+}
+void Backend::attention_mla(const Tensor&, const KVLayer&, const StepMeta&, const MlaParams&, Tensor&, Tensor&,
+                            Tensor&) {
+  unsupported("attention_mla");
+}
 void Backend::moe_ffn(const Tensor&, const Tensor&, const Tensor&, const ExpertWeights&, const MoeParams&, Tensor&,
                       const Handoff&, const Handoff&) {
   unsupported("moe_ffn");

@@ -94,6 +94,24 @@ struct AttentionParams {
   const float* sinks = nullptr;
 };
 
+// One multi-head latent attention layer (DeepSeek V2/V3; Backend::
+// attention_mla): n_heads query heads of nope + rope dims; per token a
+// latent c of lora dims and one RoPE key of rope dims shared by the heads,
+// cached as one K row [c | k_rope] (KVLayer n_kv_heads 1, head_dim lora +
+// rope, no V: the values are read from the front of the K rows); v value
+// dims per head. Head h's key is [w_kb[h] . c | k_rope] and its value
+// w_vb[h] . c.
+struct MlaParams {
+  int32_t n_heads = 0, nope = 0, rope = 0, lora = 0, v = 0;
+  float scale = 1.0f;  // of q . k over a head's nope + rope dims
+  // attn_k_b [n_heads * lora rows, nope] and attn_v_b [n_heads * v rows,
+  // lora]: head h's rows start at h * lora and h * v (the CPU reads any
+  // stored format; GPUs f32, f16 or bf16).
+  Tensor w_kb, w_vb;
+  int32_t q_head() const { return nope + rope; }
+  int32_t kv_row() const { return lora + rope; }
+};
+
 // Device-side view of an uploaded Batch: pointers valid until the next
 // upload_step. Scalars are host values. slot_mapping and block_tables are
 // those of one KV group (Batch::groups): upload_step returns group 0's,
@@ -154,7 +172,7 @@ struct BackendLimits {
   int32_t max_logits = 0;
   int32_t vocab = 0;           // logit columns (a tensor-parallel rank's range of the vocabulary)
   int64_t max_weight_elems = 0;  // largest weight matrix (rows * cols)
-  int32_t n_heads = 0;           // attention query heads
+  int32_t n_heads = 0;           // attention query heads (these three 0: no paged attention op runs, MLA models)
   int32_t head_dim = 0;
   int32_t n_kv_heads = 0;
   int32_t kv_groups = 1;         // KV groups (Batch::groups) of every step
@@ -176,7 +194,7 @@ struct BackendLimits {
 enum class MoeGating { Softmax, Sigmoid };
 
 // A mixture-of-experts FFN layer's shape and routing (Mixtral, Qwen3-MoE,
-// gpt-oss, GLM-4.5).
+// gpt-oss, GLM-4.5, DeepSeek V2/V3).
 struct MoeParams {
   int32_t n_expert = 0;  // experts per layer
   int32_t n_used = 0;    // experts chosen per token (top-k)
@@ -189,8 +207,18 @@ struct MoeParams {
   // probabilities for the choice of experts only; the weights stay the
   // unbiased probabilities. The layer's own: the model sets it per layer.
   Tensor choice_bias;
-  // The default routing (softmax, no bias, scale 1): the one every backend runs.
-  bool plain_routing() const { return gating == MoeGating::Softmax && !choice_bias.data && weights_scale == 1.0f; }
+  // Group-limited routing (DeepSeek's expert_group_count and
+  // expert_group_used_count): n_group > 1 splits the experts into n_group
+  // equal groups of consecutive ids (at least 2 each, n_group <= 32); the
+  // choice is limited to the n_group_used groups whose two best choice
+  // scores sum highest (ties to the lower group). 0 or 1: no groups.
+  int32_t n_group = 0;
+  int32_t n_group_used = 0;
+  bool grouped() const { return n_group > 1; }
+  // The default routing (softmax, no bias, scale 1, no groups).
+  bool plain_routing() const {
+    return gating == MoeGating::Softmax && !choice_bias.data && weights_scale == 1.0f && !grouped();
+  }
 };
 
 // One layer's experts, each matrix stacked along rows (GGUF's 3-D
@@ -385,15 +413,41 @@ class Backend {
   // it), queued in order with the ops.
   virtual void copy_on_device(void* dst, const void* src, size_t bytes);
 
+  // --- multi-head latent attention (DeepSeek V2/V3; MlaParams) ----------------
+  // In place: q [n_tokens, n_heads * (nope + rope)] turns each head's last
+  // rope dims by RoPE (rope.n_rot == p.rope); kv [n_tokens, lora + rope]
+  // (attn_kv_a_mqa's output) has its first lora dims RMS-normed by kv_norm
+  // (f32 [lora]) with eps and its last rope dims turned; then each token's
+  // kv row goes into the cache's K at its slot (slots of -1 skipped).
+  virtual void mla_rope_store_kv(Tensor& q, Tensor& kv, const Tensor& kv_norm, float eps, const StepMeta& m,
+                                 const RopeParams& rope, const MlaParams& p, const KVLayer& cache);
+  // Causal attention in the latent space, per token t (sequence keys j in
+  // [0, position]) and head h, q_nope and q_rope its parts of q (after
+  // mla_rope_store_kv), K_j the cached row [c_j | k_rope_j]:
+  //   q_lat = [w_kb[h]^T-absorbed q_nope | q_rope], q_lat[i] =
+  //           sum_d w_kb[h][i][d] q_nope[d] for i < lora (so that q_lat .
+  //           K_j = q_nope . (w_kb[h] c_j) + q_rope . k_rope_j)
+  //   s_j = p.scale * q_lat . K_j;  o = sum_j softmax(s)_j c_j
+  //   out[t, h*v .. (h+1)*v) = w_vb[h] . o
+  // — attention over the per-head keys and values without expanding them.
+  // q_lat [n_tokens, n_heads * (lora + rope)] and o_lat [n_tokens, n_heads
+  // * lora], of the activation type, are scratch the backend may use
+  // (unspecified afterwards); out [n_tokens, n_heads * v].
+  virtual void attention_mla(const Tensor& q, const KVLayer& cache, const StepMeta& m, const MlaParams& p,
+                             Tensor& q_lat, Tensor& o_lat, Tensor& out);
+
   // --- mixture of experts -----------------------------------------------------
   // Routing: router_logits f32 [n, n_expert] -> ids i32 [n, n_used] and
   // weights f32 [n, n_used]: probabilities (p.gating: softmax over all
-  // experts, or the sigmoid of each logit), the n_used largest of
-  // probability + p.choice_bias (where set) in descending order (ties to
-  // the lower index), their unbiased probabilities renormalised to sum 1
-  // when p.norm_weights (Mixtral's softmax over the chosen top-k is the
-  // same thing), times p.weights_scale. Returns ids' Handoff, for the
-  // moe_ffn of these ids.
+  // experts, or the sigmoid of each logit); choice scores = probability +
+  // p.choice_bias (where set); with groups (p.grouped()) the experts
+  // outside the p.n_group_used groups of the highest sums of their two
+  // best scores are out of the choice; the n_used largest scores in
+  // descending order (ties to the lower index), their unbiased
+  // probabilities renormalised to sum 1 when p.norm_weights (Mixtral's
+  // softmax over the chosen top-k is the same thing), times
+  // p.weights_scale. n_used must be at most n_group_used * (n_expert /
+  // n_group). Returns ids' Handoff, for the moe_ffn of these ids.
   virtual Handoff moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights);
   // The router logits x . w_router^T into `logits` (f32 [n, n_expert]),
   // then moe_route on them; the default runs matmul and moe_route. x is not

@@ -53,7 +53,8 @@ void print_experts(const ModelConfig& c) {
               c.expert_weights_norm ? "renormalised over the chosen experts" : "their softmax probabilities");
 }
 
-// The KV group layout and the f16 K/V one sequence of the training context
+// One token's KV values and bytes in a layer (MLA: the compressed row);
+// the KV group layout and the f16 K/V one sequence of the training context
 // holds (16-token blocks, 2048-token prompt chunks) with it and with every
 // layer keeping every token; decoding, also in the 8-bit cache (e4m3 rows
 // and their scales, --kv-cache-dtype fp8).
@@ -65,10 +66,18 @@ void print_kv(const ModelConfig& c) {
   const double decode_blocks = double(geo.groups.max_blocks_per_sequence(n, bs, 1));
   const double decode = decode_blocks * block;
   const double decode_fp8 = decode_blocks * double(kv_geometry(c, DType::F8_E4M3, bs).bytes_per_block());
-  const double every = 2.0 * double(geo.groups.n_kv_layers()) * double(n) * double(geo.row_bytes);
-  std::printf("kv cache:    %s; a %d-token sequence holds %s of f16 K/V decoding (%s with --kv-cache-dtype fp8), %s "
+  const std::string fp8 = c.is_mla() ? std::string("no 8-bit cache for MLA")
+                                     : human_bytes(decode_fp8) + " with --kv-cache-dtype fp8";
+  const double every = double(geo.groups.n_kv_layers()) * double(n) * double(geo.token_bytes());
+  if (c.is_mla())
+    std::printf("kv per token: %d values a layer (latent %d + RoPE key %d; K only, V is the latent), %zu bytes at f16\n",
+                c.kv_dim(), c.mla_kv_lora, c.rope.n_rot, geo.token_bytes());
+  else
+    std::printf("kv per token: %zu values a layer (K and V; the widest KV layer's), %zu bytes at f16\n",
+                geo.token_bytes() / 2, geo.token_bytes());
+  std::printf("kv cache:    %s; a %d-token sequence holds %s of f16 K/V decoding (%s), %s "
               "at most with 2048-token prompt chunks (%s if every layer kept every token)\n",
-              geo.groups.summary().c_str(), n, human_bytes(decode).c_str(), human_bytes(decode_fp8).c_str(),
+              geo.groups.summary().c_str(), n, human_bytes(decode).c_str(), fp8.c_str(),
               human_bytes(prefill).c_str(), human_bytes(every).c_str());
 }
 

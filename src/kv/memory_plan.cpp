@@ -39,10 +39,12 @@ size_t KVGeometry::bytes_read(int32_t context) const {
     const int32_t w = groups.window(g);
     rows += groups.layers(g).size() * size_t(std::max(0, w > 0 ? std::min(context, w) : context));
   }
-  return 2 * rows * row_bytes;
+  return rows * token_bytes();
 }
 
 KVMemoryPlan::KVMemoryPlan(const KVGeometry& g, const KVBudget& budget) : geometry_(g) {
+  RF_CHECK(g.arrays_per_layer == 1 || g.arrays_per_layer == 2, "KV geometry: ", g.arrays_per_layer,
+           " arrays per layer");
   RF_CHECK(g.group_size() > 0 && g.row_bytes > 0, "KV geometry: groups of ", g.group_size(), " layers of ", g.row_bytes,
            "-byte rows");
   RF_CHECK(g.block_size > 0 && g.block_size <= 1024, "KV block size ", g.block_size, " is not in [1, 1024]");

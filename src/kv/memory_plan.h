@@ -3,7 +3,8 @@
 // one token's K or V row, block size) and a budget go in; the number of
 // blocks and the byte offsets of the K and V arrays come out. One block
 // holds block_size tokens of the g layers of one KV group
-// (kv/group_layout.h), so there are 2 * g arrays of [num_blocks *
+// (kv/group_layout.h), so there are 2 * g arrays (g for a K-only MLA
+// cache) of [num_blocks *
 // block_size slots] rows, and layer il uses the pair index_in_group(il)
 // with its group's block ids (a single group of every layer: one pair per
 // layer, as without groups). Hybrid models also keep recurrent-state rows
@@ -30,9 +31,15 @@ struct KVGeometry {
   // Hybrid models: one recurrent-state row (every recurrent layer's conv
   // and delta-rule state of one sequence); 0 without recurrent layers.
   size_t state_row_bytes = 0;
+  // Arrays per layer: 2 (K and V), or 1 (K only: multi-head latent
+  // attention's compressed cache, whose one row per token and layer is the
+  // latent c and the shared RoPE key, V being the front of it).
+  int32_t arrays_per_layer = 2;
 
   int32_t group_size() const { return groups.group_size(); }
-  size_t bytes_per_block() const { return 2 * size_t(group_size()) * size_t(block_size) * row_bytes; }
+  // One token's bytes in one layer (K and V, or the one compressed row).
+  size_t token_bytes() const { return size_t(arrays_per_layer) * row_bytes; }
+  size_t bytes_per_block() const { return size_t(group_size()) * size_t(block_size) * token_bytes(); }
   // The K and V bytes one token's attention reads over `context` tokens, in
   // every layer (a sliding-window layer: the last `window` of them).
   size_t bytes_read(int32_t context) const;
@@ -71,14 +78,19 @@ class KVMemoryPlan {
   const KVGeometry& geometry() const { return geometry_; }
   // One K or V array: [num_blocks * block_size slots] rows.
   size_t array_bytes() const { return size_t(num_blocks_) * size_t(geometry_.block_size) * geometry_.row_bytes; }
-  size_t total_bytes() const { return 2 * size_t(geometry_.group_size()) * array_bytes(); }  // the KV arrays
+  size_t total_bytes() const {  // the KV arrays
+    return size_t(geometry_.arrays_per_layer) * size_t(geometry_.group_size()) * array_bytes();
+  }
   // The recurrent-state rows (hybrid models; 0 otherwise), allocated apart
   // from the KV arrays.
   int32_t state_rows() const { return state_rows_; }
   size_t state_bytes() const { return size_t(state_rows_) * geometry_.state_row_bytes; }
-  // The arrays of index j within a group (KVGroupLayout::index_in_group).
-  size_t k_offset(int32_t j) const { return 2 * size_t(j) * array_bytes(); }
-  size_t v_offset(int32_t j) const { return (2 * size_t(j) + 1) * array_bytes(); }
+  // The arrays of index j within a group (KVGroupLayout::index_in_group);
+  // a K-only cache has no V arrays (v_offset is then k_offset).
+  size_t k_offset(int32_t j) const { return size_t(geometry_.arrays_per_layer) * size_t(j) * array_bytes(); }
+  size_t v_offset(int32_t j) const {
+    return (size_t(geometry_.arrays_per_layer) * size_t(j) + size_t(geometry_.arrays_per_layer - 1)) * array_bytes();
+  }
 
  private:
   KVGeometry geometry_;

@@ -32,6 +32,12 @@
 //                   exp_probs_b.bias for the choice only, expert_weights_norm
 //                   (default false), expert_weights_scale; nextn MTP blocks
 //                   loaded, not run
+//   deepseek2       DeepSeek V2/V3 (arch_deepseek.cpp): NORM RoPE over
+//                   rope.dimension_count dims (YaRN from the rope.scaling
+//                   keys, the rotation not magnitude-scaled); multi-head
+//                   latent attention with the compressed cache; glm4moe's
+//                   MoE keys (softmax gating by default) with an optional
+//                   exp_probs_b.bias and group-limited routing
 //   gpt-oss         NeoX RoPE (YaRN from the rope.scaling keys); q/k/v and
 //                   output biases; attention sinks; sliding window
 //                   (attention.sliding_window) on every other layer from
@@ -101,11 +107,17 @@ float gemma_attn_scale(const ModelConfig& c, int32_t layers_27b) {
   return 1.0f / std::sqrt(float(c.head_dim));
 }
 
-float optional_float(const gguf::File& f, const std::string& key, double fallback) {
+}  // namespace
+
+float arch_detail::optional_float(const gguf::File& f, const std::string& key, double fallback) {
   const double v = f.get_float(key, fallback);
   RF_CHECK(std::isfinite(v), "model metadata '", key, "' = ", v, " is not finite");
   return float(v);
 }
+
+namespace {
+
+using arch_detail::optional_float;
 
 void gemma_common(ModelConfig& c) {
   c.rope.neox = true;
@@ -261,9 +273,11 @@ void configure_qwen3moe(const gguf::File& f, ModelConfig& c) {
   }
 }
 
+}  // namespace
+
 // nextn_predict_layers (default 0): block_count counts that many MTP blocks
 // after the main layers; n_layer becomes the main layers' count.
-void read_nextn(const gguf::File& f, ModelConfig& c) {
+void arch_detail::read_nextn(const gguf::File& f, ModelConfig& c) {
   const int64_t n_all = c.n_layer;
   const std::string nk = c.arch + ".nextn_predict_layers";
   const int64_t nextn = f.get_int(nk, 0);
@@ -274,22 +288,14 @@ void read_nextn(const gguf::File& f, ModelConfig& c) {
   c.swa_layers.assign(size_t(c.n_layer), 0);
 }
 
-// GLM-4.5 (glm4moe; llama.cpp's load_arch_hparams and build_moe_ffn call):
-// NeoX RoPE over rope.dimension_count dims, q/k/v biases, q/k norms where
-// the file has them, post_attention_norm as the pre-FFN norm; the first
-// leading_dense_block_count layers dense, the others experts
-// (expert_feed_forward_length wide, required) with expert_shared_count
-// shared experts (required; one SwiGLU of their summed width, ungated);
-// routing by expert_gating_func (1 softmax, 2 sigmoid, the default) with
-// exp_probs_b.bias for the choice, expert_weights_norm (default false) and
-// expert_weights_scale (default 1; 0 means 1).
-void configure_glm4moe(const gguf::File& f, ModelConfig& c) {
+// The MoE keys GLM-4.5 and DeepSeek share (llama.cpp's load_arch_hparams
+// for both): expert_feed_forward_length (required), expert_shared_count
+// shared experts (required; one SwiGLU of their summed width, ungated),
+// leading_dense_block_count dense layers first, expert_gating_func (1
+// softmax, 2 sigmoid; `gating_default` where absent), expert_weights_norm
+// (default false) and expert_weights_scale (default 1; 0 means 1).
+void arch_detail::read_lead_shared_moe(const gguf::File& f, ModelConfig& c, int64_t gating_default) {
   const std::string a = c.arch + ".";
-  read_nextn(f, c);
-  c.rope.neox = true;
-  c.qkv_bias = BiasUse::Required;
-  c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
-  c.ffn_norm_name = "post_attention_norm";
   const std::string ek = a + "expert_feed_forward_length", sk = a + "expert_shared_count";
   c.n_ff_expert = positive_key(ek, f.require_int(ek));
   const int64_t shared = f.require_int(sk);
@@ -302,16 +308,32 @@ void configure_glm4moe(const gguf::File& f, ModelConfig& c) {
            ")");
   c.n_layer_dense_lead = int32_t(lead);
   const std::string gk = a + "expert_gating_func";
-  const int64_t gating = f.get_int(gk, 2);
+  const int64_t gating = f.get_int(gk, gating_default);
   RF_CHECK(gating == 1 || gating == 2, "model metadata '", gk, "' = ", gating,
            " is not supported (1 softmax, 2 sigmoid)");
   c.expert_gating = gating == 1 ? MoeGating::Softmax : MoeGating::Sigmoid;
-  c.expert_choice_bias = true;
   c.expert_weights_norm = f.get_bool(a + "expert_weights_norm", false);
   const std::string wk = a + "expert_weights_scale";
-  const float scale = optional_float(f, wk, 1.0);
+  const float scale = arch_detail::optional_float(f, wk, 1.0);
   RF_CHECK(scale >= 0.0f, "model metadata '", wk, "' = ", scale, " is negative");
   c.expert_weights_scale = scale == 0.0f ? 1.0f : scale;
+}
+
+namespace {
+
+// GLM-4.5 (glm4moe; llama.cpp's load_arch_hparams and build_moe_ffn call):
+// NeoX RoPE over rope.dimension_count dims, q/k/v biases, q/k norms where
+// the file has them, post_attention_norm as the pre-FFN norm; the shared
+// MoE keys (read_lead_shared_moe; sigmoid gating by default) with
+// exp_probs_b.bias for the choice.
+void configure_glm4moe(const gguf::File& f, ModelConfig& c) {
+  arch_detail::read_nextn(f, c);
+  c.rope.neox = true;
+  c.qkv_bias = BiasUse::Required;
+  c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  c.ffn_norm_name = "post_attention_norm";
+  arch_detail::read_lead_shared_moe(f, c, 2);
+  c.expert_choice_bias = true;
 }
 
 // Qwen3.5 / Qwen3.6 (qwen35, qwen35moe): the hybrid layers and the MTP
@@ -323,7 +345,7 @@ void configure_qwen35(const gguf::File& f, ModelConfig& c) {
   c.attn_output_gate = true;
   c.ffn_norm_name = "post_attention_norm";
   const int64_t n_all = c.n_layer;  // block_count: the main layers and the MTP blocks
-  read_nextn(f, c);
+  arch_detail::read_nextn(f, c);
 
   const std::string sk = a + "rope.dimension_sections";
   const gguf::Value* sv = f.find(sk);
@@ -422,6 +444,7 @@ const Family kFamilies[] = {
        c.fused_gate_up = true;
      }},
     {"glm4moe", configure_glm4moe, ExpertUse::Required},
+    {"deepseek2", arch_detail::configure_deepseek2, ExpertUse::Required},
     {"gpt-oss", configure_gpt_oss, ExpertUse::Required},
     {"qwen35", configure_qwen35},
     {"qwen35moe", configure_qwen35moe, ExpertUse::Required},

@@ -81,9 +81,11 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
   // Head sizes default to n_embd / n_head, each on its own (llama.cpp).
   const int64_t default_hd = c.n_embd / c.n_head;
   c.head_dim = positive_key(a + "attention.key_length", f.get_int(a + "attention.key_length", default_hd), 1024);
+  // (Multi-head latent attention's compressed cache, kv_lora_rank set, has
+  // its own rule: model/arch.cpp configure_deepseek2.)
   const int64_t vlen = f.get_int(a + "attention.value_length", default_hd);
-  RF_CHECK(vlen == c.head_dim, "model metadata: value_length ", vlen, " differs from key_length ", c.head_dim,
-           " (not supported)");
+  RF_CHECK(vlen == c.head_dim || f.has(a + "attention.kv_lora_rank"), "model metadata: value_length ", vlen,
+           " differs from key_length ", c.head_dim, " (not supported)");
   c.n_ctx_train = required("context_length");
   const std::string eps_key = a + "attention.layer_norm_rms_epsilon";
   RF_CHECK(f.has(eps_key), "model metadata is missing '", eps_key, "'");
@@ -140,6 +142,8 @@ MoeParams ModelConfig::moe() const {
   p.act = expert_activation;
   p.gating = expert_gating;
   p.weights_scale = expert_weights_scale;
+  p.n_group = n_expert_group;
+  p.n_group_used = n_expert_group_used;
   return p;
 }
 
@@ -165,6 +169,9 @@ std::string ModelConfig::summary() const {
   add(expert_gating == MoeGating::Sigmoid, "sigmoid routing");
   add(expert_choice_bias, "expert choice bias");
   add(expert_weights_scale != 1.0f, str("expert weights x", expert_weights_scale));
+  add(n_expert_group > 1, str("expert groups ", n_expert_group_used, " of ", n_expert_group));
+  add(is_mla(), str("MLA (latent ", mla_kv_lora, ", q ", mla_q_lora > 0 ? str("LoRA ", mla_q_lora) : std::string("direct"),
+                    ", heads of ", mla_k_nope, "+", rope.n_rot, " -> ", mla_v, ")"));
   add(n_layer_dense_lead > 0, str(n_layer_dense_lead, " leading dense layer", n_layer_dense_lead == 1 ? "" : "s",
                                   " of ffn ", n_ff));
   add(n_layer_nextn > 0, str(n_layer_nextn, " MTP block", n_layer_nextn == 1 ? "" : "s", " (not run)"));
@@ -184,7 +191,7 @@ std::string ModelConfig::summary() const {
   add(attn_softcap > 0, str("attn soft-cap ", attn_softcap));
   add(final_softcap > 0, str("final soft-cap ", final_softcap));
   add(sliding_window > 0, str("sliding window ", sliding_window));
-  add(rope.n_rot < head_dim, str("rotary ", rope.n_rot, "/", head_dim));
+  add(rope.n_rot < head_dim && !is_mla(), str("rotary ", rope.n_rot, "/", head_dim));
   const std::string ffn =
       has_experts() ? str(n_expert, " experts (", n_expert_used, " used",
                           expert_weights_norm ? "" : ", weights unnormalised", ") of ffn ", n_ff_expert)

@@ -75,6 +75,28 @@ struct ModelConfig {
   // The first this many layers have a dense FFN (feed_forward_length wide)
   // in place of the experts (leading_dense_block_count).
   int32_t n_layer_dense_lead = 0;
+  // Group-limited routing (expert_group_count, expert_group_used_count;
+  // MoeParams::n_group): 0 without groups.
+  int32_t n_expert_group = 0;
+  int32_t n_expert_group_used = 0;
+
+  // --- multi-head latent attention (deepseek2; mla_kv_lora 0: none) ------
+  // Per token a latent c (kv_lora_rank wide, RMS-normed by attn_kv_a_norm)
+  // and one RoPE key shared by the heads (rope.n_rot wide) come from
+  // attn_kv_a_mqa; the cache keeps only those (one K row of head_dim =
+  // kv_lora + n_rot, n_head_kv = 1, no V). Queries: attn_q, or the q LoRA
+  // attn_q_a -> RMSNorm(attn_q_a_norm) -> attn_q_b, per head mla_k_nope
+  // no-RoPE dims then n_rot RoPE dims. Head h's no-RoPE key is
+  // attn_k_b[h] . c and its value attn_v_b[h] . c (mla_v wide); attention
+  // runs in the latent space (Backend::attention_mla).
+  int32_t mla_kv_lora = 0;  // attention.kv_lora_rank
+  int32_t mla_q_lora = 0;   // attention.q_lora_rank (0: attn_q directly, as DeepSeek-V2-Lite)
+  int32_t mla_k_nope = 0;   // attention.key_length_mla - rope.dimension_count
+  int32_t mla_v = 0;        // attention.value_length_mla: each head's value
+  bool is_mla() const { return mla_kv_lora > 0; }
+  int32_t mla_q_head() const { return mla_k_nope + rope.n_rot; }  // one head's query (and key) width
+  int32_t mla_q_dim() const { return n_head * mla_q_head(); }       // the projected queries
+  int32_t mla_out_dim() const { return n_head * mla_v; }            // the values after attn_v_b
 
   // --- hybrid models: Gated DeltaNet (recurrent) layers -------------------
   // Such a layer keeps no KV: a fixed-size state per sequence (a causal

@@ -1,5 +1,6 @@
 // KV cache memory: one allocation split into the K and V arrays of the
-// group indices; each layer mapped to its pair.
+// group indices (K alone for the compressed MLA cache); each layer mapped
+// to its pair.
 #include "model/kv_cache.h"
 
 #include <algorithm>
@@ -77,7 +78,9 @@ KVGeometry kv_geometry(const ModelConfig& c, DType type, int32_t block_size) {
   const SlotShape slot = slot_shape(c, groups);
   size_t row = row_bytes(type, uint64_t(slot.elems));
   if (type == DType::F8_E4M3) row += sizeof(float) * size_t(slot.heads);
-  return KVGeometry{std::move(groups), row, block_size, state_row_layout(c).row_bytes()};
+  KVGeometry g{std::move(groups), row, block_size, state_row_layout(c).row_bytes()};
+  if (c.is_mla()) g.arrays_per_layer = 1;  // the compressed cache: K rows (c | RoPE key) only
+  return g;
 }
 
 KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& plan, DType type)
@@ -85,10 +88,13 @@ KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& pla
       block_size_(plan.block_size()), type_(type) {
   RF_CHECK(backend.supports_kv_type(type), "the ", backend.name(), " backend has no ", dtype_name(type),
            " KV cache");
+  RF_CHECK(!c.is_mla() || type != DType::F8_E4M3, "--kv-cache-dtype fp8: the compressed MLA cache (",
+           c.arch, ") holds the backend's own element type only");
   const KVGeometry want = kv_geometry(c, type, block_size_);
   RF_CHECK(groups_.n_layer() == c.n_layer && groups_.group_windows() == want.groups.group_windows() &&
                groups_.group_size() == want.group_size() && plan.geometry().row_bytes == want.row_bytes &&
-               plan.geometry().state_row_bytes == want.state_row_bytes,
+               plan.geometry().state_row_bytes == want.state_row_bytes &&
+               plan.geometry().arrays_per_layer == want.arrays_per_layer,
            "KV cache: the memory plan was made for another model or element type");
   bytes_ = plan.total_bytes();
   memory_ = backend.alloc(bytes_, "KV cache");
@@ -103,7 +109,7 @@ KVCache::KVCache(Backend& backend, const ModelConfig& c, const KVMemoryPlan& pla
     }
     const size_t elem_bytes = slots * row_bytes(type, uint64_t(slot.elems));  // each array's scales follow
     l.k = base + plan.k_offset(groups_.index_in_group(i));
-    l.v = base + plan.v_offset(groups_.index_in_group(i));
+    l.v = c.is_mla() ? nullptr : base + plan.v_offset(groups_.index_in_group(i));  // (MLA: K rows only)
     if (type == DType::F8_E4M3) {
       l.k_scale = reinterpret_cast<float*>(static_cast<uint8_t*>(l.k) + elem_bytes);
       l.v_scale = reinterpret_cast<float*>(static_cast<uint8_t*>(l.v) + elem_bytes);

@@ -171,6 +171,11 @@ DType fit_row_width(DType t, int64_t cols) {
 DType plan_tensor_type(const QuantPlan& plan, const std::string& name, int64_t cols, int n_dims, int n_layer,
                        bool tied_output, int n_expert, int n_gqa, bool has_imatrix) {
   if (n_dims < 2 || ends_with(name, "ffn_gate_inp.weight") || ends_with(name, "ssm_conv1d.weight")) return DType::F32;
+  // Multi-head latent attention's per-head latent projections stay in a
+  // float format (f16 in quantized plans; small, and Backend::attention_mla
+  // reads them per head).
+  if (ends_with(name, "attn_k_b.weight") || ends_with(name, "attn_v_b.weight"))
+    return plan.base == DType::F32 || plan.base == DType::BF16 ? plan.base : DType::F16;
   DType t = plan.base;
   const bool is_output = name == "output.weight" || (tied_output && name == "token_embd.weight");
   if (plan.mixture && is_low_bit_plan(plan)) {

@@ -20,6 +20,8 @@ IndexRange kv_head_range(int32_t n_head_kv, ShardSpec s) {
 ModelConfig shard_config(const ModelConfig& c, ShardSpec s) {
   RF_CHECK(s.size >= 1 && s.rank >= 0 && s.rank < s.size, "tensor parallel: rank ", s.rank, " of ", s.size);
   if (!s.split()) return c;
+  RF_CHECK(!c.is_mla(), "tensor parallelism of '", c.arch,
+           "' (multi-head latent attention and its compressed KV cache) is not supported yet");
   RF_CHECK(!c.has_recurrent() && !c.attn_output_gate && c.n_ff_shexp == 0, "tensor parallelism of '", c.arch,
            "' (its recurrent layers, gated attention and shared experts) is not supported yet");
   RF_CHECK(!c.stepwise_layers(), "tensor parallelism of '", c.arch,

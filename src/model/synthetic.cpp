@@ -12,6 +12,7 @@
 #include "core/quant.h"
 #include "core/rng.h"
 #include "gguf/writer.h"
+#include "model/synthetic_deepseek.h"
 #include "model/synthetic_gemma4.h"
 #include "model/synthetic_hybrid.h"
 
@@ -174,6 +175,7 @@ std::vector<SyntheticPreset> presets() {
   }
   add_hybrid_presets(v);  // Qwen3.5 / Qwen3.6 (model/synthetic_hybrid.cpp)
   add_gemma4_presets(v);  // Gemma 4 (model/synthetic_gemma4.cpp)
+  add_deepseek_presets(v);  // DeepSeek V2/V3 (model/synthetic_deepseek.cpp)
   return v;
 }
 
@@ -187,6 +189,7 @@ uint64_t name_seed(uint64_t seed, const std::string& name) {
 
 int32_t SyntheticPreset::n_tensors() const {
   if (gemma4()) return 2 + (tied_embeddings ? 0 : 1) + gemma4_tensors(*this);
+  if (deepseek2()) return 2 + (tied_embeddings ? 0 : 1) + deepseek_tensors(*this);
   if (hybrid()) {
     int32_t n = 2 + (tied_embeddings ? 0 : 1);
     for (int32_t il = 0; il < n_layer + nextn_layers; ++il) n += hybrid_block_tensors(*this, il);
@@ -288,6 +291,7 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
   }
   if (p.hybrid()) describe_hybrid_metadata(w, p);
   if (p.gemma4()) describe_gemma4_metadata(w, p);
+  if (p.deepseek2()) describe_deepseek_metadata(w, p);
 
   std::vector<std::string> tokens;
   std::vector<float> scores;
@@ -370,6 +374,13 @@ void describe(gguf::Writer& w, const SyntheticPreset& p, const QuantPlan& plan, 
       });
     };
     for (int32_t il = 0; il < p.n_layer + p.nextn_layers; ++il) describe_hybrid_block(sink, p, il);
+    return;
+  }
+  if (p.deepseek2()) {
+    TensorSink sink;
+    sink.matrix = matrix;
+    sink.vec = vec;
+    describe_deepseek_tensors(sink, p);
     return;
   }
   if (p.gemma4()) {

@@ -77,7 +77,19 @@ struct SyntheticPreset {
   int32_t rope_pairs_full = 0;
   int32_t shared_kv_layers = 0, n_embd_per_layer = 0;
 
+  // DeepSeek V2/V3 (arch deepseek2; model/synthetic_deepseek.cpp):
+  // multi-head latent attention (a q LoRA of mla_q_lora, 0: attn_q; the
+  // latent of mla_kv_lora; heads of mla_k_nope + n_rot query/key dims and
+  // mla_v value dims; head_count_kv 1 and head_dim kv_lora + n_rot, the
+  // compressed cache); expert groups; sigmoid gating with exp_probs_b.bias
+  // (expert_sigmoid) or softmax; YaRN with yarn_log_mul.
+  int32_t mla_q_lora = 0, mla_kv_lora = 0, mla_k_nope = 0, mla_v = 0;
+  int32_t n_expert_group = 0, n_expert_group_used = 0;
+  bool expert_sigmoid = false, expert_weights_norm = false;
+  float yarn_log_mul = 0;
+
   int32_t hd() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
+  bool deepseek2() const { return arch == "deepseek2"; }
   bool gemma4() const { return arch == "gemma4"; }
   bool glm4moe() const { return arch == "glm4moe"; }
   bool moe_layer(int32_t il) const { return n_expert > 0 && il >= n_layer_dense_lead; }

@@ -33,13 +33,15 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
            w_.tok_embd.rows(), " for a vocabulary range of ", vocab_.count);
   limits_.vocab = int32_t(vocab_.count);
   limits_.vocab_total = c_.n_vocab;
-  limits_.n_heads = c_.n_head;
-  limits_.head_dim = c_.head_dim;
-  limits_.n_kv_heads = c_.n_head_kv;
-  // Layers of other head sizes and KV heads (Gemma 4): the largest of each,
-  // and the smallest head size (the attention kernels' scratch and tiles).
-  limits_.min_head_dim = c_.head_dim;
-  for (int32_t il = 0; il < c_.n_layer; ++il) {
+  // (0 for MLA models: their layers run attention_mla, not the paged
+  // attention op, whose scratch these size.) Layers of other head sizes and
+  // KV heads (Gemma 4): the largest of each, and the smallest head size
+  // (the attention kernels' scratch and tiles).
+  limits_.n_heads = c_.is_mla() ? 0 : c_.n_head;
+  limits_.head_dim = c_.is_mla() ? 0 : c_.head_dim;
+  limits_.n_kv_heads = c_.is_mla() ? 0 : c_.n_head_kv;
+  limits_.min_head_dim = limits_.head_dim;
+  for (int32_t il = 0; il < c_.n_layer && !c_.is_mla(); ++il) {
     limits_.head_dim = std::max(limits_.head_dim, c_.head_dim_of(il));
     limits_.min_head_dim = std::min(limits_.min_head_dim, c_.head_dim_of(il));
     limits_.n_kv_heads = std::max(limits_.n_kv_heads, c_.n_head_kv_of(il));
@@ -60,7 +62,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   for (const LayerWeights& l : w_.layers) {
     for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.w_attn_gate,
                             &l.shexp_gate, &l.shexp_up, &l.shexp_down, &l.ssm_in, &l.ssm_z, &l.ssm_out,
-                            &l.ple_embd, &l.ple_gate, &l.ple_proj})
+                            &l.ple_embd, &l.ple_gate, &l.ple_proj, &l.wq_b, &l.wkv_a, &l.w_kb, &l.w_vb})
       limits_.max_weight_elems = std::max(limits_.max_weight_elems, elems(*t));
     if (l.experts.n_expert > 0)
       for (const Tensor& t : {l.experts.gate_of(0), l.experts.up_of(0), l.experts.down_of(0)})
@@ -88,6 +90,15 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   if (c_.qk_norm) {
     q_raw_ = alloc_act(qd, T, act, "q before norm");
     k_raw_ = alloc_act(kvd, T, act, "k before norm");
+  }
+  if (c_.is_mla()) {  // (q_ holds the absorbed queries, attn_ the values after attn_v_b)
+    RF_CHECK(c_.mla_out_dim() <= qd, "transformer: MLA values of ", c_.mla_out_dim(), " beside queries of ", qd);
+    q_raw_ = alloc_act(c_.mla_q_dim(), T, act, "mla q");
+    mla_lat_ = alloc_act(int64_t(c_.n_head) * c_.mla_kv_lora, T, act, "mla weighted latents");
+    if (c_.mla_q_lora > 0) {
+      mla_qa_ = alloc_act(c_.mla_q_lora, T, act, "mla q lora");
+      mla_qan_ = alloc_act(c_.mla_q_lora, T, act, "mla q lora normed");
+    }
   }
   if (c_.post_ffn_norm) post_ = alloc_act(c_.n_embd, T, act, "post norm");  // the last layer's post-FFN norm
   if (c_.moe_with_dense) aux_ = alloc_act(c_.n_embd, T, act, "dense ffn beside experts");
@@ -294,6 +305,7 @@ Tensor Transformer::mixer(int32_t il, const StepMeta& m, KVCache& kv, const Hand
   out_h = {};
   if (c_.is_recurrent(il)) return delta_net(il, m, kv.state_layer(il), xn_h);
   const KVLayer& cache = kv.layer(il);
+  if (c_.is_mla()) return mla_attention(il, m, cache, xn_h);
   const Tensor q = project_qkv(il, m, cache, xn_h);
   return attend(il, m, cache, q, out_h);
 }

@@ -3,7 +3,8 @@
 // family: ModelConfig's building blocks switch its optional steps on (biases,
 // q/k norms, post norms, GeGLU, soft-caps, sliding windows, embedding scale,
 // experts in place of the dense FFN, a shared expert beside them, a gated
-// attention output, Gated DeltaNet layers in place of attention; Gemma 4's
+// attention output, Gated DeltaNet layers or multi-head latent attention in
+// place of attention; Gemma 4's
 // per-layer shapes, shared KV, per-layer embeddings and experts beside the
 // dense FFN, run step by step).
 // Each layer stores and reads its K/V through its KV group's slots and
@@ -77,6 +78,10 @@ class Transformer {
   // out_h: what the mixer hands over with its output.
   Tensor mixer(int32_t il, const StepMeta& m, KVCache& kv, const Handoff& xn_h, Handoff& out_h);
   Tensor delta_net(int32_t il, const StepMeta& m, const RecurrentLayer& st, const Handoff& xn_h);
+  // Multi-head latent attention (transformer_mla.cpp): the rows of attn_
+  // (n_head * mla_v wide) that attn_output multiplies.
+  Tensor mla_attention(int32_t il, const StepMeta& m, const KVLayer& cache, const Handoff& xn_h);
+  MlaParams mla_params(int32_t il) const;
   const Tensor& mixer_out(int32_t il) const;
   // Sums a row-parallel product over the ranks (tensor parallel only).
   void reduce(Tensor& x);
@@ -150,6 +155,10 @@ class Transformer {
   Tensor expert_weights_;         // [n_expert_used] f32: their weights
   Tensor q_raw_, k_raw_;  // [q_dim], [kv_dim]: q and k before their per-head norm (qk_norm only)
   Tensor attn_gate_;      // [q_dim]: the attention output's gate (attn_output_gate only)
+  // Multi-head latent attention (is_mla only; q_raw_ holds the projected
+  // queries [mla_q_dim], k_ the kv rows, q_ the absorbed queries):
+  Tensor mla_qa_, mla_qan_;  // [mla_q_lora]: the q LoRA's rows, normed (q LoRA only)
+  Tensor mla_lat_;           // [n_head * mla_kv_lora]: attention_mla's weighted latents
   // Gated DeltaNet layers (hybrid models only):
   Tensor ssm_mixed_;      // [conv_channels]: q | k | v before the conv
   Tensor ssm_conv_;       // [conv_channels]: after the conv and SiLU

@@ -249,6 +249,7 @@ struct Loader {
 // Family blocks' tensors of layer i (prefix p = "blk.i."), into l.
 void load_recurrent_mixer(Loader& L, const ModelConfig& c, const std::string& p, LayerWeights& l);
 void load_gated_attention(Loader& L, const ModelConfig& c, const std::string& p, LayerWeights& l, bool pack);
+void load_mla_attention(Loader& L, const ModelConfig& c, const std::string& p, LayerWeights& l);
 void load_shared_expert(Loader& L, const ModelConfig& c, const std::string& p, LayerWeights& l);
 void load_shaped_attention(Loader& L, const ModelConfig& c, int32_t i, const std::string& p, LayerWeights& l);
 void load_gemma4_extras(Loader& L, const ModelConfig& c, int32_t i, const std::string& p, LayerWeights& l);

@@ -76,6 +76,9 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
     l.attn_norm = L.vector_f32(p + "attn_norm.weight", c.n_embd);
     if (!attention) {
       load_recurrent_mixer(L, c, p, l);
+    } else if (c.is_mla()) {
+      RF_CHECK(!split, "tensor parallelism of '", c.arch, "' (multi-head latent attention) is not supported yet");
+      load_mla_attention(L, c, p, l);
     } else if (c.stepwise_layers()) {
       load_shaped_attention(L, c, i, p, l);
     } else if (c.attn_output_gate) {
@@ -120,7 +123,7 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
       l.q_norm = L.vector_f32(p + "attn_q_norm.weight", c.head_dim);
       l.k_norm = L.vector_f32(p + "attn_k_norm.weight", c.head_dim);
     }
-    if (attention && !c.stepwise_layers()) l.wo = L.columns(p + "attn_output.weight", {uint64_t(q_full), uint64_t(c.n_embd)}, heads);
+    if (attention && !c.stepwise_layers() && !c.is_mla()) l.wo = L.columns(p + "attn_output.weight", {uint64_t(q_full), uint64_t(c.n_embd)}, heads);
     if (c.out_bias) {
       RF_CHECK(!split, "tensor parallelism of '", c.arch, "' (its output bias) is not supported yet");
       l.bo = L.vector_f32(p + "attn_output.bias", c.n_embd);
@@ -220,6 +223,7 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
 
 std::vector<Tensor> LayerWeights::mixer_inputs() const {
   if (ssm_in.data) return {ssm_in, ssm_z, ssm_beta, ssm_alpha};
+  if (wkv_a.data) return {wq, wkv_a};  // MLA: the queries (or their LoRA) and c | the RoPE key
   if (w_attn_gate.data) return {wq, wk, wv, w_attn_gate};
   if (!wk.data) return {wq};      // a shared-KV layer
   if (!wv.data) return {wq, wk};  // K is V

@@ -57,6 +57,14 @@ struct LayerWeights {
   Tensor ssm_a;         // [v heads] f32: -exp(A_log)
   Tensor ssm_norm;      // [head_dim] f32: the gated RMSNorm's weight, shared by the heads
   Tensor ssm_out;       // [n_embd rows, ssm_inner]
+  // Multi-head latent attention (ModelConfig::is_mla): wq is attn_q_a
+  // [q_lora rows, n_embd] with a q LoRA, else attn_q [mla_q_dim rows, n_embd].
+  Tensor q_a_norm;   // attn_q_a_norm [q_lora] f32 (q LoRA only)
+  Tensor wq_b;       // attn_q_b [mla_q_dim rows, q_lora] (q LoRA only)
+  Tensor wkv_a;      // attn_kv_a_mqa [kv_lora + n_rot rows, n_embd]: c, then the RoPE key
+  Tensor kv_a_norm;  // attn_kv_a_norm [kv_lora] f32: c's RMSNorm
+  Tensor w_kb;       // attn_k_b [n_head * kv_lora rows, k_nope]: head h's rows h * kv_lora ..
+  Tensor w_vb;       // attn_v_b [n_head * mla_v rows, kv_lora]: head h's rows h * mla_v ..
   // Gemma 4 (ModelConfig::stepwise_layers):
   Tensor v_norm;         // [head_dim] f32 ones: V's RMSNorm has no weight (v_norm)
   float out_scale = 1.0f;  // layer_output_scale

@@ -1,5 +1,5 @@
 // The family blocks' tensors (model/weight_loader.h): Gated DeltaNet
-// layers, gated attention, the shared expert, Gemma 4's shaped attention and
+// layers, gated attention, multi-head latent attention, the shared expert, Gemma 4's shaped attention and
 // extras, MTP blocks.
 #include <cmath>
 
@@ -60,6 +60,26 @@ void load_gated_attention(Loader& L, const ModelConfig& c, const std::string& p,
   l.w_attn_gate = L.matrix(p + "attn_q.weight", c.n_embd, q2, gate_rows);
   l.wk = L.matrix(p + "attn_k.weight", c.n_embd, kv);
   l.wv = L.matrix(p + "attn_v.weight", c.n_embd, kv);
+}
+
+// Multi-head latent attention (ModelConfig::is_mla): the query LoRA (or
+// attn_q), attn_kv_a_mqa and its norm, the per-head attn_k_b and attn_v_b
+// (3-D: [k_nope, kv_lora, n_head] and [kv_lora, v, n_head], seen as
+// matrices with the heads stacked along rows), attn_output.
+void load_mla_attention(Loader& L, const ModelConfig& c, const std::string& p, LayerWeights& l) {
+  const int64_t lora = c.mla_kv_lora, qd = c.mla_q_dim(), h = c.n_head;
+  if (c.mla_q_lora > 0) {
+    l.wq = L.matrix(p + "attn_q_a.weight", c.n_embd, c.mla_q_lora);
+    l.q_a_norm = L.vector_f32(p + "attn_q_a_norm.weight", c.mla_q_lora);
+    l.wq_b = L.matrix(p + "attn_q_b.weight", c.mla_q_lora, qd);
+  } else {
+    l.wq = L.matrix(p + "attn_q.weight", c.n_embd, qd);
+  }
+  l.wkv_a = L.matrix(p + "attn_kv_a_mqa.weight", c.n_embd, lora + c.rope.n_rot);
+  l.kv_a_norm = L.vector_f32(p + "attn_kv_a_norm.weight", lora);
+  l.w_kb = L.rows(p + "attn_k_b.weight", {uint64_t(c.mla_k_nope), uint64_t(lora), uint64_t(h)});
+  l.w_vb = L.rows(p + "attn_v_b.weight", {uint64_t(lora), uint64_t(c.mla_v), uint64_t(h)});
+  l.wo = L.matrix(p + "attn_output.weight", c.mla_out_dim(), c.n_embd);
 }
 
 // The shared expert and its scale's weight vector.

@@ -15,7 +15,7 @@ if not os.path.isdir(arch_dir):
     sys.exit(1 if "testdata" in os.environ.get("ROCMFORGE_REQUIRE", "").split(",") else 0)
 prompts = os.path.join(arch_dir, "prompts.txt")
 fails = 0
-for arch in ["qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4", "mixtral", "qwen3moe", "gpt-oss", "qwen35", "qwen35moe", "gemma4", "gemma4moe", "glm4moe"]:
+for arch in ["qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4", "mixtral", "qwen3moe", "gpt-oss", "qwen35", "qwen35moe", "gemma4", "gemma4moe", "glm4moe", "deepseek2"]:
     model = os.path.join(arch_dir, f"tiny-{arch}.gguf")
     out = subprocess.run([bin_path, "eval", "-m", model, "--prompts", prompts, "--device", "cpu", "-t", "2"],
                          capture_output=True, text=True)

@@ -179,6 +179,7 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaEngineBatch,
                                            "arch/tiny-mixtral.gguf", "arch/tiny-qwen3moe.gguf",
                                            "arch/tiny-qwen35.gguf", "arch/tiny-qwen35moe.gguf",
                                            "arch/tiny-gemma4.gguf", "arch/tiny-gemma4moe.gguf",
+                                           "arch/tiny-glm4moe.gguf", "arch/tiny-deepseek2.gguf",
                                            "synthetic-tiny-f16:fp8", "arch/tiny-gemma2.gguf:fp8", "synthetic-tiny-fp8"),
                          [](const auto& info) { return test::param_name(info.param); });
 

@@ -74,7 +74,8 @@ TEST_P(ArchGolden, EvalMatchesLlamaCpp) {
   // Mixtral is Llama with experts; Gemma 4's MoE model is gemma4 with experts.
   EXPECT_EQ(model->config().arch, arch == "mixtral" ? "llama" : arch == "gemma4moe" ? "gemma4" : arch);
   EXPECT_EQ(model->config().has_experts(), arch == "mixtral" || arch == "qwen3moe" || arch == "gpt-oss" ||
-                                               arch == "qwen35moe" || arch == "gemma4moe" || arch == "glm4moe");
+                                               arch == "qwen35moe" || arch == "gemma4moe" || arch == "glm4moe" ||
+                                               arch == "deepseek2");
   EXPECT_EQ(model->config().has_recurrent(), arch == "qwen35" || arch == "qwen35moe");
   const auto eog = eog_tokens(*model);
   EvalOptions eo;
@@ -103,7 +104,7 @@ TEST_P(ArchGolden, EvalMatchesLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(Families, ArchGolden,
                          ::testing::Values("qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4", "mixtral",
                                            "qwen3moe", "gpt-oss", "qwen35", "qwen35moe", "gemma4", "gemma4moe",
-                                           "glm4moe"),
+                                           "glm4moe", "deepseek2"),
                          [](const auto& info) { return test_name(info.param); });
 
 // Batching, decode steps and chunked prefill change nothing: several
@@ -195,7 +196,7 @@ TEST_P(ArchBatch, BatchedAndChunkedMatchAlone) {
 INSTANTIATE_TEST_SUITE_P(Families, ArchBatch,
                          ::testing::Values("qwen2", "qwen3", "gemma2", "gemma3", "phi3", "glm4", "mixtral",
                                            "qwen3moe", "gpt-oss", "qwen35", "qwen35moe", "gemma4", "gemma4moe",
-                                           "glm4moe"),
+                                           "glm4moe", "deepseek2"),
                          [](const auto& info) { return test_name(info.param); });
 
 // tiny-qwen3moe.gguf relabelled as Qwen2-MoE (shared experts: not supported).

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "backend/cpu/cpu_backend.h"
+#include "gguf/reader.h"
 #include "model/runner.h"
 #include "model/synthetic.h"
 #include "model/temp_model.h"
@@ -59,6 +60,25 @@ TEST_P(SyntheticFamily, LoadsWithItsBlocksAndRuns) {
     EXPECT_EQ(c.moe().gating, MoeGating::Sigmoid);
     EXPECT_EQ(c.rope.n_rot, c.head_dim / 2);
     EXPECT_TRUE(c.rope.neox);
+  }
+  if (p.deepseek2()) {  // MLA (V3: q LoRA, 16 experts in 4 groups; lite: attn_q, softmax) with f16 per-head projections
+    const ModelWeights& w = runner.model().weights();
+    const bool lite = p.mla_q_lora == 0;
+    EXPECT_TRUE(c.is_mla());
+    EXPECT_EQ(c.n_head_kv, 1);
+    EXPECT_EQ(c.mla_kv_lora, 64);
+    EXPECT_EQ(c.mla_q_lora, lite ? 0 : 64);
+    EXPECT_EQ(w.layers[0].wq_b.data == nullptr, lite);
+    EXPECT_EQ(w.layers[0].wq.rows(), lite ? int64_t(c.mla_q_dim()) : 64);
+    EXPECT_TRUE(w.layers[0].kv_a_norm.data);
+    EXPECT_EQ(w.layers[0].w_kb.type, DType::F16);  // (f16 in the f16 and quantized plans)
+    EXPECT_EQ(w.layers[0].w_kb.rows(), int64_t(c.n_head) * c.mla_kv_lora);
+    EXPECT_EQ(w.layers[0].w_vb.rows(), int64_t(c.n_head) * c.mla_v);
+    EXPECT_EQ(c.moe().n_group, lite ? 0 : 4);
+    EXPECT_EQ(c.moe().gating, lite ? MoeGating::Softmax : MoeGating::Sigmoid);
+    EXPECT_EQ(w.layers[1].choice_bias.data == nullptr, lite);
+    EXPECT_EQ(c.n_ff_shexp, (lite ? 2 : 1) * c.n_ff_expert);
+    EXPECT_FALSE(c.rope.neox);
   }
   if (p.arch == "gemma2") {
     EXPECT_EQ(c.sliding_window, 16);
@@ -129,7 +149,7 @@ std::vector<FamilyCase> cases() {
   std::vector<FamilyCase> v;
   for (const char* p : {"tiny-qwen2", "tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-glm4",
                         "tiny-mixtral", "tiny-qwen3moe", "tiny-qwen35", "tiny-qwen35moe", "tiny-gemma4",
-                        "tiny-gemma4moe", "tiny-glm4moe"})
+                        "tiny-gemma4moe", "tiny-glm4moe", "tiny-deepseek2", "tiny-deepseek2-lite"})
     for (const char* t : {"f16", "q4_k_m"}) v.push_back({p, t});
   return v;
 }
@@ -319,7 +339,10 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
                          Shape{"glm4-9b", 4096, 40, 32, 2, 128, 13696, 151552},
                          Shape{"mixtral-8x7b", 4096, 32, 32, 8, 128, 14336, 32000},
                          Shape{"qwen3-30b-a3b", 2048, 48, 32, 4, 128, 6144, 151936},
-                         Shape{"glm-4.5-air", 4096, 46, 96, 8, 128, 10944, 151552}}) {
+                         Shape{"glm-4.5-air", 4096, 46, 96, 8, 128, 10944, 151552},
+                         // (MLA: one compressed KV row of 512 + 64)
+                         Shape{"deepseek-v3", 7168, 61, 128, 1, 576, 18432, 129280},
+                         Shape{"deepseek-v2-lite", 2048, 27, 16, 1, 576, 10944, 102400}}) {
     const auto p = synthetic_preset(s.name);
     ASSERT_TRUE(p) << s.name;
     EXPECT_EQ(p->n_embd, s.embd) << s.name;
@@ -336,6 +359,20 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
       EXPECT_EQ(p->n_expert_shared, 1);
       EXPECT_EQ(p->n_layer_dense_lead, 1);
       EXPECT_EQ(p->n_rot, 64);
+    }
+    if (p->deepseek2()) {  // V3: 256 experts (8 used) in 8 groups (4 used) after 3 dense layers; V2-Lite: 64 (6)
+      const bool v3 = p->name == "deepseek-v3";
+      EXPECT_EQ(p->mla_q_lora, v3 ? 1536 : 0);
+      EXPECT_EQ(p->mla_kv_lora, 512);
+      EXPECT_EQ(p->mla_k_nope, 128);
+      EXPECT_EQ(p->n_rot, 64);
+      EXPECT_EQ(p->mla_v, 128);
+      EXPECT_EQ(p->n_expert, v3 ? 256 : 64);
+      EXPECT_EQ(p->n_expert_used, v3 ? 8 : 6);
+      EXPECT_EQ(p->n_ff_expert, v3 ? 2048 : 1408);
+      EXPECT_EQ(p->n_expert_shared, v3 ? 1 : 2);
+      EXPECT_EQ(p->n_layer_dense_lead, v3 ? 3 : 1);
+      EXPECT_EQ(p->n_expert_group, v3 ? 8 : 0);
     }
     // Its first 4 layers: the same preset otherwise.
     auto four = synthetic_preset(std::string(s.name) + "-4l");
@@ -396,6 +433,16 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
   }
   // Routers and three 3-D expert tensors in place of the dense FFN's three.
   EXPECT_EQ(mixtral.n_tensors(), 3 + 32 * (2 + 3 + 1 + 4));
+  // DeepSeek-V3: 3 dense layers of 13 (the q LoRA's 3, kv_a and its norm,
+  // k_b, v_b, output, 2 norms, 3 FFN), 58 MoE ones of 18 (router, bias,
+  // 3 experts, 3 shared).
+  EXPECT_EQ(synthetic_preset("deepseek-v3")->n_tensors(), 3 + 3 * 13 + 58 * 18);
+  for (const char* name : {"deepseek-v3", "deepseek-v2-lite", "tiny-deepseek2", "tiny-deepseek2-lite"}) {  // (what the header lists)
+    const auto p = *synthetic_preset(name);
+    EXPECT_EQ(int32_t(gguf::File::from_header(synthetic_header(p, *quant_plan("q4_k_m")))->tensors().size()),
+              p.n_tensors())
+        << name;
+  }
   EXPECT_EQ(qwen.n_tensors(), 3 + 48 * (2 + 3 + 2 + 1 + 4));
 }
 

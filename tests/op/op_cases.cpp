@@ -22,7 +22,6 @@ struct Gap {
   const char* why;
 };
 const std::vector<Gap> kBackendGaps = {
-    {"cuda", "moe_route_sigmoid_bias", "moe_route with sigmoid gating and a choice bias (glm4moe) is the CPU's alone"},
 };
 }  // namespace
 
@@ -39,6 +38,7 @@ const std::vector<OpCase>& op_cases() {
     add_elementwise_cases(c);
     add_attention_cases(c);
     add_moe_sample_cases(c);
+    add_mla_cases(c);
     return c;
   }();
   return cases;

@@ -112,6 +112,12 @@ class DeviceBuffers {
 BackendLimits step_limits(int32_t max_tokens, int32_t max_seqs, int32_t max_blocks, int32_t n_heads,
                           int32_t head_dim, int32_t n_kv_heads);
 
+// RoPE from its definition (op_cases_attention.cpp): the first n_rot dims
+// of each of `heads` heads hd apart at x turned for position pos: pair
+// (a, b) by theta = pos * base^(-i/n_rot) [/ ff[i/2]], linear or YaRN
+// scaling.
+void rope_ref(double* x, int heads, int hd, int pos, const RopeParams& p, const std::vector<float>& ff);
+
 // act(gate) * up from the definition (GeGLU with ggml's f16 steps).
 double glu_reference(Activation a, double gate, double up);
 
@@ -120,5 +126,6 @@ void add_matmul_cases(std::vector<OpCase>& cases);
 void add_elementwise_cases(std::vector<OpCase>& cases);
 void add_attention_cases(std::vector<OpCase>& cases);
 void add_moe_sample_cases(std::vector<OpCase>& cases);
+void add_mla_cases(std::vector<OpCase>& cases);
 
 }  // namespace rf::test

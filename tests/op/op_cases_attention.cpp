@@ -13,12 +13,12 @@
 namespace rf::test {
 namespace {
 
-// RoPE from its definition: pair (a, b) of each head rotated by theta =
-// pos * base^(-i/n_rot) [/ factor], with linear or YaRN scaling.
 double yarn_ramp_ref(double low, double high, int i0) {
   const double y = (i0 / 2 - low) / std::max(0.001, high - low);
   return 1.0 - std::min(1.0, std::max(0.0, y));
 }
+
+}  // namespace
 
 void rope_ref(double* x, int heads, int hd, int pos, const RopeParams& p, const std::vector<float>& ff) {
   auto corr_dim = [&](double beta) {
@@ -43,6 +43,8 @@ void rope_ref(double* x, int heads, int hd, int pos, const RopeParams& p, const 
       x[h * hd + b] = (xa * std::sin(theta) + xb * std::cos(theta)) * mscale;
     }
 }
+
+namespace {
 
 struct RopeVariant {
   const char* name;

@@ -1,5 +1,6 @@
 // Op cases of mixture-of-experts routing (softmax, or sigmoid with a
-// choice-only bias) and FFN (with and without expert
+// choice-only bias; group-limited; the fused router + routing of one token)
+// and FFN (with and without expert
 // biases and gpt-oss's clamped SwiGLU) and of sampling's greedy rows.
 #include <algorithm>
 #include <cmath>
@@ -22,86 +23,195 @@ BackendLimits moe_step_limits(int n, int n_expert, int n_used, int ff, int d) {
   return lim;
 }
 
-// Router logits spaced at least 0.05 apart in each row (a random order of
-// the experts), so that no two experts' probabilities are close enough
-// for rounding to reorder them on any backend. Outputs: ids, weights.
-// sigmoid: GLM-4.5's routing: sigmoid probabilities, a choice-only bias
-// (spaced 0.3 apart, so that it reorders the choice; the biased scores
-// then stay at least 1e-3 apart), weights the unbiased sigmoids
-// [renormalised], times 2.5.
-OpCase route_case(int n, int n_expert, int n_used, bool norm, bool sigmoid = false) {
+// Routing modes of the cases: plain softmax; GLM-4.5's sigmoid with a
+// choice-only bias and weights x2.5; DeepSeek V3's, with the choice limited
+// to groups; DeepSeek V2's group-limited softmax.
+enum class RouteMode { Softmax, SigmoidBias, SigmoidBiasGroups, SoftmaxGroups };
+
+struct RouteSpec {
+  RouteMode mode = RouteMode::Softmax;
+  int n_expert = 8, n_used = 2;
+  bool norm = true;
+  int n_group = 0, n_group_used = 0;
+  bool sigmoid() const { return mode == RouteMode::SigmoidBias || mode == RouteMode::SigmoidBiasGroups; }
+  bool groups() const { return mode == RouteMode::SigmoidBiasGroups || mode == RouteMode::SoftmaxGroups; }
+  std::string name() const {
+    static const char* kNames[] = {"", "_sigmoid_bias", "_sigmoid_bias_groups", "_groups"};
+    return std::string(kNames[int(mode)]) + "_e" + std::to_string(n_expert) + "_k" + std::to_string(n_used) +
+           (groups() ? "_g" + std::to_string(n_group) + "u" + std::to_string(n_group_used) : "") +
+           (norm ? "_norm" : "");
+  }
+  MoeParams params() const {
+    MoeParams p;
+    p.n_expert = n_expert;
+    p.n_used = n_used;
+    p.norm_weights = norm;
+    if (sigmoid()) {
+      p.gating = MoeGating::Sigmoid;
+      p.weights_scale = 2.5f;
+    }
+    if (groups()) p.n_group = n_group, p.n_group_used = n_group_used;
+    return p;
+  }
+};
+
+// The probabilities and choice scores of one row of logits (double).
+void route_scores(const RouteSpec& r, const float* l, const std::vector<float>& bias, std::vector<double>& pr,
+                  std::vector<double>& score) {
+  const int E = r.n_expert;
+  const double mx = *std::max_element(l, l + E);
+  pr.assign(size_t(E), 0.0);
+  score.assign(size_t(E), 0.0);
+  double z = 0;
+  for (int e = 0; e < E; ++e) z += std::exp(double(l[e]) - mx);
+  for (int e = 0; e < E; ++e) {
+    pr[size_t(e)] = r.sigmoid() ? 1.0 / (1.0 + std::exp(-double(l[e]))) : std::exp(double(l[e]) - mx) / z;
+    score[size_t(e)] = pr[size_t(e)] + (r.sigmoid() ? double(bias[size_t(e)]) : 0.0);
+  }
+}
+
+// The sums of each group's two best scores.
+std::vector<double> group_scores(const RouteSpec& r, const std::vector<double>& score) {
+  const int per = r.n_expert / r.n_group;
+  std::vector<double> g;
+  for (int gi = 0; gi < r.n_group; ++gi) {
+    std::vector<double> s(score.begin() + gi * per, score.begin() + (gi + 1) * per);
+    std::sort(s.rbegin(), s.rend());
+    g.push_back(s[0] + s[1]);
+  }
+  return g;
+}
+
+double min_gap(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  double gap = 1.0;
+  for (size_t i = 1; i < v.size(); ++i) gap = std::min(gap, v[i] - v[i - 1]);
+  return gap;
+}
+
+// Router logits: a random order of the experts spaced 0.25 apart in each
+// row (4 / n_expert past 16 experts, so that sigmoids stay apart), redrawn
+// until the choice scores (and with groups the groups' sums) are at least
+// 1e-5 apart (their f32 error is ~1e-7), so that no backend's rounding
+// reorders the choice.
+// in.f[1]: the choice bias, spaced 0.3 apart (it reorders the choice).
+void route_inputs(const RouteSpec& r, int n, std::mt19937& rng, OpInputs& in) {
+  const int E = r.n_expert;
+  in.f.resize(2);
+  for (int e = 0; e < E; ++e) in.f[1].push_back(0.3f * float((e * 5) % E) / float(E) - 0.1f);
+  const double want = 1e-5;
+  const float step = std::min(0.25f, 4.0f / float(E));
+  for (int t = 0; t < n; ++t) {
+    std::vector<int> order(static_cast<size_t>(E));
+    std::iota(order.begin(), order.end(), 0);
+    std::vector<float> l(static_cast<size_t>(E));
+    std::vector<double> pr, score;
+    for (;;) {
+      std::shuffle(order.begin(), order.end(), rng);
+      for (int e = 0; e < E; ++e) l[size_t(e)] = step * float(order[size_t(e)]) - 1.0f;
+      if (r.mode == RouteMode::Softmax) break;  // (the logits themselves rank)
+      route_scores(r, l.data(), in.f[1], pr, score);
+      if (min_gap(score) >= want && (!r.groups() || min_gap(group_scores(r, score)) >= want)) break;
+    }
+    in.f[0].insert(in.f[0].end(), l.begin(), l.end());
+  }
+}
+
+// The reference routing of n rows of logits: ids then weights.
+RefOutputs route_reference(const RouteSpec& r, int n, const float* logits, const std::vector<float>& bias) {
+  RefOutputs out(2);
+  const int E = r.n_expert;
+  for (int t = 0; t < n; ++t) {
+    std::vector<double> pr, score;
+    route_scores(r, logits + size_t(t) * E, bias, pr, score);
+    if (r.groups()) {  // experts of the groups not among the n_group_used best sums are out
+      const std::vector<double> g = group_scores(r, score);
+      std::vector<int> gi(g.size());
+      std::iota(gi.begin(), gi.end(), 0);
+      std::stable_sort(gi.begin(), gi.end(), [&](int a, int b) { return g[size_t(a)] > g[size_t(b)]; });
+      const int per = E / r.n_group;
+      for (int e = 0; e < E; ++e)
+        if (std::find(gi.begin(), gi.begin() + r.n_group_used, e / per) == gi.begin() + r.n_group_used)
+          score[size_t(e)] = -INFINITY;
+    }
+    std::vector<int> idx(static_cast<size_t>(E));
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(), [&](int a, int b2) { return score[size_t(a)] > score[size_t(b2)]; });
+    double chosen = 0;
+    for (int j = 0; j < r.n_used; ++j) chosen += pr[size_t(idx[size_t(j)])];
+    for (int j = 0; j < r.n_used; ++j) {
+      out[0].push_back(idx[size_t(j)]);
+      out[1].push_back(pr[size_t(idx[size_t(j)])] / (r.norm ? chosen : 1.0) * (r.sigmoid() ? 2.5 : 1.0));
+    }
+  }
+  return out;
+}
+
+// moe_route on n rows. Outputs: ids, weights.
+OpCase route_case(int n, RouteSpec r) {
   OpCase c;
-  c.name = std::string(sigmoid ? "moe_route_sigmoid_bias" : "moe_route") + "_n" + std::to_string(n) + "_e" +
-           std::to_string(n_expert) + "_k" + std::to_string(n_used) + (norm ? "_norm" : "");
+  c.name = "moe_route" + r.name() + "_n" + std::to_string(n);
   c.inputs = [=](uint32_t seed) {
     std::mt19937 rng(seed);
     OpInputs in;
-    in.f.resize(2);
-    for (int e = 0; e < n_expert; ++e)  // the choice bias
-      in.f[1].push_back(0.3f * float((e * 5) % n_expert) / float(n_expert) - 0.1f);
-    for (int t = 0; t < n; ++t) {
-      std::vector<int> order(static_cast<size_t>(n_expert));
-      std::iota(order.begin(), order.end(), 0);
-      std::vector<double> sc;
-      double gap = 0;
-      do {  // (sigmoid: a new order until the biased scores are 1e-3 apart)
-        std::shuffle(order.begin(), order.end(), rng);
-        sc.clear();
-        for (int e = 0; e < n_expert; ++e)
-          sc.push_back(1.0 / (1.0 + std::exp(-(0.25 * order[size_t(e)] - 1.0))) + in.f[1][size_t(e)]);
-        std::sort(sc.begin(), sc.end());
-        gap = 1.0;
-        for (size_t e = 1; e < sc.size(); ++e) gap = std::min(gap, sc[e] - sc[e - 1]);
-      } while (sigmoid && gap < 1e-3);
-      for (int e = 0; e < n_expert; ++e) in.f[0].push_back(0.25f * float(order[size_t(e)]) - 1.0f);
-    }
+    route_inputs(r, n, rng, in);
     return in;
   };
-  MoeParams p;
-  p.n_expert = n_expert;
-  p.n_used = n_used;
-  p.norm_weights = norm;
-  if (sigmoid) {
-    p.gating = MoeGating::Sigmoid;
-    p.weights_scale = 2.5f;
-  }
   c.run = [=](Backend& be, const OpInputs& in) {
-    be.reserve(moe_step_limits(n, n_expert, n_used, 64, 64));
+    be.reserve(moe_step_limits(n, r.n_expert, r.n_used, 64, 64));
     DeviceBuffers b(be);
-    Tensor logits = b.upload(in.f[0], DType::F32, n_expert, n);
-    Tensor ids = b.zeros(DType::I32, n_used, n), w = b.zeros(DType::F32, n_used, n);
-    MoeParams q = p;
-    if (sigmoid) q.choice_bias = b.upload(in.f[1], DType::F32, n_expert, 1);
+    Tensor logits = b.upload(in.f[0], DType::F32, r.n_expert, n);
+    Tensor ids = b.zeros(DType::I32, r.n_used, n), w = b.zeros(DType::F32, r.n_used, n);
+    MoeParams q = r.params();
+    if (r.sigmoid()) q.choice_bias = b.upload(in.f[1], DType::F32, r.n_expert, 1);
     be.moe_route(logits, q, ids, w);
     return OpOutputs{b.read(ids), b.read(w)};
   };
-  c.reference = [=](const OpInputs& in) {
-    RefOutputs out(2);
-    for (int t = 0; t < n; ++t) {
-      const float* l = in.f[0].data() + size_t(t) * n_expert;
-      const double mx = *std::max_element(l, l + n_expert);
-      std::vector<double> pr(static_cast<size_t>(n_expert)), score(pr.size());
-      double z = 0;
-      for (int e = 0; e < n_expert; ++e) {
-        pr[size_t(e)] = sigmoid ? 1.0 / (1.0 + std::exp(-double(l[e]))) : std::exp(l[e] - mx);
-        z += pr[size_t(e)];
-        score[size_t(e)] = pr[size_t(e)] + (sigmoid ? double(in.f[1][size_t(e)]) : 0.0);
-      }
-      if (sigmoid) z = 1.0;  // (unrenormalised sigmoids are the weights as they are)
-      std::vector<int> idx(static_cast<size_t>(n_expert));
-      std::iota(idx.begin(), idx.end(), 0);
-      std::stable_sort(idx.begin(), idx.end(), [&](int a, int b2) { return score[size_t(a)] > score[size_t(b2)]; });
-      double chosen = 0;
-      for (int j = 0; j < n_used; ++j) chosen += pr[size_t(idx[size_t(j)])];
-      for (int j = 0; j < n_used; ++j) {
-        out[0].push_back(idx[size_t(j)]);
-        out[1].push_back(pr[size_t(idx[size_t(j)])] / (norm ? chosen : z) * (sigmoid ? 2.5 : 1.0));
-      }
-    }
-    return out;
-  };
+  c.reference = [=](const OpInputs& in) { return route_reference(r, n, in.f[0].data(), in.f[1]); };
   // Ids are small integers: one chosen differently is a relative error
   // past 1e-2. The weights are softmax or sigmoid values in f32 (the GPU's expf).
+  c.vs_cpu = {Metric::RelL2, 1e-5};
+  return c;
+}
+
+// moe_router_route for one token (the GPU's fused router + routing
+// launch): x [64] of the activation type, f32 router rows, whose logits are
+// exact in f32 (x is 1 on its first 4 columns and 0 elsewhere; each row's
+// first 4 entries are a quarter of the wanted logit, multiples of 1/16;
+// the rest random), so every backend routes the same logits. Outputs:
+// logits, ids, weights.
+OpCase router_route_case(RouteSpec r) {
+  constexpr int d = 64;
+  OpCase c;
+  c.name = "moe_router_route" + r.name() + "_d" + std::to_string(d);
+  c.inputs = [=](uint32_t seed) {
+    std::mt19937 rng(seed);
+    OpInputs in;
+    route_inputs(r, 1, rng, in);
+    std::vector<float> x(d, 0.0f), w = randn(size_t(r.n_expert) * d, rng);
+    for (int i = 0; i < 4; ++i) x[size_t(i)] = 1.0f;
+    for (int e = 0; e < r.n_expert; ++e)
+      for (int i = 0; i < 4; ++i) w[size_t(e) * d + i] = in.f[0][size_t(e)] / 4.0f;
+    in.f.push_back(x);  // f[2]
+    in.f.push_back(w);  // f[3]
+    return in;
+  };
+  c.run = [=](Backend& be, const OpInputs& in) {
+    be.reserve(moe_step_limits(1, r.n_expert, r.n_used, 64, d));
+    DeviceBuffers b(be);
+    Tensor x = b.upload(in.f[2], be.activation_type(), d, 1), w = b.f32(in.f[3], d, r.n_expert);
+    Tensor logits = b.zeros(DType::F32, r.n_expert, 1);
+    Tensor ids = b.zeros(DType::I32, r.n_used, 1), wt = b.zeros(DType::F32, r.n_used, 1);
+    MoeParams q = r.params();
+    if (r.sigmoid()) q.choice_bias = b.upload(in.f[1], DType::F32, r.n_expert, 1);
+    be.moe_router_route(x, w, q, logits, ids, wt);
+    return OpOutputs{b.read(logits), b.read(ids), b.read(wt)};
+  };
+  c.reference = [=](const OpInputs& in) {
+    RefOutputs out = route_reference(r, 1, in.f[0].data(), in.f[1]);
+    out.insert(out.begin(), std::vector<double>(in.f[0].begin(), in.f[0].end()));
+    return out;
+  };
   c.vs_cpu = {Metric::RelL2, 1e-5};
   return c;
 }
@@ -268,10 +378,18 @@ OpCase scale_weights_case(int n, int n_expert, int k) {
 }
 
 void add_moe_sample_cases(std::vector<OpCase>& cases) {
-  cases.push_back(route_case(5, 8, 2, true));
-  cases.push_back(route_case(3, 32, 4, false));
-  cases.push_back(route_case(5, 8, 2, true, true));
-  cases.push_back(route_case(3, 16, 4, false, true));
+  cases.push_back(route_case(5, {RouteMode::Softmax, 8, 2, true}));
+  cases.push_back(route_case(3, {RouteMode::Softmax, 32, 4, false}));
+  cases.push_back(route_case(5, {RouteMode::SigmoidBias, 8, 2, true}));
+  cases.push_back(route_case(3, {RouteMode::SigmoidBias, 16, 4, false}));
+  // DeepSeek V3's shape of groups (8 of 32 experts, 4 used) at 64 experts,
+  // the tiny model's (4 of 4, 2 used), and V2's softmax groups.
+  cases.push_back(route_case(5, {RouteMode::SigmoidBiasGroups, 64, 8, true, 8, 4}));
+  cases.push_back(route_case(3, {RouteMode::SigmoidBiasGroups, 16, 4, true, 4, 2}));
+  cases.push_back(route_case(4, {RouteMode::SoftmaxGroups, 32, 6, false, 8, 3}));
+  cases.push_back(router_route_case({RouteMode::Softmax, 16, 4, true}));
+  cases.push_back(router_route_case({RouteMode::SigmoidBias, 16, 4, true}));
+  cases.push_back(router_route_case({RouteMode::SigmoidBiasGroups, 16, 4, true, 4, 2}));
   for (int n : {1, 5}) {
     cases.push_back(moe_ffn_case(DType::Q8_0, Activation::SiLU, false, n));
     cases.push_back(moe_ffn_case(DType::Q4_K, Activation::SiLU, false, n));

@@ -99,7 +99,7 @@ TEST_P(EngineFamily, GoldenTokensAloneAndUnderPreemption) {
 
 INSTANTIATE_TEST_SUITE_P(Families, EngineFamily, ::testing::Values("gemma3", "gemma2", "qwen2", "mixtral", "qwen3moe",
                                                                    "qwen35", "qwen35moe", "gemma4", "gemma4moe",
-                                                                   "glm4moe"),
+                                                                   "glm4moe", "deepseek2"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

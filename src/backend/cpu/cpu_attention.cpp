@@ -80,6 +80,11 @@ void check_cache_type(const KVLayer& cache) {
 
 }  // namespace
 
+void rope_heads(float* x, int n_heads, int head_stride, int pos, const RopeParams& p) {
+  rope_row(x, n_heads, head_stride, pos, p,
+           yarn_corr_dims(p.n_rot, p.n_ctx_orig, p.freq_base, p.beta_fast, p.beta_slow));
+}
+
 void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
                    const KVLayer& cache) {
   const int hd = cache.head_dim, n_kv = cache.n_kv_heads;

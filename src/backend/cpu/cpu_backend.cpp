@@ -166,6 +166,16 @@ void CpuBackend::moe_scale_weights(const Tensor& ids, const Tensor& scales, Tens
   }
 }
 
+void CpuBackend::mla_rope_store_kv(Tensor& q, Tensor& kv, const Tensor& kv_norm, float eps, const StepMeta& m,
+                                   const RopeParams& rope, const MlaParams& p, const KVLayer& cache) {
+  cpu::mla_rope_store_kv(pool_, q, kv, kv_norm, eps, m, rope, p, cache);
+}
+
+void CpuBackend::attention_mla(const Tensor& q, const KVLayer& cache, const StepMeta& m, const MlaParams& p, Tensor&,
+                               Tensor&, Tensor& out) {
+  cpu::attention_mla(pool_, q, cache, m, p, out);
+}
+
 Handoff CpuBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
                               Tensor& out) {
   RF_CHECK(p.window == 0 && p.softcap == 0.0f && !p.sinks,

@@ -76,6 +76,10 @@ class CpuBackend : public Backend {
                        Tensor& out) override;
   void gated_rms_norm(const Tensor& x, const Tensor& w, const Tensor& z, float eps, Tensor& out) override;
   void copy_on_device(void* dst, const void* src, size_t bytes) override;
+  void mla_rope_store_kv(Tensor& q, Tensor& kv, const Tensor& kv_norm, float eps, const StepMeta& m,
+                         const RopeParams& rope, const MlaParams& p, const KVLayer& cache) override;
+  void attention_mla(const Tensor& q, const KVLayer& cache, const StepMeta& m, const MlaParams& p, Tensor& q_lat,
+                     Tensor& o_lat, Tensor& out) override;
   Handoff moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) override;
   void moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w, const MoeParams& p,
                Tensor& out, const Handoff& x_in = {}, const Handoff& ids_in = {}) override;
@@ -118,6 +122,14 @@ void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out);
 void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
                    const RopeParams& rope, const KVLayer& cache);
 void rope_q(ThreadPool& pool, Tensor& q, int32_t head_dim, const StepMeta& m, const RopeParams& rope);
+// RoPE of the first p.n_rot dims of n_heads heads starting head_stride
+// floats apart at x, at position pos (as rope_store_kv turns them).
+void rope_heads(float* x, int n_heads, int head_stride, int pos, const RopeParams& p);
+// Multi-head latent attention (cpu_mla.cpp; semantics in backend.h).
+void mla_rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& kv, const Tensor& kv_norm, float eps, const StepMeta& m,
+                       const RopeParams& rope, const MlaParams& p, const KVLayer& cache);
+void attention_mla(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const StepMeta& m, const MlaParams& p,
+                   Tensor& out);
 // Honours p.window, p.softcap and p.sinks (the backend's attention()
 // requires them unset).
 void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const StepMeta& m,

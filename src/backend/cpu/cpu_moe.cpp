@@ -1,5 +1,6 @@
 // CPU mixture of experts: routing (softmax over every expert, or sigmoid
-// gating with a choice-only bias; top-k, renormalised, scaled) and the
+// gating; a choice-only bias; group-limited choice; top-k, renormalised,
+// scaled) and the
 // experts' FFNs. moe_ffn groups each step's (token, chosen expert) pairs by expert and runs each expert's gate, up and down
 // projections through the CPU matmul on that expert's row slice, in chunks
 // of gathered rows (adding the expert's biases where it has them); each
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
@@ -62,26 +64,63 @@ void moe_route(const Tensor& logits, const MoeParams& p, Tensor& ids, Tensor& we
              p.choice_bias.shape_string(), " ", dtype_name(p.choice_bias.type), ", expected [", n_expert, "] f32");
     bias = p.choice_bias.ptr<float>();
   }
+  const int64_t n_group = p.grouped() ? p.n_group : 1, per_group = n_expert / n_group;
+  if (p.grouped())
+    RF_CHECK(n_group <= 32 && n_expert % n_group == 0 && per_group >= 2 && p.n_group_used >= 1 &&
+                 p.n_group_used <= n_group && k <= p.n_group_used * per_group,
+             "moe_route: ", n_expert, " experts in ", n_group, " groups (", p.n_group_used, " used) for ", k,
+             " choices");
+  thread_local std::vector<float> score;
+  thread_local std::vector<double> prob;
+  score.resize(size_t(n_expert));
+  prob.resize(size_t(n_expert));
   for (int64_t t = 0; t < n; ++t) {
     const float* raw = logits.ptr<float>() + t * n_expert;
     int32_t* id = ids.ptr<int32_t>() + t * k;
     float* wt = weights.ptr<float>() + t * k;
-    // What the choice ranks: the logits (softmax keeps their order, and
-    // rounding of the probabilities cannot reorder them), or the sigmoids
-    // plus the choice bias (sigmoid gating).
-    auto score = [&](int64_t e) {
-      if (!sigmoid && !bias) return raw[e];
-      const float pr = sigmoid ? 1.0f / (1.0f + std::exp(-raw[e])) : raw[e];
-      return bias ? pr + bias[e] : pr;
-    };
+    // The probabilities (in double) and what the choice
+    // ranks: the logits themselves for plain softmax routing (softmax keeps
+    // their order), else probability + choice bias.
+    double top = raw[0];
+    for (int64_t e = 1; e < n_expert; ++e) top = std::max(top, double(raw[e]));
+    double sum = 0;
+    if (!sigmoid)
+      for (int64_t e = 0; e < n_expert; ++e) sum += std::exp(double(raw[e]) - top);
+    for (int64_t e = 0; e < n_expert; ++e) {
+      const double pr = sigmoid ? 1.0 / (1.0 + std::exp(-double(raw[e]))) : std::exp(double(raw[e]) - top) / sum;
+      prob[size_t(e)] = pr;
+      score[size_t(e)] = p.plain_routing() ? raw[e] : float(pr) + (bias ? bias[e] : 0.0f);
+    }
+    if (p.grouped()) {  // the groups of the best sums of two scores; the others' experts out of the choice
+      float gscore[32];
+      for (int64_t g = 0; g < n_group; ++g) {
+        float a = -INFINITY, b = -INFINITY;  // the best two
+        for (int64_t e = g * per_group; e < (g + 1) * per_group; ++e) {
+          const float s_e = score[size_t(e)];
+          if (s_e > a) b = a, a = s_e;
+          else if (s_e > b) b = s_e;
+        }
+        gscore[g] = a + b;
+      }
+      uint32_t chosen_groups = 0;
+      for (int64_t j = 0; j < p.n_group_used; ++j) {
+        int64_t best = -1;
+        for (int64_t g = 0; g < n_group; ++g)
+          if (!(chosen_groups >> g & 1u) && (best < 0 || gscore[g] > gscore[best])) best = g;
+        chosen_groups |= 1u << best;
+      }
+      for (int64_t e = 0; e < n_expert; ++e)
+        if (!(chosen_groups >> (e / per_group) & 1u)) score[size_t(e)] = -INFINITY;
+    }
     // The k best scores in descending order, ties to the lower index: each
-    // pick is the best expert after the previous pick.
+    // pick is the best expert after the previous pick (experts out of the
+    // choice, at -inf, come after every other).
     for (int64_t j = 0; j < k; ++j) {
       int64_t best = -1;
       float best_s = 0.0f;
-      const float prev_s = j > 0 ? score(id[j - 1]) : 0.0f;
+      const float prev_s = j > 0 ? score[size_t(id[j - 1])] : 0.0f;
       for (int64_t e = 0; e < n_expert; ++e) {
-        const float s_e = score(e);
+        const float s_e = score[size_t(e)];
         if (j > 0) {
           const int64_t prev = id[j - 1];
           const bool after = s_e < prev_s || (s_e == prev_s && e > prev);
@@ -93,20 +132,9 @@ void moe_route(const Tensor& logits, const MoeParams& p, Tensor& ids, Tensor& we
       id[j] = int32_t(best);
     }
     double chosen = 0;
-    if (sigmoid) {
-      for (int64_t j = 0; j < k; ++j) chosen += 1.0 / (1.0 + std::exp(-double(raw[id[j]])));
-      const double denom = p.norm_weights ? chosen : 1.0;
-      for (int64_t j = 0; j < k; ++j)
-        wt[j] = float(1.0 / (1.0 + std::exp(-double(raw[id[j]]))) / denom * p.weights_scale);
-      continue;
-    }
-    double top = raw[0];
-    for (int64_t e = 1; e < n_expert; ++e) top = std::max(top, double(raw[e]));
-    double sum = 0;
-    for (int64_t e = 0; e < n_expert; ++e) sum += std::exp(double(raw[e]) - top);
-    for (int64_t j = 0; j < k; ++j) chosen += std::exp(double(raw[id[j]]) - top);
-    const double denom = p.norm_weights ? chosen : sum;
-    for (int64_t j = 0; j < k; ++j) wt[j] = float(std::exp(double(raw[id[j]]) - top) / denom * p.weights_scale);
+    for (int64_t j = 0; j < k; ++j) chosen += prob[size_t(id[j])];
+    const double denom = p.norm_weights ? chosen : 1.0;
+    for (int64_t j = 0; j < k; ++j) wt[j] = float(prob[size_t(id[j])] / denom * p.weights_scale);
   }
 }
 

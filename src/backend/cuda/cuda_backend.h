@@ -91,6 +91,10 @@ class CudaBackend final : public Backend {
                               float eps, Tensor& next, std::span<const Tensor> consumers,
                               const Handoff& x_in = {}) override;
   bool fold_norm_gain(Tensor& gain, std::span<const Tensor> consumers) override;
+  void mla_rope_store_kv(Tensor& q, Tensor& kv, const Tensor& kv_norm, float eps, const StepMeta& m,
+                         const RopeParams& rope, const MlaParams& p, const KVLayer& cache) override;
+  void attention_mla(const Tensor& q, const KVLayer& cache, const StepMeta& m, const MlaParams& p, Tensor& q_lat,
+                     Tensor& o_lat, Tensor& out) override;
   Handoff moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights) override;
   Handoff moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits, Tensor& ids,
                            Tensor& weights) override;

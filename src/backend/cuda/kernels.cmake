@@ -23,6 +23,7 @@ set(RF_GPU_KERNELS
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention/attention_prefill.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention/attention_decode.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention/attention_combine.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention/attention_mla.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe/moe.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe/moe_down.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/deltanet/conv1d.cu

@@ -1,8 +1,9 @@
 // The attention family's launchers: paged attention over the KV cache
 // (attention.cu picks the prefill, decode or generic kernel), its scratch
 // for split-K partials, how the prefill kernel tiles its queries, and the
-// decode kernel's cluster sums. attention_args.cuh holds what the family's
-// own files share.
+// decode kernel's cluster sums; multi-head latent attention over the
+// compressed cache (attention_mla.cu). attention_args.cuh holds what the
+// family's own files share.
 #pragma once
 
 #include "backend/backend.h"
@@ -51,5 +52,18 @@ constexpr int kMaxDecodeCluster = 16;
 // attention_cluster_hd256 at 256); 0: none.
 int decode_cluster_limit(const Tuning& tuning, int head_dim);
 bool decode_cluster_sums(const LaunchCtx& ctx, int n_splits, int head_dim);
+
+// ---- attention_mla.cu: multi-head latent attention (backend.h MlaParams),
+// f16 activations and compressed cache. Supported: even RoPE dims, a
+// latent of at most 1024.
+bool mla_supported(const MlaParams& p);
+// Backend::mla_rope_store_kv (q, kv f16 in place; cache.k f16 rows).
+void mla_rope_store_kv(void* q, void* kv, const float* norm_w, float eps, const StepMeta& m, int n_tokens,
+                       const MlaParams& p, const RopeParams& rope, const KVLayer& cache, const LaunchCtx& ctx);
+// Backend::attention_mla: absorb (q -> q_lat), attend (q_lat -> o_lat),
+// the value projection (o_lat -> out), three launches; attn_k_b and
+// attn_v_b f32, f16 or bf16.
+void attention_mla(const void* q, const KVLayer& cache, const StepMeta& m, int n_tokens, const MlaParams& p,
+                   void* q_lat, void* o_lat, void* out, const LaunchCtx& ctx);
 
 }  // namespace rf::gpu

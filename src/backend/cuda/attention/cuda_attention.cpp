@@ -1,6 +1,7 @@
 // CudaBackend's attention ops: paged attention over the KV cache, with the
 // decode kernel's key slices chosen per step shape (attention_splits,
-// decode_slices: fixed per graph bucket, their length read from the device).
+// decode_slices: fixed per graph bucket, their length read from the device);
+// multi-head latent attention over the compressed cache.
 #include <algorithm>
 
 #include "backend/cuda/cuda_backend.h"
@@ -57,6 +58,33 @@ Handoff CudaBackend::attention_ext(const Tensor& q, const KVLayer& cache, const 
                                    const AttentionParams& p, Tensor& out) {
   // The same kernels: window, soft-cap and sinks are arguments of every one.
   return attention(q, cache, m, p, out);
+}
+
+void CudaBackend::mla_rope_store_kv(Tensor& q, Tensor& kv, const Tensor& kv_norm, float eps, const StepMeta& m,
+                                    const RopeParams& rope, const MlaParams& p, const KVLayer& cache) {
+  RF_CHECK(q.type == DType::F16 && kv.type == DType::F16 && cache.type == DType::F16 && cache.k &&
+               cache.n_kv_heads == 1 && cache.head_dim == p.kv_row() && q.cols() == int64_t(p.n_heads) * p.q_head() &&
+               kv.cols() == p.kv_row() && kv_norm.type == DType::F32 && kv_norm.numel() == p.lora &&
+               gpu::mla_supported(p),
+           "cuda mla_rope_store_kv: f16 q ", q.shape_string(), " and kv ", kv.shape_string(), ", an f16 cache of one ",
+           p.kv_row(), "-wide row per slot and an f32 norm of ", p.lora, " expected");
+  OpTimer timer(profiler(), "mla rope+kv store");
+  gpu::mla_rope_store_kv(q.data, kv.data, kv_norm.ptr<float>(), eps, m, m.n_tokens, p, rope, cache, ctx());
+}
+
+void CudaBackend::attention_mla(const Tensor& q, const KVLayer& cache, const StepMeta& m, const MlaParams& p,
+                                Tensor& q_lat, Tensor& o_lat, Tensor& out) {
+  const int64_t n = m.n_tokens;
+  RF_CHECK(q.type == DType::F16 && q_lat.type == DType::F16 && o_lat.type == DType::F16 && out.type == DType::F16 &&
+               cache.type == DType::F16 && cache.k && cache.n_kv_heads == 1 && cache.head_dim == p.kv_row() &&
+               q.cols() == int64_t(p.n_heads) * p.q_head() && q_lat.numel() >= n * p.n_heads * p.kv_row() &&
+               o_lat.numel() >= n * p.n_heads * p.lora && out.cols() == int64_t(p.n_heads) * p.v &&
+               p.w_kb.cols() == p.nope && p.w_kb.rows() == int64_t(p.n_heads) * p.lora && p.w_vb.cols() == p.lora &&
+               p.w_vb.rows() == int64_t(p.n_heads) * p.v && gpu::mla_supported(p),
+           "cuda attention_mla: bad shapes or types (q ", q.shape_string(), ", attn_k_b ", p.w_kb.shape_string(), " ",
+           dtype_name(p.w_kb.type), ", attn_v_b ", p.w_vb.shape_string(), ", out ", out.shape_string(), ")");
+  OpTimer timer(profiler(), "attention mla");
+  gpu::attention_mla(q.data, cache, m, m.n_tokens, p, q_lat.data, o_lat.data, out.data, ctx());
 }
 
 }  // namespace rf

@@ -1,5 +1,6 @@
-// The CUDA backend's mixture-of-experts ops: routing (and the per-expert
-// scale of its weights: Gemma 4), and the expert FFN as
+// The CUDA backend's mixture-of-experts ops: routing (every MoeParams mode:
+// softmax or sigmoid, a choice bias, groups, a weight scale; and the
+// per-expert scale of its weights: Gemma 4), and the expert FFN as
 // plan (pairs grouped by expert, tiles; for one token written by the
 // routing) -> gather (not for one token) -> gate*up -> down -> weighted
 // combine, each one launch over all active experts (for one token down and
@@ -27,6 +28,27 @@ namespace {
 constexpr int kGemvTileRows = 8;   // the GEMV kernels' most activation rows
 constexpr int kMmaTileRows = 64;   // the tensor-core kernel's
 constexpr int kMaxChunkTokens = 1024;
+
+// The routing kernels' view of MoeParams (a choice bias must be an f32
+// vector of this backend's memory: one per expert).
+gpu::MoeRouteSpec route_spec(const MoeParams& p) {
+  gpu::MoeRouteSpec r;
+  r.n_expert = p.n_expert;
+  r.k = p.n_used;
+  r.norm = p.norm_weights;
+  r.sigmoid = p.gating == MoeGating::Sigmoid;
+  if (p.choice_bias.data) {
+    RF_CHECK(p.choice_bias.type == DType::F32 && p.choice_bias.numel() == p.n_expert, "cuda moe_route: choice bias is ",
+             p.choice_bias.shape_string(), " ", dtype_name(p.choice_bias.type), ", expected [", p.n_expert, "] f32");
+    r.bias = p.choice_bias.ptr<float>();
+  }
+  r.scale = p.weights_scale;
+  if (p.grouped()) {
+    r.n_group = p.n_group;
+    r.n_group_used = p.n_group_used;
+  }
+  return r;
+}
 
 }  // namespace
 
@@ -78,7 +100,6 @@ Handoff CudaBackend::moe_route(const Tensor& router_logits, const MoeParams& p, 
                weights.type == DType::F32 && ids.cols() == p.n_used && weights.cols() == p.n_used &&
                ids.rows() >= n && weights.rows() >= n,
            "cuda moe_route: bad inputs");
-  if (!p.plain_routing()) unsupported("moe_route with sigmoid gating, a choice bias or a weight scale (glm4moe)");
   OpTimer timer(profiler(), "moe route");
   // One token: the plan comes with the routing (the returned Handoff tells
   // moe_ffn on these ids to skip its own plan launch).
@@ -86,8 +107,8 @@ Handoff CudaBackend::moe_route(const Tensor& router_logits, const MoeParams& p, 
   gpu::MoePlanOut plan{};
   if (with_plan)
     plan = {moe_->order, moe_->pos_of, moe_->tiles_gemv, moe_->tiles_mma, moe_->n_tiles};
-  gpu::moe_route(router_logits.ptr<float>(), n, p.n_expert, p.n_used, p.norm_weights, ids.ptr<int32_t>(),
-                 weights.ptr<float>(), with_plan ? &plan : nullptr, ctx());
+  gpu::moe_route(router_logits.ptr<float>(), n, route_spec(p), ids.ptr<int32_t>(), weights.ptr<float>(),
+                 with_plan ? &plan : nullptr, ctx());
   return with_plan ? planned(ids) : Handoff{};
 }
 
@@ -112,7 +133,6 @@ Handoff CudaBackend::planned(const Tensor& ids) {
 Handoff CudaBackend::moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits,
                                       Tensor& ids, Tensor& weights) {
   const int n = int(x.rows()), d = int(x.cols());
-  if (!p.plain_routing()) unsupported("moe_route with sigmoid gating, a choice bias or a weight scale (glm4moe)");
   // One token, f32 router weights: one launch (routing with the plan).
   if (!tuning_.fusions.moe_router || n != 1 || !moe_ || w_router.type != DType::F32 || x.type != DType::F16 ||
       w_router.cols() != d || w_router.rows() != p.n_expert || !gpu::moe_router_route_fusable(d, p.n_expert, p.n_used))
@@ -122,7 +142,7 @@ Handoff CudaBackend::moe_router_route(const Tensor& x, const Tensor& w_router, c
            "cuda moe_router_route: bad outputs");
   OpTimer timer(profiler(), "moe router+route");
   const gpu::MoePlanOut plan{moe_->order, moe_->pos_of, moe_->tiles_gemv, moe_->tiles_mma, moe_->n_tiles};
-  gpu::moe_router_route(x.data, w_router.ptr<float>(), d, p.n_expert, p.n_used, p.norm_weights, logits.ptr<float>(),
+  gpu::moe_router_route(x.data, w_router.ptr<float>(), d, route_spec(p), logits.ptr<float>(),
                         ids.ptr<int32_t>(), weights.ptr<float>(), plan, moe_->router_ticket, ctx());
   return tuning_.fusions.moe_route_plan ? planned(ids) : Handoff{};
 }

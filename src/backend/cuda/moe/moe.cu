@@ -1,5 +1,6 @@
 // Mixture-of-experts kernels around the expert matmuls (which gemv.cu and
-// gemm_mma.cu run in expert mode): routing (softmax + top-k per token), the
+// gemm_mma.cu run in expert mode): routing (softmax or sigmoid, a choice
+// bias, group-limited choice, top-k per token, weights scaled), the
 // plan that groups the step's (token, expert) pairs by expert and cuts them
 // into tiles, the gather of activation rows into that order, the experts'
 // gate/up biases with the GLU (gpt-oss), the per-expert scale of the
@@ -18,18 +19,79 @@ namespace {
 constexpr int kRoutePerLane = kMoeMaxExperts / RF_WARP_SIZE;  // router logits per lane
 constexpr int kPlanThreads = 1024;
 
-// One warp routes one token's row of logits `l`. Experts are chosen by
-// logit (the softmax is monotonic), largest first, ties to the lower index;
-// weights are their softmax probabilities, renormalised over the chosen ones
-// when `norm`. With plan.order set (one token), lane j < k also writes pair
-// j's plan: its own position and a one-row tile of its expert (the experts
-// are distinct). The logits are read through volatile loads: the fused
-// router kernel's last block reads what other blocks wrote.
-__device__ void route_token(const float* l, int token, int n_expert, int k, bool norm, int32_t* __restrict__ ids,
+// The best two of (a1 >= a2) and (b1 >= b2), into a.
+__device__ __forceinline__ void top2_merge(float& a1, float& a2, float b1, float b2) {
+  if (b1 > a1) {
+    a2 = fmaxf(a1, b2);
+    a1 = b1;
+  } else {
+    a2 = fmaxf(a2, b1);
+  }
+}
+
+// The warp's best (value, index) over every lane's, ties to the lower index.
+__device__ __forceinline__ void warp_argmax(float& best, int& best_i) {
+#pragma unroll
+  for (int m = RF_WARP_SIZE / 2; m > 0; m >>= 1) {
+    const float ob = RF_SHFL_XOR(best, m);
+    const int oi = RF_SHFL_XOR(best_i, m);
+    if (ob > best || (ob == best && oi < best_i)) {
+      best = ob;
+      best_i = oi;
+    }
+  }
+}
+
+// Group-limited choice: the scores of experts outside the r.n_group_used
+// groups of the highest sums of their two best scores become -inf. Lane g
+// holds group g's sum (n_group <= kMoeMaxGroups <= the warp width).
+__device__ void limit_to_groups(float (&sc)[kRoutePerLane], const MoeRouteSpec& r) {
+  const int lane = threadIdx.x % RF_WARP_SIZE, per_group = r.n_expert / r.n_group;
+  float gscore = -INFINITY;
+  for (int g = 0; g < r.n_group; ++g) {
+    float a1 = -INFINITY, a2 = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kRoutePerLane; ++i) {
+      const int e = lane + RF_WARP_SIZE * i;
+      if (e < r.n_expert && e / per_group == g) top2_merge(a1, a2, sc[i], -INFINITY);
+    }
+#pragma unroll
+    for (int m = RF_WARP_SIZE / 2; m > 0; m >>= 1) {
+      const float b1 = RF_SHFL_XOR(a1, m), b2 = RF_SHFL_XOR(a2, m);
+      top2_merge(a1, a2, b1, b2);
+    }
+    if (lane == g) gscore = a1 + a2;
+  }
+  unsigned chosen = 0u;
+  for (int j = 0; j < r.n_group_used; ++j) {
+    const bool open = lane < r.n_group && !(chosen >> lane & 1u);
+    float best = open ? gscore : -INFINITY;
+    int best_g = open ? lane : kMoeMaxGroups;
+    warp_argmax(best, best_g);
+    if (best_g < kMoeMaxGroups) chosen |= 1u << best_g;
+  }
+#pragma unroll
+  for (int i = 0; i < kRoutePerLane; ++i) {
+    const int e = lane + RF_WARP_SIZE * i;
+    if (e < r.n_expert && !(chosen >> (e / per_group) & 1u)) sc[i] = -INFINITY;
+  }
+}
+
+// One warp routes one token's row of logits `l` (MoeRouteSpec): the
+// probabilities, the choice scores (the logits for plain routing), the
+// group limit, then k picks of the best remaining score, largest first,
+// ties to the lower index; weights are the chosen probabilities
+// [renormalised] times the scale. With plan.order set (one token), lane
+// j < k also writes pair j's plan: its own position and a one-row tile of
+// its expert (the experts are distinct). The logits are read through
+// volatile loads: the fused router kernel's last block reads what other
+// blocks wrote.
+__device__ void route_token(const float* l, int token, const MoeRouteSpec& r, int32_t* __restrict__ ids,
                             float* __restrict__ weights, const MoePlanOut& plan) {
-  const int lane = threadIdx.x % RF_WARP_SIZE;
+  const int lane = threadIdx.x % RF_WARP_SIZE, n_expert = r.n_expert, k = r.k;
+  const bool plain = !r.sigmoid && !r.bias && r.n_group <= 1;
   const volatile float* lv = l;
-  float v[kRoutePerLane];
+  float v[kRoutePerLane], pr[kRoutePerLane];
   float mx = -INFINITY;
 #pragma unroll
   for (int i = 0; i < kRoutePerLane; ++i) {
@@ -39,9 +101,18 @@ __device__ void route_token(const float* l, int token, int n_expert, int k, bool
   }
   mx = warp_max(mx);
   float sum = 0.0f;
+  if (!r.sigmoid) {
 #pragma unroll
-  for (int i = 0; i < kRoutePerLane; ++i) sum += lane + RF_WARP_SIZE * i < n_expert ? expf(v[i] - mx) : 0.0f;
-  sum = warp_sum(sum);
+    for (int i = 0; i < kRoutePerLane; ++i) sum += lane + RF_WARP_SIZE * i < n_expert ? expf(v[i] - mx) : 0.0f;
+    sum = warp_sum(sum);
+  }
+#pragma unroll
+  for (int i = 0; i < kRoutePerLane; ++i) {  // probabilities; v becomes the choice scores
+    const int e = lane + RF_WARP_SIZE * i;
+    pr[i] = e >= n_expert ? 0.0f : r.sigmoid ? 1.0f / (1.0f + expf(-v[i])) : expf(v[i] - mx) / sum;
+    if (!plain && e < n_expert) v[i] = pr[i] + (r.bias ? r.bias[e] : 0.0f);
+  }
+  if (r.n_group > 1) limit_to_groups(v, r);
   float mine = 0.0f, chosen = 0.0f;  // lane j keeps the j-th chosen probability
   int mine_id = 0;
   for (int j = 0; j < k; ++j) {
@@ -55,19 +126,15 @@ __device__ void route_token(const float* l, int token, int n_expert, int k, bool
         best_e = e;
       }
     }
-#pragma unroll
-    for (int m = RF_WARP_SIZE / 2; m > 0; m >>= 1) {
-      const float ob = RF_SHFL_XOR(best, m);
-      const int oe = RF_SHFL_XOR(best_e, m);
-      if (ob > best || (ob == best && oe < best_e)) {
-        best = ob;
-        best_e = oe;
-      }
-    }
+    warp_argmax(best, best_e);
+    float p = 0.0f;  // the chosen expert's probability, from its lane
 #pragma unroll
     for (int i = 0; i < kRoutePerLane; ++i)
-      if (lane + RF_WARP_SIZE * i == best_e) v[i] = -INFINITY;  // taken
-    const float p = expf(best - mx) / sum;
+      if (lane + RF_WARP_SIZE * i == best_e) {
+        v[i] = -INFINITY;  // taken
+        p = pr[i];
+      }
+    p = warp_sum(p);
     chosen += p;
     if (lane == j) {
       mine = p;
@@ -76,7 +143,7 @@ __device__ void route_token(const float* l, int token, int n_expert, int k, bool
   }
   if (lane < k) {
     ids[size_t(token) * k + lane] = mine_id;
-    weights[size_t(token) * k + lane] = norm ? mine / chosen : mine;
+    weights[size_t(token) * k + lane] = (r.norm ? mine / chosen : mine) * r.scale;
     if (plan.order) {
       plan.order[lane] = lane;
       plan.pos_of[lane] = lane;
@@ -91,13 +158,13 @@ __device__ void route_token(const float* l, int token, int n_expert, int k, bool
 }
 
 // One warp per token (route_token).
-__global__ void moe_route_kernel(const float* __restrict__ logits, int n, int n_expert, int k, bool norm,
+__global__ void moe_route_kernel(const float* __restrict__ logits, int n, MoeRouteSpec r,
                                  int32_t* __restrict__ ids, float* __restrict__ weights, MoePlanOut plan) {
   pdl_wait();
   pdl_trigger();
   const int token = int((blockIdx.x * blockDim.x + threadIdx.x) / RF_WARP_SIZE);
   if (token >= n) return;
-  route_token(logits + size_t(token) * n_expert, token, n_expert, k, norm, ids, weights, plan);
+  route_token(logits + size_t(token) * r.n_expert, token, r, ids, weights, plan);
 }
 
 constexpr int kRouterThreads = 128;
@@ -112,8 +179,8 @@ constexpr int kRouterPrefetch = 4;  // float4 of weights per thread loaded befor
 // taken after a fence) routes them (route_token) and puts the ticket back
 // to 0 for the next launch or graph replay.
 __global__ void __launch_bounds__(kRouterThreads)
-    moe_router_route_kernel(const __half* __restrict__ x, const float* __restrict__ w, int d, int n_expert, int k,
-                            bool norm, float* __restrict__ logits, int32_t* __restrict__ ids,
+    moe_router_route_kernel(const __half* __restrict__ x, const float* __restrict__ w, int d, MoeRouteSpec r,
+                            float* __restrict__ logits, int32_t* __restrict__ ids,
                             float* __restrict__ weights, MoePlanOut plan, unsigned* __restrict__ ticket) {
   __shared__ float partial[kRouterThreads / 32];
   __shared__ bool last;
@@ -149,7 +216,7 @@ __global__ void __launch_bounds__(kRouterThreads)
   __syncthreads();
   if (!last) return;
   __threadfence();
-  if (tid < RF_WARP_SIZE) route_token(logits, 0, n_expert, k, norm, ids, weights, plan);
+  if (tid < RF_WARP_SIZE) route_token(logits, 0, r, ids, weights, plan);
   if (tid == 0) *ticket = 0u;
 }
 
@@ -327,28 +394,40 @@ void moe_scale_weights(const int32_t* ids, const float* scales, int n_pairs, flo
          scales, n_pairs, weights);
 }
 
-void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32_t* ids, float* weights,
+void check_route_spec(const MoeRouteSpec& r) {
+  RF_CHECK(r.n_expert >= 1 && r.n_expert <= kMoeMaxExperts && r.k >= 1 && r.k <= 32 && r.k <= r.n_expert,
+           "cuda moe_route: ", r.n_expert, " experts, ", r.k, " used (at most ", kMoeMaxExperts, " and 32)");
+  if (r.n_group > 1) {
+    const int per_group = r.n_expert / r.n_group;
+    RF_CHECK(r.n_group <= kMoeMaxGroups && r.n_expert % r.n_group == 0 && per_group >= 2 && r.n_group_used >= 1 &&
+                 r.n_group_used <= r.n_group && r.k <= r.n_group_used * per_group,
+             "cuda moe_route: ", r.n_expert, " experts in ", r.n_group, " groups (", r.n_group_used, " used, at most ",
+             kMoeMaxGroups, " groups of 2 or more) for ", r.k, " choices");
+  }
+}
+
+void moe_route(const float* logits, int n, const MoeRouteSpec& r, int32_t* ids, float* weights,
                const MoePlanOut* plan, const LaunchCtx& ctx) {
-  RF_CHECK(n_expert >= 1 && n_expert <= kMoeMaxExperts && k >= 1 && k <= 32 && k <= n_expert,
-           "cuda moe_route: ", n_expert, " experts, ", k, " used (at most ", kMoeMaxExperts, " and 32)");
+  check_route_spec(r);
   RF_CHECK(!plan || n == 1, "cuda moe_route: the plan comes with routing for one token only");
   if (n <= 0) return;
   constexpr int kWarps = 4;
   const MoePlanOut p = plan ? *plan : MoePlanOut{};
   launch(moe_route_kernel, dim3(unsigned((n + kWarps - 1) / kWarps)), dim3(ctx.warp_size * kWarps), 0, ctx, logits, n,
-         n_expert, k, norm, ids, weights, p);
+         r, ids, weights, p);
 }
 
 bool moe_router_route_fusable(int d, int n_expert, int k) {
   return d % 4 == 0 && n_expert >= 1 && n_expert <= kMoeMaxExperts && k >= 1 && k <= 32 && k <= n_expert;
 }
 
-void moe_router_route(const void* x, const float* w, int d, int n_expert, int k, bool norm, float* logits, int32_t* ids,
+void moe_router_route(const void* x, const float* w, int d, const MoeRouteSpec& r, float* logits, int32_t* ids,
                       float* weights, const MoePlanOut& plan, unsigned* ticket, const LaunchCtx& ctx) {
-  RF_CHECK(moe_router_route_fusable(d, n_expert, k), "cuda moe_router_route: ", n_expert, " experts, ", k,
+  check_route_spec(r);
+  RF_CHECK(moe_router_route_fusable(d, r.n_expert, r.k), "cuda moe_router_route: ", r.n_expert, " experts, ", r.k,
            " used, width ", d);
-  launch(moe_router_route_kernel, dim3(unsigned(n_expert)), dim3(kRouterThreads), 0, ctx,
-         static_cast<const __half*>(x), w, d, n_expert, k, norm, logits, ids, weights, plan, ticket);
+  launch(moe_router_route_kernel, dim3(unsigned(r.n_expert)), dim3(kRouterThreads), 0, ctx,
+         static_cast<const __half*>(x), w, d, r, logits, ids, weights, plan, ticket);
 }
 
 void moe_plan(const int32_t* ids, int n_pairs, int n_expert, int tile_a, int tile_b, int32_t* order, int32_t* pos_of,

@@ -15,16 +15,34 @@
 namespace rf::gpu {
 
 constexpr int kMoeMaxExperts = 256;
+constexpr int kMoeMaxGroups = 32;
+// How a token's router logits become its choice and weights (backend.h
+// moe_route): softmax or sigmoid probabilities; choice scores = the
+// probabilities + bias (f32 [n_expert] on the device, or null) — the
+// logits themselves for plain routing (softmax, no bias, no groups);
+// n_group > 1: only the n_group_used groups (consecutive ids, equal sizes)
+// whose two best scores sum highest are chosen from; weights = the chosen
+// probabilities, renormalised when norm, times scale.
+struct MoeRouteSpec {
+  int n_expert = 0, k = 0;
+  bool norm = true;
+  bool sigmoid = false;
+  const float* bias = nullptr;
+  float scale = 1.0f;
+  int n_group = 0, n_group_used = 0;
+};
+// Checks a spec against the kernels' limits (an error naming it).
+void check_route_spec(const MoeRouteSpec& r);
 // Routing: f32 router logits [n, n_expert] -> the k chosen experts of each
-// token (ids [n, k], largest logit first, ties to the lower index) and
-// their softmax probabilities (weights [n, k], renormalised when norm).
+// token (ids [n, k], best score first, ties to the lower index) and their
+// weights [n, k].
 // With `plan` (one token only) the same launch also writes moe_plan's output
 // for these ids (each chosen expert its own one-row tile), so the FFN needs
 // no plan launch.
 struct MoePlanOut {
   int32_t *order, *pos_of, *tiles_a, *tiles_b, *n_tiles;
 };
-void moe_route(const float* logits, int n, int n_expert, int k, bool norm, int32_t* ids, float* weights,
+void moe_route(const float* logits, int n, const MoeRouteSpec& r, int32_t* ids, float* weights,
                const MoePlanOut* plan, const LaunchCtx& ctx);
 // weights[i] *= scales[ids[i]] for i < n_pairs (ids i32 and weights f32
 // [n, k], scales f32 [n_expert]: Gemma 4's per-expert down scale).
@@ -33,7 +51,7 @@ void moe_scale_weights(const int32_t* ids, const float* scales, int n_pairs, flo
 // logits) and their routing as moe_route with the plan, in one launch;
 // `ticket` (one zeroed unsigned, left zeroed) finds the block that routes.
 bool moe_router_route_fusable(int d, int n_expert, int k);
-void moe_router_route(const void* x, const float* w, int d, int n_expert, int k, bool norm, float* logits, int32_t* ids,
+void moe_router_route(const void* x, const float* w, int d, const MoeRouteSpec& r, float* logits, int32_t* ids,
                       float* weights, const MoePlanOut& plan, unsigned* ticket, const LaunchCtx& ctx);
 // Groups the n_pairs = n * k (token, expert) pairs of ids by expert:
 // order[pos] = pair, pos_of[pair] = pos, and tiles (int4 {expert, first
