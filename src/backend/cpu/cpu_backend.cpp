@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cpu/cpu_qdot.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/quant.h"
@@ -31,7 +32,9 @@ CpuBackend::~CpuBackend() {
   for (void* p : allocations_) std::free(p);
 }
 
-std::string CpuBackend::name() const { return str("cpu (", pool_.size(), " threads)"); }
+std::string CpuBackend::name() const {
+  return str("cpu (", pool_.size(), " threads, ", cpu::isa_name(cpu::best_kernels().isa), " kernels)");
+}
 
 void* CpuBackend::alloc(size_t bytes, const std::string& what) {
   const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
@@ -64,7 +67,13 @@ Tensor CpuBackend::load_f32(const float* host, int64_t cols, int64_t rows, const
   return make_tensor(p, DType::F32, cols, rows);
 }
 
-void CpuBackend::reserve(const BackendLimits& limits) { moe_.reserve(limits); }
+void CpuBackend::reserve(const BackendLimits& limits) {
+  moe_.reserve(limits);
+  // Activation rows up to the widest of the model's dims, at most 5/4 bytes
+  // an element (Q8_32); wider inputs grow it on first use.
+  const int64_t widest = std::max({int64_t(limits.n_embd), int64_t(limits.n_ff), int64_t(limits.n_heads) * limits.head_dim});
+  mm_.reserve(size_t(std::max(0, limits.max_tokens)) * size_t(std::max<int64_t>(widest, 0)) * 5 / 4);
+}
 
 StepMeta CpuBackend::upload_step(const Batch& b) {
   step_ = b;
@@ -141,7 +150,7 @@ void CpuBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& o
 
 Handoff CpuBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out, const Handoff& x_in) {
   check_handoff(x, x_in, "matmul");
-  cpu::matmul(pool_, x, w, out);
+  cpu::matmul(pool_, x, w, out, mm_, cpu::best_kernels());
   return {};
 }
 

@@ -16,6 +16,15 @@
 namespace rf {
 
 namespace cpu {
+struct KernelSet;  // cpu_qdot.h
+
+// matmul's activation rows in the weight kernel's format; grows to the
+// largest call and is then reused (no allocation per step).
+struct MatmulScratch {
+  std::vector<uint8_t> xq;
+  void reserve(size_t bytes);
+};
+
 // moe_ffn's scratch for up to max_rows (token, chosen expert) pairs per call.
 struct MoeScratch {
   int64_t max_rows = 0, n_embd = 0, n_ff = 0, n_expert = 0;
@@ -23,6 +32,7 @@ struct MoeScratch {
   std::vector<int32_t> start, cursor;   // [n_expert + 1], [n_expert]: each expert's range of order
   std::vector<float> x, gate, up, y_chunk;  // one chunk of an expert's gathered rows
   std::vector<float> y;                 // [max_rows, n_embd]: each pair's expert output
+  MatmulScratch mm;                     // the expert matmuls' quantized activations
   // Sized by the limits' expert fields (empty for dense models).
   void reserve(const BackendLimits& limits);
 };
@@ -96,6 +106,7 @@ class CpuBackend : public Backend {
   // [n_groups, n_seqs, max_blocks_per_seq], each laid end to end.
   std::vector<int32_t> step_slots_, step_tables_;
   cpu::MoeScratch moe_;  // sized by reserve()
+  cpu::MatmulScratch mm_;  // matmul's activation rows, pre-sized by reserve()
   std::mutex alloc_mu_;
   std::unordered_set<void*> allocations_;
 };
@@ -113,6 +124,11 @@ namespace cpu {
 void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights);
 void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
              const MoeParams& p, Tensor& out, MoeScratch& scratch);
+// out[n, m] = x[n, k] . w[m, k]^T with the given kernel set (cpu_qdot.h);
+// the short form uses the fastest set and scratch of its own (for one-off
+// callers: it allocates).
+void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out, MatmulScratch& scratch,
+            const KernelSet& ks);
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out);
 void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
                    const RopeParams& rope, const KVLayer& cache);

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_qdot.h"
 #include "core/error.h"
 
 namespace rf::cpu {
@@ -151,8 +152,8 @@ void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor&
       const Tensor xc = make_tensor(s.x.data(), DType::F32, d, m);
       Tensor gate = make_tensor(s.gate.data(), DType::F32, ff, m), up = make_tensor(s.up.data(), DType::F32, ff, m);
       Tensor y = make_tensor(s.y_chunk.data(), DType::F32, d, m);
-      matmul(pool, xc, gate_w, gate);
-      matmul(pool, xc, up_w, up);
+      matmul(pool, xc, gate_w, gate, s.mm, best_kernels());
+      matmul(pool, xc, up_w, up, s.mm, best_kernels());
       float* g = s.gate.data();
       float* u = s.up.data();
       if (w.has_biases()) {
@@ -167,7 +168,7 @@ void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor&
           case Activation::SiLU: g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i]; break;
         }
       }
-      matmul(pool, gate, down_w, y);
+      matmul(pool, gate, down_w, y, s.mm, best_kernels());
       if (w.has_biases()) {
         const float* bd = w.down_bias.ptr<float>() + e * d;
         for (int64_t i = 0; i < m * d; ++i) s.y_chunk[size_t(i)] += bd[i % d];
