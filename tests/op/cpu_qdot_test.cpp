@@ -2,7 +2,8 @@
 // reference, for every kernel set this CPU runs (the plain C++ set always):
 //  - the SIMD activation quantizers give the scalar ones' bytes exactly, and
 //    the scalar ones keep |x - d*q| <= d/2 with d = max|x|/127 and exact sums;
-//  - each weight format's kernel, for 1..4 activation rows, equals
+//  - each weight format's kernel gives a row the same bits whether it runs
+//    alone or beside up to 3 other rows, and, for 1..4 activation rows, equals
 //    sum_i w_i * (d_x q_x)_i in double over the reference dequantization
 //    (dequantize_row) of w and the quantized activations, to f32 rounding of
 //    the per-block products: |err| <= 2e-6 * sum_i |w_i x_i| + 1e-30;
@@ -120,10 +121,16 @@ void check_kernel(KernelIsa isa, DType t, int k, uint32_t seed) {
     std::copy(row.begin(), row.end(), xq.begin() + ptrdiff_t(j * xrb));
     xv.push_back(act_values(wk.act, row, x, size_t(k)));
   }
+  // Each row alone: a row's result must not depend on the rows beside it
+  // (a token's output is the same alone and inside a batch).
+  std::vector<float> alone(cpu::kMaxRows);
+  for (int j = 0; j < cpu::kMaxRows; ++j) wk.dot(w.data(), xq.data() + size_t(j) * xrb, xrb, 1, size_t(k), &alone[size_t(j)], 1);
   for (int nr = 1; nr <= cpu::kMaxRows; ++nr) {
     std::vector<float> out(size_t(nr) * 3, -1.0f);
     wk.dot(w.data(), xq.data(), xrb, nr, size_t(k), out.data(), 3);
     for (int j = 0; j < nr; ++j) {
+      EXPECT_EQ(out[size_t(j) * 3], alone[size_t(j)])
+          << cpu::isa_name(isa) << " " << dtype_name(t) << " k " << k << " nr " << nr << " row " << j;
       double ref = 0, mag = 0;
       for (int i = 0; i < k; ++i) {
         ref += double(wf[size_t(i)]) * xv[size_t(j)][size_t(i)];

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -132,6 +133,26 @@ void CpuBackend::embed_range(const Tensor& table, int64_t first, const StepMeta&
   }
 }
 
+double CpuBackend::measure_copy_bandwidth() {
+  const size_t bytes = size_t(256) << 20;
+  std::vector<uint8_t> a(bytes, 1), b(bytes, 2);
+  const size_t slice = (bytes / pool_.size() + 63) / 64 * 64;
+  auto copy = [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) {
+      const size_t off = std::min(bytes, t * slice), len = std::min(bytes - off, slice);
+      std::memcpy(b.data() + off, a.data() + off, len);
+    }
+  };
+  double best = 0;
+  for (int rep = 0; rep < 4; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool_.parallel_for(pool_.size(), 1, copy);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rep > 0) best = std::max(best, 2.0 * double(bytes) / s);
+  }
+  return best;
+}
+
 void CpuBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
   RF_CHECK(x.type == DType::F32 && w.type == DType::F32 && out.type == DType::F32 && w.cols() == x.cols(),
            "cpu rms_norm: bad shapes");
@@ -152,6 +173,32 @@ Handoff CpuBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out, const 
   check_handoff(x, x_in, "matmul");
   cpu::matmul(pool_, x, w, out, mm_, cpu::best_kernels());
   return {};
+}
+
+Handoff CpuBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                                 std::span<const Tensor> biases, const Handoff& x_in) {
+  RF_CHECK(ws.size() == outs.size(), "matmul_multi: ", ws.size(), " weights for ", outs.size(), " outputs");
+  RF_CHECK(biases.empty() || biases.size() == ws.size(), "matmul_multi: ", biases.size(), " biases for ", ws.size(),
+           " weights");
+  check_handoff(x, x_in, "matmul_multi");
+  for (size_t i = 0; i < ws.size(); i += cpu::kMaxMultiWeights) {
+    const size_t c = std::min(cpu::kMaxMultiWeights, ws.size() - i);
+    cpu::matmul_multi(pool_, x, ws.subspan(i, c), outs.subspan(i, c), mm_, cpu::best_kernels());
+  }
+  for (size_t i = 0; i < biases.size(); ++i)
+    if (biases[i].data) add_bias(outs[i], biases[i]);
+  return {};
+}
+
+void CpuBackend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
+                                    Tensor& up, Tensor& out, Activation act, const Handoff& x_in) {
+  check_handoff(x, x_in, "matmul_gate_up_glu");
+  const Tensor ws[2] = {w_gate, w_up};
+  Tensor outs[2] = {gate, up};
+  cpu::matmul_multi(pool_, x, ws, outs, mm_, cpu::best_kernels());
+  if (act == Activation::GeluTanh) geglu(gate, up, out);
+  else if (act == Activation::SiLUClampedOai) swiglu_oai(gate, up, out);
+  else swiglu(gate, up, out);
 }
 
 void CpuBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,

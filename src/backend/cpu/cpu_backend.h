@@ -1,11 +1,15 @@
 // The CPU backend: the reference implementation of every op. f32 activations
-// and an f32 KV cache; matmuls read the stored weight formats directly
-// (dequantizing per row inside the product) so results match a float64
-// forward over the dequantized weights to ~1e-5. Threaded over a pool sized
-// to the machine's cores.
+// and an f32 KV cache; matmuls read the stored weight formats directly:
+// float weights against f32 activations (results match a float64 forward
+// over the same weights to ~1e-6), quantized weights against activations
+// quantized to 8 bits per block of 32 or 256, with integer products
+// (cpu_qdot.h: ~2e-5 to 5e-5 NMSE per matmul against f32 activations, as
+// llama.cpp's CPU backend computes them). Threaded over a pool sized to the
+// machine's cores.
 #pragma once
 
 #include <memory>
+#include <span>
 #include <mutex>
 #include <unordered_set>
 #include <vector>
@@ -62,6 +66,11 @@ class CpuBackend : public Backend {
   void embed(const Tensor& table, const StepMeta& m, Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   Handoff matmul(const Tensor& x, const Tensor& w, Tensor& out, const Handoff& x_in = {}) override;
+  // One job over all the weights' rows, x quantized once (cpu::matmul_multi).
+  Handoff matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                       std::span<const Tensor> biases, const Handoff& x_in = {}) override;
+  void matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
+                          Tensor& out, Activation act, const Handoff& x_in = {}) override;
   void rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
                      const KVLayer& cache) override;
   Handoff attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
@@ -96,6 +105,9 @@ class CpuBackend : public Backend {
                              std::span<const PenaltyToken> penalties, Communicator& comm,
                              std::vector<SampleResult>& out) override;
   void synchronize() override {}
+  // memcpy between two 256 MiB buffers on every pool thread (each its own
+  // slice), best of 3 after a warm-up: the memory roofline bench reports.
+  double measure_copy_bandwidth() override;
 
   ThreadPool& pool() { return pool_; }
 
@@ -130,6 +142,10 @@ void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor&
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out, MatmulScratch& scratch,
             const KernelSet& ks);
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out);
+// outs[i] = x . ws[i]^T for up to kMaxMultiWeights weights of one k.
+constexpr size_t kMaxMultiWeights = 8;
+void matmul_multi(ThreadPool& pool, const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                  MatmulScratch& scratch, const KernelSet& ks);
 void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
                    const RopeParams& rope, const KVLayer& cache);
 void rope_q(ThreadPool& pool, Tensor& q, int32_t head_dim, const StepMeta& m, const RopeParams& rope);

@@ -8,6 +8,8 @@
 // a weight block once for all of those activation rows. Formats without a
 // kernel (F8_E4M3_ROW) use dot_row per row pair.
 #include <algorithm>
+#include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -40,52 +42,92 @@ void MatmulScratch::reserve(size_t bytes) {
   if (xq.size() < bytes) xq.resize(bytes);
 }
 
-void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out, MatmulScratch& scratch,
-            const KernelSet& ks) {
-  const int64_t k = w.cols(), m = w.rows(), n = x.rows();
-  RF_CHECK(x.type == DType::F32 && out.type == DType::F32, "cpu matmul: activations must be f32");
-  RF_CHECK(x.cols() == k, "cpu matmul: x has ", x.cols(), " columns, weight has ", k);
-  RF_CHECK(out.cols() == m && out.rows() >= n, "cpu matmul: out is ", out.shape_string(), ", expected [", m, ", ", n,
-           "]");
-  if (n == 0 || m == 0) return;
-  const WeightKernel wk = ks.lookup(w.type);
-  if (wk.act == ActFormat::None) return matmul_dot_row(pool, x, w, out);
-  row_bytes(w.type, uint64_t(k));  // throws on a partial block
+void matmul_multi(ThreadPool& pool, const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                  MatmulScratch& scratch, const KernelSet& ks) {
+  RF_CHECK(!ws.empty() && ws.size() == outs.size() && ws.size() <= kMaxMultiWeights, "cpu matmul: ", ws.size(),
+           " weights for ", outs.size(), " outputs");
+  const int64_t k = ws[0].cols(), n = x.rows();
+  RF_CHECK(x.type == DType::F32, "cpu matmul: activations must be f32");
+  bool same_format = true;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const int64_t m = ws[i].rows();
+    RF_CHECK(outs[i].type == DType::F32, "cpu matmul: outputs must be f32");
+    RF_CHECK(x.cols() == ws[i].cols(), "cpu matmul: x has ", x.cols(), " columns, weight has ", ws[i].cols());
+    RF_CHECK(outs[i].cols() == m && outs[i].rows() >= n, "cpu matmul: out is ", outs[i].shape_string(),
+             ", expected [", m, ", ", n, "]");
+    same_format = same_format && ks.lookup(ws[i].type).act == ks.lookup(ws[0].type).act;
+  }
+  if (n == 0) return;
+  const WeightKernel wk0 = ks.lookup(ws[0].type);
+  if (wk0.act == ActFormat::None || !same_format) {
+    for (size_t i = 0; i < ws.size(); ++i) {
+      if (ks.lookup(ws[i].type).act == ActFormat::None) matmul_dot_row(pool, x, ws[i], outs[i]);
+      else matmul_multi(pool, x, ws.subspan(i, 1), outs.subspan(i, 1), scratch, ks);
+    }
+    return;
+  }
 
-  const size_t xrb = act_row_bytes(wk.act, size_t(k));
+  // The activation rows in the kernels' format, once for every weight.
+  const size_t xrb = act_row_bytes(wk0.act, size_t(k));
   const uint8_t* xa;
-  if (wk.act == ActFormat::F32) {
+  if (wk0.act == ActFormat::F32) {
     xa = static_cast<const uint8_t*>(x.data);
   } else {
+    for (const Tensor& w : ws) row_bytes(w.type, uint64_t(k));  // throws on a partial block
     scratch.reserve(size_t(n) * xrb);
     uint8_t* xq = scratch.xq.data();
     const float* xp = x.ptr<float>();
     auto quant = [&](size_t t0, size_t t1) {
-      for (size_t t = t0; t < t1; ++t) quantize_act_row(ks, wk.act, xp + t * size_t(k), xq + t * xrb, size_t(k));
+      for (size_t t = t0; t < t1; ++t) quantize_act_row(ks, wk0.act, xp + t * size_t(k), xq + t * xrb, size_t(k));
     };
     if (n * k >= 32768) pool.parallel_for(size_t(n), 1, quant);
     else quant(0, size_t(n));
     xa = xq;
   }
 
-  const uint8_t* wp = static_cast<const uint8_t*>(w.data);
-  const size_t wrow = w.row_bytes();
-  float* op = out.ptr<float>();
-  const size_t tile = std::max<size_t>(1, kWeightTileBytes / wrow);
+  // The weights' rows laid end to end: [first[i], first[i + 1]) is weight i.
+  struct Part {
+    const uint8_t* w;
+    size_t wrow, tile, m;
+    float* out;
+    DotKernel dot;
+  };
+  Part parts[kMaxMultiWeights];
+  size_t first[kMaxMultiWeights + 1] = {0};
+  size_t min_tile = SIZE_MAX;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const size_t wrow = ws[i].row_bytes();
+    parts[i] = {static_cast<const uint8_t*>(ws[i].data), wrow, std::max<size_t>(1, kWeightTileBytes / wrow),
+                size_t(ws[i].rows()), outs[i].ptr<float>(), ks.lookup(ws[i].type).dot};
+    first[i + 1] = first[i] + parts[i].m;
+    min_tile = std::min(min_tile, parts[i].tile);
+  }
   // Decode: enough rows per chunk to amortize the hand-off; prefill: whole tiles.
-  const size_t grain = n == 1 ? std::max<size_t>(1, 16384 / size_t(k)) : tile;
-  const DotKernel dot = wk.dot;
-  pool.parallel_for(size_t(m), grain, [&](size_t r0, size_t r1) {
-    for (size_t rb = r0; rb < r1; rb += tile) {
-      const size_t re = std::min(r1, rb + tile);
-      for (int64_t t = 0; t < n; t += kMaxRows) {
-        const int nr = int(std::min<int64_t>(kMaxRows, n - t));
-        const uint8_t* xt = xa + size_t(t) * xrb;
-        float* ot = op + t * m;
-        for (size_t r = rb; r < re; ++r) dot(wp + r * wrow, xt, xrb, nr, size_t(k), ot + r, size_t(m));
+  const size_t grain = n == 1 ? std::max<size_t>(1, 16384 / size_t(k)) : min_tile;
+  const size_t nw = ws.size();
+  pool.parallel_for(first[nw], grain, [&](size_t g0, size_t g1) {
+    for (size_t i = 0; i < nw; ++i) {
+      const size_t lo = std::max(g0, first[i]), hi = std::min(g1, first[i + 1]);
+      if (lo >= hi) continue;
+      const Part& p = parts[i];
+      const size_t r0 = lo - first[i], r1 = hi - first[i];
+      for (size_t rb = r0; rb < r1; rb += p.tile) {
+        const size_t re = std::min(r1, rb + p.tile);
+        for (int64_t t = 0; t < n; t += kMaxRows) {
+          const int nr = int(std::min<int64_t>(kMaxRows, n - t));
+          const uint8_t* xt = xa + size_t(t) * xrb;
+          float* ot = p.out + size_t(t) * p.m;
+          for (size_t r = rb; r < re; ++r) p.dot(p.w + r * p.wrow, xt, xrb, nr, size_t(k), ot + r, p.m);
+        }
       }
     }
   });
+}
+
+void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out, MatmulScratch& scratch,
+            const KernelSet& ks) {
+  Tensor o = out;
+  matmul_multi(pool, x, std::span<const Tensor>(&w, 1), std::span<Tensor>(&o, 1), scratch, ks);
 }
 
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out) {
