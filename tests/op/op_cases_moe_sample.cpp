@@ -185,13 +185,12 @@ OpCase moe_ffn_case(DType type, Activation act, bool biases, int n) {
       }
     return RefOutputs{out};
   };
-  // The CPU quantizes the activations of each of the three matmuls to 8
-  // bits: an NMSE of ~1.5e-4 (blocks of 32) to ~3.5e-4 (blocks of 256, the
-  // k-quants) against the double reference, which a GPU computing in f16
-  // inherits against the CPU, and one quantizing its own activations adds
-  // its share to: 1e-3 both ways.
-  c.vs_reference = {Metric::Nmse, 1e-3};
-  c.vs_cpu = {Metric::Nmse, 1e-3};
+  // The CPU rounds the expert products to f32 between the three matmuls.
+  c.vs_reference = {Metric::RelL2, 1e-5};
+  // The fast matmul quantizes the activations of each of the three matmuls
+  // to 8 bits: an NMSE of ~1.5e-4 (blocks of 32) to ~3.5e-4 (blocks of 256).
+  c.vs_reference_fast = {Metric::Nmse, 1e-3};
+  c.vs_cpu = tol_quant_matmul();
   return c;
 }
 

@@ -27,14 +27,16 @@ float gelu_tanh_f16(float x) {
   return f16_to_f32(f32_to_f16(float(y)));
 }
 
-CpuBackend::CpuBackend(size_t n_threads) : pool_(n_threads) {}
+CpuBackend::CpuBackend(size_t n_threads, CpuMatmul matmul)
+    : pool_(n_threads), matmul_mode_(matmul), kernels_(cpu::kernels_for(matmul)) {}
 
 CpuBackend::~CpuBackend() {
   for (void* p : allocations_) std::free(p);
 }
 
 std::string CpuBackend::name() const {
-  return str("cpu (", pool_.size(), " threads, ", cpu::isa_name(cpu::best_kernels().isa), " kernels)");
+  return str("cpu (", pool_.size(), " threads, ", cpu::isa_name(cpu::best_kernels().isa), " kernels, ",
+             matmul_mode_ == CpuMatmul::Fast ? "8-bit activations" : "reference matmul", ")");
 }
 
 void* CpuBackend::alloc(size_t bytes, const std::string& what) {
@@ -171,7 +173,7 @@ void CpuBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& o
 
 Handoff CpuBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out, const Handoff& x_in) {
   check_handoff(x, x_in, "matmul");
-  cpu::matmul(pool_, x, w, out, mm_, cpu::best_kernels());
+  cpu::matmul(pool_, x, w, out, mm_, kernels_);
   return {};
 }
 
@@ -183,7 +185,7 @@ Handoff CpuBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, st
   check_handoff(x, x_in, "matmul_multi");
   for (size_t i = 0; i < ws.size(); i += cpu::kMaxMultiWeights) {
     const size_t c = std::min(cpu::kMaxMultiWeights, ws.size() - i);
-    cpu::matmul_multi(pool_, x, ws.subspan(i, c), outs.subspan(i, c), mm_, cpu::best_kernels());
+    cpu::matmul_multi(pool_, x, ws.subspan(i, c), outs.subspan(i, c), mm_, kernels_);
   }
   for (size_t i = 0; i < biases.size(); ++i)
     if (biases[i].data) add_bias(outs[i], biases[i]);
@@ -195,7 +197,7 @@ void CpuBackend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const
   check_handoff(x, x_in, "matmul_gate_up_glu");
   const Tensor ws[2] = {w_gate, w_up};
   Tensor outs[2] = {gate, up};
-  cpu::matmul_multi(pool_, x, ws, outs, mm_, cpu::best_kernels());
+  cpu::matmul_multi(pool_, x, ws, outs, mm_, kernels_);
   if (act == Activation::GeluTanh) geglu(gate, up, out);
   else if (act == Activation::SiLUClampedOai) swiglu_oai(gate, up, out);
   else swiglu(gate, up, out);
@@ -308,7 +310,7 @@ void CpuBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weigh
                          const MoeParams& p, Tensor& out, const Handoff& x_in, const Handoff& ids_in) {
   check_handoff(x, x_in, "moe_ffn");
   check_handoff(ids, ids_in, "moe_ffn");
-  cpu::moe_ffn(pool_, x, ids, weights, w, p, out, moe_);
+  cpu::moe_ffn(pool_, x, ids, weights, w, p, out, moe_, kernels_);
 }
 
 void CpuBackend::gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) {

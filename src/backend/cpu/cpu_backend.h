@@ -1,11 +1,13 @@
 // The CPU backend: the reference implementation of every op. f32 activations
-// and an f32 KV cache; matmuls read the stored weight formats directly:
-// float weights against f32 activations (results match a float64 forward
-// over the same weights to ~1e-6), quantized weights against activations
-// quantized to 8 bits per block of 32 or 256, with integer products
+// and an f32 KV cache; matmuls read the stored weight formats directly, in
+// one of two modes (CpuMatmul): Reference dequantizes each weight row inside
+// a product with f32 activations, so results match a float64 forward over
+// the dequantized weights to ~1e-6 (what tests compare other backends
+// with); Fast (the CLI's) quantizes the activations of a quantized weight's
+// matmul to 8 bits per block of 32 or 256 and multiplies in integers
 // (cpu_qdot.h: ~2e-5 to 5e-5 NMSE per matmul against f32 activations, as
-// llama.cpp's CPU backend computes them). Threaded over a pool sized to the
-// machine's cores.
+// llama.cpp's CPU backend computes). Float weights take the same f32
+// kernels in both. Threaded over a pool sized to the machine's cores.
 #pragma once
 
 #include <memory>
@@ -18,6 +20,9 @@
 #include "core/thread_pool.h"
 
 namespace rf {
+
+// How the CPU multiplies by quantized weights (see the file comment).
+enum class CpuMatmul { Reference, Fast };
 
 namespace cpu {
 struct KernelSet;  // cpu_qdot.h
@@ -44,7 +49,7 @@ struct MoeScratch {
 
 class CpuBackend : public Backend {
  public:
-  explicit CpuBackend(size_t n_threads = 0);
+  explicit CpuBackend(size_t n_threads = 0, CpuMatmul matmul = CpuMatmul::Reference);
   ~CpuBackend() override;
 
   DeviceKind device() const override { return DeviceKind::CPU; }
@@ -110,9 +115,12 @@ class CpuBackend : public Backend {
   double measure_copy_bandwidth() override;
 
   ThreadPool& pool() { return pool_; }
+  CpuMatmul matmul_mode() const { return matmul_mode_; }
 
  private:
   ThreadPool pool_;
+  CpuMatmul matmul_mode_;
+  const cpu::KernelSet& kernels_;  // kernels_for(matmul_mode_)
   Batch step_;  // the uploaded batch: StepMeta points into it
   // Its KV groups' slot mappings [n_groups, n_tokens] and block tables
   // [n_groups, n_seqs, max_blocks_per_seq], each laid end to end.
@@ -135,13 +143,15 @@ float gelu_tanh_f16(float x);
 namespace cpu {
 void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights);
 void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
-             const MoeParams& p, Tensor& out, MoeScratch& scratch);
+             const MoeParams& p, Tensor& out, MoeScratch& scratch, const KernelSet& ks);
 // out[n, m] = x[n, k] . w[m, k]^T with the given kernel set (cpu_qdot.h);
-// the short form uses the fastest set and scratch of its own (for one-off
+// the short form is the reference mode with scratch of its own (for one-off
 // callers: it allocates).
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out, MatmulScratch& scratch,
             const KernelSet& ks);
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out);
+// The kernel set of a mode (reference_kernels() or best_kernels()).
+const KernelSet& kernels_for(CpuMatmul mode);
 // outs[i] = x . ws[i]^T for up to kMaxMultiWeights weights of one k.
 constexpr size_t kMaxMultiWeights = 8;
 void matmul_multi(ThreadPool& pool, const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,

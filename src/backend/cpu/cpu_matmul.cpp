@@ -23,6 +23,10 @@ namespace {
 // Bytes of weight rows a thread keeps hot while the activation rows pass.
 constexpr size_t kWeightTileBytes = 48 * 1024;
 
+// Formats without a kernel in the set (quantized weights in the reference
+// set, F8_E4M3_ROW in every set): f32 activations; one row uses the fused
+// dequantize-dot, several rows dequantize each weight row once into a
+// per-thread buffer and reuse it for every activation row.
 void matmul_dot_row(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out) {
   const int64_t k = w.cols(), m = w.rows(), n = x.rows();
   const uint8_t* wp = static_cast<const uint8_t*>(w.data);
@@ -31,8 +35,16 @@ void matmul_dot_row(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& 
   float* op = out.ptr<float>();
   const size_t grain = size_t(std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)));
   pool.parallel_for(size_t(m), grain, [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r)
-      for (int64_t t = 0; t < n; ++t) op[t * m + int64_t(r)] = dot_row(w.type, wp + r * wrow, xp + t * k, size_t(k));
+    if (n == 1) {
+      for (size_t r = r0; r < r1; ++r) op[r] = dot_row(w.type, wp + r * wrow, xp, size_t(k));
+      return;
+    }
+    thread_local std::vector<float> row;
+    row.resize(size_t(k));
+    for (size_t r = r0; r < r1; ++r) {
+      dequantize_row(w.type, wp + r * wrow, row.data(), size_t(k));
+      for (int64_t t = 0; t < n; ++t) op[t * m + int64_t(r)] = dot_row(DType::F32, row.data(), xp + t * k, size_t(k));
+    }
   });
 }
 
@@ -132,7 +144,11 @@ void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out, Mat
 
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out) {
   MatmulScratch scratch;
-  matmul(pool, x, w, out, scratch, best_kernels());
+  matmul(pool, x, w, out, scratch, reference_kernels());
+}
+
+const KernelSet& kernels_for(CpuMatmul mode) {
+  return mode == CpuMatmul::Fast ? best_kernels() : reference_kernels();
 }
 
 }  // namespace rf::cpu

@@ -16,20 +16,30 @@ constexpr KernelSet kAvx2{KernelIsa::Avx2, qdot::avx2_lookup, qdot::quantize_q8_
 constexpr KernelSet kVnni{KernelIsa::Avx512Vnni, qdot::vnni_lookup, qdot::quantize_q8_32_avx2,
                           qdot::quantize_q8_k_avx2};
 
+WeightKernel reference_lookup(DType t) {
+  const bool f32_act = t == DType::F32 || t == DType::F16 || t == DType::BF16;
+  return f32_act ? best_kernels().lookup(t) : WeightKernel{};
+}
+constexpr KernelSet kReference{KernelIsa::Reference, reference_lookup, qdot::quantize_q8_32_scalar,
+                               qdot::quantize_q8_k_scalar};
+
 }  // namespace
+
+const KernelSet& reference_kernels() { return kReference; }
 
 const char* isa_name(KernelIsa isa) {
   switch (isa) {
     case KernelIsa::Scalar: return "scalar";
     case KernelIsa::Avx2: return "avx2";
     case KernelIsa::Avx512Vnni: return "avx512-vnni";
+    case KernelIsa::Reference: return "reference";
   }
   return "?";
 }
 
 bool isa_supported(KernelIsa isa) {
   switch (isa) {
-    case KernelIsa::Scalar: return true;
+    case KernelIsa::Scalar: case KernelIsa::Reference: return true;
 #if defined(__x86_64__)
     case KernelIsa::Avx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
@@ -47,6 +57,7 @@ const KernelSet& kernel_set(KernelIsa isa) {
   switch (isa) {
     case KernelIsa::Avx2: return kAvx2;
     case KernelIsa::Avx512Vnni: return kVnni;
+    case KernelIsa::Reference: return kReference;
     default: return kScalar;
   }
 }

@@ -47,7 +47,7 @@ struct WeightKernel {
   DotKernel dot = nullptr;
 };
 
-enum class KernelIsa : uint8_t { Scalar, Avx2, Avx512Vnni };
+enum class KernelIsa : uint8_t { Scalar, Avx2, Avx512Vnni, Reference };
 const char* isa_name(KernelIsa isa);
 
 struct KernelSet {
@@ -64,6 +64,10 @@ bool isa_supported(KernelIsa isa);
 const KernelSet& kernel_set(KernelIsa isa);
 // The fastest set this CPU runs (decided once).
 const KernelSet& best_kernels();
+// The exact set: best_kernels()' float-weight kernels (f32 activations) and
+// no kernel for quantized weights, which the matmul then reads with
+// dot_row over f32 activations (CpuMatmul::Reference).
+const KernelSet& reference_kernels();
 
 // Bytes of one activation row of k elements in a format (0 for None).
 size_t act_row_bytes(ActFormat f, size_t k);
