@@ -45,7 +45,7 @@ void ThreadPool::parallel_for(size_t n, size_t grain, RangeFn fn) {
   job_n_.store(n, std::memory_order_relaxed);
   job_chunk_.store(chunk, std::memory_order_relaxed);
   n_chunks_.store(nc, std::memory_order_relaxed);
-  pending_.store(nc, std::memory_order_relaxed);
+  done_.store(uint64_t(gen) << 32, std::memory_order_relaxed);
   claim_.store(uint64_t(gen) << 32, std::memory_order_release);
   generation_.store(gen, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
@@ -53,7 +53,8 @@ void ThreadPool::parallel_for(size_t n, size_t grain, RangeFn fn) {
     wake_.notify_all();
   }
   run_chunks(gen);
-  for (unsigned spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+  const uint64_t all_done = (uint64_t(gen) << 32) | nc;
+  for (unsigned spins = 0; done_.load(std::memory_order_acquire) != all_done; ++spins) {
     if (spins < 4096) RF_CPU_RELAX();
     else std::this_thread::yield();
   }
@@ -84,7 +85,10 @@ void ThreadPool::run_chunks(uint32_t gen) {
       std::lock_guard<std::mutex> lock(error_mu_);
       if (!error_) error_ = std::current_exception();
     }
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    // Counted for this job only (the caller cannot have moved on: it waits
+    // for this chunk).
+    uint64_t d = done_.load(std::memory_order_relaxed);
+    while (uint32_t(d >> 32) == gen && !done_.compare_exchange_weak(d, d + 1, std::memory_order_acq_rel)) {}
   }
 }
 

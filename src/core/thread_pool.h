@@ -6,9 +6,9 @@
 // no allocation and no lock on its fast path: the job is published through
 // atomics, idle workers poll for the next job for kSpinBeforeSleep before
 // they block on a condition variable, and the caller polls for the
-// stragglers. Chunks are claimed from one 64-bit counter that carries the
-// job's generation, so a worker late from an earlier job never takes a chunk
-// of the next one.
+// stragglers. Chunks are claimed from, and counted finished in, 64-bit
+// counters that carry the job's generation, so a worker late from an
+// earlier job never takes or counts a chunk of the next one.
 #pragma once
 
 #include <atomic>
@@ -74,7 +74,7 @@ class ThreadPool {
   std::atomic<uint32_t> n_chunks_{0};
   std::atomic<uint64_t> claim_{0};      // generation << 32 | next chunk
   std::atomic<uint32_t> generation_{0};
-  std::atomic<size_t> pending_{0};      // chunks not yet finished
+  std::atomic<uint64_t> done_{0};       // generation << 32 | chunks of it finished
   std::atomic<int> sleepers_{0};        // workers blocked on wake_
   std::atomic<bool> stop_{false};
   std::mutex mu_;                       // guards the sleep / wake hand-off
