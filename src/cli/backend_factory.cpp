@@ -124,7 +124,7 @@ BackendSet make_backends(const BackendOptions& o) {
   const size_t cores = o.threads > 0 ? size_t(o.threads) : size_t(std::max(1u, std::thread::hardware_concurrency()));
   const size_t per_rank = n > 1 ? std::max<size_t>(1, cores / size_t(n)) : size_t(o.threads);
   for (int r = 0; r < n; ++r) {
-    s.owned.push_back(std::make_unique<CpuBackend>(per_rank));
+    s.owned.push_back(std::make_unique<CpuBackend>(per_rank, CpuMatmul::Fast));
     s.ranks.push_back(s.owned.back().get());
   }
   log_info("backend: ", s.first().name());

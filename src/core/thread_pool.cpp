@@ -1,27 +1,34 @@
-// ThreadPool: workers sleep on a condition variable and claim chunks of the
-// current job; the caller claims chunks too and waits for the stragglers.
+// ThreadPool: jobs published through atomics; workers poll, then sleep on a
+// condition variable; chunks claimed by compare-and-swap on a counter tagged
+// with the job's generation (see thread_pool.h).
 #include "core/thread_pool.h"
 
 #include <algorithm>
-#include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define RF_CPU_RELAX() _mm_pause()
+#else
+#define RF_CPU_RELAX() std::this_thread::yield()
+#endif
 
 namespace rf {
 
 ThreadPool::ThreadPool(size_t n_threads) {
   if (n_threads == 0) n_threads = std::max(1u, std::thread::hardware_concurrency());
-  for (size_t i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (size_t i = 1; i < n_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
+  stop_.store(true);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) {
+void ThreadPool::parallel_for(size_t n, size_t grain, RangeFn fn) {
   if (n == 0) return;
   grain = std::max<size_t>(grain, 1);
   const size_t max_chunks = (n + grain - 1) / grain;
@@ -31,53 +38,82 @@ void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(s
     return;
   }
   std::lock_guard<std::mutex> call_lock(call_mu_);
-  std::unique_lock<std::mutex> lock(mu_);
-  job_ = &fn;
-  job_n_ = n;
-  job_chunk_ = (n + chunks - 1) / chunks;
-  n_chunks_ = (n + job_chunk_ - 1) / job_chunk_;
-  next_chunk_ = 0;
-  pending_ = n_chunks_;
-  ++generation_;
-  wake_.notify_all();
-  error_ = nullptr;
-  while (next_chunk_ < n_chunks_) {
-    const size_t c = next_chunk_++;
-    lock.unlock();
-    run_chunk(fn, c * job_chunk_, std::min(n, (c + 1) * job_chunk_));
-    lock.lock();
-    --pending_;
+  const size_t chunk = (n + chunks - 1) / chunks;
+  const uint32_t nc = uint32_t((n + chunk - 1) / chunk);
+  const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  job_.store(&fn, std::memory_order_relaxed);
+  job_n_.store(n, std::memory_order_relaxed);
+  job_chunk_.store(chunk, std::memory_order_relaxed);
+  n_chunks_.store(nc, std::memory_order_relaxed);
+  done_.store(uint64_t(gen) << 32, std::memory_order_relaxed);
+  claim_.store(uint64_t(gen) << 32, std::memory_order_release);
+  generation_.store(gen, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    wake_.notify_all();
   }
-  done_.wait(lock, [this] { return pending_ == 0; });
-  job_ = nullptr;
-  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-}
-
-void ThreadPool::run_chunk(const std::function<void(size_t, size_t)>& fn, size_t begin, size_t end) {
-  try {
-    fn(begin, end);
-  } catch (...) {
+  run_chunks(gen);
+  const uint64_t all_done = (uint64_t(gen) << 32) | nc;
+  for (unsigned spins = 0; done_.load(std::memory_order_acquire) != all_done; ++spins) {
+    if (spins < 4096) RF_CPU_RELAX();
+    else std::this_thread::yield();
+  }
+  job_.store(nullptr, std::memory_order_relaxed);
+  std::exception_ptr err;
+  {
     std::lock_guard<std::mutex> lock(error_mu_);
-    if (!error_) error_ = std::current_exception();
+    err = std::exchange(error_, nullptr);
+  }
+  if (err) std::rethrow_exception(err);
+}
+
+void ThreadPool::run_chunks(uint32_t gen) {
+  for (;;) {
+    uint64_t c = claim_.load(std::memory_order_acquire);
+    if (uint32_t(c >> 32) != gen) return;
+    // Read the job before the claim: a successful claim proves the caller
+    // has not moved on to the next job, so these are this job's fields.
+    const RangeFn* fn = job_.load(std::memory_order_relaxed);
+    const size_t n = job_n_.load(std::memory_order_relaxed), chunk = job_chunk_.load(std::memory_order_relaxed);
+    const uint32_t nc = n_chunks_.load(std::memory_order_relaxed);
+    if (uint32_t(c) >= nc) return;
+    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
+    const size_t begin = size_t(uint32_t(c)) * chunk;
+    try {
+      (*fn)(begin, std::min(n, begin + chunk));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      if (!error_) error_ = std::current_exception();
+    }
+    // Counted for this job only (the caller cannot have moved on: it waits
+    // for this chunk).
+    uint64_t d = done_.load(std::memory_order_relaxed);
+    while (uint32_t(d >> 32) == gen && !done_.compare_exchange_weak(d, d + 1, std::memory_order_acq_rel)) {}
   }
 }
 
-void ThreadPool::worker_loop(size_t) {
-  uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mu_);
+void ThreadPool::worker_loop() {
+  uint32_t seen = 0;
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || (generation_ != seen && job_ && next_chunk_ < n_chunks_); });
-    if (stop_) return;
-    seen = generation_;
-    while (job_ && next_chunk_ < n_chunks_) {
-      const size_t c = next_chunk_++;
-      const auto* fn = job_;
-      const size_t n = job_n_, chunk = job_chunk_;
-      lock.unlock();
-      run_chunk(*fn, c * chunk, std::min(n, (c + 1) * chunk));
-      lock.lock();
-      if (--pending_ == 0) done_.notify_all();
+    uint32_t gen = generation_.load(std::memory_order_acquire);
+    if (gen == seen && !stop_.load(std::memory_order_relaxed)) {
+      const auto until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+      for (unsigned i = 1; (gen = generation_.load(std::memory_order_acquire)) == seen; ++i) {
+        if (stop_.load(std::memory_order_relaxed)) return;
+        RF_CPU_RELAX();
+        if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) {
+          std::unique_lock<std::mutex> lock(mu_);
+          sleepers_.fetch_add(1, std::memory_order_seq_cst);
+          wake_.wait(lock, [&] {
+            return stop_.load(std::memory_order_seq_cst) || generation_.load(std::memory_order_seq_cst) != seen;
+          });
+          sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        }
+      }
     }
+    if (stop_.load(std::memory_order_relaxed)) return;
+    seen = gen;
+    run_chunks(gen);
   }
 }
 

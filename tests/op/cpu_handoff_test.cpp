@@ -137,6 +137,15 @@ class HandingCpu final : public CpuBackend {
     CpuBackend::add_rms_norm(x, y, w, eps, out);
     return Handoff{out.data, false, 0.0f, 7};
   }
+  // The CPU fuses these two; the defaults under test compose matmul.
+  Handoff matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                       std::span<const Tensor> biases, const Handoff& x_in = {}) override {
+    return Backend::matmul_multi(x, ws, outs, biases, x_in);
+  }
+  void matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
+                          Tensor& out, Activation act, const Handoff& x_in = {}) override {
+    Backend::matmul_gate_up_glu(x, w_gate, w_up, gate, up, out, act, x_in);
+  }
 };
 
 TEST(CpuHandoff, DefaultsPassEachHandoffOnInOrder) {

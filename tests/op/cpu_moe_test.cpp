@@ -256,8 +256,9 @@ TEST_P(CpuMoeFfn, MatchesDoubleOverDequantizedExperts) {
   std::mt19937 rng(77 + int(fc.type));
   const auto ex = make_experts(fc.type, n_expert, d, ff, rng);
   if (fc.biases) add_biases(*ex, n_expert, d, ff, rng);
-  CpuBackend be(2);
+  CpuBackend be(2), fast(2, CpuMatmul::Fast);
   be.reserve(moe_limits(n, n_expert, k, ff, d));
+  fast.reserve(moe_limits(n, n_expert, k, ff, d));
   const MoeParams p = moe_params(n_expert, k, ff, fc.act);
   for (bool skew : {false, true}) {
     std::vector<int32_t> ids;
@@ -277,6 +278,16 @@ TEST_P(CpuMoeFfn, MatchesDoubleOverDequantizedExperts) {
     std::printf("[ moe      ] %-5s %s %s: relative L2 error %.2e (tolerance %.0e)\n", dtype_name(fc.type),
                 fc.act == Activation::SiLU ? "silu" : fc.act == Activation::GeluTanh ? "gelu" : "oai", skew ? "skewed" : "spread", err, tol);
     EXPECT_LT(err, tol) << dtype_name(fc.type) << (skew ? " skewed" : " spread");
+    // The fast matmul quantizes the activations of each of the three
+    // matmuls of a quantized expert to 8 bits (cpu_qdot.h): ~1.2 % (blocks
+    // of 32) and ~1.9 % (blocks of 256) relative L2 here; a wrong expert or
+    // weight is off by tens of percent. Float experts keep f32 activations.
+    std::vector<float> out_fast(size_t(n * d), NAN);
+    Tensor tf = make_tensor(out_fast.data(), DType::F32, d, n);
+    fast.moe_ffn(tx, ti, tw, ex->w, p, tf);
+    const bool f32_act = fc.type == DType::F32 || fc.type == DType::F16 || fc.type == DType::BF16;
+    EXPECT_LT(rel_err(out_fast, naive_ffn(*ex, x, ids, weights, k, d, ff, fc.act)), f32_act ? tol : 3e-2)
+        << "fast matmul, " << dtype_name(fc.type) << (skew ? " skewed" : " spread");
   }
 }
 
@@ -301,11 +312,11 @@ INSTANTIATE_TEST_SUITE_P(Types, CpuMoeFfn,
 // A token's output depends only on its own row and choices: alone (one row
 // per expert) it is bit-identical to the same token among 150 (f32 weights,
 // whose single- and multi-row products are the same dot products).
-TEST(CpuMoe, FfnTokenAloneEqualsInBatch) {
+void expect_token_alone_equals_in_batch(DType type, CpuMatmul mode) {
   const int n_expert = 8, k = 3, d = 64, ff = 96, n = 150;
   std::mt19937 rng(5);
-  const auto ex = make_experts(DType::F32, n_expert, d, ff, rng);
-  CpuBackend be(2);
+  const auto ex = make_experts(type, n_expert, d, ff, rng);
+  CpuBackend be(2, mode);
   be.reserve(moe_limits(n, n_expert, k, ff, d));
   const MoeParams p = moe_params(n_expert, k, ff, Activation::SiLU);
   std::vector<int32_t> ids;
@@ -323,6 +334,12 @@ TEST(CpuMoe, FfnTokenAloneEqualsInBatch) {
     be.moe_ffn(ox, oi, ow, ex->w, p, oo);
     EXPECT_EQ(one, std::vector<float>(out.begin() + t * d, out.begin() + (t + 1) * d)) << "token " << t;
   }
+}
+
+// Also with the fast matmul's 8-bit activations (quantized per row).
+TEST(CpuMoe, FfnTokenAloneEqualsInBatch) {
+  expect_token_alone_equals_in_batch(DType::F32, CpuMatmul::Reference);
+  expect_token_alone_equals_in_batch(DType::Q8_0, CpuMatmul::Fast);
 }
 
 using test::error_of;

@@ -40,6 +40,15 @@ inline Tolerance tol_f16() { return {Metric::RelL2, 2e-3}; }
 // the activations to 8 bits, ~2e-5 NMSE, then rounds the output to f16).
 inline Tolerance tol_quant_matmul() { return {Metric::Nmse, 5e-4}; }
 inline Tolerance tol_exact() { return {Metric::Exact, 0.0}; }
+// The CPU's fast matmul over a quantized weight against the double
+// reference: it quantizes the activations to 8 bits (d = max/127 per 32 or
+// 256 values, an NMSE of ~2e-5 to ~5e-5 on random rows); 2e-4 leaves room
+// for ops that multiply two such products (GLU). Float weights (and
+// F8_E4M3_ROW, read with f32 activations) stay at tol_f32.
+inline Tolerance tol_cpu_fast_matmul(DType w) {
+  const bool f32_act = w == DType::F32 || w == DType::F16 || w == DType::BF16 || w == DType::F8_E4M3_ROW;
+  return f32_act ? tol_f32() : Tolerance{Metric::Nmse, 2e-4};
+}
 
 // The error of `got` against `want` by `metric` (Exact: the number of
 // differing elements).
@@ -67,6 +76,9 @@ struct OpCase {
   std::function<RefOutputs(const OpInputs& in)> reference;
   Tolerance vs_reference = tol_f32();  // the CPU against reference
   Tolerance vs_cpu = tol_f16();        // another backend against the CPU
+  // The CPU with CpuMatmul::Fast (8-bit activations for quantized weights)
+  // against reference; bound < 0: as vs_reference.
+  Tolerance vs_reference_fast = {Metric::RelL2, -1.0};
 };
 
 // Every case, in a fixed order.

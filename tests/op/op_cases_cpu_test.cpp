@@ -1,5 +1,6 @@
-// Every case of the table of op cases (op_cases.h) on the CPU backend
-// against its naive double-precision reference, one test per case.
+// Every case of the table of op cases (op_cases.h) on the CPU backend, in
+// both matmul modes, against its naive double-precision reference, one
+// test per case.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -16,17 +17,23 @@ using test::OpCase;
 
 class OpCaseCpu : public ::testing::TestWithParam<size_t> {};
 
+// Both matmul modes: the reference one at vs_reference, the fast one
+// (8-bit activations for quantized weights) at vs_reference_fast.
 TEST_P(OpCaseCpu, MatchesReference) {
   const OpCase& c = test::op_cases()[GetParam()];
   const test::OpInputs in = c.inputs(test::op_case_seed(c));
-  CpuBackend cpu(2);
-  const test::OpOutputs got = c.run(cpu, in);
   const test::RefOutputs want = c.reference(in);
-  ASSERT_EQ(got.size(), want.size()) << c.name;
-  for (size_t o = 0; o < want.size(); ++o) {
-    ASSERT_EQ(got[o].size(), want[o].size()) << c.name << " output " << o;
-    EXPECT_LE(test::op_error(c.vs_reference.metric, got[o], want[o]), c.vs_reference.bound)
-        << c.name << " output " << o;
+  for (CpuMatmul mode : {CpuMatmul::Reference, CpuMatmul::Fast}) {
+    CpuBackend cpu(2, mode);
+    const test::OpOutputs got = c.run(cpu, in);
+    const test::Tolerance tol =
+        mode == CpuMatmul::Fast && c.vs_reference_fast.bound >= 0 ? c.vs_reference_fast : c.vs_reference;
+    const char* what = mode == CpuMatmul::Fast ? " (fast matmul)" : "";
+    ASSERT_EQ(got.size(), want.size()) << c.name << what;
+    for (size_t o = 0; o < want.size(); ++o) {
+      ASSERT_EQ(got[o].size(), want[o].size()) << c.name << " output " << o << what;
+      EXPECT_LE(test::op_error(tol.metric, got[o], want[o]), tol.bound) << c.name << " output " << o << what;
+    }
   }
 }
 

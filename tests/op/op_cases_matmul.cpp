@@ -67,6 +67,7 @@ OpCase matmul_case(DType type, int n, int k, int m) {
     return RefOutputs{matmul_ref(in.f[0], dequantized(type, in.w[0], m, k), n, k, m)};
   };
   c.vs_reference = tol_f32();
+  c.vs_reference_fast = tol_cpu_fast_matmul(type);
   c.vs_cpu = float_weights(type) ? tol_f16() : tol_quant_matmul();
   return c;
 }
@@ -129,6 +130,7 @@ OpCase gate_up_case(Activation act, const char* act_name, DType type, int n, int
   // boundary may round the other way from the reference's (one f16 step,
   // 1e-3 of that value).
   c.vs_reference = act == Activation::GeluTanh ? Tolerance{Metric::RelL2, 1e-4} : tol_f32();
+  c.vs_reference_fast = tol_cpu_fast_matmul(type);
   c.vs_cpu = tol_quant_matmul();
   return c;
 }

@@ -73,6 +73,17 @@ const float* load_row(const KVLayer& cache, bool is_k, size_t slot, int kvh, std
   return buf.data();
 }
 
+// sum a[i] * b[i] in double, as four interleaved partial sums (one vector
+// of doubles; a single chain would wait on each add's latency).
+inline double dot_f64(const float* a, const float* b, int n) {
+  double s[4] = {0, 0, 0, 0};
+  int i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int l = 0; l < 4; ++l) s[l] += double(a[i + l]) * double(b[i + l]);
+  for (; i < n; ++i) s[0] += double(a[i]) * double(b[i]);
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
 void check_cache_type(const KVLayer& cache) {
   RF_CHECK(cache.type == DType::F32 || (cache.type == DType::F8_E4M3 && cache.k_scale && cache.v_scale),
            "cpu KV cache must be f32 or f8_e4m3 with row scales, not ", dtype_name(cache.type));
@@ -150,9 +161,7 @@ void attention(ThreadPool& pool, const Tensor& q, const KVLayer& cache, const St
       for (int j = first; j < n_ctx; ++j) {
         const size_t slot = size_t(table[j / m.block_size]) * m.block_size + size_t(j % m.block_size);
         const float* kv = load_row(cache, true, slot, kvh, row_buf);
-        double s = 0;
-        for (int d = 0; d < hd; ++d) s += double(qv[d]) * kv[d];
-        s *= p.scale;
+        double s = dot_f64(qv, kv, hd) * p.scale;
         if (p.softcap > 0.0f) s = double(p.softcap) * std::tanh(s / double(p.softcap));
         scores[j] = s;
         mx = std::max(mx, scores[j]);

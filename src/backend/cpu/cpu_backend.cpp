@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cpu/cpu_qdot.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/quant.h"
@@ -25,13 +27,17 @@ float gelu_tanh_f16(float x) {
   return f16_to_f32(f32_to_f16(float(y)));
 }
 
-CpuBackend::CpuBackend(size_t n_threads) : pool_(n_threads) {}
+CpuBackend::CpuBackend(size_t n_threads, CpuMatmul matmul)
+    : pool_(n_threads), matmul_mode_(matmul), kernels_(cpu::kernels_for(matmul)) {}
 
 CpuBackend::~CpuBackend() {
   for (void* p : allocations_) std::free(p);
 }
 
-std::string CpuBackend::name() const { return str("cpu (", pool_.size(), " threads)"); }
+std::string CpuBackend::name() const {
+  return str("cpu (", pool_.size(), " threads, ", cpu::isa_name(cpu::best_kernels().isa), " kernels, ",
+             matmul_mode_ == CpuMatmul::Fast ? "8-bit activations" : "reference matmul", ")");
+}
 
 void* CpuBackend::alloc(size_t bytes, const std::string& what) {
   const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
@@ -64,7 +70,13 @@ Tensor CpuBackend::load_f32(const float* host, int64_t cols, int64_t rows, const
   return make_tensor(p, DType::F32, cols, rows);
 }
 
-void CpuBackend::reserve(const BackendLimits& limits) { moe_.reserve(limits); }
+void CpuBackend::reserve(const BackendLimits& limits) {
+  moe_.reserve(limits);
+  // Activation rows up to the widest of the model's dims, at most 5/4 bytes
+  // an element (Q8_32); wider inputs grow it on first use.
+  const int64_t widest = std::max({int64_t(limits.n_embd), int64_t(limits.n_ff), int64_t(limits.n_heads) * limits.head_dim});
+  mm_.reserve(size_t(std::max(0, limits.max_tokens)) * size_t(std::max<int64_t>(widest, 0)) * 5 / 4);
+}
 
 StepMeta CpuBackend::upload_step(const Batch& b) {
   step_ = b;
@@ -123,6 +135,26 @@ void CpuBackend::embed_range(const Tensor& table, int64_t first, const StepMeta&
   }
 }
 
+double CpuBackend::measure_copy_bandwidth() {
+  const size_t bytes = size_t(256) << 20;
+  std::vector<uint8_t> a(bytes, 1), b(bytes, 2);
+  const size_t slice = (bytes / pool_.size() + 63) / 64 * 64;
+  auto copy = [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) {
+      const size_t off = std::min(bytes, t * slice), len = std::min(bytes - off, slice);
+      std::memcpy(b.data() + off, a.data() + off, len);
+    }
+  };
+  double best = 0;
+  for (int rep = 0; rep < 4; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool_.parallel_for(pool_.size(), 1, copy);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rep > 0) best = std::max(best, 2.0 * double(bytes) / s);
+  }
+  return best;
+}
+
 void CpuBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
   RF_CHECK(x.type == DType::F32 && w.type == DType::F32 && out.type == DType::F32 && w.cols() == x.cols(),
            "cpu rms_norm: bad shapes");
@@ -141,8 +173,34 @@ void CpuBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& o
 
 Handoff CpuBackend::matmul(const Tensor& x, const Tensor& w, Tensor& out, const Handoff& x_in) {
   check_handoff(x, x_in, "matmul");
-  cpu::matmul(pool_, x, w, out);
+  cpu::matmul(pool_, x, w, out, mm_, kernels_);
   return {};
+}
+
+Handoff CpuBackend::matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                                 std::span<const Tensor> biases, const Handoff& x_in) {
+  RF_CHECK(ws.size() == outs.size(), "matmul_multi: ", ws.size(), " weights for ", outs.size(), " outputs");
+  RF_CHECK(biases.empty() || biases.size() == ws.size(), "matmul_multi: ", biases.size(), " biases for ", ws.size(),
+           " weights");
+  check_handoff(x, x_in, "matmul_multi");
+  for (size_t i = 0; i < ws.size(); i += cpu::kMaxMultiWeights) {
+    const size_t c = std::min(cpu::kMaxMultiWeights, ws.size() - i);
+    cpu::matmul_multi(pool_, x, ws.subspan(i, c), outs.subspan(i, c), mm_, kernels_);
+  }
+  for (size_t i = 0; i < biases.size(); ++i)
+    if (biases[i].data) add_bias(outs[i], biases[i]);
+  return {};
+}
+
+void CpuBackend::matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
+                                    Tensor& up, Tensor& out, Activation act, const Handoff& x_in) {
+  check_handoff(x, x_in, "matmul_gate_up_glu");
+  const Tensor ws[2] = {w_gate, w_up};
+  Tensor outs[2] = {gate, up};
+  cpu::matmul_multi(pool_, x, ws, outs, mm_, kernels_);
+  if (act == Activation::GeluTanh) geglu(gate, up, out);
+  else if (act == Activation::SiLUClampedOai) swiglu_oai(gate, up, out);
+  else swiglu(gate, up, out);
 }
 
 void CpuBackend::rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
@@ -268,7 +326,7 @@ void CpuBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weigh
                          const MoeParams& p, Tensor& out, const Handoff& x_in, const Handoff& ids_in) {
   check_handoff(x, x_in, "moe_ffn");
   check_handoff(ids, ids_in, "moe_ffn");
-  cpu::moe_ffn(pool_, x, ids, weights, w, p, out, moe_);
+  cpu::moe_ffn(pool_, x, ids, weights, w, p, out, moe_, kernels_);
 }
 
 void CpuBackend::gather_rows(const Tensor& x, const StepMeta& m, Tensor& out) {

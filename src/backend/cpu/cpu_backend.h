@@ -1,11 +1,17 @@
 // The CPU backend: the reference implementation of every op. f32 activations
-// and an f32 KV cache; matmuls read the stored weight formats directly
-// (dequantizing per row inside the product) so results match a float64
-// forward over the dequantized weights to ~1e-5. Threaded over a pool sized
-// to the machine's cores.
+// and an f32 KV cache; matmuls read the stored weight formats directly, in
+// one of two modes (CpuMatmul): Reference dequantizes each weight row inside
+// a product with f32 activations, so results match a float64 forward over
+// the dequantized weights to ~1e-6 (what tests compare other backends
+// with); Fast (the CLI's) quantizes the activations of a quantized weight's
+// matmul to 8 bits per block of 32 or 256 and multiplies in integers
+// (cpu_qdot.h: ~2e-5 to 5e-5 NMSE per matmul against f32 activations, as
+// llama.cpp's CPU backend computes). Float weights take the same f32
+// kernels in both. Threaded over a pool sized to the machine's cores.
 #pragma once
 
 #include <memory>
+#include <span>
 #include <mutex>
 #include <unordered_set>
 #include <vector>
@@ -15,7 +21,19 @@
 
 namespace rf {
 
+// How the CPU multiplies by quantized weights (see the file comment).
+enum class CpuMatmul { Reference, Fast };
+
 namespace cpu {
+struct KernelSet;  // cpu_qdot.h
+
+// matmul's activation rows in the weight kernel's format; grows to the
+// largest call and is then reused (no allocation per step).
+struct MatmulScratch {
+  std::vector<uint8_t> xq;
+  void reserve(size_t bytes);
+};
+
 // moe_ffn's scratch for up to max_rows (token, chosen expert) pairs per call.
 struct MoeScratch {
   int64_t max_rows = 0, n_embd = 0, n_ff = 0, n_expert = 0;
@@ -23,6 +41,7 @@ struct MoeScratch {
   std::vector<int32_t> start, cursor;   // [n_expert + 1], [n_expert]: each expert's range of order
   std::vector<float> x, gate, up, y_chunk;  // one chunk of an expert's gathered rows
   std::vector<float> y;                 // [max_rows, n_embd]: each pair's expert output
+  MatmulScratch mm;                     // the expert matmuls' quantized activations
   // Sized by the limits' expert fields (empty for dense models).
   void reserve(const BackendLimits& limits);
 };
@@ -30,7 +49,7 @@ struct MoeScratch {
 
 class CpuBackend : public Backend {
  public:
-  explicit CpuBackend(size_t n_threads = 0);
+  explicit CpuBackend(size_t n_threads = 0, CpuMatmul matmul = CpuMatmul::Reference);
   ~CpuBackend() override;
 
   DeviceKind device() const override { return DeviceKind::CPU; }
@@ -52,6 +71,11 @@ class CpuBackend : public Backend {
   void embed(const Tensor& table, const StepMeta& m, Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   Handoff matmul(const Tensor& x, const Tensor& w, Tensor& out, const Handoff& x_in = {}) override;
+  // One job over all the weights' rows, x quantized once (cpu::matmul_multi).
+  Handoff matmul_multi(const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                       std::span<const Tensor> biases, const Handoff& x_in = {}) override;
+  void matmul_gate_up_glu(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
+                          Tensor& out, Activation act, const Handoff& x_in = {}) override;
   void rope_store_kv(Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m, const RopeParams& rope,
                      const KVLayer& cache) override;
   Handoff attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,
@@ -91,16 +115,23 @@ class CpuBackend : public Backend {
                              std::span<const PenaltyToken> penalties, Communicator& comm,
                              std::vector<SampleResult>& out) override;
   void synchronize() override {}
+  // memcpy between two 256 MiB buffers on every pool thread (each its own
+  // slice), best of 3 after a warm-up: the memory roofline bench reports.
+  double measure_copy_bandwidth() override;
 
   ThreadPool& pool() { return pool_; }
+  CpuMatmul matmul_mode() const { return matmul_mode_; }
 
  private:
   ThreadPool pool_;
+  CpuMatmul matmul_mode_;
+  const cpu::KernelSet& kernels_;  // kernels_for(matmul_mode_)
   Batch step_;  // the uploaded batch: StepMeta points into it
   // Its KV groups' slot mappings [n_groups, n_tokens] and block tables
   // [n_groups, n_seqs, max_blocks_per_seq], each laid end to end.
   std::vector<int32_t> step_slots_, step_tables_;
   cpu::MoeScratch moe_;  // sized by reserve()
+  cpu::MatmulScratch mm_;  // matmul's activation rows, pre-sized by reserve()
   std::mutex alloc_mu_;
   std::unordered_set<void*> allocations_;
 };
@@ -117,8 +148,19 @@ float gelu_tanh_f16(float x);
 namespace cpu {
 void moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights);
 void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
-             const MoeParams& p, Tensor& out, MoeScratch& scratch);
+             const MoeParams& p, Tensor& out, MoeScratch& scratch, const KernelSet& ks);
+// out[n, m] = x[n, k] . w[m, k]^T with the given kernel set (cpu_qdot.h);
+// the short form is the reference mode with scratch of its own (for one-off
+// callers: it allocates).
+void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out, MatmulScratch& scratch,
+            const KernelSet& ks);
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out);
+// The kernel set of a mode (reference_kernels() or best_kernels()).
+const KernelSet& kernels_for(CpuMatmul mode);
+// outs[i] = x . ws[i]^T for up to kMaxMultiWeights weights of one k.
+constexpr size_t kMaxMultiWeights = 8;
+void matmul_multi(ThreadPool& pool, const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                  MatmulScratch& scratch, const KernelSet& ks);
 void rope_store_kv(ThreadPool& pool, Tensor& q, Tensor& k, const Tensor& v, const StepMeta& m,
                    const RopeParams& rope, const KVLayer& cache);
 void rope_q(ThreadPool& pool, Tensor& q, int32_t head_dim, const StepMeta& m, const RopeParams& rope);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_qdot.h"
 #include "core/error.h"
 
 namespace rf::cpu {
@@ -139,7 +140,7 @@ void moe_route(const Tensor& logits, const MoeParams& p, Tensor& ids, Tensor& we
 }
 
 void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
-             const MoeParams& p, Tensor& out, MoeScratch& s) {
+             const MoeParams& p, Tensor& out, MoeScratch& s, const KernelSet& ks) {
   const int64_t n = x.rows(), d = x.cols(), k = p.n_used, ff = p.n_ff, n_expert = p.n_expert;
   RF_CHECK(x.type == DType::F32 && out.type == DType::F32, "moe_ffn: activations must be f32");
   RF_CHECK(out.cols() == d && out.rows() >= n, "moe_ffn: out is ", out.shape_string(), ", expected [", d, ", ", n, "]");
@@ -179,8 +180,8 @@ void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor&
       const Tensor xc = make_tensor(s.x.data(), DType::F32, d, m);
       Tensor gate = make_tensor(s.gate.data(), DType::F32, ff, m), up = make_tensor(s.up.data(), DType::F32, ff, m);
       Tensor y = make_tensor(s.y_chunk.data(), DType::F32, d, m);
-      matmul(pool, xc, gate_w, gate);
-      matmul(pool, xc, up_w, up);
+      matmul(pool, xc, gate_w, gate, s.mm, ks);
+      matmul(pool, xc, up_w, up, s.mm, ks);
       float* g = s.gate.data();
       float* u = s.up.data();
       if (w.has_biases()) {
@@ -195,7 +196,7 @@ void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor&
           case Activation::SiLU: g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i]; break;
         }
       }
-      matmul(pool, gate, down_w, y);
+      matmul(pool, gate, down_w, y, s.mm, ks);
       if (w.has_biases()) {
         const float* bd = w.down_bias.ptr<float>() + e * d;
         for (int64_t i = 0; i < m * d; ++i) s.y_chunk[size_t(i)] += bd[i % d];
