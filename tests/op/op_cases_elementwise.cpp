@@ -261,7 +261,8 @@ OpCase sigmoid_mul_case(bool column) {
   return c;
 }
 
-// Per head of hd: rms_norm(x_head) * w * silu(z_head).
+// Per head of hd: rms_norm(x_head) * w * silu(z_head); x f32 on every
+// backend (the delta rule's output), z and out activations.
 OpCase gated_rms_norm_case() {
   const int rows = 3, heads = 4, hd = 128, d = heads * hd;
   OpCase c;
@@ -276,7 +277,7 @@ OpCase gated_rms_norm_case() {
     be.reserve(step_limits(16, 4, 1, 1, 1, 1));
     DeviceBuffers b(be);
     const DType a = be.activation_type();
-    Tensor x = b.upload(in.f[0], a, d, rows), w = b.f32(in.f[1], hd), z = b.upload(in.f[2], a, d, rows);
+    Tensor x = b.f32(in.f[0], d, rows), w = b.f32(in.f[1], hd), z = b.upload(in.f[2], a, d, rows);
     Tensor out = b.zeros(a, d, rows);
     be.gated_rms_norm(x, w, z, 1e-6f, out);
     return OpOutputs{b.read(out)};
