@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { TESTDATA, TINY_QWEN3, assertOpenAIError, client, post, startServer, waitForMetrics } from './helpers.mjs';
+import { TESTDATA, TINY_QWEN3, assertOpenAIError, client, metrics, post, startServer, waitForMetrics } from './helpers.mjs';
 
 const reference = (pooling) =>
   readFileSync(path.join(TESTDATA, 'arch', `tiny-qwen3.embd-${pooling}.jsonl`), 'utf8')
@@ -91,18 +91,24 @@ describe('embeddings', () => {
   });
 
   test('a client that leaves mid-batch frees every KV block', async () => {
+    // The batch is as large as a request may be, so the abort usually lands
+    // mid-batch; the waits are on counters, never on a gauge that a fast
+    // machine could raise and drop between two polls.
     const ids = reference('mean')[3].prompt_tokens;
+    const inputs = 2048;
+    const start = await metrics(last);
     const controller = new AbortController();
     const pending = fetch(`${last.url}/v1/embeddings`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ input: new Array(400).fill(ids) }),
+      body: JSON.stringify({ input: new Array(inputs).fill(ids) }),
       signal: controller.signal,
     }).catch(() => null);
-    await waitForMetrics(last, (m) => m.rocmforge_running_sequences > 0);
+    await waitForMetrics(last, (m) => m.rocmforge_requests_total >= start.rocmforge_requests_total + inputs);
     controller.abort();
     await pending;
-    await waitForMetrics(last, idle);
+    const after = await waitForMetrics(last, idle);
+    assert.equal(after.rocmforge_requests_finished_total, after.rocmforge_requests_total);
   });
 
   test('bad inputs are 400s naming the field', async () => {
