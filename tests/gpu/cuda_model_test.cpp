@@ -206,8 +206,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaFamilyWidths,
                                            "llama3-8b-4l:q4_k_m+fusions-off", "llama3-8b-4l:f16+fusions-off",
                                            "qwen3-8b-4l:q4_k_m+fusions-off", "gemma2-9b-4l:f16+fusions-off",
                                            "qwen3.5-27b-4l:q4_k_m", "qwen3.5-27b-4l:f16", "gemma4-31b-4l:q4_k_m",
-                                           "gemma4-31b-4l:f16", "gemma4-26b-a4b-4l:q4_k_m", "glm-4.5-air-4l:q4_k_m",
-                                           "deepseek-v3-4l:q4_k_m", "deepseek-v2-lite-4l:f16"),
+                                           "gemma4-31b-4l:f16", "gemma4-26b-a4b-4l:q4_k_m", "gemma4-26b-a4b-4l:f16", "glm-4.5-air-4l:q4_k_m",
+                                           "deepseek-v3-4l:q4_k_m", "deepseek-v3-4l:f16", "deepseek-v2-lite-4l:f16",
+                                           "qwen3.5-27b-4l:q4_k_m+fusions-off", "gemma4-31b-4l:q4_k_m+fusions-off"),
                          [](const auto& info) { return test::param_name(info.param); });
 
 }  // namespace

@@ -4,7 +4,9 @@
 // block of its context in each KV group (nothing is released as sliding
 // windows move): `num_blocks` per group. Hybrid models: each sequence
 // takes a free recurrent-state row (max_seqs of them, plus `checkpoints`
-// rows a test may save states into and restore them from).
+// rows a test may save states into and restore them from). `layers` > 0
+// runs only the model's first `layers` layers, the output norm and head
+// after them (to find the depth where two backends part).
 #pragma once
 
 #include <memory>
@@ -27,27 +29,34 @@ class ModelRunner {
   // synthetic preset's shape (Model::load_dummy).
   ModelRunner(const std::string& path, Backend& backend, int32_t max_tokens = 256, int32_t max_seqs = 8,
               int32_t num_blocks = 256, int32_t block_size = 16, KVCacheDType kv_dtype = KVCacheDType::Auto,
-              int32_t checkpoints = 0)
+              int32_t checkpoints = 0, int32_t layers = 0)
       : backend_(backend),
         model_(load_model(path, backend)),
-        groups_(kv_group_layout(model_->config())),
+        config_(truncated(model_->config(), layers)),
+        groups_(kv_group_layout(config_)),
         pool_(num_blocks * groups_.n_groups(), block_size) {
     BackendLimits lim;
     lim.max_tokens = max_tokens;
     lim.max_seqs = max_seqs;
     lim.max_logits = max_seqs;
     lim.max_blocks_per_seq = max_blocks_ = num_blocks;
-    tf_ = std::make_unique<Transformer>(model_->config(), model_->weights(), backend, lim);
+    tf_ = std::make_unique<Transformer>(config_, model_->weights(), backend, lim);
     KVBudget budget;
     budget.num_blocks = pool_.num_blocks();
-    if (model_->config().has_recurrent()) {
+    if (config_.has_recurrent()) {
       budget.state_rows = max_seqs + checkpoints;
       for (int32_t r = max_seqs - 1; r >= 0; --r) free_rows_.push_back(r);
     }
     const DType kv_type = kv_element_type(backend, kv_dtype);
-    kv_ = std::make_unique<KVCache>(backend, model_->config(),
-                                    KVMemoryPlan(kv_geometry(model_->config(), kv_type, block_size), budget), kv_type);
+    kv_ = std::make_unique<KVCache>(backend, config_, KVMemoryPlan(kv_geometry(config_, kv_type, block_size), budget),
+                                    kv_type);
   }
+  static ModelConfig truncated(const ModelConfig& c, int32_t layers) {
+    ModelConfig out = c;
+    if (layers > 0 && layers < c.n_layer) out.n_layer = layers;
+    return out;
+  }
+  int32_t n_layer() const { return config_.n_layer; }
 
   const Model& model() const { return *model_; }
   static std::unique_ptr<Model> load_model(const std::string& path, Backend& backend) {
@@ -76,7 +85,7 @@ class ModelRunner {
     b.state_loads = std::move(loads);
     b.state_saves = std::move(saves);
     for (Seq* s : seqs) {
-      if (model_->config().has_recurrent() && s->state_row < 0) take_state_row(*s);
+      if (config_.has_recurrent() && s->state_row < 0) take_state_row(*s);
       const int32_t end = int32_t(s->tokens.size());
       s->blocks.resize(size_t(groups_.n_groups()));
       std::vector<std::span<const int32_t>> tables;
@@ -143,6 +152,7 @@ class ModelRunner {
  private:
   Backend& backend_;
   std::unique_ptr<Model> model_;
+  ModelConfig config_;  // the model's, possibly truncated to fewer layers
   KVGroupLayout groups_;
   BlockPool pool_;
   int32_t max_blocks_ = 0;

@@ -1,0 +1,77 @@
+// Where a model's GPU run parts from its CPU run: the model cut to its
+// first L layers (the output norm and head right after layer L - 1), for
+// every L, on the same prompt, a 40-token prefill then decode steps
+// through captured graphs. Each depth's logits within 1e-2 relative L2 of
+// the CPU's, as the whole model's (cuda_model_test.cpp); the table of
+// errors by depth and step is printed, so a failure names the first layer
+// whose kind (attention, DeltaNet, MoE, shared KV, MLA) goes wrong.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+
+#include "gpu/gpu_test_util.h"
+#include "gpu/routing_margin.h"
+#include "model/runner.h"
+
+namespace rf {
+namespace {
+
+class CudaDepthVsCpu : public ::testing::TestWithParam<std::string> {};
+
+constexpr int kPrompt = 40, kSteps = 4;
+
+TEST_P(CudaDepthVsCpu, EveryDepthMatchesCpu) {
+  RF_REQUIRE_GPU();
+  const std::string rel = GetParam();
+  RF_REQUIRE_TESTDATA(rel);
+  const std::string path = test::testdata_path(rel);
+  // MoE models: the first random prompt whose full-depth CPU run routes
+  // every token with a clear margin (routing_margin.h).
+  test::RoutingMarginCpu cpu(2);
+  std::mt19937 rng(5);
+  std::vector<int32_t> prompt;
+  for (int attempt = 0;; ++attempt) {
+    ASSERT_LT(attempt, 400) << rel << ": no prompt with routing margins >= " << test::kMinRoutingMargin;
+    test::ModelRunner probe(path, cpu);
+    prompt.clear();
+    for (int i = 0; i < kPrompt; ++i) prompt.push_back(int32_t(rng() % uint32_t(probe.vocab())));
+    cpu.min_margin = INFINITY;
+    test::ModelRunner::Seq s;
+    s.tokens = prompt;
+    for (int step = 0; step < kSteps; ++step) s.tokens.push_back(test::ModelRunner::argmax(probe.step({&s})[0]));
+    if (cpu.min_margin >= test::kMinRoutingMargin) break;
+  }
+  auto gpu = test::make_gpu();
+  const int32_t n_layer = test::ModelRunner(path, cpu).n_layer();
+  std::printf("  %s: rel. L2 against the CPU by depth (layers), prefill then %d decode steps\n", rel.c_str(),
+              kSteps - 1);
+  for (int32_t depth = 1; depth <= n_layer; ++depth) {
+    test::ModelRunner g(path, *gpu, 256, 8, 256, 16, KVCacheDType::Auto, 0, depth);
+    test::ModelRunner c(path, cpu, 256, 8, 256, 16, KVCacheDType::Auto, 0, depth);
+    g.warmup();
+    test::ModelRunner::Seq sg, sc;
+    sg.tokens = sc.tokens = prompt;
+    std::printf("  depth %2d:", depth);
+    for (int step = 0; step < kSteps; ++step) {
+      const auto lg = g.step({&sg})[0];
+      const auto lc = c.step({&sc})[0];
+      const double err = test::rel_l2(lg, lc);
+      std::printf(" %.2e", err);
+      EXPECT_LT(err, 1e-2) << rel << " depth " << depth << " step " << step;
+      const int32_t next = test::ModelRunner::argmax(lc);
+      sg.tokens.push_back(next);
+      sc.tokens.push_back(next);
+    }
+    std::printf("\n");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaDepthVsCpu,
+                         ::testing::Values("arch/tiny-qwen3.gguf", "arch/tiny-qwen35.gguf", "arch/tiny-qwen35moe.gguf",
+                                           "arch/tiny-gemma4.gguf", "arch/tiny-gemma4moe.gguf",
+                                           "arch/tiny-deepseek2.gguf"),
+                         [](const auto& info) { return test::param_name(info.param); });
+
+}  // namespace
+}  // namespace rf
