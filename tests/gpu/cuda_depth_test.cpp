@@ -30,18 +30,8 @@ TEST_P(CudaDepthVsCpu, EveryDepthMatchesCpu) {
   // every token with a clear margin (routing_margin.h).
   test::RoutingMarginCpu cpu(2);
   std::mt19937 rng(5);
-  std::vector<int32_t> prompt;
-  for (int attempt = 0;; ++attempt) {
-    ASSERT_LT(attempt, 400) << rel << ": no prompt with routing margins >= " << test::kMinRoutingMargin;
-    test::ModelRunner probe(path, cpu);
-    prompt.clear();
-    for (int i = 0; i < kPrompt; ++i) prompt.push_back(int32_t(rng() % uint32_t(probe.vocab())));
-    cpu.min_margin = INFINITY;
-    test::ModelRunner::Seq s;
-    s.tokens = prompt;
-    for (int step = 0; step < kSteps; ++step) s.tokens.push_back(test::ModelRunner::argmax(probe.step({&s})[0]));
-    if (cpu.min_margin >= test::kMinRoutingMargin) break;
-  }
+  const std::vector<int32_t> prompt = test::clear_routing_prompt(path, cpu, rng, kPrompt, kSteps, 400);
+  ASSERT_FALSE(prompt.empty()) << rel << ": no prompt with routing margins >= " << test::kMinRoutingMargin;
   auto gpu = test::make_gpu();
   const int32_t n_layer = test::ModelRunner(path, cpu).n_layer();
   std::printf("  %s: rel. L2 against the CPU by depth (layers), prefill then %d decode steps\n", rel.c_str(),

@@ -369,23 +369,11 @@ TEST_P(CudaGptOssModel, LogitsAndGreedyTokensMatchCpu) {
   constexpr int kSteps = 6, kPrompt = 24, kDraws = 200;
   test::RoutingMarginCpu cpu(2);
   std::mt19937 rng(9);
-  std::vector<int32_t> prompt;
-  test::ModelRunner probe(model.path(), cpu);
-  for (int attempt = 0;; ++attempt) {
-    ASSERT_LT(attempt, kDraws) << type << ": no prompt with routing margins >= " << test::kMinRoutingMargin;
-    prompt.clear();
-    for (int i = 0; i < kPrompt; ++i) prompt.push_back(int32_t(rng() % uint32_t(probe.vocab())));
-    cpu.min_margin = INFINITY;
-    test::ModelRunner::Seq s;
-    s.tokens = prompt;
-    for (int step = 0; step < kSteps; ++step) s.tokens.push_back(test::ModelRunner::argmax(probe.step({&s})[0]));
-    probe.release(s);
-    if (cpu.min_margin >= test::kMinRoutingMargin) {
-      std::printf("  tiny-gpt-oss %s: prompt draw %d, smallest routing margin %.2e\n", type.c_str(), attempt,
-                  double(cpu.min_margin));
-      break;
-    }
-  }
+  int draw = 0;
+  const std::vector<int32_t> prompt = test::clear_routing_prompt(model.path(), cpu, rng, kPrompt, kSteps, kDraws, &draw);
+  ASSERT_FALSE(prompt.empty()) << type << ": no prompt with routing margins >= " << test::kMinRoutingMargin;
+  std::printf("  tiny-gpt-oss %s: prompt draw %d, smallest routing margin %.2e\n", type.c_str(), draw,
+              double(cpu.min_margin));
   auto gpu = test::make_gpu(false);
   test::ModelRunner g(model.path(), *gpu), c(model.path(), cpu);
   test::ModelRunner::Seq sg, sc;

@@ -90,23 +90,13 @@ TEST_P(CudaModelVsCpu, LogitsMatchCpu) {
   // A 40-token prompt (prefill), then decode steps (graph path on the GPU),
   // the CPU's greedy tokens fed to both. MoE models: the first random
   // prompt whose CPU run routes every token with a clear margin.
+  // (Most models find one at once; tiny-deepseek2, whose decisions are
+  // two — 2 of 4 groups, then 4 of their 8 experts — at draw 205 on the
+  // CPU, each draw a few milliseconds.)
   RoutingMarginCpu cpu(2);
   std::mt19937 rng(5);
-  std::vector<int32_t> prompt;
-  for (int attempt = 0;; ++attempt) {
-    // (Most models find one at once; tiny-deepseek2, whose decisions are
-    // two — 2 of 4 groups, then 4 of their 8 experts — at attempt 205 on
-    // the CPU, each attempt a few milliseconds.)
-    ASSERT_LT(attempt, 400) << rel << ": no prompt with routing margins >= " << kMinRoutingMargin;
-    test::ModelRunner probe(path, cpu);
-    prompt.clear();
-    for (int i = 0; i < 40; ++i) prompt.push_back(int32_t(rng() % uint32_t(probe.vocab())));
-    cpu.min_margin = INFINITY;
-    test::ModelRunner::Seq s;
-    s.tokens = prompt;
-    for (int step = 0; step < kSteps; ++step) s.tokens.push_back(test::ModelRunner::argmax(probe.step({&s})[0]));
-    if (cpu.min_margin >= kMinRoutingMargin) break;
-  }
+  const std::vector<int32_t> prompt = test::clear_routing_prompt(path, cpu, rng, 40, kSteps, 400);
+  ASSERT_FALSE(prompt.empty()) << rel << ": no prompt with routing margins >= " << kMinRoutingMargin;
   auto gpu = test::make_gpu(e4m3_activations);
   test::ModelRunner g(path, *gpu), c(path, cpu);
   test::ModelRunner::Seq sg, sc;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,29 @@ inline float cpu_routing_margin(const std::string& path, const std::vector<int32
   s.tokens = tokens;
   runner.step({&s});
   return cpu.min_margin;
+}
+
+// The first of up to `draws` random prompts of `length` tokens (drawn from
+// rng) whose CPU run — the prompt, then `steps` greedy tokens — routes
+// every token with a margin of at least kMinRoutingMargin (models without
+// experts: the first draw). Empty if none does; `draw`, if given, gets the
+// draw's index.
+inline std::vector<int32_t> clear_routing_prompt(const std::string& path, RoutingMarginCpu& cpu, std::mt19937& rng,
+                                                 int length, int steps, int draws, int* draw = nullptr) {
+  for (int attempt = 0; attempt < draws; ++attempt) {
+    ModelRunner probe(path, cpu);
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < length; ++i) prompt.push_back(int32_t(rng() % uint32_t(probe.vocab())));
+    cpu.min_margin = INFINITY;
+    ModelRunner::Seq s;
+    s.tokens = prompt;
+    for (int step = 0; step < steps; ++step) s.tokens.push_back(ModelRunner::argmax(probe.step({&s})[0]));
+    if (cpu.min_margin >= kMinRoutingMargin) {
+      if (draw) *draw = attempt;
+      return prompt;
+    }
+  }
+  return {};
 }
 
 }  // namespace rf::test
