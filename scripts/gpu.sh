@@ -141,7 +141,7 @@ export PATH="$PATH:/usr/local/cuda/bin"  # appended: a compute-sanitizer or ncu 
 TD="$ROCMFORGE_TESTDATA"
 LOADGEN=.gpu/tools/loadgen.py
 FAMILIES="llama3-8b qwen2.5-7b qwen3-8b gemma2-9b gemma3-12b phi3-mini glm4-9b"
-TINY_FAMILIES="qwen2 qwen3 gemma2 gemma3 phi3 glm4 mixtral qwen3moe"
+TINY_FAMILIES="qwen2 qwen3 gemma2 gemma3 phi3 glm4 mixtral qwen3moe gpt-oss qwen35 qwen35moe gemma4 gemma4moe glm4moe deepseek2"
 
 if [ -n "$ON" ]; then
   gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)"

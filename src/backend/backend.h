@@ -149,6 +149,12 @@ struct StepMeta {
   // Keys per split-K slice of decode attention for this step (one value on
   // the device, so a captured graph adapts to the context length).
   const int32_t* attn_split_len = nullptr;
+  // Key slices of decode attention this step (backends that split it; 0:
+  // none chosen), and which captured graph of its batch bucket the step
+  // takes: kernels chosen by the step's context (e.g. more slices for long
+  // contexts) are another graph (Backend::run_graph keys include it).
+  int32_t decode_slices = 0;
+  uint32_t graph_variant = 0;
   int32_t n_tokens = 0, n_seqs = 0, n_logits = 0;
   int32_t max_blocks_per_seq = 0, block_size = 0;
   int32_t max_new_tokens = 0, max_context_len = 0;

@@ -52,4 +52,35 @@ RF_HOST_DEVICE inline void rope_cos_sin(T theta_extrap, int i0, const RopeParams
   *s = sin(theta) * mscale;
 }
 
+// The same rotation as GPU kernels work it out: pair i0's angle rate
+// (base^(-i0/n_rot) / its factor, times linear scaling and YaRN's mix) in
+// double once a pair, then at each position the angle pos * rate reduced
+// to [-pi, pi] in double and its cos/sin in float. (Past 100K positions the
+// angle is ~1e5 rad: a float angle or rate would be off by ~1e-2 rad.)
+RF_HOST_DEVICE inline double rope_rate(int i0, const RopeParams& p, YarnCorrDims corr) {
+  double rate = pow(double(p.freq_base), -double(i0) / double(p.n_rot));
+  if (p.freq_factors) rate /= double(p.freq_factors[i0 / 2]);
+  double mul = double(p.freq_scale);
+  if (p.ext_factor != 0.0f) {
+    const double mix = double(yarn_ramp(corr.low, corr.high, i0) * p.ext_factor);
+    mul = mul * (1.0 - mix) + mix;
+  }
+  return rate * mul;
+}
+
+RF_HOST_DEVICE inline float rope_mscale(const RopeParams& p) {
+  float mscale = p.attn_factor;
+  if (p.ext_factor != 0.0f) mscale *= 1.0f + 0.1f * logf(1.0f / p.freq_scale);
+  return mscale;
+}
+
+RF_HOST_DEVICE inline void rope_cos_sin_at(int pos, double rate, float mscale, float* c, float* s) {
+  constexpr double kTwoPi = 6.283185307179586476925;
+  double theta = double(pos) * rate;
+  theta -= kTwoPi * rint(theta * (1.0 / kTwoPi));
+  const float t = float(theta);
+  *c = cosf(t) * mscale;
+  *s = sinf(t) * mscale;
+}
+
 }  // namespace rf

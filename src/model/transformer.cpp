@@ -168,6 +168,10 @@ int32_t Transformer::graph_bucket(int32_t n) {
   return (n + 15) / 16 * 16;
 }
 
+uint64_t Transformer::graph_key(int32_t bucket, const StepMeta& m) {
+  return uint64_t(uint32_t(bucket)) | uint64_t(m.graph_variant) << 32;
+}
+
 void Transformer::pad_for_graph(const Batch& b, int32_t bucket) {
   padded_ = b;
   padded_.pad_to(bucket);
@@ -181,7 +185,7 @@ void Transformer::warmup(KVCache& kv) {
        bucket = bucket < 8 ? bucket * 2 : bucket / 16 * 16 + 16) {
     pad_for_graph(empty, bucket);
     const StepMeta m = backend_.upload_step(padded_);
-    backend_.run_graph(uint64_t(bucket), [&] { run_layers(m, kv); });
+    backend_.run_graph(graph_key(bucket, m), [&] { run_layers(m, kv); });
   }
   backend_.synchronize();
 }
@@ -214,7 +218,7 @@ Tensor Transformer::forward(const Batch& batch, KVCache& kv, bool hidden_states)
     const int32_t bucket = graph_bucket(n);
     pad_for_graph(batch, bucket);
     const StepMeta m = backend_.upload_step(padded_);
-    backend_.run_graph(uint64_t(bucket), [&] { run_layers(m, kv); });
+    backend_.run_graph(graph_key(bucket, m), [&] { run_layers(m, kv); });
   } else {
     const StepMeta m = backend_.upload_step(batch);
     run_layers(m, kv);

@@ -133,6 +133,8 @@ class Transformer {
   // graphs, padded to a bucket size.
   bool graph_eligible(const Batch& b) const;
   static int32_t graph_bucket(int32_t n);
+  // A captured graph's key: the bucket and the step's graph variant (StepMeta).
+  static uint64_t graph_key(int32_t bucket, const StepMeta& m);
   void pad_for_graph(const Batch& b, int32_t bucket);
 
   const ModelConfig& c_;

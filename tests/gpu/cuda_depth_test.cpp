@@ -33,10 +33,15 @@ TEST_P(CudaDepthVsCpu, EveryDepthMatchesCpu) {
   const std::vector<int32_t> prompt = test::clear_routing_prompt(path, cpu, rng, kPrompt, kSteps, 400);
   ASSERT_FALSE(prompt.empty()) << rel << ": no prompt with routing margins >= " << test::kMinRoutingMargin;
   auto gpu = test::make_gpu();
-  const int32_t n_layer = test::ModelRunner(path, cpu).n_layer();
+  const ModelConfig config = test::ModelRunner(path, cpu).config();
+  const int32_t n_layer = config.n_layer;
   std::printf("  %s: rel. L2 against the CPU by depth (layers), prefill then %d decode steps\n", rel.c_str(),
               kSteps - 1);
-  for (int32_t depth = 1; depth <= n_layer; ++depth) {
+  // (Hybrids: the depths from their first attention layer on; a cache
+  // needs a layer that keeps KV.)
+  int32_t first = 1;
+  while (first < n_layer && config.is_recurrent(first - 1)) ++first;
+  for (int32_t depth = first; depth <= n_layer; ++depth) {
     test::ModelRunner g(path, *gpu, 256, 8, 256, 16, KVCacheDType::Auto, 0, depth);
     test::ModelRunner c(path, cpu, 256, 8, 256, 16, KVCacheDType::Auto, 0, depth);
     g.warmup();

@@ -55,6 +55,7 @@ TEST(CudaTuning, HopperRowHoldsTheMeasuredValues) {
   EXPECT_EQ(t.attention_min_split_keys, 32);
   EXPECT_EQ(t.attention_cluster, 8);
   EXPECT_EQ(t.attention_cluster_hd256, 16);
+  EXPECT_EQ(t.attention_cluster_max_keys, 256);
   EXPECT_TRUE(t.peer_all_reduce && t.peer_early_trigger);
 }
 

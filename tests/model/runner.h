@@ -57,6 +57,7 @@ class ModelRunner {
     return out;
   }
   int32_t n_layer() const { return config_.n_layer; }
+  const ModelConfig& config() const { return config_; }
 
   const Model& model() const { return *model_; }
   static std::unique_ptr<Model> load_model(const std::string& path, Backend& backend) {

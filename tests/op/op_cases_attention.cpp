@@ -59,8 +59,9 @@ struct RopeVariant {
 // stored). Outputs: q and k roped, the K and V caches. slot_stride > kvd:
 // the cache's slots that many elements apart (a narrower layer's: the rest
 // of each slot stays as it was). q_only: rope_q (q alone, nothing stored;
-// output q).
-OpCase rope_case(const RopeVariant& rv, int slot_stride = 0, bool q_only = false) {
+// output q). pos0: the first token's position (past 100K: a 128K context's
+// angles, with llama3's frequency factors or YaRN).
+OpCase rope_case(const RopeVariant& rv, int slot_stride = 0, bool q_only = false, int pos0 = 1000) {
   const int hd = 64, n_heads = 4, n_kv = 2, n_tok = 5, bs = 4, nb = 4, kvd = n_kv * hd, qd = n_heads * hd;
   const int stride = slot_stride > 0 ? slot_stride : kvd;
   RopeParams p;
@@ -72,7 +73,8 @@ OpCase rope_case(const RopeVariant& rv, int slot_stride = 0, bool q_only = false
   p.n_ctx_orig = 8192;
   OpCase c;
   c.name = std::string(q_only ? "rope_q_" : "rope_store_kv_") + rv.name +
-           (slot_stride > 0 ? "_stride" + std::to_string(slot_stride) : "");
+           (slot_stride > 0 ? "_stride" + std::to_string(slot_stride) : "") +
+           (pos0 != 1000 ? "_at" + std::to_string(pos0) : "");
   c.inputs = [=](uint32_t seed) {
     std::mt19937 rng(seed);
     OpInputs in;
@@ -84,7 +86,7 @@ OpCase rope_case(const RopeVariant& rv, int slot_stride = 0, bool q_only = false
     }
     in.batch.reset(bs, nb);
     in.batch.add_sequence(std::vector<int32_t>(n_tok, 1), 0, std::vector<int32_t>{3, 1, 0, 2}, false);
-    in.batch.positions = {1000, 1001, 1002, 1003, 1004};
+    in.batch.positions = {pos0, pos0 + 1, pos0 + 2, pos0 + 3, pos0 + 4};
     in.batch.groups[0].slot_mapping = {13, 5, 0, 9, -1};
     return in;
   };
@@ -239,6 +241,10 @@ void add_attention_cases(std::vector<OpCase>& cases) {
   cases.push_back(rope_case(RopeVariant{"neox", true, 64, 1.0f, 0.0f, false}, 384));
   cases.push_back(rope_case(RopeVariant{"neox", true, 64, 1.0f, 0.0f, false}, 0, true));
   cases.push_back(rope_case(RopeVariant{"partial_neox_freq_factors", true, 32, 1.0f, 0.0f, true}, 0, true));
+  // The last positions of a 128K context: llama3's frequency factors, plain.
+  for (const RopeVariant& rv : {RopeVariant{"freq_factors", false, 64, 1.0f, 0.0f, true},
+                                RopeVariant{"neox", true, 64, 1.0f, 0.0f, false}})
+    cases.push_back(rope_case(rv, 0, false, 131067));
   // A prefill chunk (from position 0, and a chunk later in its sequence
   // crossing a block boundary), decodes of a first token and past a block
   // boundary (contexts 17, 33).

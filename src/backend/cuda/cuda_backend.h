@@ -189,7 +189,10 @@ class CudaBackend final : public Backend {
   // both into scratch, then the GLU from its two halves; false where it
   // does not apply.
   bool packed_gate_up(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, Tensor& out, Activation act);
-  int decode_slices(int capacity, int n_tokens) const;  // key slices of decode attention (fixed per graph bucket)
+  // Key slices of decode attention for a step of n_tokens single-token
+  // rows whose longest context is max_context (two choices per bucket: its
+  // graph variants).
+  int decode_slices(int capacity, int n_tokens, int max_context) const;
   void release_reserved();
   int n_sms_ = 1;
   int warp_size_ = 32;  // the device's (64 on CDNA): launchers' LaunchCtx

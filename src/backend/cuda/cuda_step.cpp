@@ -197,7 +197,7 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   // slices (at least attention_min_split_keys each); in a mixed step, that of
   // the single-token sequences.
   const int32_t max_ctx = mixed ? decode_ctx : b.max_context_len();
-  const int32_t slices = decode_slices(b.max_blocks_per_seq * b.block_size, mixed ? n_decode : nt);
+  const int32_t slices = decode_slices(b.max_blocks_per_seq * b.block_size, mixed ? n_decode : nt, max_ctx);
   h[I.off_split] = std::max<int32_t>(std::max(tuning_.attention_min_split_keys, 1), (max_ctx + slices - 1) / slices);
   const size_t used = I.off_tables + size_t(ng) * table_ints;
   RF_GPU_CHECK(gpuMemcpyAsync(I.meta_dev, h, used * 4, gpuMemcpyHostToDevice, as_stream(stream_)));
@@ -216,6 +216,8 @@ StepMeta CudaBackend::upload_step(const Batch& b) {
   m.q_splits = reinterpret_cast<const QuerySplit*>(I.meta_dev + I.off_qsplits);
   m.n_q_splits = n_splits;
   m.attn_split_len = I.meta_dev + I.off_split;
+  m.decode_slices = slices;
+  m.graph_variant = uint32_t(slices);
   m.n_q_tiles = n_tiles;
   m.n_prompt_tiles = mixed ? n_prompt_tiles : n_tiles;
   m.decode_tokens = I.meta_dev + I.off_decode;

@@ -51,6 +51,7 @@ Tuning hopper() {
   t.attention_min_split_keys = 32;
   t.attention_cluster = 8;
   t.attention_cluster_hd256 = 16;
+  t.attention_cluster_max_keys = 256;
   t.peer_all_reduce = true;
   t.peer_early_trigger = true;
   return t;

@@ -95,11 +95,14 @@ struct Tuning {
   // Decode attention: blocks (tokens x KV heads x key slices) to aim for
   // per SM, keys a slice at least, and the most slices summed by a
   // thread-block cluster of their blocks (0: the combine kernel), for head
-  // size 256 apart.
+  // size 256 apart; a step whose longest context would give each of a
+  // cluster's slices more keys than attention_cluster_max_keys takes every
+  // slice the target asks for and the combine kernel (another graph).
   int attention_blocks_per_sm = 0;
   int attention_min_split_keys = 0;
   int attention_cluster = 0;
   int attention_cluster_hd256 = 0;
+  int attention_cluster_max_keys = 0;
   // Tensor parallelism: small all-reduces through the one-shot peer-memory
   // kernel (else NCCL), which lets the next kernel start as it begins.
   bool peer_all_reduce = false;

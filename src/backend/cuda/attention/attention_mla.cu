@@ -52,9 +52,7 @@ __global__ void __launch_bounds__(kThreads)
   const int t = blockIdx.x, tid = threadIdx.x, W = p.kv_row(), half = p.rope / 2;
   const int pos = positions[t];
   auto angle = [&](int i, float& c, float& s) {
-    float theta = float(pos) * powf(rope.freq_base, -float(2 * i) / float(rope.n_rot));
-    if (rope.freq_factors) theta /= rope.freq_factors[i];
-    rope_cos_sin<float>(theta, 2 * i, rope, corr, &c, &s);
+    rope_cos_sin_at(pos, rope_rate(2 * i, rope, corr), rope_mscale(rope), &c, &s);
   };
   auto pair = [&](int i, int& a, int& b) {
     a = rope.neox ? i : 2 * i;

@@ -1,6 +1,7 @@
 // CudaBackend's attention ops: paged attention over the KV cache, with the
-// decode kernel's key slices chosen per step shape (attention_splits,
-// decode_slices: fixed per graph bucket, their length read from the device);
+// decode kernel's key slices chosen per step shape and context
+// (decode_slices: a graph variant of the bucket, their length read from
+// the device);
 // multi-head latent attention over the compressed cache.
 #include <algorithm>
 
@@ -19,10 +20,10 @@ int CudaBackend::attention_splits(const StepMeta& m) const {
   // way (StepMeta::decode_tokens).
   const int n = m.max_new_tokens > 1 ? m.n_decode_tokens : m.n_tokens;
   if (n > impl_->attn.max_tokens || n == 0) return 1;
-  return decode_slices(m.max_blocks_per_seq * m.block_size, n);
+  return std::max(1, m.decode_slices);  // upload_step's choice (decode_slices)
 }
 
-int CudaBackend::decode_slices(int capacity, int n_tokens) const {
+int CudaBackend::decode_slices(int capacity, int n_tokens, int max_context) const {
   // A few blocks (tokens x KV heads x slices) per SM
   // (Tuning::attention_blocks_per_sm) fill the GPU without making each
   // block's key range short; at most one slice per 32 keys.
@@ -30,12 +31,15 @@ int CudaBackend::decode_slices(int capacity, int n_tokens) const {
   const int per_slice = std::max(1, n_tokens * std::max(limits_.n_kv_heads, 1));
   const int wanted = (target + per_slice - 1) / per_slice;
   const int slices = std::clamp(std::min(wanted, (capacity + 31) / 32), 1, impl_->attn.max_splits);
-  // Slices summed by a cluster of their blocks: at most a cluster's worth.
+  // Slices summed by a cluster of their blocks (no combine kernel): at most
+  // a cluster's worth, while the context gives each of them few keys.
   // (Layers of two head sizes: the narrower one's limit too.)
   int cluster = gpu::decode_cluster_limit(tuning_, limits_.head_dim);
   if (limits_.min_head_dim > 0 && limits_.min_head_dim != limits_.head_dim)
     cluster = std::min(cluster, gpu::decode_cluster_limit(tuning_, limits_.min_head_dim));
-  return cluster >= 2 ? std::min(slices, cluster) : slices;
+  if (cluster < 2 || slices <= cluster) return slices;
+  const bool long_context = int64_t(max_context) > int64_t(cluster) * tuning_.attention_cluster_max_keys;
+  return long_context ? slices : cluster;
 }
 
 Handoff CudaBackend::attention(const Tensor& q, const KVLayer& cache, const StepMeta& m, const AttentionParams& p,

@@ -54,21 +54,18 @@ __device__ __forceinline__ void rope_pair(int i, const RopeParams& rope, int& a,
 struct RopeAngle {
   float c = 1.0f, s = 0.0f;
 };
-// Pair i's frequency before any factor: base^(-2i / n_rot), the same for
-// every position.
-__device__ __forceinline__ float rope_freq(int i, const RopeParams& rope) {
-  return powf(rope.freq_base, -float(2 * i) / float(rope.n_rot));
+// Pair i's angle per position (rope_math.h's rope_rate, in double), the
+// same for every position.
+__device__ __forceinline__ double rope_freq(int i, const RopeParams& rope, const YarnCorrDims& corr) {
+  return rope_rate(2 * i, rope, corr);
 }
-__device__ __forceinline__ RopeAngle rope_angle(int i, int pos, float freq, const RopeParams& rope,
-                                                const YarnCorrDims& corr) {
-  float theta = float(pos) * freq;
-  if (rope.freq_factors) theta /= rope.freq_factors[i];
+__device__ __forceinline__ RopeAngle rope_angle(int pos, double freq, const RopeParams& rope) {
   RopeAngle r;
-  rope_cos_sin<float>(theta, 2 * i, rope, corr, &r.c, &r.s);
+  rope_cos_sin_at(pos, freq, rope_mscale(rope), &r.c, &r.s);
   return r;
 }
 __device__ __forceinline__ RopeAngle rope_angle(int i, int pos, const RopeParams& rope, const YarnCorrDims& corr) {
-  return rope_angle(i, pos, rope_freq(i, rope), rope, corr);
+  return rope_angle(pos, rope_freq(i, rope, corr), rope);
 }
 
 // Rotates a pair by an angle.
@@ -195,12 +192,12 @@ __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict_
   // kernels) and the rotations it gives.
   int t = blockIdx.x;
   int64_t slot = slots[t];
-  float freq[P];
+  double freq[P];
   RopeAngle angle[P];
 #pragma unroll
   for (int j = 0; j < P; ++j) {
-    freq[j] = rotated ? rope_freq(i0 + j, rope) : 0.0f;
-    if (rotated) angle[j] = rope_angle(i0 + j, positions[t], freq[j], rope, corr);
+    freq[j] = rotated ? rope_freq(i0 + j, rope, corr) : 0.0;
+    if (rotated) angle[j] = rope_angle(positions[t], freq[j], rope);
   }
   pdl_wait_trigger(trigger_first);
   // Long prompts: each block takes every gridDim.x-th token.
@@ -212,7 +209,7 @@ __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict_
     slot = slots[t];
     if (rotated)
 #pragma unroll
-      for (int j = 0; j < P; ++j) angle[j] = rope_angle(i0 + j, positions[t], freq[j], rope, corr);
+      for (int j = 0; j < P; ++j) angle[j] = rope_angle(positions[t], freq[j], rope);
   }
 }
 
@@ -239,16 +236,16 @@ __global__ void rope_store_kv_rows_kernel(__half* __restrict__ q, __half* __rest
   rope_pair(i0, rope, a, b);
   span.at = a;
   span.split = b != a + 1;
-  float freq[P];
+  double freq[P];
 #pragma unroll
-  for (int j = 0; j < P; ++j) freq[j] = rotated ? rope_freq(i0 + j, rope) : 0.0f;
+  for (int j = 0; j < P; ++j) freq[j] = rotated ? rope_freq(i0 + j, rope, corr) : 0.0;
   pdl_wait_trigger(trigger_first);
   for (int t = blockIdx.x; t < n_tokens; t += gridDim.x) {
     const int64_t slot = slots[t];
     RopeAngle angle[P];
     if (rotated)
 #pragma unroll
-      for (int j = 0; j < P; ++j) angle[j] = rope_angle(i0 + j, positions[t], freq[j], rope, corr);
+      for (int j = 0; j < P; ++j) angle[j] = rope_angle(positions[t], freq[j], rope);
 #pragma unroll 2
     for (int r = r0; r < rows; r += r_step) {
       const int kind = r < n_heads ? 0 : r < n_heads + n_kv ? 1 : 2;
@@ -348,8 +345,8 @@ __global__ void __launch_bounds__(kNormRopeThreads)
     wb = w[b];
   }
   int t = blockIdx.x;
-  const float freq = rotated ? rope_freq(i, rope) : 0.0f;
-  RopeAngle angle = rotated ? rope_angle(i, positions[t], freq, rope, corr) : RopeAngle{};
+  const double freq = rotated ? rope_freq(i, rope, corr) : 0.0;
+  RopeAngle angle = rotated ? rope_angle(positions[t], freq, rope) : RopeAngle{};
   int64_t slot = active ? slots[t] : -1;
   pdl_wait_trigger(trigger_first);
   const int kv_dim = n_kv * hd;
@@ -391,7 +388,7 @@ __global__ void __launch_bounds__(kNormRopeThreads)
     if (t >= n_tokens) return;
     __syncthreads();  // every row's sums read before the next token's
     if (active) slot = slots[t];
-    if (rotated) angle = rope_angle(i, positions[t], freq, rope, corr);
+    if (rotated) angle = rope_angle(positions[t], freq, rope);
   }
 }
 
