@@ -55,17 +55,15 @@ struct RopeAngle {
   float c = 1.0f, s = 0.0f;
 };
 // Pair i's angle per position (rope_math.h's rope_rate, in double), the
-// same for every position.
+// same for every position; the rotation at pos, scaled by mscale
+// (rope_mscale, once a kernel).
 __device__ __forceinline__ double rope_freq(int i, const RopeParams& rope, const YarnCorrDims& corr) {
   return rope_rate(2 * i, rope, corr);
 }
-__device__ __forceinline__ RopeAngle rope_angle(int pos, double freq, const RopeParams& rope) {
+__device__ __forceinline__ RopeAngle rope_angle(int pos, double freq, float mscale) {
   RopeAngle r;
-  rope_cos_sin_at(pos, freq, rope_mscale(rope), &r.c, &r.s);
+  rope_cos_sin_at(pos, freq, mscale, &r.c, &r.s);
   return r;
-}
-__device__ __forceinline__ RopeAngle rope_angle(int i, int pos, const RopeParams& rope, const YarnCorrDims& corr) {
-  return rope_angle(pos, rope_freq(i, rope, corr), rope);
 }
 
 // Rotates a pair by an angle.
@@ -194,10 +192,11 @@ __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict_
   int64_t slot = slots[t];
   double freq[P];
   RopeAngle angle[P];
+  const float mscale = rope_mscale(rope);
 #pragma unroll
   for (int j = 0; j < P; ++j) {
     freq[j] = rotated ? rope_freq(i0 + j, rope, corr) : 0.0;
-    if (rotated) angle[j] = rope_angle(positions[t], freq[j], rope);
+    if (rotated) angle[j] = rope_angle(positions[t], freq[j], mscale);
   }
   pdl_wait_trigger(trigger_first);
   // Long prompts: each block takes every gridDim.x-th token.
@@ -209,7 +208,7 @@ __global__ void rope_store_kv_kernel(__half* __restrict__ q, __half* __restrict_
     slot = slots[t];
     if (rotated)
 #pragma unroll
-      for (int j = 0; j < P; ++j) angle[j] = rope_angle(positions[t], freq[j], rope);
+      for (int j = 0; j < P; ++j) angle[j] = rope_angle(positions[t], freq[j], mscale);
   }
 }
 
@@ -237,6 +236,7 @@ __global__ void rope_store_kv_rows_kernel(__half* __restrict__ q, __half* __rest
   span.at = a;
   span.split = b != a + 1;
   double freq[P];
+  const float mscale = rope_mscale(rope);
 #pragma unroll
   for (int j = 0; j < P; ++j) freq[j] = rotated ? rope_freq(i0 + j, rope, corr) : 0.0;
   pdl_wait_trigger(trigger_first);
@@ -245,7 +245,7 @@ __global__ void rope_store_kv_rows_kernel(__half* __restrict__ q, __half* __rest
     RopeAngle angle[P];
     if (rotated)
 #pragma unroll
-      for (int j = 0; j < P; ++j) angle[j] = rope_angle(positions[t], freq[j], rope);
+      for (int j = 0; j < P; ++j) angle[j] = rope_angle(positions[t], freq[j], mscale);
 #pragma unroll 2
     for (int r = r0; r < rows; r += r_step) {
       const int kind = r < n_heads ? 0 : r < n_heads + n_kv ? 1 : 2;
@@ -295,7 +295,7 @@ __global__ void __launch_bounds__(kFp8BlockThreads)
     x0 = __half2float(src[a]);
     x1 = __half2float(src[b]);
     if (kind < 2 && i < rope.n_rot / 2) {
-      rope_rotate(rope_angle(i, positions[t], rope, corr), x0, x1);
+      rope_rotate(rope_angle(positions[t], rope_freq(i, rope, corr), rope_mscale(rope)), x0, x1);
       base[a] = __float2half_rn(x0);
       base[b] = __float2half_rn(x1);
     }
@@ -346,7 +346,8 @@ __global__ void __launch_bounds__(kNormRopeThreads)
   }
   int t = blockIdx.x;
   const double freq = rotated ? rope_freq(i, rope, corr) : 0.0;
-  RopeAngle angle = rotated ? rope_angle(positions[t], freq, rope) : RopeAngle{};
+  const float mscale = rope_mscale(rope);
+  RopeAngle angle = rotated ? rope_angle(positions[t], freq, mscale) : RopeAngle{};
   int64_t slot = active ? slots[t] : -1;
   pdl_wait_trigger(trigger_first);
   const int kv_dim = n_kv * hd;
@@ -388,7 +389,7 @@ __global__ void __launch_bounds__(kNormRopeThreads)
     if (t >= n_tokens) return;
     __syncthreads();  // every row's sums read before the next token's
     if (active) slot = slots[t];
-    if (rotated) angle = rope_angle(positions[t], freq, rope);
+    if (rotated) angle = rope_angle(positions[t], freq, mscale);
   }
 }
 
