@@ -29,9 +29,14 @@ RF_HOST_DEVICE inline YarnCorrDims yarn_corr_dims(int n_dims, int n_ctx_orig, fl
   return d;
 }
 
-RF_HOST_DEVICE inline float yarn_ramp(float low, float high, int i0) {
-  const float y = (float(i0 / 2) - low) / fmaxf(0.001f, high - low);
-  return 1.0f - fminf(1.0f, fmaxf(0.0f, y));
+// YaRN's mix of extrapolated and interpolated angle for pair i0: 1 below
+// dimension `low`, 0 past `high`, linear between. T is the precision the
+// caller's angles are in (double wherever angles reach 1e5 rad).
+template <typename T>
+RF_HOST_DEVICE inline T yarn_ramp(float low, float high, int i0) {
+  const T span = T(high) - T(low);
+  const T y = (T(i0 / 2) - T(low)) / (span > T(0.001) ? span : T(0.001));
+  return T(1) - (y < T(0) ? T(0) : y > T(1) ? T(1) : y);
 }
 
 // cos/sin (already scaled by the attention magnitude factor) for pair index
@@ -44,7 +49,7 @@ RF_HOST_DEVICE inline void rope_cos_sin(T theta_extrap, int i0, const RopeParams
   T theta = theta_interp;
   T mscale = T(p.attn_factor);
   if (p.ext_factor != 0.0f) {
-    const T mix = T(yarn_ramp(corr.low, corr.high, i0) * p.ext_factor);
+    const T mix = yarn_ramp<T>(corr.low, corr.high, i0) * T(p.ext_factor);
     theta = theta_interp * (T(1) - mix) + theta_extrap * mix;
     mscale *= T(1) + T(0.1) * log(T(1) / T(p.freq_scale));
   }
@@ -62,7 +67,7 @@ RF_HOST_DEVICE inline double rope_rate(int i0, const RopeParams& p, YarnCorrDims
   if (p.freq_factors) rate /= double(p.freq_factors[i0 / 2]);
   double mul = double(p.freq_scale);
   if (p.ext_factor != 0.0f) {
-    const double mix = double(yarn_ramp(corr.low, corr.high, i0) * p.ext_factor);
+    const double mix = yarn_ramp<double>(corr.low, corr.high, i0) * double(p.ext_factor);
     mul = mul * (1.0 - mix) + mix;
   }
   return rate * mul;

@@ -241,9 +241,12 @@ void add_attention_cases(std::vector<OpCase>& cases) {
   cases.push_back(rope_case(RopeVariant{"neox", true, 64, 1.0f, 0.0f, false}, 384));
   cases.push_back(rope_case(RopeVariant{"neox", true, 64, 1.0f, 0.0f, false}, 0, true));
   cases.push_back(rope_case(RopeVariant{"partial_neox_freq_factors", true, 32, 1.0f, 0.0f, true}, 0, true));
-  // The last positions of a 128K context: llama3's frequency factors, plain.
+  // The last positions of a 128K context: llama3's frequency factors,
+  // plain, YaRN at factors 4 and 32 (gpt-oss, DeepSeek).
   for (const RopeVariant& rv : {RopeVariant{"freq_factors", false, 64, 1.0f, 0.0f, true},
-                                RopeVariant{"neox", true, 64, 1.0f, 0.0f, false}})
+                                RopeVariant{"neox", true, 64, 1.0f, 0.0f, false},
+                                RopeVariant{"yarn", true, 64, 0.25f, 1.0f, false},
+                                RopeVariant{"yarn32", true, 64, 1.0f / 32, 1.0f, false}})
     cases.push_back(rope_case(rv, 0, false, 131067));
   // A prefill chunk (from position 0, and a chunk later in its sequence
   // crossing a block boundary), decodes of a first token and past a block
