@@ -336,16 +336,22 @@ Tensor Transformer::ffn_block(int32_t il, const Tensor& xn, const Handoff& xn_h)
     } else {
       ids_h = backend_.moe_router_route(xn, l.router, route, logits, ids, weights);
     }
-    backend_.moe_ffn(xn, ids, weights, l.experts, moe_, proj, xn_h, ids_h);
-    if (l.shexp_gate.data) {  // + the shared expert [times sigmoid(x . ffn_gate_inp_shexp)]
-      Tensor sg = sh_gate_.slice_rows(0, n), su = sh_up_.slice_rows(0, n), so = sh_out_.slice_rows(0, n);
+    // Every reader of xn (and of the quants its norm handed over) runs
+    // before the first op that quantizes another tensor: the shared
+    // expert's gate*up and gate first, then the routed experts, then the
+    // shared expert's down projection.
+    const bool shared = l.shexp_gate.data != nullptr;
+    Tensor sg, su, so, ss;
+    if (shared) {
+      sg = sh_gate_.slice_rows(0, n), su = sh_up_.slice_rows(0, n), so = sh_out_.slice_rows(0, n);
+      if (l.shexp_gate_inp.data) ss = sh_scale_.slice_rows(0, n);
       backend_.matmul_gate_up_glu(xn, l.shexp_gate, l.shexp_up, sg, su, sg, Activation::SiLU, xn_h);
+      if (l.shexp_gate_inp.data) backend_.matmul(xn, l.shexp_gate_inp, ss, xn_h);
+    }
+    backend_.moe_ffn(xn, ids, weights, l.experts, moe_, proj, xn_h, ids_h);
+    if (shared) {  // + the shared expert [times sigmoid(x . ffn_gate_inp_shexp)]
       backend_.matmul(sg, l.shexp_down, so);
-      if (l.shexp_gate_inp.data) {
-        Tensor ss = sh_scale_.slice_rows(0, n);
-        backend_.matmul(xn, l.shexp_gate_inp, ss, xn_h);
-        backend_.sigmoid_mul(so, ss, so);
-      }
+      if (l.shexp_gate_inp.data) backend_.sigmoid_mul(so, ss, so);
       backend_.add(proj, so, proj);
     }
     return proj;
