@@ -2,8 +2,8 @@
 // references: routing (softmax, top-k with ties to the lower index,
 // renormalisation on and off; with the router GEMV in the same launch) and the expert FFN for plain and quantized
 // experts, one token (single-row GEMV tiles), a few (GEMV tiles of up to 8
-// rows), many (tensor-core tiles where the format has them, else GEMV
-// tiles: the i-quants and MXFP4) and more tokens
+// rows), many (tensor-core tiles where the format has them, MXFP4's rows
+// of 2880 ending in a partial chunk; else GEMV tiles: the i-quants) and more tokens
 // than the reserved chunk (the op loops); one token's down projections and
 // their weighted sum in one launch (moe_down.cu).
 #include <gtest/gtest.h>
@@ -395,10 +395,13 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                            MoeCase{DType::Q4_0, DType::Q5_1, 4, 2, false},
                                            MoeCase{DType::Q4_1, DType::Q4_0, 4, 2, false},
                                            MoeCase{DType::F8_E4M3_ROW, DType::F8_E4M3_ROW, 8, 2, false},
-                                           // the i-quants and MXFP4 (GEMV tiles at every batch):
-                                           // gpt-oss's 2880-wide MXFP4 experts (4 of 32), IQ4_XS,
-                                           // and two formats below 4 bits
+                                           // gpt-oss's 2880-wide MXFP4 experts (4 of 32; tensor
+                                           // cores for many tokens, gate/up and then down rows
+                                           // 2880 long: 11 chunks and 2 slices); the i-quants
+                                           // (GEMV tiles at every batch): IQ4_XS and two formats
+                                           // below 4 bits
                                            MoeCase{DType::MXFP4, DType::MXFP4, 32, 4, false, 2880, 256},
+                                           MoeCase{DType::MXFP4, DType::MXFP4, 8, 2, false, 256, 2880},
                                            MoeCase{DType::IQ4_XS, DType::IQ4_XS, 8, 2, false},
                                            MoeCase{DType::IQ4_NL, DType::MXFP4, 8, 2, true},
                                            MoeCase{DType::IQ2_XXS, DType::IQ3_S, 4, 2, false},

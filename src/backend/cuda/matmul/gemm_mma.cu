@@ -18,7 +18,9 @@
 //
 // On Hopper, dense Q4_K / Q6_K batches (and Q5_K, Q8_0) take gemm_wgmma.cu instead
 // (Tuning::wgmma); this kernel keeps expert mode and FP8 rows there.
-// Formats: Q4_K, Q6_K, FP8 rows (k % 256 == 0), and f16 in expert mode. NVIDIA only (mma.sync, cp.async);
+// Formats: Q4_K, Q6_K, FP8 rows (k % 256 == 0), and in expert mode f16 and
+// MXFP4 (gpt-oss's experts; k % 32 == 0: the last chunk may be partial, its
+// slices past k neither loaded nor multiplied). NVIDIA only (mma.sync, cp.async);
 // other formats and HIP use dequantization to f16 + BLAS. (F16 weights stay
 // with cuBLAS, which is faster on them.)
 #include <algorithm>
@@ -67,7 +69,7 @@ template <> struct MmaFormat<DType::Q4_K> {
     uint4 head;  // d, dmin, 12 bytes of 6-bit scales and mins
     uint2 qs[4];
   };
-  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
+  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r, int /*slices*/) {
     const auto* b = reinterpret_cast<const BlockQ4_K*>(row + size_t(chunk) * sizeof(BlockQ4_K));
     r.head = __ldg(reinterpret_cast<const uint4*>(b));  // d, dmin, scales: the first 16 bytes
 #pragma unroll
@@ -106,7 +108,7 @@ template <> struct MmaFormat<DType::Q6_K> {
     uint32_t sc[2];     // scales 2j + (t >= 2) for j = 0..7, as int8
     uint32_t d;
   };
-  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
+  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r, int /*slices*/) {
     // Byte offsets of the BlockQ6_K fields (a typed pointer would tell the
     // compiler more about alignment and change the generated loads).
     constexpr int kQl = int(offsetof(BlockQ6_K, ql)), kQh = int(offsetof(BlockQ6_K, qh)),
@@ -157,7 +159,7 @@ template <> struct MmaFormat<DType::F16> {
   struct Raw {
     uint4 v[kChunk / 32];
   };
-  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
+  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r, int /*slices*/) {
     const uint4* p = reinterpret_cast<const uint4*>(row) + size_t(chunk) * (kChunk / 8);
 #pragma unroll
     for (int j = 0; j < kChunk / 32; ++j) r.v[j] = __ldg(p + 4 * j + t);
@@ -172,7 +174,7 @@ template <> struct MmaFormat<DType::F8_E4M3_ROW> {
   struct Raw {
     uint2 q[kChunk / 32];
   };
-  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r) {
+  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r, int /*slices*/) {
     const uint2* p = reinterpret_cast<const uint2*>(row + 16) + size_t(chunk) * (kChunk / 8);
 #pragma unroll
     for (int j = 0; j < kChunk / 32; ++j) r.q[j] = __ldg(p + 4 * j + t);
@@ -190,17 +192,79 @@ template <> struct MmaFormat<DType::F8_E4M3_ROW> {
   }
 };
 
+// 8 bytes at any alignment: the aligned words that hold them, funnel-shifted
+// (the third word only where the bytes reach into it: nothing past p + 8 is read).
+__device__ __forceinline__ uint2 ld8_any(const uint8_t* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~uintptr_t(3));
+  const uint32_t sh = uint32_t(a & 3) * 8;
+  const uint32_t w0 = __ldg(w), w1 = __ldg(w + 1), w2 = sh ? __ldg(w + 2) : 0u;
+  return make_uint2(__funnelshift_r(w0, w1, sh), __funnelshift_r(w1, w2, sh));
+}
+
+// MXFP4 (17-byte blocks of 32, byte-aligned): slice j of a chunk is block
+// j; lane quad t's elements 8t..8t+7 are the low (t < 2) or high nibbles of
+// qs[8 (t & 1) ..+8). A nibble's magnitude (E2M1 doubled: 0, 1, 2, 3, 4, 6,
+// 8, 12) comes from a byte permute of that table, its bit 3 is the sign;
+// the small integers convert to f16 exactly and the block scale 2^(e - 128)
+// multiplies them (exact where the product is an f16). Slices past
+// `slices` (a partial last chunk) are zero and not read.
+template <> struct MmaFormat<DType::MXFP4> {
+  struct Raw {
+    uint2 q[kChunk / 32];
+    uint32_t e[2];  // the eight blocks' exponents, four to a word
+  };
+  __device__ static void load(const uint8_t* row, int chunk, int t, Raw& r, int slices) {
+    const uint8_t* b = row + size_t(chunk) * (kChunk / 32) * sizeof(BlockMXFP4);
+    r.e[0] = r.e[1] = 0;
+#pragma unroll
+    for (int j = 0; j < kChunk / 32; ++j) {
+      if (j < slices) {
+        const uint8_t* blk = b + j * sizeof(BlockMXFP4);
+        r.q[j] = ld8_any(blk + 1 + 8 * (t & 1));
+        r.e[j / 4] |= uint32_t(__ldg(blk)) << (8 * (j % 4));
+      } else {
+        r.q[j] = make_uint2(0, 0);
+      }
+    }
+  }
+  // Four nibbles (the low ones of q's bytes) -> two f16 pairs times d.
+  __device__ static void pairs(uint32_t q, __half2 d, uint32_t& lo, uint32_t& hi) {
+    const uint32_t nb = q & 0x0F0F0F0Fu;
+    const uint32_t y = nb | (nb >> 4);
+    const uint32_t sel = ((y & 0xFFu) | ((y >> 8) & 0xFF00u)) & 0x7777u;
+    const uint32_t mag = __byte_perm(0x03020100u, 0x0C080604u, sel);
+    const uint32_t s = nb & 0x08080808u;
+    const uint32_t s01 = ((s & 0x08u) << 12) | ((s & 0x0800u) << 20);
+    const uint32_t s23 = ((s & 0x080000u) >> 4) | ((s & 0x08000000u) << 4);
+    const __half2 bias = __float2half2_rn(1024.0f);
+    lo = h2_bits(__hmul2(bits_h2(h2_bits(bytes_to_h2<0x4140>(mag, bias)) ^ s01), d));
+    hi = h2_bits(__hmul2(bits_h2(h2_bits(bytes_to_h2<0x4342>(mag, bias)) ^ s23), d));
+  }
+  __device__ static Frag frag(const Raw& r, int j, int t) {
+    const int shift = (t >> 1) * 4;
+    const uint8_t e = uint8_t(r.e[j / 4] >> (8 * (j % 4)));
+    const __half2 d = __float2half2_rn(__uint_as_float(e8m0_half_bits(e)));
+    Frag f;
+    pairs(r.q[j].x >> shift, d, f.x, f.y);
+    pairs(r.q[j].y >> shift, d, f.z, f.w);
+    return f;
+  }
+};
+
 // ---- the kernel ---------------------------------------------------------------------
 
 using MmaArgs = QuantGemmArgs;
 
-// Stages activation chunk `c` (columns [256c, 256c + 256) of all n rows of x).
+// Stages activation chunk `c` (columns [256c, 256c + 256) of all n rows of
+// x; columns past k, in a partial last chunk, as zeros).
 __device__ __forceinline__ void stage_x(const __half* x, int n, int k, int c, __half* xs) {
   constexpr int kVecs = kChunk / 8;  // 16-byte pieces per row
   for (int i = threadIdx.x; i < kMmaCols * kVecs; i += kMmaThreads) {
     const int row = i / kVecs, v = i % kVecs;
-    const bool valid = row < n;
-    const __half* src = x + size_t(valid ? row : 0) * k + size_t(c) * kChunk + 8 * v;
+    const int col = c * kChunk + 8 * v;
+    const bool valid = row < n && col < k;
+    const __half* src = x + (valid ? size_t(row) * k + col : 0);
     copy16_async_or_zero(xs + row * kXStride + 8 * v, src, valid);
   }
   copy_commit();
@@ -228,15 +292,19 @@ __global__ void __launch_bounds__(kMmaThreads, 1) mma_matmul_kernel(MmaArgs a) {
   }
   const uint8_t* wg = w + size_t(min(row_g, a.m - 1)) * a.row_bytes;
   const uint8_t* wg8 = w + size_t(min(row_g8, a.m - 1)) * a.row_bytes;
-  const int n_chunks = a.k / kChunk;
+  const int n_chunks = (a.k + kChunk - 1) / kChunk;  // (MXFP4: the last may be partial)
   const bool split = !a.tiles && gridDim.y > 1;
   const int c_begin = split ? blockIdx.y * a.chunks_per_split : 0;
   const int c_end = min(n_chunks, c_begin + a.chunks_per_split);
   const int n_tiles = (n + 7) / 8;
 
+  // The 32-wide slices of chunk c within k (8 but in MXFP4's partial last chunk).
+  const auto slices_of = [&](int c) {
+    return T == DType::MXFP4 ? min(kChunk / 32, (a.k - c * kChunk) / 32) : kChunk / 32;
+  };
   typename F::Raw raw_g, raw_g8;
-  F::load(wg, c_begin, t, raw_g);  // weights are constant: load before waiting on the previous kernel
-  F::load(wg8, c_begin, t, raw_g8);
+  F::load(wg, c_begin, t, raw_g, slices_of(c_begin));  // weights are constant: load before waiting on the previous kernel
+  F::load(wg8, c_begin, t, raw_g8, slices_of(c_begin));
   pdl_wait();
   pdl_trigger();
 
@@ -253,9 +321,10 @@ __global__ void __launch_bounds__(kMmaThreads, 1) mma_matmul_kernel(MmaArgs a) {
   stage_x(x, n, a.k, c_begin, xs_all);
   for (int c = c_begin; c < c_end; ++c) {
     const int buf = (c - c_begin) & 1;
+    const int slices = slices_of(c);
     if (c != c_begin) {  // issue this chunk's weight loads before the barrier wait
-      F::load(wg, c, t, raw_g);
-      F::load(wg8, c, t, raw_g8);
+      F::load(wg, c, t, raw_g, slices);
+      F::load(wg8, c, t, raw_g8, slices);
     }
     copy_wait<0>();
     __syncthreads();  // chunk c staged; everyone is done with the other buffer
@@ -263,6 +332,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1) mma_matmul_kernel(MmaArgs a) {
     const __half* xs = xs_all + buf * kMmaCols * kXStride + g * kXStride + 8 * t;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
+      if (j >= slices) break;
       const Frag ag = F::frag(raw_g, j, t), ag8 = F::frag(raw_g8, j, t);
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
@@ -345,6 +415,8 @@ void mma_device_setup() {
   opt_in_smem<DType::Q6_K, __half>();
   opt_in_smem<DType::F8_E4M3_ROW, float>();
   opt_in_smem<DType::F8_E4M3_ROW, __half>();
+  opt_in_smem<DType::MXFP4, float>();
+  opt_in_smem<DType::MXFP4, __half>();
 }
 
 bool mma_matmul_supported(DType w_type, int k) {
@@ -352,6 +424,7 @@ bool mma_matmul_supported(DType w_type, int k) {
 }
 
 bool mma_experts_supported(DType w_type, int k) {
+  if (w_type == DType::MXFP4) return k % 32 == 0;
   return (w_type == DType::F16 || mma_matmul_supported(w_type, k)) && k % kChunk == 0;
 }
 
@@ -385,7 +458,8 @@ void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t
   RF_CHECK(tile_rows >= 1 && tile_rows <= kMmaCols, "mma matmul: expert tiles of ", tile_rows, " rows");
   RF_CHECK(mma_experts_supported(w_type, k), "mma matmul: unsupported shape");
   int splits = 1;  // expert mode: every tile takes the whole k range
-  MmaArgs a = quant_gemm_args("mma matmul", w, row_bytes, m, k, x, kMmaCols, kMmaCols, out, out_type, splits, nullptr);
+  MmaArgs a = quant_gemm_args("mma matmul", w, row_bytes, m, k, x, kMmaCols, kMmaCols, out, out_type, splits, nullptr,
+                              w_type == DType::MXFP4 ? 32 : kChunk);
   if (max_tiles <= 0) return;
   a.tiles = reinterpret_cast<const int4*>(tiles);
   a.n_tiles = n_tiles;
@@ -402,6 +476,8 @@ void mma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t
     case DType::F8_E4M3_ROW:
       return f32 ? go(mma_matmul_kernel<DType::F8_E4M3_ROW, float>)
                  : go(mma_matmul_kernel<DType::F8_E4M3_ROW, __half>);
+    case DType::MXFP4:
+      return f32 ? go(mma_matmul_kernel<DType::MXFP4, float>) : go(mma_matmul_kernel<DType::MXFP4, __half>);
     default: fail("mma matmul: unsupported expert weight type ", dtype_name(w_type));
   }
 }
