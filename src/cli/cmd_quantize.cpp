@@ -4,6 +4,7 @@
 // (llama.cpp's imatrix GGUF) the quantizers weight each column's error by
 // its importance (model/imatrix.h); the i-quants below 4 bits that need
 // one (model/quant_plan.h, needs_importance) are refused without it.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +28,15 @@ struct QuantOptions {
   int threads = 0;
 };
 
+// An integer key that may give one value per layer (Gemma 4's
+// head_count_kv): the scalar, or the smallest of the layers' values.
+int64_t int_or_least(const gguf::File& f, const std::string& key, int64_t fallback) {
+  const gguf::Value* v = f.find(key);
+  if (!v || v->type != gguf::ValueType::ARRAY) return f.get_int(key, fallback);
+  const std::vector<int64_t> vals = v->as_array(key).to_i64(key);
+  return vals.empty() ? fallback : *std::min_element(vals.begin(), vals.end());
+}
+
 void quantize(const QuantOptions& o) {
   auto plan = quant_plan(o.type);
   RF_CHECK(plan, "unknown type '", o.type, "' (known: ", quant_plan_names(), ")");
@@ -37,8 +47,9 @@ void quantize(const QuantOptions& o) {
   const std::string arch = f->get_string("general.architecture", "llama");
   const int n_layer = int(f->get_int(arch + ".block_count", 0));
   const int n_expert = int(f->get_int(arch + ".expert_count", 0));
+  // (n_gqa: the largest of the layers', where head counts are per layer.)
   const int64_t n_head = f->get_int(arch + ".attention.head_count", 1);
-  const int64_t n_head_kv = f->get_int(arch + ".attention.head_count_kv", n_head);
+  const int64_t n_head_kv = int_or_least(*f, arch + ".attention.head_count_kv", n_head);
   const int n_gqa = n_head_kv > 0 ? int(n_head / n_head_kv) : 1;
   const bool tied_output = f->find_tensor("output.weight") == nullptr;
   // The types llama.cpp will not make without importances: refuse before any work.
