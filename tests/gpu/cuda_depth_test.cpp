@@ -1,8 +1,9 @@
 // Where a model's GPU run parts from its CPU run: the model cut to its
 // first L layers (the output norm and head right after layer L - 1), for
 // every L, on the same prompt, a 40-token prefill then decode steps
-// through captured graphs. Each depth's logits within 1e-2 relative L2 of
-// the CPU's, as the whole model's (cuda_model_test.cpp); the table of
+// through captured graphs. Each depth's logits within f16_tolerance() of
+// the CPU's, as the whole model's (cuda_model_test.cpp; steps after a
+// routing near-tie of the cut model's own tokens excepted); the table of
 // errors by depth and step is printed, so a failure names the first layer
 // whose kind (attention, DeltaNet, MoE, shared KV, MLA) goes wrong.
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <random>
 
+#include "gpu/f16_sensitivity.h"
 #include "gpu/gpu_test_util.h"
 #include "gpu/routing_margin.h"
 #include "model/runner.h"
@@ -47,13 +49,24 @@ TEST_P(CudaDepthVsCpu, EveryDepthMatchesCpu) {
     g.warmup();
     test::ModelRunner::Seq sg, sc;
     sg.tokens = sc.tokens = prompt;
-    std::printf("  depth %2d:", depth);
+    const double bound = test::f16_tolerance(test::f16_sensitivity(path, prompt, kSteps, depth));
+    std::printf("  depth %2d (bound %.1e):", depth, bound);
+    bool tied = false;
     for (int step = 0; step < kSteps; ++step) {
+      cpu.min_margin = INFINITY;
       const auto lg = g.step({&sg})[0];
       const auto lc = c.step({&sc})[0];
       const double err = test::rel_l2(lg, lc);
       std::printf(" %.2e", err);
-      EXPECT_LT(err, 1e-2) << rel << " depth " << depth << " step " << step;
+      // (A decode step of the cut model feeds its own greedy tokens, which
+      // the prompt's margins do not cover: a routing near-tie there, and
+      // the KV it leaves for the steps after it, is a parting, not an error.)
+      tied = tied || cpu.min_margin < test::kMinRoutingMargin;
+      if (tied) {
+        std::printf(" [routing near-tie]");
+      } else {
+        EXPECT_LT(err, bound) << rel << " depth " << depth << " step " << step;
+      }
       const int32_t next = test::ModelRunner::argmax(lc);
       sg.tokens.push_back(next);
       sc.tokens.push_back(next);

@@ -1,7 +1,8 @@
 // Whole models on the CUDA backend against the CPU backend: stories260K,
 // every model family's tiny file (arch/, MoE models on prompts whose routing is
 // clear of near-ties), the qtest models and the tiny synthetic model in FP8
-// weights (logits within 1e-2 relative L2, same argmax; FP8 weights times
+// weights (logits within 1e-2 relative L2, or within f16_tolerance() of a
+// model more sensitive to f16 rounding; same argmax; FP8 weights times
 // the e4m3 activations of batched steps within kE4m3ActivationsL2), greedy
 // tokens equal the golden file and decode graphs give the same logits as
 // eager steps; each family's kernels at its real widths (dummy weights in
@@ -16,6 +17,7 @@
 #include <regex>
 #include <thread>
 
+#include "gpu/f16_sensitivity.h"
 #include "gpu/gpu_test_util.h"
 #include "gpu/routing_margin.h"
 #include "model/runner.h"
@@ -101,16 +103,21 @@ TEST_P(CudaModelVsCpu, LogitsMatchCpu) {
   test::ModelRunner g(path, *gpu), c(path, cpu);
   test::ModelRunner::Seq sg, sc;
   sg.tokens = sc.tokens = prompt;
-  const double tolerance = e4m3_activations ? kE4m3ActivationsL2 : 1e-2;
+  // f16 activations: 1e-2, more for a model as sensitive to f16 rounding
+  // as the hybrids (f16_sensitivity.h).
+  const double sens = test::f16_sensitivity(path, prompt, kSteps);
   for (int step = 0; step < kSteps; ++step) {
     const auto lg = g.step({&sg})[0];
     const auto lc = c.step({&sc})[0];
     const double err = test::rel_l2(lg, lc);
+    const double tolerance = e4m3_activations ? kE4m3ActivationsL2 : test::f16_tolerance(sens);
     EXPECT_LT(err, tolerance) << param << " step " << step;
-    if (e4m3_activations) std::printf("  step %d: rel. L2 %.4f against the CPU\n", step, err);
-    // (f16: Gemma 2's logits are soft-capped to +-0.4; e4m3 activations:
-    // the tolerance's share of the largest logit.)
-    expect_same_best(lg, lc, float(e4m3_activations ? tolerance : 2e-3), rel + " step " + std::to_string(step));
+    std::printf("  %s step %d: rel. L2 %.2e against the CPU (bound %.2e)\n", param.c_str(), step, err, tolerance);
+    // (f16: Gemma 2's logits are soft-capped to +-0.4, so a fifth of the
+    // tolerance's share of the largest logit; e4m3 activations: the
+    // tolerance's share.)
+    expect_same_best(lg, lc, float(e4m3_activations ? tolerance : 0.2 * tolerance),
+                     rel + " step " + std::to_string(step));
     const int32_t next = test::ModelRunner::argmax(lc);
     sg.tokens.push_back(next);
     sc.tokens.push_back(next);
@@ -151,7 +158,9 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaModelVsCpu,
 // test-backend-ops tolerance for ops on quantized activations, NMSE 5e-4
 // (relative L2 sqrt(5e-4) = 0.0224). Measured on the H100: f16 models
 // 0.0007-0.0012 every step; q4_k_m prefill 0.0042-0.0060, its decode steps
-// 0.0106-0.0189 (the quantization's error, steady over steps).
+// 0.0106-0.0189 (the quantization's error, steady over steps). MoE
+// presets: steps from the first routing near-tie of the CPU run on are not
+// compared (dummy routers rank 128-256 experts by random logits).
 constexpr double kQ8ActivationsL2 = 0.0224;
 class CudaFamilyWidths : public ::testing::TestWithParam<const char*> {};
 
@@ -163,7 +172,8 @@ TEST_P(CudaFamilyWidths, DecodeMatchesCpu) {
   const bool fusions_off = preset.ends_with("+fusions-off");
   if (fusions_off) preset.resize(preset.size() - std::string("+fusions-off").size());
   const std::string spec = "dummy:" + preset;
-  CpuBackend cpu(int(std::max(2u, std::thread::hardware_concurrency())));
+  const int threads = int(std::max(2u, std::thread::hardware_concurrency()));
+  RoutingMarginCpu cpu(threads);
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
   if (fusions_off) o.tune = [](gpu::Tuning& t) { t.fusions = gpu::Fusions::none(); };
@@ -174,14 +184,23 @@ TEST_P(CudaFamilyWidths, DecodeMatchesCpu) {
   test::ModelRunner::Seq sg, sc;
   for (int i = 0; i < 16; ++i) sg.tokens.push_back(int32_t(rng() % uint32_t(c.vocab())));
   sc.tokens = sg.tokens;
+  bool tied = false;
   for (int step = 0; step < 4; ++step) {
+    cpu.min_margin = INFINITY;
     const auto lg = g.step({&sg})[0];
     const auto lc = c.step({&sc})[0];
     const double err = test::rel_l2(lg, lc);
-    std::printf("  %s step %d: rel. L2 %.4f against the CPU\n", GetParam(), step, err);
-    const bool q8_activations = step > 0 && spec.ends_with(":q4_k_m");
-    EXPECT_LT(err, q8_activations ? kQ8ActivationsL2 : 1e-2) << GetParam() << " step " << step;
-    expect_same_best(lg, lc, 2e-3f, spec + " step " + std::to_string(step));
+    const double bound = step > 0 && spec.ends_with(":q4_k_m") ? kQ8ActivationsL2 : 1e-2;
+    // Dummy routers rank 128-256 experts by random logits: near-ties are
+    // common, and a step that has one (or follows one: its KV) parts the
+    // runs by design.
+    tied = tied || cpu.min_margin < test::kMinRoutingMargin;
+    std::printf("  %s step %d: rel. L2 %.4f against the CPU (bound %.4f)%s\n", GetParam(), step, err, bound,
+                tied ? " [routing near-tie]" : "");
+    if (!tied) {
+      EXPECT_LT(err, bound) << GetParam() << " step " << step;
+      expect_same_best(lg, lc, float(0.2 * bound), spec + " step " + std::to_string(step));
+    }
     const int32_t next = test::ModelRunner::argmax(lc);
     sg.tokens.push_back(next);
     sc.tokens.push_back(next);
