@@ -104,6 +104,8 @@ std::vector<SyntheticPreset> presets() {
       llama("tiny", 256, 2, 4, 2, 512, 1024, 2048, 10000.0f, false),
       // Qwen2.5-7B: 3584 / 28 layers / 28 heads, 4 KV / 128 / 18944 / 152064.
       family("qwen2.5-7b", "qwen2", 3584, 28, 28, 4, 128, 18944, 152064, 32768, 1e6f, false, 1e-6f),
+      // Qwen3-0.6B: 1024 / 28 / 16, 8 KV / 128 / 3072 / 151936, tied embeddings.
+      family("qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 128, 3072, 151936, 40960, 1e6f, true, 1e-6f),
       // Qwen3-8B: 4096 / 36 / 32, 8 KV / 128 / 12288 / 151936.
       family("qwen3-8b", "qwen3", 4096, 36, 32, 8, 128, 12288, 151936, 40960, 1e6f, false, 1e-6f),
       // Gemma-2-9B: 3584 / 42 / 16, 8 KV / 256 / 14336 / 256000; window 4096 on
@@ -167,7 +169,7 @@ std::vector<SyntheticPreset> presets() {
   // widths: per-layer measurements, and the GPU test of every family's
   // kernels at those widths (CudaFamilyWidths).
   for (const char* name :
-       {"qwen2.5-7b", "qwen3-8b", "gemma2-9b", "gemma3-12b", "phi3-mini", "glm4-9b", "glm-4.5-air"}) {
+       {"qwen2.5-7b", "qwen3-0.6b", "qwen3-8b", "gemma2-9b", "gemma3-12b", "phi3-mini", "glm4-9b", "glm-4.5-air"}) {
     SyntheticPreset p = *std::find_if(v.begin(), v.end(), [&](const SyntheticPreset& q) { return q.name == name; });
     p.name += "-4l";
     p.n_layer = 4;

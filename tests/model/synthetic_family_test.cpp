@@ -332,6 +332,7 @@ TEST(SyntheticFamily, FullSizePresetsHaveThePublishedShapes) {
     int32_t embd, layers, heads, kv, hd, ff, vocab;
   };
   for (const Shape& s : {Shape{"qwen2.5-7b", 3584, 28, 28, 4, 128, 18944, 152064},
+                         Shape{"qwen3-0.6b", 1024, 28, 16, 8, 128, 3072, 151936},
                          Shape{"qwen3-8b", 4096, 36, 32, 8, 128, 12288, 151936},
                          Shape{"gemma2-9b", 3584, 42, 16, 8, 256, 14336, 256000},
                          Shape{"gemma3-12b", 3840, 48, 16, 8, 256, 15360, 262208},
