@@ -216,8 +216,8 @@ TEST_P(CudaEngineLogits, AloneVsBatchOf32) {
   runner.warmup();
   CpuBackend cpu(int(std::max(2u, std::thread::hardware_concurrency())));
   test::ModelRunner ref(path, cpu, 2048, 32, 768, 16);
-  // The same with f16-rounded weights: each sequence's bound against the
-  // CPU (f16_sensitivity.h).
+  // The same rounding as the GPU (f16_sensitivity.h): the run's bound
+  // against the CPU.
   test::F16RoundedCpu cpu16(int(std::max(2u, std::thread::hardware_concurrency())));
   test::ModelRunner ref16(path, cpu16, 2048, 32, 768, 16);
   const uint32_t vocab = uint32_t(runner.vocab());

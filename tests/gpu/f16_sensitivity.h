@@ -5,8 +5,8 @@
 // models move by ~1e-3 relative L2, while the hybrids' recurrent layers and
 // Gemma 4's blocks amplify the same rounding several times over (with f16
 // weights alone, tiny-qwen35's first-step logits of llama.cpp's prompts
-// move by 4e-3 - 1.4e-2, its GPU run's by 1.0-1.7x that, prompt by prompt). GPU tests compare with
-// f16_tolerance(): 1e-2, or kF16Headroom times the measured sensitivity
+// move by 4e-3 - 1.4e-2, its GPU run's by 1.0-1.7x that, prompt by
+// prompt). GPU tests compare with f16_tolerance(): 1e-2, or kF16Headroom times the measured sensitivity
 // (the largest over the run's steps: one rounding's effect on one step
 // scatters) where the model is that sensitive.
 #pragma once
@@ -24,8 +24,10 @@
 
 namespace rf::test {
 
-// A GPU's rounding (weights as f16 and activations rounded at about as many
-// sites again) against the f16-rounded weights alone.
+// The GPU's rounding against the emulated one: its reductions run in other
+// orders and not every f16 intermediate of its fused kernels is emulated
+// (with f16 weights alone as the measure, as gpu_checks.py's families eval
+// takes it, tiny-qwen35's GPU run is 1.0-1.7x away).
 constexpr double kF16Headroom = 3.0;
 
 // The relative L2 a GPU run may keep from the CPU's where the model moves
