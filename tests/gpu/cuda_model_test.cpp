@@ -158,9 +158,12 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaModelVsCpu,
 // test-backend-ops tolerance for ops on quantized activations, NMSE 5e-4
 // (relative L2 sqrt(5e-4) = 0.0224). Measured on the H100: f16 models
 // 0.0007-0.0012 every step; q4_k_m prefill 0.0042-0.0060, its decode steps
-// 0.0106-0.0189 (the quantization's error, steady over steps). MoE
-// presets: steps from the first routing near-tie of the CPU run on are not
-// compared (dummy routers rank 128-256 experts by random logits).
+// 0.0106-0.0189 (the quantization's error, steady over steps). Either
+// bound grows to kF16Headroom times the model's sensitivity to that
+// rounding where it is larger (Q8ActivationsCpu against the CPU, the
+// largest of the steps so far): the hybrids' and Gemma 4's blocks amplify
+// it. MoE presets: steps from the first routing near-tie of the CPU run on
+// are not compared (dummy routers rank 128-256 experts by random logits).
 constexpr double kQ8ActivationsL2 = 0.0224;
 class CudaFamilyWidths : public ::testing::TestWithParam<const char*> {};
 
@@ -174,29 +177,33 @@ TEST_P(CudaFamilyWidths, DecodeMatchesCpu) {
   const std::string spec = "dummy:" + preset;
   const int threads = int(std::max(2u, std::thread::hardware_concurrency()));
   RoutingMarginCpu cpu(threads);
+  test::Q8ActivationsCpu cpu8(threads);
   CudaOptions o;
   o.dequant_scratch_bytes = size_t(32) << 20;
   if (fusions_off) o.tune = [](gpu::Tuning& t) { t.fusions = gpu::Fusions::none(); };
   auto gpu = std::make_unique<CudaBackend>(o);
-  test::ModelRunner g(spec, *gpu, 32, 1, 8), c(spec, cpu, 32, 1, 8);
+  test::ModelRunner g(spec, *gpu, 32, 1, 8), c(spec, cpu, 32, 1, 8), c8(spec, cpu8, 32, 1, 8);
   g.warmup();  // decode graphs captured up front, as the engine does
   std::mt19937 rng(17);
-  test::ModelRunner::Seq sg, sc;
+  test::ModelRunner::Seq sg, sc, s8;
   for (int i = 0; i < 16; ++i) sg.tokens.push_back(int32_t(rng() % uint32_t(c.vocab())));
-  sc.tokens = sg.tokens;
+  sc.tokens = s8.tokens = sg.tokens;
   bool tied = false;
+  double sensitivity = 0.0;
   for (int step = 0; step < 4; ++step) {
     cpu.min_margin = INFINITY;
     const auto lg = g.step({&sg})[0];
     const auto lc = c.step({&sc})[0];
+    sensitivity = std::max(sensitivity, test::rel_l2(c8.step({&s8})[0], lc));
     const double err = test::rel_l2(lg, lc);
-    const double bound = step > 0 && spec.ends_with(":q4_k_m") ? kQ8ActivationsL2 : 1e-2;
+    const double bound = std::max(step > 0 && spec.ends_with(":q4_k_m") ? kQ8ActivationsL2 : 1e-2,
+                                  test::kF16Headroom * sensitivity);
     // Dummy routers rank 128-256 experts by random logits: near-ties are
     // common, and a step that has one (or follows one: its KV) parts the
     // runs by design.
     tied = tied || cpu.min_margin < test::kMinRoutingMargin;
-    std::printf("  %s step %d: rel. L2 %.4f against the CPU (bound %.4f)%s\n", GetParam(), step, err, bound,
-                tied ? " [routing near-tie]" : "");
+    std::printf("  %s step %d: rel. L2 %.4f against the CPU (sensitivity %.4f, bound %.4f)%s\n", GetParam(),
+                step, err, sensitivity, bound, tied ? " [routing near-tie]" : "");
     if (!tied) {
       EXPECT_LT(err, bound) << GetParam() << " step " << step;
       expect_same_best(lg, lc, float(0.2 * bound), spec + " step " + std::to_string(step));
@@ -204,6 +211,7 @@ TEST_P(CudaFamilyWidths, DecodeMatchesCpu) {
     const int32_t next = test::ModelRunner::argmax(lc);
     sg.tokens.push_back(next);
     sc.tokens.push_back(next);
+    s8.tokens.push_back(next);
   }
 }
 

@@ -113,6 +113,35 @@ class F16RoundedCpu : public RoutingMarginCpu {
   }
 };
 
+// F16RoundedCpu that also rounds a one-row matmul's input to 8-bit quants
+// where its weights are block-quantized, as the GPU's batch-1 GEMVs do
+// (gemv_stream.cu: per 32, d = max |x| / 127, round(x / d), of the f16
+// activations). Its distance from the plain CPU run is a quantized model's
+// sensitivity to those activations: the dummy q4_k_m presets' decode steps
+// move by 0.010-0.033 relative L2, and their GPU runs by 1.0-1.3x that
+// (H200; Gemma 4 and Qwen3.5 the most).
+class Q8ActivationsCpu : public F16RoundedCpu {
+ public:
+  using F16RoundedCpu::F16RoundedCpu;
+  Handoff matmul(const Tensor& x, const Tensor& w, Tensor& out, const Handoff& x_in = {}) override {
+    if (x.type != DType::F32 || x.rows() != 1 || !info(w.type).quantized || x.numel() % 32 != 0)
+      return F16RoundedCpu::matmul(x, w, out, x_in);
+    std::vector<float> q(x.ptr<float>(), x.ptr<float>() + x.numel());
+    for (size_t b = 0; b < q.size(); b += 32) {
+      float amax = 0.0f;
+      for (size_t i = b; i < b + 32; ++i) {
+        q[i] = f16_to_f32(f32_to_f16(q[i]));
+        amax = std::max(amax, std::fabs(q[i]));
+      }
+      const float d = amax / 127.0f, inv = d > 0.0f ? 1.0f / d : 0.0f;
+      for (size_t i = b; i < b + 32; ++i) q[i] = std::nearbyint(q[i] * inv) * d;
+    }
+    Tensor xq = x;
+    xq.data = q.data();
+    return F16RoundedCpu::matmul(xq, w, out);
+  }
+};
+
 // The largest relative L2 over the steps of the f16-rounded CPU run against
 // the CPU run over `prompt` and then `steps - 1` greedy tokens of the CPU
 // run (as the GPU tests feed them); `layers`: the model cut to its first
