@@ -79,6 +79,7 @@ void Backend::qk_norm_rope_store_kv(const Tensor& q_raw, const Tensor& wq, const
 Handoff Backend::moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits,
                                   Tensor& ids, Tensor& weights) {
   matmul(x, w_router, logits);
+  if (p.router_bias.data) add_bias(logits, p.router_bias);
   return moe_route(logits, p, ids, weights);
 }
 

@@ -213,6 +213,9 @@ struct MoeParams {
   // probabilities for the choice of experts only; the weights stay the
   // unbiased probabilities. The layer's own: the model sets it per layer.
   Tensor choice_bias;
+  // Optional f32 [n_expert] (gpt-oss's ffn_gate_inp.bias): added to the
+  // router logits (moe_router_route). The layer's own, as choice_bias.
+  Tensor router_bias;
   // Group-limited routing (DeepSeek's expert_group_count and
   // expert_group_used_count): n_group > 1 splits the experts into n_group
   // equal groups of consecutive ids (at least 2 each, n_group <= 32); the
@@ -455,8 +458,9 @@ class Backend {
   // p.weights_scale. n_used must be at most n_group_used * (n_expert /
   // n_group). Returns ids' Handoff, for the moe_ffn of these ids.
   virtual Handoff moe_route(const Tensor& router_logits, const MoeParams& p, Tensor& ids, Tensor& weights);
-  // The router logits x . w_router^T into `logits` (f32 [n, n_expert]),
-  // then moe_route on them; the default runs matmul and moe_route. x is not
+  // The router logits x . w_router^T (+ p.router_bias where set) into
+  // `logits` (f32 [n, n_expert]), then moe_route on them; the default runs
+  // matmul, add_bias and moe_route. x is not
   // changed: what x was handed over with goes on to moe_ffn.
   virtual Handoff moe_router_route(const Tensor& x, const Tensor& w_router, const MoeParams& p, Tensor& logits,
                                    Tensor& ids, Tensor& weights);

@@ -328,14 +328,8 @@ Tensor Transformer::ffn_block(int32_t il, const Tensor& xn, const Handoff& xn_h)
     Tensor weights = expert_weights_.slice_rows(0, n);
     MoeParams route = moe_;
     route.choice_bias = l.choice_bias;  // (the layer's own, where it has one)
-    Handoff ids_h;
-    if (l.router_bias.data) {
-      backend_.matmul(xn, l.router, logits, xn_h);
-      backend_.add_bias(logits, l.router_bias);
-      ids_h = backend_.moe_route(logits, route, ids, weights);
-    } else {
-      ids_h = backend_.moe_router_route(xn, l.router, route, logits, ids, weights);
-    }
+    route.router_bias = l.router_bias;
+    const Handoff ids_h = backend_.moe_router_route(xn, l.router, route, logits, ids, weights);
     // Every reader of xn (and of the quants its norm handed over) runs
     // before the first op that quantizes another tensor: the shared
     // expert's gate*up and gate first, then the routed experts, then the
@@ -374,8 +368,12 @@ Handoff Transformer::project_into_residual(const Tensor& in, const Handoff& in_h
   Tensor proj = proj_.slice_rows(0, in.rows());
   if (!comm_ && !post_norm.data && !bias.data)
     return backend_.matmul_add_rms_norm(in, w, proj, x, next_norm, c_.rms_eps, xn, consumers, in_h);
-  backend_.matmul(in, w, proj, in_h);
-  if (bias.data) backend_.add_bias(proj, bias);
+  if (bias.data) {  // (one launch with the bias where the backend fuses it)
+    Tensor outs[1] = {proj};
+    backend_.matmul_multi(in, std::span<const Tensor>(&w, 1), outs, std::span<const Tensor>(&bias, 1), in_h);
+  } else {
+    backend_.matmul(in, w, proj, in_h);
+  }
   return residual_and_norm(x, proj, post_norm, next_norm, xn);
 }
 

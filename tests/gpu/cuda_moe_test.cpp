@@ -14,6 +14,8 @@
 #include <numeric>
 
 #include "backend/cuda/moe/moe.cuh"
+#include "core/activation.h"
+#include "core/fp16.h"
 #include "core/quant.h"
 #include "gpu/gpu_test_util.h"
 
@@ -256,6 +258,10 @@ struct MoeCase {
   // One token's 2,048-wide gate and up rows (one chunk a lane) in lane
   // groups of 16, else whole warps (Tuning::kq_stream_expert_groups).
   bool expert_groups = true;
+  // gpt-oss's experts: gate, up and down biases and the clamped SwiGLU
+  // (one token: gate, up, biases and GLU in one launch,
+  // Fusions::moe_glu_biased; else a bias + GLU kernel after them).
+  bool oai = false;
 };
 
 class CudaMoeFfn : public ::testing::TestWithParam<MoeCase> {};
@@ -285,11 +291,19 @@ void check_moe_case(const MoeCase& c, bool wgmma) {
   gw.up = gpu->load_weight(up.host, "up");
   gw.down = gpu->load_weight(down.host, "down");
   gw.n_expert = E;
+  std::vector<float> gate_bias, up_bias, down_bias;
+  if (c.oai) {
+    gate_bias = test::randn(size_t(E) * ff, rng, 0.5f), up_bias = test::randn(size_t(E) * ff, rng, 0.5f);
+    down_bias = test::randn(size_t(E) * d, rng, 0.5f);
+    gw.gate_bias = gpu->load_f32(gate_bias.data(), ff, E, "gate bias");
+    gw.up_bias = gpu->load_f32(up_bias.data(), ff, E, "up bias");
+    gw.down_bias = gpu->load_f32(down_bias.data(), d, E, "down bias");
+  }
   MoeParams p;
   p.n_expert = E;
   p.n_used = k;
   p.n_ff = ff;
-  p.act = c.gelu ? Activation::GeluTanh : Activation::SiLU;
+  p.act = c.oai ? Activation::SiLUClampedOai : c.gelu ? Activation::GeluTanh : Activation::SiLU;
   // (The wide streaming cases: one token, and a few for the other path.)
   const bool wide = c.stream_rows || c.combined;
   // (128 tokens of 128 experts, 8 each: expert tiles of 16 rows, the
@@ -326,7 +340,15 @@ void check_moe_case(const MoeCase& c, bool wgmma) {
             g += double(wg[q]) * xr[size_t(t) * d + q];
             u += double(wu[q]) * xr[size_t(t) * d + q];
           }
-          h[size_t(i)] = act_ref(g, c.gelu) * u;
+          if (c.oai) {  // (f16 products as the GPU stores them, then the biases)
+            g = double(f16_to_f32(f32_to_f16(float(g)))) + gate_bias[size_t(e) * ff + i];
+            u = double(f16_to_f32(f32_to_f16(float(u)))) + up_bias[size_t(e) * ff + i];
+            const double gc = std::min(g, double(kOaiGluLimit)), uc = std::clamp(u, -double(kOaiGluLimit),
+                                                                                  double(kOaiGluLimit));
+            h[size_t(i)] = gc / (1.0 + std::exp(-double(kOaiGluAlpha) * gc)) * (uc + 1.0);
+          } else {
+            h[size_t(i)] = act_ref(g, c.gelu) * u;
+          }
         }
         if (n == 1 && gpu->expert_down_quantizes_activations(c.down_type, ff, k)) {
           // The down GEMV reads the f16 GLU output's 8-bit quants.
@@ -338,6 +360,7 @@ void check_moe_case(const MoeCase& c, bool wgmma) {
           double s = 0;
           const float* wd = down.values.data() + (size_t(e) * d + o) * ff;
           for (int i = 0; i < ff; ++i) s += double(wd[i]) * h[size_t(i)];
+          if (c.oai) s += down_bias[size_t(e) * d + o];
           acc[size_t(o)] += r.weights[size_t(t) * k + j] * s;
         }
       }
@@ -402,6 +425,12 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                            // below 4 bits
                                            MoeCase{DType::MXFP4, DType::MXFP4, 32, 4, false, 2880, 256},
                                            MoeCase{DType::MXFP4, DType::MXFP4, 8, 2, false, 256, 2880},
+                                           // ... in gpt-oss's shape: biases, the clamped SwiGLU,
+                                           // one token's down rows streamed
+                                           MoeCase{DType::MXFP4, DType::MXFP4, 32, 4, false, 2880, 2880, true, false,
+                                                   false, true, true},
+                                           MoeCase{DType::MXFP4, DType::MXFP4, 8, 2, false, 256, 512, false, false,
+                                                   false, true, true},
                                            MoeCase{DType::IQ4_XS, DType::IQ4_XS, 8, 2, false},
                                            MoeCase{DType::IQ4_NL, DType::MXFP4, 8, 2, true},
                                            MoeCase{DType::IQ2_XXS, DType::IQ3_S, 4, 2, false},
@@ -415,7 +444,7 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaMoeFfn,
                                   (info.param.stream_rows ? "_stream_rows" : "") +
                                   (info.param.short_rows ? "_short" : "") +
                                   (info.param.combined ? "_combined" : "") +
-                                  (info.param.expert_groups ? "" : "_whole_warps");
+                                  (info.param.expert_groups ? "" : "_whole_warps") + (info.param.oai ? "_oai" : "");
                          });
 
 }  // namespace

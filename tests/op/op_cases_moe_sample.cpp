@@ -178,12 +178,15 @@ OpCase route_case(int n, RouteSpec r) {
 // launch): x [64] of the activation type, f32 router rows, whose logits are
 // exact in f32 (x is 1 on its first 4 columns and 0 elsewhere; each row's
 // first 4 entries are a quarter of the wanted logit, multiples of 1/16;
-// the rest random), so every backend routes the same logits. Outputs:
+// the rest random), so every backend routes the same logits. With
+// router_bias (gpt-oss) the rows make the wanted logit minus a bias of
+// multiples of 1/16, which the op adds back (still exact). Outputs:
 // logits, ids, weights.
-OpCase router_route_case(RouteSpec r) {
+OpCase router_route_case(RouteSpec r, bool router_bias = false) {
   constexpr int d = 64;
   OpCase c;
-  c.name = "moe_router_route" + r.name() + "_d" + std::to_string(d);
+  c.name = "moe_router_route" + r.name() + (router_bias ? "_router_bias" : "") + "_d" + std::to_string(d);
+  const auto bias_of = [](int e) { return float((e * 7) % 17 - 8) / 16.0f; };
   c.inputs = [=](uint32_t seed) {
     std::mt19937 rng(seed);
     OpInputs in;
@@ -191,9 +194,13 @@ OpCase router_route_case(RouteSpec r) {
     std::vector<float> x(d, 0.0f), w = randn(size_t(r.n_expert) * d, rng);
     for (int i = 0; i < 4; ++i) x[size_t(i)] = 1.0f;
     for (int e = 0; e < r.n_expert; ++e)
-      for (int i = 0; i < 4; ++i) w[size_t(e) * d + i] = in.f[0][size_t(e)] / 4.0f;
+      for (int i = 0; i < 4; ++i)
+        w[size_t(e) * d + i] = (in.f[0][size_t(e)] - (router_bias ? bias_of(e) : 0.0f)) / 4.0f;
     in.f.push_back(x);  // f[2]
     in.f.push_back(w);  // f[3]
+    std::vector<float> rb;
+    for (int e = 0; e < r.n_expert; ++e) rb.push_back(bias_of(e));
+    in.f.push_back(rb);  // f[4]
     return in;
   };
   c.run = [=](Backend& be, const OpInputs& in) {
@@ -204,6 +211,7 @@ OpCase router_route_case(RouteSpec r) {
     Tensor ids = b.zeros(DType::I32, r.n_used, 1), wt = b.zeros(DType::F32, r.n_used, 1);
     MoeParams q = r.params();
     if (r.sigmoid()) q.choice_bias = b.upload(in.f[1], DType::F32, r.n_expert, 1);
+    if (router_bias) q.router_bias = b.upload(in.f[4], DType::F32, r.n_expert, 1);
     be.moe_router_route(x, w, q, logits, ids, wt);
     return OpOutputs{b.read(logits), b.read(ids), b.read(wt)};
   };
@@ -391,6 +399,7 @@ void add_moe_sample_cases(std::vector<OpCase>& cases) {
   cases.push_back(route_case(3, {RouteMode::SigmoidBiasGroups, 16, 4, true, 4, 2}));
   cases.push_back(route_case(4, {RouteMode::SoftmaxGroups, 32, 6, false, 8, 3}));
   cases.push_back(router_route_case({RouteMode::Softmax, 16, 4, true}));
+  cases.push_back(router_route_case({RouteMode::Softmax, 32, 4, true}, true));
   cases.push_back(router_route_case({RouteMode::SigmoidBias, 16, 4, true}));
   cases.push_back(router_route_case({RouteMode::SigmoidBiasGroups, 16, 4, true, 4, 2}));
   for (int n : {1, 5}) {

@@ -11,9 +11,9 @@ namespace rf::gpu {
 
 Fusions Fusions::all() {
   Fusions f;
-  f.act_q8 = f.qk_norm_rope = f.moe_router = f.moe_route_plan = f.moe_down = f.gemv_multi = f.gemv_two_formats =
-      f.gemv_glu = f.packed_qkv = f.packed_gate_up = f.fold_norm_gains = f.add_norm = f.norm_pair = f.peer_norm =
-          true;
+  f.act_q8 = f.qk_norm_rope = f.moe_router = f.moe_route_plan = f.moe_down = f.moe_glu_biased = f.gemv_multi =
+      f.gemv_two_formats = f.gemv_glu = f.packed_qkv = f.packed_gate_up = f.fold_norm_gains = f.add_norm =
+          f.norm_pair = f.peer_norm = true;
   return f;
 }
 

@@ -26,6 +26,7 @@ struct Fusions {
   bool moe_router = false;        // one token's MoE router GEMV and routing in one launch
   bool moe_route_plan = false;    // one token's routing also writes its expert plan
   bool moe_down = false;          // one token's expert down GEMVs and their weighted sum in one launch
+  bool moe_glu_biased = false;    // one token's biased expert gate and up GEMVs with their GLU in one launch
   bool gemv_multi = false;        // one row by up to three weights of one format in one GEMV launch
   bool gemv_two_formats = false;  // ... and by weights of two k-quant formats in one launch
   bool gemv_glu = false;          // gate and up GEMVs with the GLU in one launch

@@ -6,6 +6,7 @@
 // here too.
 #pragma once
 
+#include "backend/cuda/elementwise/glu.cuh"
 #include "backend/cuda/gpu.h"
 #include "core/dtype.h"
 
@@ -17,7 +18,10 @@ template <typename T> __device__ __forceinline__ void store_out(T* p, float v) {
 // belongs to the first segment whose row_end exceeds it and writes that
 // segment's output (plus the segment's bias, if any). Paired mode: segment 0
 // is gate, w_up the matching up rows, and out[0] receives act(gate) * up
-// (gelu ? GELU : SiLU).
+// (gelu ? GELU : SiLU); with glu_biased (expert mode, gpt-oss) it receives
+// glu_act(gate + gate_bias, up + up_bias, act) of the f16-rounded products
+// and expert e's biases (f32 [n_expert, rows]; null: none), what the
+// unfused gate and up GEMVs and moe_bias_glu store.
 struct GemvArgs {
   const uint8_t* w[3];
   void* out[3];
@@ -26,6 +30,9 @@ struct GemvArgs {
   int n_segs;
   const uint8_t* w_up;
   bool gelu;
+  bool glu_biased;
+  Activation act;
+  const float *glu_gate_bias, *glu_up_bias;
   size_t row_bytes;
   int k, n;
   const __half* x;
@@ -59,6 +66,7 @@ struct GemvArgs {
 // The part of x, of the weights and of out that a block works on: all of
 // them, or its expert tile's.
 struct GemvTile {
+  size_t expert;  // the tile's expert (0 without tiles)
   size_t w_off;
   const __half* x;
   size_t x_row;  // x's row index (0: one shared row, or no tiles)
@@ -69,6 +77,7 @@ struct GemvTile {
 // the previous kernel's output: wait for it first (no weight prefetch before
 // the wait, since the expert is not known yet).
 __device__ __forceinline__ bool gemv_tile(const GemvArgs& a, int m, GemvTile& t) {
+  t.expert = 0;
   t.w_off = 0;
   t.x = a.x;
   t.x_row = 0;
@@ -78,6 +87,7 @@ __device__ __forceinline__ bool gemv_tile(const GemvArgs& a, int m, GemvTile& t)
   pdl_wait();
   if (int(blockIdx.y) >= *a.n_tiles) return false;
   const int4 tile = a.tiles[blockIdx.y];
+  t.expert = size_t(tile.x);
   t.w_off = size_t(tile.x) * a.expert_bytes;
   t.x_row = a.x_one_row ? 0 : size_t(tile.y);
   t.x = a.x + t.x_row * a.k;
@@ -105,6 +115,15 @@ __device__ __forceinline__ GemvRow gemv_row(const GemvArgs& a, int r) {
   g.out = seg == 0 ? a.out[0] : (seg == 1 ? a.out[1] : a.out[2]);
   g.bias = seg == 0 ? a.bias[0] : (seg == 1 ? a.bias[1] : a.bias[2]);
   return g;
+}
+
+// Paired glu_biased mode's value of gate and up products whose biases sit
+// at `at` (expert * rows + row).
+__device__ __forceinline__ float glu_biased_f16(float gate, float up, const GemvArgs& a, size_t at) {
+  float g = __half2float(__float2half_rn(gate)), u = __half2float(__float2half_rn(up));
+  if (a.glu_gate_bias) g += a.glu_gate_bias[at];
+  if (a.glu_up_bias) u += a.glu_up_bias[at];
+  return glu_act(g, u, a.act);
 }
 
 // A finished dot product: plus the row's bias, if its segment has one.

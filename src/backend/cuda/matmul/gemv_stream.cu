@@ -166,7 +166,10 @@ __device__ __forceinline__ void gemv_stream_rows(const GemvArgs& a, int block) {
   for (int i = 0; i < kRows; ++i) {
     if (glane == i && r0 + i < m) {
       float v = acc[i];
-      if constexpr (kPaired) v = glu_f16_rounded(v, acc[kRows + i], a.gelu);
+      if constexpr (kPaired) {
+        v = a.glu_biased ? glu_biased_f16(v, acc[kRows + i], a, tile.expert * size_t(m) + size_t(r0 + i))
+                         : glu_f16_rounded(v, acc[kRows + i], a.gelu);
+      }
       const GemvRow g = gemv_row(a, r0 + i);
       store_out(static_cast<OutT*>(g.out) + tile.out_off + g.local, with_bias(g, v));
     }
@@ -362,8 +365,8 @@ bool block32(DType t) {
          t == DType::IQ4_NL || t == DType::MXFP4;
 }
 // The formats whose expert tiles may read rows of their own (the down
-// projections' kernels; few kernels to build).
-bool own_rows_format(DType t) { return t == DType::Q4_K || t == DType::Q6_K; }
+// projections' kernels; few kernels to build: q4_k_m's and gpt-oss's).
+bool own_rows_format(DType t) { return t == DType::Q4_K || t == DType::Q6_K || t == DType::MXFP4; }
 // Rows per warp of the streaming kernel for this format (0: not streamed).
 // (Q5_K, IQ4_XS and the 32-wide block formats: two, where Q4_K streams at
 // all; fewer kernels to build.)
@@ -492,6 +495,7 @@ bool launch_gemv_kq_stream(DType w_type, const GemvArgs& args, DType out_type, b
     rows = 1;
   if (own_rows) {
     if (w_type == DType::Q4_K) launch_stream_own_rows<DType::Q4_K>(a, m, grid_y, ctx);
+    else if (w_type == DType::MXFP4) launch_stream_own_rows<DType::MXFP4>(a, m, grid_y, ctx);
     else launch_stream_own_rows<DType::Q6_K>(a, m, grid_y, ctx);
   } else if (w_type == DType::Q4_K) {
     launch_stream_type<DType::Q4_K>(a, out_type, paired, rows, m, grid_y, ctx);

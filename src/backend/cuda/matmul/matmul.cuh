@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "backend/cuda/gpu.h"
+#include "core/activation.h"
 #include "core/dtype.h"
 
 namespace rf::gpu {
@@ -85,6 +86,15 @@ bool gemv_segments_two_formats(DType t0, const GemvSegment* segs0, int n0, size_
 void gemv_experts(DType w_type, const void* w, const void* w_up, bool gelu, size_t expert_bytes, size_t row_bytes,
                   int m, int k, const void* x, bool x_one_row, int x_rows, void* out, DType out_type,
                   const int32_t* tiles, const int32_t* n_tiles, int max_tiles, int max_tile_rows, const LaunchCtx& ctx);
+// One token's gate and up expert GEMVs (x_one_row tiles) with their biases
+// and the GLU `act` (gpt-oss's clamped SwiGLU) in one launch of the
+// streaming kernel: out = glu_act(gate + gate_bias, up + up_bias) as
+// GemvArgs' glu_biased mode computes it. False (nothing launched) where
+// the streaming kernel does not take the format or alignment.
+bool gemv_experts_glu_biased(DType w_type, const void* w_gate, const void* w_up, const float* gate_bias,
+                             const float* up_bias, Activation act, size_t expert_bytes, size_t row_bytes, int m, int k,
+                             const void* x, void* out, const int32_t* tiles, const int32_t* n_tiles, int max_tiles,
+                             const LaunchCtx& ctx);
 
 // ---- gemm_mma.cu
 // Tensor-core matmul for 1..64 activation rows straight from Q4_K or Q6_K

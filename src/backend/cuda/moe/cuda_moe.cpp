@@ -140,9 +140,12 @@ Handoff CudaBackend::moe_router_route(const Tensor& x, const Tensor& w_router, c
   RF_CHECK(logits.type == DType::F32 && logits.cols() == p.n_expert && ids.type == DType::I32 &&
                weights.type == DType::F32 && ids.cols() == p.n_used && weights.cols() == p.n_used,
            "cuda moe_router_route: bad outputs");
+  RF_CHECK(!p.router_bias.data || (p.router_bias.type == DType::F32 && p.router_bias.numel() == p.n_expert),
+           "cuda moe_router_route: router bias is ", p.router_bias.shape_string(), " ",
+           dtype_name(p.router_bias.type), ", expected [", p.n_expert, "] f32");
   OpTimer timer(profiler(), "moe router+route");
   const gpu::MoePlanOut plan{moe_->order, moe_->pos_of, moe_->tiles_gemv, moe_->tiles_mma, moe_->n_tiles};
-  gpu::moe_router_route(x.data, w_router.ptr<float>(), d, route_spec(p), logits.ptr<float>(),
+  gpu::moe_router_route(x.data, w_router.ptr<float>(), p.router_bias.ptr<float>(), d, route_spec(p), logits.ptr<float>(),
                         ids.ptr<int32_t>(), weights.ptr<float>(), plan, moe_->router_ticket, ctx());
   return tuning_.fusions.moe_route_plan ? planned(ids) : Handoff{};
 }
@@ -228,6 +231,11 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
       if (biased) gpu::moe_bias_glu(M.h, M.u, gate_bias, up_bias, ids_c, M.order, P, ff, p.act, ctx());
       else if (gelu) gpu::geglu(M.h, M.u, M.h, int64_t(P) * ff, ctx());
       else gpu::swiglu(M.h, M.u, M.h, int64_t(P) * ff, ctx());
+    } else if (biased && nt == 1 && tuning_.fusions.moe_glu_biased &&
+               gpu::gemv_experts_glu_biased(w.gate.type, w.gate.data, w.up.data, gate_bias, up_bias, p.act,
+                                            gate_expert_bytes, w.gate.row_bytes(), ff, d, x_c, M.h, M.tiles_gemv,
+                                            M.n_tiles, max_gemv, t0 == 0 ? x_ctx : ctx())) {
+      // (one token: gate, up, their biases and the GLU in one launch)
     } else if (biased) {  // gate and up apart, then biases and the GLU
       const void* xs = nt == 1 ? x_c : M.xs;
       const int rows = nt == 1 ? 1 : P;

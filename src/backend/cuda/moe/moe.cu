@@ -170,7 +170,8 @@ __global__ void moe_route_kernel(const float* __restrict__ logits, int n, MoeRou
 constexpr int kRouterThreads = 128;
 constexpr int kRouterPrefetch = 4;  // float4 of weights per thread loaded before the PDL wait
 
-// One token's router logits and its routing in one launch: a block per
+// One token's router logits (plus their bias, where the router has one) and
+// its routing in one launch: a block per
 // expert row (f32 weights, float4 loads, the f16 activations widened), its
 // threads splitting the row. The row's first kRouterPrefetch float4 per
 // thread (all of a 2048-wide row) load before the PDL wait — the weights do
@@ -179,7 +180,8 @@ constexpr int kRouterPrefetch = 4;  // float4 of weights per thread loaded befor
 // taken after a fence) routes them (route_token) and puts the ticket back
 // to 0 for the next launch or graph replay.
 __global__ void __launch_bounds__(kRouterThreads)
-    moe_router_route_kernel(const __half* __restrict__ x, const float* __restrict__ w, int d, MoeRouteSpec r,
+    moe_router_route_kernel(const __half* __restrict__ x, const float* __restrict__ w,
+                            const float* __restrict__ bias, int d, MoeRouteSpec r,
                             float* __restrict__ logits, int32_t* __restrict__ ids,
                             float* __restrict__ weights, MoePlanOut plan, unsigned* __restrict__ ticket) {
   __shared__ float partial[kRouterThreads / 32];
@@ -209,7 +211,7 @@ __global__ void __launch_bounds__(kRouterThreads)
   }
   for (int i = tid + kRouterPrefetch * kRouterThreads; i < n4; i += kRouterThreads) acc += dot4(__ldg(wr + i), i);
   acc = block_sum(acc, partial);
-  if (tid == 0) logits[e] = acc;
+  if (tid == 0) logits[e] = bias ? acc + bias[e] : acc;
   __threadfence();
   __syncthreads();
   if (tid == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
@@ -421,13 +423,14 @@ bool moe_router_route_fusable(int d, int n_expert, int k) {
   return d % 4 == 0 && n_expert >= 1 && n_expert <= kMoeMaxExperts && k >= 1 && k <= 32 && k <= n_expert;
 }
 
-void moe_router_route(const void* x, const float* w, int d, const MoeRouteSpec& r, float* logits, int32_t* ids,
+void moe_router_route(const void* x, const float* w, const float* bias, int d, const MoeRouteSpec& r, float* logits,
+                      int32_t* ids,
                       float* weights, const MoePlanOut& plan, unsigned* ticket, const LaunchCtx& ctx) {
   check_route_spec(r);
   RF_CHECK(moe_router_route_fusable(d, r.n_expert, r.k), "cuda moe_router_route: ", r.n_expert, " experts, ", r.k,
            " used, width ", d);
   launch(moe_router_route_kernel, dim3(unsigned(r.n_expert)), dim3(kRouterThreads), 0, ctx,
-         static_cast<const __half*>(x), w, d, r, logits, ids, weights, plan, ticket);
+         static_cast<const __half*>(x), w, bias, d, r, logits, ids, weights, plan, ticket);
 }
 
 void moe_plan(const int32_t* ids, int n_pairs, int n_expert, int tile_a, int tile_b, int32_t* order, int32_t* pos_of,

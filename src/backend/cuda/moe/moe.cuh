@@ -47,12 +47,14 @@ void moe_route(const float* logits, int n, const MoeRouteSpec& r, int32_t* ids, 
 // weights[i] *= scales[ids[i]] for i < n_pairs (ids i32 and weights f32
 // [n, k], scales f32 [n_expert]: Gemma 4's per-expert down scale).
 void moe_scale_weights(const int32_t* ids, const float* scales, int n_pairs, float* weights, const LaunchCtx& ctx);
-// One token's router logits (x f16 [d] . w f32 [n_expert, d]^T into
-// logits) and their routing as moe_route with the plan, in one launch;
-// `ticket` (one zeroed unsigned, left zeroed) finds the block that routes.
+// One token's router logits (x f16 [d] . w f32 [n_expert, d]^T, plus
+// `bias` f32 [n_expert] where not null, into logits) and their routing as
+// moe_route with the plan, in one launch; `ticket` (one zeroed unsigned,
+// left zeroed) finds the block that routes.
 bool moe_router_route_fusable(int d, int n_expert, int k);
-void moe_router_route(const void* x, const float* w, int d, const MoeRouteSpec& r, float* logits, int32_t* ids,
-                      float* weights, const MoePlanOut& plan, unsigned* ticket, const LaunchCtx& ctx);
+void moe_router_route(const void* x, const float* w, const float* bias, int d, const MoeRouteSpec& r,
+                      float* logits, int32_t* ids, float* weights, const MoePlanOut& plan, unsigned* ticket,
+                      const LaunchCtx& ctx);
 // Groups the n_pairs = n * k (token, expert) pairs of ids by expert:
 // order[pos] = pair, pos_of[pair] = pos, and tiles (int4 {expert, first
 // pos, rows, 0}) of at most tile_a rows into tiles_a and tile_b rows into
