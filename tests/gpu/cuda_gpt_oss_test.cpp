@@ -275,6 +275,10 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaGptOssMoe,
                                            OaiMoeCase{DType::Q8_0, DType::Q8_0, 8, 4, 256, 256, false},
                                            OaiMoeCase{DType::Q4_K, DType::Q6_K, 8, 4, 256, 512, false},
                                            OaiMoeCase{DType::Q4_K, DType::Q4_K, 32, 4, 256, 256, true},
+                                           // gpt-oss's own: MXFP4 experts 2880 wide (the tensor-core
+                                           // stages end in a partial one), and rows of 256
+                                           OaiMoeCase{DType::MXFP4, DType::MXFP4, 32, 4, 2880, 2880, false},
+                                           OaiMoeCase{DType::MXFP4, DType::MXFP4, 8, 4, 256, 256, false},
                                            OaiMoeCase{DType::F32, DType::F32, 8, 4, 64, 32, false}),
                          [](const auto& info) {
                            const OaiMoeCase& c = info.param;
@@ -391,7 +395,7 @@ TEST_P(CudaGptOssModel, LogitsAndGreedyTokensMatchCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, CudaGptOssModel, ::testing::Values("f16", "q8_0", "q4_k"),
+INSTANTIATE_TEST_SUITE_P(Types, CudaGptOssModel, ::testing::Values("f16", "q8_0", "q4_k", "mxfp4_f16"),
                          [](const auto& info) { return test::param_name(info.param); });
 
 }  // namespace

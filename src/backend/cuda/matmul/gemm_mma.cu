@@ -16,8 +16,9 @@
 // both operands' loads contiguous (a dot product does not depend on the
 // order of its terms).
 //
-// On Hopper, dense Q4_K / Q6_K batches (and Q5_K, Q8_0) take gemm_wgmma.cu instead
-// (Tuning::wgmma); this kernel keeps expert mode and FP8 rows there.
+// On Hopper, dense Q4_K / Q6_K batches (and Q5_K, Q8_0) and MXFP4 experts take
+// gemm_wgmma.cu instead (Tuning::wgmma); this kernel keeps f16 experts and FP8
+// rows there.
 // Formats: Q4_K, Q6_K, FP8 rows (k % 256 == 0), and in expert mode f16 and
 // MXFP4 (gpt-oss's experts; k % 32 == 0: the last chunk may be partial, its
 // slices past k neither loaded nor multiplied). NVIDIA only (mma.sync, cp.async);

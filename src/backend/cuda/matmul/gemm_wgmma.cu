@@ -1,6 +1,7 @@
 // Hopper tensor-core GEMM for batched decode (9..64 activation rows a launch)
 // straight from Q4_K, Q5_K, Q6_K and the 32-wide block formats (Q4_0, Q4_1,
-// Q5_0, Q5_1, Q8_0): wgmma_matmul_kernel, its launcher and
+// Q5_0, Q5_1, Q8_0; in expert mode also MXFP4, whose k may end in a partial
+// stage of whole blocks): wgmma_matmul_kernel, its launcher and
 // shared-memory opt-in. The weights are wgmma's register operand: each
 // warpgroup dequantizes its 64 weight rows into the A-fragment layout (k in
 // natural order) while the tensor cores work on the previous 16-wide k step
@@ -49,6 +50,7 @@ struct StageCopier {
   const uint8_t* x;           // its activation row at chunk 0
   int x_row, x_piece0;        // ... the row, the first piece
   bool x_valid;
+  int k;                      // (kPartialStage formats: where the last stage ends)
   __device__ __forceinline__ StageCopier(const WgArgs& a, int row0) {
     const int tid = threadIdx.x;
 #pragma unroll
@@ -60,11 +62,19 @@ struct StageCopier {
     }
     x_row = tid / kTpr;
     x_piece0 = tid % kTpr;
+    k = a.k;
     x_valid = x_row < a.n;  // rows past n are zeros
     x = reinterpret_cast<const uint8_t*>(a.x + size_t(x_valid ? x_row : 0) * a.k);
   }
   __device__ __forceinline__ bool copies_activations() const { return N * kTpr == kThreads || x_row < N; }
+  // A stage's bytes of a row: all of F::kStageBytes but in a partial last
+  // stage (kPartialStage formats: its whole blocks).
+  __device__ __forceinline__ uint32_t stage_bytes(int c) const {
+    if constexpr (!kPartialStage<T>) return F::kStageBytes;
+    return uint32_t(min(F::kChunk, k - c * F::kChunk) / kQK * int(sizeof(BlockMXFP4)));
+  }
   __device__ __forceinline__ void weights(int c, uint8_t* ws) const {
+    const uint32_t bytes = stage_bytes(c);
 #pragma unroll
     for (int j = 0; j < kPieces; ++j) {
       if (kThreads * (j + 1) <= kRows * F::kUnits || int(threadIdx.x) + kThreads * j < kRows * F::kUnits) {
@@ -72,7 +82,7 @@ struct StageCopier {
         if constexpr (!F::kAligned) {  // the piece's place in the window from the boundary below
           const uint32_t unit = w_dst[j] % F::kRowStride, lo = uint32_t(reinterpret_cast<uintptr_t>(src) & 15);
           // (A row's last unit can lie wholly past its stage bytes: then it is not copied.)
-          if (16 * (F::kUnits - 1) >= F::kStageBytes && unit >= lo + F::kStageBytes) continue;
+          if ((kPartialStage<T> || 16 * (F::kUnits - 1) >= F::kStageBytes) && unit >= lo + bytes) continue;
           src = src - lo + unit;
         }
         copy16_async(ws + w_dst[j], src);
@@ -86,7 +96,9 @@ struct StageCopier {
     for (int j = 0; j < kXPieces; ++j) {
       const int u = x_piece0 + kTpr * j;  // piece u: swizzle atom u / 8, column u % 8
       const uint32_t dst = uint32_t((u / 8) * kAtomBytes<N> + x_row * 128 + (((u % 8) ^ (x_row & 7)) << 4));
-      copy16_async_or_zero(xs + dst, src + 16 * u, x_valid);
+      // (a partial last stage: columns past k are zeros, not read)
+      const bool in_k = !kPartialStage<T> || c * F::kChunk + 8 * u < k;
+      copy16_async_or_zero(xs + dst, in_k ? src + 16 * u : x, x_valid && in_k);
     }
   }
 };
@@ -115,7 +127,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
   const int row0 = blockIdx.x * kRows;
-  const int n_chunks = a.k / F::kChunk;
+  const int n_chunks = (a.k + F::kChunk - 1) / F::kChunk;  // (kPartialStage formats: the last may be partial)
   if constexpr (kExperts) {  // the tiles are the previous kernel's output
     pdl_wait();
     if (int(blockIdx.y) >= *a.n_tiles) return;
@@ -175,6 +187,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_matmul_kernel(WgArgs a) {
       q6k_stage<N>(r0, r8, t, desc0, acc);
     else if constexpr (T == DType::Q4_0 || T == DType::Q4_1 || T == DType::Q5_0 || T == DType::Q5_1)
       nibble_stage<T, N>(r0, r8, t, desc0, acc);
+    else if constexpr (T == DType::MXFP4)
+      mxfp4_stage<N>(r0, r8, t, desc0, acc, min(F::kChunk, a.k - (c_begin + i) * F::kChunk) / kQK);
     else
       q8_0_stage<N>(r0, r8, t, desc0, acc);
     wgmma_wait<0>();  // the slot is refilled after the next barrier
@@ -224,7 +238,7 @@ void launch_wgmma(const WgArgs& a, dim3 grid, int cols, DType out_type, const La
 bool block32(DType t) {
   return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0;
 }
-int stage_k(DType t) { return block32(t) ? 4 * kQK : kQuantGemmChunk; }
+int stage_k(DType t) { return block32(t) || t == DType::MXFP4 ? 4 * kQK : kQuantGemmChunk; }
 int stage_row_bytes(DType t) {
   switch (t) {
     case DType::Q5_K: return WgFormat<DType::Q5_K>::kStageBytes;
@@ -240,7 +254,10 @@ int stage_row_bytes(DType t) {
 
 }  // namespace
 
-bool wgmma_experts_supported(DType w_type, int k) { return wgmma_matmul_supported(w_type, k); }
+// (MXFP4: expert mode only, k any multiple of 32.)
+bool wgmma_experts_supported(DType w_type, int k) {
+  return w_type == DType::MXFP4 ? k % kQK == 0 && k > 0 : wgmma_matmul_supported(w_type, k);
+}
 
 void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size_t row_bytes, int m, int k,
                           const void* x, void* out, DType out_type, const int32_t* tiles, const int32_t* n_tiles,
@@ -251,7 +268,7 @@ void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size
   if (max_tiles <= 0) return;
   int splits = 1;
   WgArgs a = quant_gemm_args("wgmma matmul", w, row_bytes, m, k, x, kCols, kCols, out, out_type, splits, nullptr,
-                             stage_k(w_type));
+                             w_type == DType::MXFP4 ? kQK : stage_k(w_type));
   a.tiles = reinterpret_cast<const int4*>(tiles);
   a.n_tiles = n_tiles;
   a.expert_bytes = expert_bytes;
@@ -264,6 +281,7 @@ void wgmma_matmul_experts(DType w_type, const void* w, size_t expert_bytes, size
     case DType::Q4_0: return launch_wgmma<DType::Q4_0, true>(a, grid, tile_rows, out_type, ctx);
     case DType::Q4_1: return launch_wgmma<DType::Q4_1, true>(a, grid, tile_rows, out_type, ctx);
     case DType::Q5_1: return launch_wgmma<DType::Q5_1, true>(a, grid, tile_rows, out_type, ctx);
+    case DType::MXFP4: return launch_wgmma<DType::MXFP4, true>(a, grid, tile_rows, out_type, ctx);
     default: return launch_wgmma<DType::Q8_0, true>(a, grid, tile_rows, out_type, ctx);
   }
 }
@@ -285,6 +303,8 @@ void wgmma_device_setup() {
   opt_in_smem<DType::Q4_1, __half>();
   opt_in_smem<DType::Q5_1, float>();
   opt_in_smem<DType::Q5_1, __half>();
+  opt_in_smem<DType::MXFP4, float>();
+  opt_in_smem<DType::MXFP4, __half>();
 }
 
 bool wgmma_matmul_supported(DType w_type, int k) {

@@ -77,6 +77,12 @@ template <> struct WgFormat<DType::Q4_0> : WgBlock32Format<BlockQ4_0, 112, 6, fa
 // rows of whole stages on 16-byte boundaries.
 template <> struct WgFormat<DType::Q4_1> : WgBlock32Format<BlockQ4_1, 80, 5, true> {};
 template <> struct WgFormat<DType::Q5_1> : WgBlock32Format<BlockQ5_1, 112, 6, true> {};
+// MXFP4 (expert mode: gpt-oss): four 17-byte blocks (68 bytes) a stage,
+// rows at any byte, 6 units; k need only be a multiple of 32 (gpt-oss's
+// 2880: the last stage holds two blocks, kPartialStage).
+template <> struct WgFormat<DType::MXFP4> : WgBlock32Format<BlockMXFP4, 112, 6, false> {};
+// Formats whose k may end in a partial stage (whole 32-wide blocks).
+template <DType T> constexpr bool kPartialStage = T == DType::MXFP4;
 template <DType T, int N> constexpr int kXStage = WgFormat<T>::kChunk / 64 * kAtomBytes<N>;  // activations a stage
 // Ring depth: as many stages as fit 220 KB (Q4_K 3, Q5_K 2, Q6_K 2, Q4_0 / Q5_0 / Q5_1 5, Q4_1 6, Q8_0 3
 // at N = 64).
@@ -93,6 +99,11 @@ static_assert(kStages<DType::Q4_K, 64> == 3 && kStages<DType::Q6_K, 64> == 2, "t
 __device__ __forceinline__ uint32_t lds_u16(uint32_t a) {
   uint16_t v;
   asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ uint32_t lds_u8(uint32_t a) {
+  uint32_t v;
+  asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(v) : "r"(a));
   return v;
 }
 __device__ __forceinline__ uint32_t lds_u32(uint32_t a) {
@@ -116,6 +127,10 @@ __device__ __forceinline__ uint4 lds_v4(uint32_t a) {
 // one for k 2t + 8, 2t + 9.
 __device__ __forceinline__ uint32_t lds_quad(uint32_t p) {
   return __byte_perm(lds_u16(p), lds_u16(p + 8), 0x5140);
+}
+// lds_quad's bytes at any address (byte loads).
+__device__ __forceinline__ uint32_t lds_quad_u8(uint32_t p) {
+  return lds_u8(p) | (lds_u8(p + 8) << 8) | (lds_u8(p + 1) << 16) | (lds_u8(p + 9) << 24);
 }
 // The fields x & mask at bits 0 and 16 (values v < 1024) -> half2(v_lo,
 // v_hi) + 1024, exactly.
@@ -420,6 +435,45 @@ __device__ __forceinline__ void nibble_stage(uint32_t r0, uint32_t r8, int t, ui
         affine_fragment(f, v0, v8, kMask, d0, m0, d8, m8);
       else
         scaled_fragment(f, v0, v8, kMask, bias, d0, d8);
+      issue_step<N>(acc, f, desc0, 2 * b + s);
+    }
+  }
+}
+
+// MXFP4: element 2^(e - 128) * level(q), q's nibbles laid out as Q4_0's;
+// the level table (E2M1 doubled: 0, 1, 2, 3, 4, 6, 8, 12, bit 3 the sign)
+// by a byte permute of the codes, exact small integers in f16, times the
+// block scale (exact where the product is an f16). Blocks from `blocks` on
+// (a partial last stage) are not read and their k steps not issued.
+__device__ __forceinline__ void mxfp4_pairs(uint32_t v, __half2 d, uint32_t& lo, uint32_t& hi) {
+  const uint32_t y = v | (v >> 4);
+  const uint32_t sel = ((y & 0xFFu) | ((y >> 8) & 0xFF00u)) & 0x7777u;  // the codes' magnitudes, a nibble each
+  const uint32_t mag = __byte_perm(0x03020100u, 0x0C080604u, sel);
+  const uint32_t s = v & 0x08080808u;
+  const __half2 k1024 = __float2half2_rn(1024.0f);
+  lo = h2_bits(__hmul2(bits_h2(h2_bits(__hsub2(magic_h2(mag, 0x00ff00ffu), k1024)) ^ ((s & 0x00080008u) << 12)), d));
+  hi = h2_bits(
+      __hmul2(bits_h2(h2_bits(__hsub2(magic_h2(mag >> 8, 0x00ff00ffu), k1024)) ^ ((s & 0x08000800u) << 4)), d));
+}
+template <int N>
+__device__ __forceinline__ void mxfp4_stage(uint32_t r0, uint32_t r8, int t, uint64_t desc0, float (&acc)[N / 2],
+                                            int blocks) {
+  constexpr int kQs = int(offsetof(BlockMXFP4, qs));
+  uint32_t a[2][4];  // two A fragments in flight: buffer = issue order % 2
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    if (b >= blocks) break;
+    const int blk = b * int(sizeof(BlockMXFP4));
+    const __half2 d0 = __float2half2_rn(__uint_as_float(e8m0_half_bits(uint8_t(lds_u8(r0 + blk)))));
+    const __half2 d8 = __float2half2_rn(__uint_as_float(e8m0_half_bits(uint8_t(lds_u8(r8 + blk)))));
+    const uint32_t x0 = lds_quad_u8(r0 + blk + kQs + 2 * t), x8 = lds_quad_u8(r8 + blk + kQs + 2 * t);
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      const uint32_t v0 = (x0 >> (4 * s)) & 0x0f0f0f0fu, v8 = (x8 >> (4 * s)) & 0x0f0f0f0fu;
+      uint32_t(&f)[4] = a[s];  // issue order 2 b + s
+      wgmma_wait<1>();
+      mxfp4_pairs(v0, d0, f[0], f[2]);
+      mxfp4_pairs(v8, d8, f[1], f[3]);
       issue_step<N>(acc, f, desc0, 2 * b + s);
     }
   }

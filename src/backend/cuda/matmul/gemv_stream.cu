@@ -397,7 +397,8 @@ bool gemv_quantizes_activations(const Tuning& tuning, int warp_size, DType w_typ
 bool gemv_expert_rows_quantize_activations(const Tuning& tuning, int warp_size, DType w_type, int k) {
   if (!tuning.kq_stream_expert_rows || stream_rows(tuning, w_type) != 2 || !own_rows_format(w_type)) return false;
   if (gemv_quantizes_activations(tuning, warp_size, w_type, 1, k)) return true;
-  return tuning.kq_stream_short_expert_rows && k % 256 == 0 && k >= 256;  // lane groups
+  // Lane groups: the k-quants' short rows (MXFP4's only as wide as gpt-oss's).
+  return tuning.kq_stream_short_expert_rows && k % 256 == 0 && k >= 256 && w_type != DType::MXFP4;
 }
 
 bool act_q8_fusable(const LaunchCtx& ctx, int rows, int k) {
