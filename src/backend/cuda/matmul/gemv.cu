@@ -480,34 +480,6 @@ void set_bulk_loads(GemvArgs& a, DType w_type, bool aligned, const LaunchCtx& ct
 
 }  // namespace
 
-bool gemv_experts_glu_biased(DType w_type, const void* w_gate, const void* w_up, const float* gate_bias,
-                             const float* up_bias, Activation act, size_t expert_bytes, size_t row_bytes, int m, int k,
-                             const void* x, void* out, const int32_t* tiles, const int32_t* n_tiles, int max_tiles,
-                             const LaunchCtx& ctx) {
-  if (max_tiles <= 0) return true;
-  GemvArgs a{};
-  a.w[0] = static_cast<const uint8_t*>(w_gate);
-  a.out[0] = out;
-  a.row_end[0] = m;
-  a.n_segs = 1;
-  a.w_up = static_cast<const uint8_t*>(w_up);
-  a.glu_biased = true;
-  a.act = act;
-  a.glu_gate_bias = gate_bias;
-  a.glu_up_bias = up_bias;
-  a.row_bytes = row_bytes;
-  a.k = k;
-  a.n = 1;
-  a.x = static_cast<const __half*>(x);
-  a.x_one_row = true;
-  a.tiles = reinterpret_cast<const int4*>(tiles);
-  a.n_tiles = n_tiles;
-  a.expert_bytes = expert_bytes;
-  const bool launched = launch_gemv_kq_stream(w_type, a, DType::F16, true, max_tiles, ctx);
-  if (launched) RF_GPU_CHECK_LAUNCH();
-  return launched;
-}
-
 void gemv_experts(DType w_type, const void* w, const void* w_up, bool gelu, size_t expert_bytes, size_t row_bytes,
                   int m, int k, const void* x, bool x_one_row, int x_rows, void* out, DType out_type,
                   const int32_t* tiles, const int32_t* n_tiles, int max_tiles, int max_tile_rows,

@@ -7,7 +7,9 @@
 //
 // A warp takes kRows rows (and their up rows when paired: gate/up fused
 // with SiLU/GELU) across the whole width; in expert mode (one token's
-// mixture-of-experts FFN) block row y takes the rows of tile y's expert. Lane l takes the chunks of 64
+// mixture-of-experts FFN) block row y takes the rows of tile y's expert
+// (gemv_experts_glu_biased, at the end: a biased gate/up pair with its GLU,
+// gpt-oss's, which only this kernel runs). Lane l takes the chunks of 64
 // weights l, l + W, l + 2W, ... of each row (W: the warp size; the format's
 // StreamFormat, gemv_stream_format.cuh and gemv_stream_iq4.cuh, says which bytes a chunk is). Since W is a multiple of 4, a
 // lane's chunks always sit at the same place in their super-blocks. The next chunk's loads are issued before the
@@ -557,6 +559,34 @@ bool launch_gemv_kq_stream_two(DType t0, const GemvArgs& a0, DType t1, const Gem
   if (t0 == DType::Q4_K) go(Q4{}, Q6{});
   else go(Q6{}, Q4{});
   return true;
+}
+
+bool gemv_experts_glu_biased(DType w_type, const void* w_gate, const void* w_up, const float* gate_bias,
+                             const float* up_bias, Activation act, size_t expert_bytes, size_t row_bytes, int m, int k,
+                             const void* x, void* out, const int32_t* tiles, const int32_t* n_tiles, int max_tiles,
+                             const LaunchCtx& ctx) {
+  if (max_tiles <= 0) return true;
+  GemvArgs a{};
+  a.w[0] = static_cast<const uint8_t*>(w_gate);
+  a.out[0] = out;
+  a.row_end[0] = m;
+  a.n_segs = 1;
+  a.w_up = static_cast<const uint8_t*>(w_up);
+  a.glu_biased = true;
+  a.act = act;
+  a.glu_gate_bias = gate_bias;
+  a.glu_up_bias = up_bias;
+  a.row_bytes = row_bytes;
+  a.k = k;
+  a.n = 1;
+  a.x = static_cast<const __half*>(x);
+  a.x_one_row = true;
+  a.tiles = reinterpret_cast<const int4*>(tiles);
+  a.n_tiles = n_tiles;
+  a.expert_bytes = expert_bytes;
+  const bool launched = launch_gemv_kq_stream(w_type, a, DType::F16, true, max_tiles, ctx);
+  if (launched) RF_GPU_CHECK_LAUNCH();
+  return launched;
 }
 
 }  // namespace rf::gpu
