@@ -32,7 +32,7 @@ void ThreadPool::parallel_for(size_t n, size_t grain, RangeFn fn) {
   if (n == 0) return;
   grain = std::max<size_t>(grain, 1);
   const size_t max_chunks = (n + grain - 1) / grain;
-  const size_t chunks = std::min(max_chunks, size() * 4);
+  const size_t chunks = std::min({max_chunks, size() * 4, kMaxChunks});
   if (chunks <= 1 || workers_.empty()) {
     fn(0, n);
     return;
@@ -44,9 +44,8 @@ void ThreadPool::parallel_for(size_t n, size_t grain, RangeFn fn) {
   job_.store(&fn, std::memory_order_relaxed);
   job_n_.store(n, std::memory_order_relaxed);
   job_chunk_.store(chunk, std::memory_order_relaxed);
-  n_chunks_.store(nc, std::memory_order_relaxed);
   done_.store(uint64_t(gen) << 32, std::memory_order_relaxed);
-  claim_.store(uint64_t(gen) << 32, std::memory_order_release);
+  claim_.store(uint64_t(gen) << 32 | uint64_t(nc) << 16, std::memory_order_release);
   generation_.store(gen, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     { std::lock_guard<std::mutex> lock(mu_); }
@@ -71,14 +70,19 @@ void ThreadPool::run_chunks(uint32_t gen) {
   for (;;) {
     uint64_t c = claim_.load(std::memory_order_acquire);
     if (uint32_t(c >> 32) != gen) return;
-    // Read the job before the claim: a successful claim proves the caller
-    // has not moved on to the next job, so these are this job's fields.
+    // The bound comes from the claim word itself: once a job's chunks are all
+    // taken, the caller may write the next job's fields while the word still
+    // reads "generation gen, all taken", and a bound read from those fields
+    // would let this claim succeed on a chunk of the next job.
+    const uint32_t next = uint32_t(c & 0xFFFF), nc = uint32_t((c >> 16) & 0xFFFF);
+    if (next >= nc) return;
+    // Read the job before the claim: a successful claim of an untaken chunk
+    // proves the caller has not moved on to the next job, so these are this
+    // job's fields.
     const RangeFn* fn = job_.load(std::memory_order_relaxed);
     const size_t n = job_n_.load(std::memory_order_relaxed), chunk = job_chunk_.load(std::memory_order_relaxed);
-    const uint32_t nc = n_chunks_.load(std::memory_order_relaxed);
-    if (uint32_t(c) >= nc) return;
     if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
-    const size_t begin = size_t(uint32_t(c)) * chunk;
+    const size_t begin = size_t(next) * chunk;
     try {
       (*fn)(begin, std::min(n, begin + chunk));
     } catch (...) {

@@ -8,7 +8,10 @@
 // they block on a condition variable, and the caller polls for the
 // stragglers. Chunks are claimed from, and counted finished in, 64-bit
 // counters that carry the job's generation, so a worker late from an
-// earlier job never takes or counts a chunk of the next one.
+// earlier job never takes or counts a chunk of the next one. The claim word
+// also carries the job's chunk count: a worker compares the next chunk with
+// the count of the job its claim belongs to, never with a count the caller
+// may already have written for the next job.
 #pragma once
 
 #include <atomic>
@@ -45,6 +48,9 @@ class ThreadPool {
  public:
   // How long an idle worker polls for the next job before it blocks.
   static constexpr std::chrono::microseconds kSpinBeforeSleep{300};
+  // Chunks of one job: the count and the next chunk share a 32-bit half of
+  // the claim word.
+  static constexpr size_t kMaxChunks = 0xFFFF;
 
   // n_threads == 0: one per hardware thread.
   explicit ThreadPool(size_t n_threads = 0);
@@ -54,7 +60,8 @@ class ThreadPool {
 
   size_t size() const { return workers_.size() + 1; }
 
-  // Runs fn(begin, end) over [0, n) split into up to 4 * size() chunks of at
+  // Runs fn(begin, end) over [0, n) split into up to 4 * size() chunks (at
+  // most kMaxChunks) of at
   // least `grain` items; the caller's thread takes part. Blocks until done.
   // Not re-entrant: fn must not call parallel_for on the same pool. The first
   // exception thrown by fn is rethrown here once every chunk has finished.
@@ -71,8 +78,8 @@ class ThreadPool {
   // published; read by workers only while their chunk claim succeeds.
   std::atomic<const RangeFn*> job_{nullptr};
   std::atomic<size_t> job_n_{0}, job_chunk_{0};
-  std::atomic<uint32_t> n_chunks_{0};
-  std::atomic<uint64_t> claim_{0};      // generation << 32 | next chunk
+  // generation << 32 | chunk count << 16 | next chunk
+  std::atomic<uint64_t> claim_{0};
   std::atomic<uint32_t> generation_{0};
   std::atomic<uint64_t> done_{0};       // generation << 32 | chunks of it finished
   std::atomic<int> sleepers_{0};        // workers blocked on wake_
