@@ -27,10 +27,28 @@ enum class CpuMatmul { Reference, Fast };
 namespace cpu {
 struct KernelSet;  // cpu_qdot.h
 
-// matmul's activation rows in the weight kernel's format; grows to the
-// largest call and is then reused (no allocation per step).
+// One weight's rows in a pass over several (matmul_jobs): where its
+// activation rows are in the kernel's format, where its products go.
+struct MatmulPart {
+  const uint8_t* w = nullptr;
+  size_t wrow = 0, tile = 0, m = 0;  // row bytes, rows kept hot together, rows
+  const uint8_t* xa = nullptr;       // n activation rows of xrb bytes
+  int64_t n = 0;
+  float* out = nullptr;              // [n, m]
+  void (*dot)(const void*, const void*, size_t, int, size_t, float*, size_t) = nullptr;
+};
+
+// One product of a matmul_jobs pass: out[n, m] = x[n, k] . w[m, k]^T.
+struct MatmulJob {
+  Tensor x, w, out;
+};
+
+// matmul's activation rows in the weight kernel's format and its parts;
+// grow to the largest call and are then reused (no allocation per step).
 struct MatmulScratch {
   std::vector<uint8_t> xq;
+  std::vector<MatmulPart> parts;
+  std::vector<size_t> first;  // [parts + 1]: part i holds rows [first[i], first[i + 1]) of the pass
   void reserve(size_t bytes);
 };
 
@@ -39,7 +57,9 @@ struct MoeScratch {
   int64_t max_rows = 0, n_embd = 0, n_ff = 0, n_expert = 0;
   std::vector<int32_t> order;           // [max_rows]: the pairs t * n_used + j grouped by expert
   std::vector<int32_t> start, cursor;   // [n_expert + 1], [n_expert]: each expert's range of order
-  std::vector<float> x, gate, up, y_chunk;  // one chunk of an expert's gathered rows
+  std::vector<float> x, gate, up, y_chunk;  // one wave of the pairs' gathered rows (in expert order)
+  std::vector<MatmulJob> up_jobs, down_jobs;  // a wave's products: gate and up per expert, then down
+  std::vector<int32_t> wave_expert;           // each row's expert in the wave
   std::vector<float> y;                 // [max_rows, n_embd]: each pair's expert output
   MatmulScratch mm;                     // the expert matmuls' quantized activations
   // Sized by the limits' expert fields (empty for dense models).
@@ -157,6 +177,11 @@ void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out, Mat
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out);
 // The kernel set of a mode (reference_kernels() or best_kernels()).
 const KernelSet& kernels_for(CpuMatmul mode);
+// Every job in one parallel pass over all their weights' rows (a MoE
+// layer's experts, each on its own gathered rows): the weights share one k
+// and one activation format; jobs in a row with the same x share its
+// quantized rows. Each product is the bits matmul() gives.
+void matmul_jobs(ThreadPool& pool, std::span<const MatmulJob> jobs, MatmulScratch& scratch, const KernelSet& ks);
 // outs[i] = x . ws[i]^T for up to kMaxMultiWeights weights of one k.
 constexpr size_t kMaxMultiWeights = 8;
 void matmul_multi(ThreadPool& pool, const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,

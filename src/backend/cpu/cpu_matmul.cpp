@@ -5,8 +5,11 @@
 // cpu_qdot.h), then threads split the weight rows. Within a thread's range,
 // weight rows are taken in groups that stay in cache while every group of
 // up to kMaxRows activation rows passes over them; each kernel call decodes
-// a weight block once for all of those activation rows. Formats without a
-// kernel (F8_E4M3_ROW) use dot_row per row pair.
+// a weight block once for all of those activation rows. One pass may cover
+// several weights, each with its own activation rows (matmul_jobs: q/k/v
+// on one x, a MoE layer's experts on their gathered rows), so a step's
+// hand-offs between threads do not grow with the number of weights.
+// Formats without a kernel (F8_E4M3_ROW) use dot_row per row pair.
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -54,86 +57,117 @@ void MatmulScratch::reserve(size_t bytes) {
   if (xq.size() < bytes) xq.resize(bytes);
 }
 
-void matmul_multi(ThreadPool& pool, const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
-                  MatmulScratch& scratch, const KernelSet& ks) {
-  RF_CHECK(!ws.empty() && ws.size() == outs.size() && ws.size() <= kMaxMultiWeights, "cpu matmul: ", ws.size(),
-           " weights for ", outs.size(), " outputs");
-  const int64_t k = ws[0].cols(), n = x.rows();
-  RF_CHECK(x.type == DType::F32, "cpu matmul: activations must be f32");
+void matmul_jobs(ThreadPool& pool, std::span<const MatmulJob> jobs, MatmulScratch& scratch, const KernelSet& ks) {
+  RF_CHECK(!jobs.empty(), "cpu matmul: no products");
+  const int64_t k = jobs[0].w.cols();
   bool same_format = true;
-  for (size_t i = 0; i < ws.size(); ++i) {
-    const int64_t m = ws[i].rows();
-    RF_CHECK(outs[i].type == DType::F32, "cpu matmul: outputs must be f32");
-    RF_CHECK(x.cols() == ws[i].cols(), "cpu matmul: x has ", x.cols(), " columns, weight has ", ws[i].cols());
-    RF_CHECK(outs[i].cols() == m && outs[i].rows() >= n, "cpu matmul: out is ", outs[i].shape_string(),
-             ", expected [", m, ", ", n, "]");
-    same_format = same_format && ks.lookup(ws[i].type).act == ks.lookup(ws[0].type).act;
+  int64_t rows = 0;  // activation rows to bring into the kernels' format
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const MatmulJob& j = jobs[i];
+    const int64_t m = j.w.rows();
+    RF_CHECK(j.x.type == DType::F32, "cpu matmul: activations must be f32");
+    RF_CHECK(j.out.type == DType::F32, "cpu matmul: outputs must be f32");
+    RF_CHECK(j.x.cols() == k && j.w.cols() == k, "cpu matmul: x has ", j.x.cols(), " columns, weight has ",
+             j.w.cols());
+    RF_CHECK(j.out.cols() == m && j.out.rows() >= j.x.rows(), "cpu matmul: out is ", j.out.shape_string(),
+             ", expected [", m, ", ", j.x.rows(), "]");
+    same_format = same_format && ks.lookup(j.w.type).act == ks.lookup(jobs[0].w.type).act;
+    if (i == 0 || j.x.data != jobs[i - 1].x.data) rows += j.x.rows();
   }
-  if (n == 0) return;
-  const WeightKernel wk0 = ks.lookup(ws[0].type);
+  const WeightKernel wk0 = ks.lookup(jobs[0].w.type);
   if (wk0.act == ActFormat::None || !same_format) {
-    for (size_t i = 0; i < ws.size(); ++i) {
-      if (ks.lookup(ws[i].type).act == ActFormat::None) matmul_dot_row(pool, x, ws[i], outs[i]);
-      else matmul_multi(pool, x, ws.subspan(i, 1), outs.subspan(i, 1), scratch, ks);
+    for (const MatmulJob& j : jobs) {
+      if (j.x.rows() == 0) continue;
+      Tensor out = j.out;
+      if (ks.lookup(j.w.type).act == ActFormat::None) matmul_dot_row(pool, j.x, j.w, out);
+      else matmul_jobs(pool, std::span<const MatmulJob>(&j, 1), scratch, ks);
     }
     return;
   }
 
-  // The activation rows in the kernels' format, once for every weight.
+  // The activation rows in the kernels' format, once per x.
   const size_t xrb = act_row_bytes(wk0.act, size_t(k));
-  const uint8_t* xa;
-  if (wk0.act == ActFormat::F32) {
-    xa = static_cast<const uint8_t*>(x.data);
-  } else {
-    for (const Tensor& w : ws) row_bytes(w.type, uint64_t(k));  // throws on a partial block
-    scratch.reserve(size_t(n) * xrb);
-    uint8_t* xq = scratch.xq.data();
-    const float* xp = x.ptr<float>();
-    auto quant = [&](size_t t0, size_t t1) {
-      for (size_t t = t0; t < t1; ++t) quantize_act_row(ks, wk0.act, xp + t * size_t(k), xq + t * xrb, size_t(k));
-    };
-    if (n * k >= 32768) pool.parallel_for(size_t(n), 1, quant);
-    else quant(0, size_t(n));
-    xa = xq;
+  scratch.parts.resize(jobs.size());
+  scratch.first.resize(jobs.size() + 1);
+  if (wk0.act != ActFormat::F32) {
+    for (const MatmulJob& j : jobs) row_bytes(j.w.type, uint64_t(k));  // throws on a partial block
+    scratch.reserve(size_t(rows) * xrb);
+  }
+  uint8_t* xq = scratch.xq.data();
+  size_t at = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const MatmulJob& j = jobs[i];
+    MatmulPart& p = scratch.parts[i];
+    if (i > 0 && j.x.data == jobs[i - 1].x.data) {
+      p.xa = scratch.parts[i - 1].xa;
+    } else if (wk0.act == ActFormat::F32) {
+      p.xa = static_cast<const uint8_t*>(j.x.data);
+    } else {
+      uint8_t* dst = xq + at * xrb;
+      const float* xp = j.x.ptr<float>();
+      auto quant = [&](size_t t0, size_t t1) {
+        for (size_t t = t0; t < t1; ++t) quantize_act_row(ks, wk0.act, xp + t * size_t(k), dst + t * xrb, size_t(k));
+      };
+      if (j.x.rows() * k >= 32768) pool.parallel_for(size_t(j.x.rows()), 1, quant);
+      else quant(0, size_t(j.x.rows()));
+      p.xa = dst;
+      at += size_t(j.x.rows());
+    }
   }
 
-  // The weights' rows laid end to end: [first[i], first[i + 1]) is weight i.
-  struct Part {
-    const uint8_t* w;
-    size_t wrow, tile, m;
-    float* out;
-    DotKernel dot;
-  };
-  Part parts[kMaxMultiWeights];
-  size_t first[kMaxMultiWeights + 1] = {0};
+  // The weights' rows laid end to end: [first[i], first[i + 1]) is part i.
   size_t min_tile = SIZE_MAX;
-  for (size_t i = 0; i < ws.size(); ++i) {
-    const size_t wrow = ws[i].row_bytes();
-    parts[i] = {static_cast<const uint8_t*>(ws[i].data), wrow, std::max<size_t>(1, kWeightTileBytes / wrow),
-                size_t(ws[i].rows()), outs[i].ptr<float>(), ks.lookup(ws[i].type).dot};
-    first[i + 1] = first[i] + parts[i].m;
-    min_tile = std::min(min_tile, parts[i].tile);
+  bool one_row = true;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const MatmulJob& j = jobs[i];
+    MatmulPart& p = scratch.parts[i];
+    p.w = static_cast<const uint8_t*>(j.w.data);
+    p.wrow = j.w.row_bytes();
+    p.tile = std::max<size_t>(1, kWeightTileBytes / p.wrow);
+    p.m = size_t(j.w.rows());
+    p.n = j.x.rows();
+    p.out = j.out.ptr<float>();
+    p.dot = ks.lookup(j.w.type).dot;
+    scratch.first[i + 1] = scratch.first[i] + (p.n > 0 ? p.m : 0);
+    min_tile = std::min(min_tile, p.tile);
+    one_row = one_row && p.n <= 1;
   }
+  const size_t total = scratch.first[jobs.size()];
+  if (total == 0) return;
   // Decode: enough rows per chunk to amortize the hand-off; prefill: whole tiles.
-  const size_t grain = n == 1 ? std::max<size_t>(1, 16384 / size_t(k)) : min_tile;
-  const size_t nw = ws.size();
-  pool.parallel_for(first[nw], grain, [&](size_t g0, size_t g1) {
-    for (size_t i = 0; i < nw; ++i) {
+  const size_t grain = one_row ? std::max<size_t>(1, 16384 / size_t(k)) : min_tile;
+  const MatmulPart* parts = scratch.parts.data();
+  const size_t* first = scratch.first.data();
+  const size_t np = jobs.size();
+  pool.parallel_for(total, grain, [&](size_t g0, size_t g1) {
+    // The first part with rows at or after g0.
+    size_t i = size_t(std::upper_bound(first + 1, first + np + 1, g0) - (first + 1));
+    for (; i < np && first[i] < g1; ++i) {
       const size_t lo = std::max(g0, first[i]), hi = std::min(g1, first[i + 1]);
       if (lo >= hi) continue;
-      const Part& p = parts[i];
+      const MatmulPart& p = parts[i];
       const size_t r0 = lo - first[i], r1 = hi - first[i];
       for (size_t rb = r0; rb < r1; rb += p.tile) {
         const size_t re = std::min(r1, rb + p.tile);
-        for (int64_t t = 0; t < n; t += kMaxRows) {
-          const int nr = int(std::min<int64_t>(kMaxRows, n - t));
-          const uint8_t* xt = xa + size_t(t) * xrb;
+        for (int64_t t = 0; t < p.n; t += kMaxRows) {
+          const int nr = int(std::min<int64_t>(kMaxRows, p.n - t));
+          const uint8_t* xt = p.xa + size_t(t) * xrb;
           float* ot = p.out + size_t(t) * p.m;
           for (size_t r = rb; r < re; ++r) p.dot(p.w + r * p.wrow, xt, xrb, nr, size_t(k), ot + r, p.m);
         }
       }
     }
   });
+}
+
+void matmul_multi(ThreadPool& pool, const Tensor& x, std::span<const Tensor> ws, std::span<Tensor> outs,
+                  MatmulScratch& scratch, const KernelSet& ks) {
+  RF_CHECK(!ws.empty() && ws.size() == outs.size() && ws.size() <= kMaxMultiWeights, "cpu matmul: ", ws.size(),
+           " weights for ", outs.size(), " outputs");
+  MatmulJob jobs[kMaxMultiWeights];
+  for (size_t i = 0; i < ws.size(); ++i) jobs[i] = {x, ws[i], outs[i]};
+  if (x.rows() == 0) return;
+  matmul_jobs(pool, std::span<const MatmulJob>(jobs, ws.size()), scratch, ks);
 }
 
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, Tensor& out, MatmulScratch& scratch,

@@ -1,10 +1,11 @@
 // CPU mixture of experts: routing (softmax over every expert, or sigmoid
 // gating; a choice-only bias; group-limited choice; top-k, renormalised,
 // scaled) and the
-// experts' FFNs. moe_ffn groups each step's (token, chosen expert) pairs by expert and runs each expert's gate, up and down
-// projections through the CPU matmul on that expert's row slice, in chunks
-// of gathered rows (adding the expert's biases where it has them); each
-// pair's output lands in its own row of the scratch,
+// experts' FFNs. moe_ffn groups each step's (token, chosen expert) pairs by
+// expert and runs, in waves of gathered rows, every active expert's gate
+// and up projections as one matmul pass over their row slices, then the
+// downs as another (matmul_jobs; adding the experts' biases where they
+// have them); each pair's output lands in its own row of the scratch,
 // and a token's output is their weighted sum in the order of its choices
 // (as llama.cpp's build_moe_ffn adds them). A token's result depends only on
 // its own row and choices, never on the other tokens of the step. Scratch is
@@ -21,9 +22,9 @@
 namespace rf::cpu {
 namespace {
 
-// Rows of gathered activations per expert matmul: each weight row is
-// dequantized once per chunk.
-constexpr int64_t kChunkRows = 64;
+// (token, expert) pairs per wave of the expert matmuls: the gathered
+// activations and the intermediates of one wave stay in the scratch.
+constexpr int64_t kWaveRows = 256;
 
 }  // namespace
 
@@ -38,7 +39,7 @@ void MoeScratch::reserve(const BackendLimits& lim) {
   n_embd = lim.n_embd;
   n_ff = lim.expert_ff;
   n_expert = lim.n_expert;
-  const int64_t chunk = std::min(max_rows, kChunkRows);
+  const int64_t chunk = std::min(max_rows, kWaveRows);
   order.resize(size_t(max_rows));
   start.resize(size_t(n_expert) + 1);
   cursor.resize(size_t(n_expert));
@@ -47,6 +48,11 @@ void MoeScratch::reserve(const BackendLimits& lim) {
   up.resize(size_t(chunk * n_ff));
   y_chunk.resize(size_t(chunk * n_embd));
   y.resize(size_t(max_rows * n_embd));
+  up_jobs.reserve(size_t(2 * std::min(chunk, n_expert)));
+  down_jobs.reserve(size_t(std::min(chunk, n_expert)));
+  wave_expert.reserve(size_t(chunk));
+  mm.parts.reserve(size_t(2 * std::min(chunk, n_expert)));
+  mm.first.reserve(size_t(2 * std::min(chunk, n_expert)) + 1);
 }
 
 void moe_route(const Tensor& logits, const MoeParams& p, Tensor& ids, Tensor& weights) {
@@ -171,38 +177,58 @@ void moe_ffn(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Tensor&
   std::copy(s.start.begin(), s.start.begin() + n_expert, s.cursor.begin());
   for (int64_t r = 0; r < n * k; ++r) s.order[size_t(s.cursor[size_t(id[r])]++)] = int32_t(r);
 
-  for (int64_t e = 0; e < n_expert; ++e) {
-    const Tensor gate_w = w.gate_of(int32_t(e)), up_w = w.up_of(int32_t(e)), down_w = w.down_of(int32_t(e));
-    for (int64_t c0 = s.start[size_t(e)]; c0 < s.start[size_t(e) + 1]; c0 += kChunkRows) {
-      const int64_t m = std::min<int64_t>(kChunkRows, s.start[size_t(e) + 1] - c0);
-      for (int64_t r = 0; r < m; ++r)
-        std::memcpy(s.x.data() + r * d, x.ptr<float>() + (s.order[size_t(c0 + r)] / k) * d, size_t(d) * 4);
-      const Tensor xc = make_tensor(s.x.data(), DType::F32, d, m);
-      Tensor gate = make_tensor(s.gate.data(), DType::F32, ff, m), up = make_tensor(s.up.data(), DType::F32, ff, m);
-      Tensor y = make_tensor(s.y_chunk.data(), DType::F32, d, m);
-      matmul(pool, xc, gate_w, gate, s.mm, ks);
-      matmul(pool, xc, up_w, up, s.mm, ks);
-      float* g = s.gate.data();
-      float* u = s.up.data();
+  // Waves of up to kWaveRows pairs in expert order: each active expert's
+  // rows of the wave gathered, then one matmul pass for every expert's gate
+  // and up, the GLU, one pass for the downs (so a decode step's hand-offs
+  // between threads do not grow with the experts it chose).
+  const int64_t P = n * k;
+  for (int64_t w0 = 0; w0 < P; w0 += kWaveRows) {
+    const int64_t w1 = std::min(P, w0 + kWaveRows), m = w1 - w0;
+    for (int64_t r = 0; r < m; ++r)
+      std::memcpy(s.x.data() + r * d, x.ptr<float>() + (s.order[size_t(w0 + r)] / k) * d, size_t(d) * 4);
+    s.up_jobs.clear();
+    s.down_jobs.clear();
+    s.wave_expert.clear();
+    for (int64_t e = 0; e < n_expert; ++e) {
+      const int64_t lo = std::max<int64_t>(w0, s.start[size_t(e)]), hi = std::min<int64_t>(w1, s.start[size_t(e) + 1]);
+      if (lo >= hi) continue;
+      const int64_t at = lo - w0, rows = hi - lo;
+      const Tensor xe = make_tensor(s.x.data() + at * d, DType::F32, d, rows);
+      const Tensor ge = make_tensor(s.gate.data() + at * ff, DType::F32, ff, rows);
+      const Tensor ue = make_tensor(s.up.data() + at * ff, DType::F32, ff, rows);
+      s.up_jobs.push_back({xe, w.gate_of(int32_t(e)), ge});
+      s.up_jobs.push_back({xe, w.up_of(int32_t(e)), ue});
+      s.down_jobs.push_back({ge, w.down_of(int32_t(e)), make_tensor(s.y_chunk.data() + at * d, DType::F32, d, rows)});
+      for (int64_t r = 0; r < rows; ++r) s.wave_expert.push_back(int32_t(e));
+    }
+    matmul_jobs(pool, s.up_jobs, s.mm, ks);
+    float* g = s.gate.data();
+    float* u = s.up.data();
+    for (int64_t r = 0; r < m; ++r) {
+      float* gr = g + r * ff;
+      float* ur = u + r * ff;
+      const int64_t e = s.wave_expert[size_t(r)];
       if (w.has_biases()) {
         const float* bg = w.gate_bias.ptr<float>() + e * ff;
         const float* bu = w.up_bias.ptr<float>() + e * ff;
-        for (int64_t i = 0; i < m * ff; ++i) g[i] += bg[i % ff], u[i] += bu[i % ff];
+        for (int64_t i = 0; i < ff; ++i) gr[i] += bg[i], ur[i] += bu[i];
       }
-      for (int64_t i = 0; i < m * ff; ++i) {
+      for (int64_t i = 0; i < ff; ++i) {
         switch (p.act) {
-          case Activation::GeluTanh: g[i] = gelu_tanh_f16(g[i]) * u[i]; break;
-          case Activation::SiLUClampedOai: g[i] = glu_oai(g[i], u[i]); break;
-          case Activation::SiLU: g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i]; break;
+          case Activation::GeluTanh: gr[i] = gelu_tanh_f16(gr[i]) * ur[i]; break;
+          case Activation::SiLUClampedOai: gr[i] = glu_oai(gr[i], ur[i]); break;
+          case Activation::SiLU: gr[i] = gr[i] / (1.0f + std::exp(-gr[i])) * ur[i]; break;
         }
       }
-      matmul(pool, gate, down_w, y, s.mm, ks);
+    }
+    matmul_jobs(pool, s.down_jobs, s.mm, ks);
+    for (int64_t r = 0; r < m; ++r) {
+      float* yr = s.y_chunk.data() + r * d;
       if (w.has_biases()) {
-        const float* bd = w.down_bias.ptr<float>() + e * d;
-        for (int64_t i = 0; i < m * d; ++i) s.y_chunk[size_t(i)] += bd[i % d];
+        const float* bd = w.down_bias.ptr<float>() + int64_t(s.wave_expert[size_t(r)]) * d;
+        for (int64_t i = 0; i < d; ++i) yr[i] += bd[i];
       }
-      for (int64_t r = 0; r < m; ++r)
-        std::memcpy(s.y.data() + int64_t(s.order[size_t(c0 + r)]) * d, s.y_chunk.data() + r * d, size_t(d) * 4);
+      std::memcpy(s.y.data() + int64_t(s.order[size_t(w0 + r)]) * d, yr, size_t(d) * 4);
     }
   }
 
