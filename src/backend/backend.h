@@ -193,6 +193,9 @@ struct BackendLimits {
   // Models whose layers differ in head size (Gemma 4): head_dim and
   // n_kv_heads are the largest, this the smallest head size (0: head_dim).
   int32_t min_head_dim = 0;
+  // Some layer's experts are in host memory (WeightPlacement): the backend
+  // runs their FFNs on the host's cores.
+  bool host_experts = false;
 };
 
 // How router logits become expert probabilities (llama.cpp's

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "backend/cpu/cpu_backend.h"
@@ -51,6 +52,11 @@ void add_backend_options(CLI::App& cmd, BackendOptions& o) {
                  "PRESET[:TYPE] (e.g. llama3-70b:f16), made on the backends")
       ->check(CLI::IsMember({"auto", "dummy"}))
       ->capture_default_str();
+  cmd.add_flag("--cpu-moe", o.cpu_moe,
+               "Keep every layer's MoE experts in host memory and run their FFNs on the CPU (the router, attention "
+               "and shared experts stay on the GPU): models larger than the GPU's memory");
+  cmd.add_option("--n-cpu-moe", o.n_cpu_moe, "As --cpu-moe, for the experts of the first N layers only")
+      ->check(CLI::Range(0, 100000));
   cmd.add_option("--tensor-parallel-size,--tp", o.tensor_parallel,
                  "Split the model over this many ranks (Megatron-style tensor parallelism)")
       ->check(CLI::Range(1, 64))
@@ -100,6 +106,7 @@ BackendSet make_backends(const BackendOptions& o) {
     for (int g : d.gpus) {
       CudaOptions opt;
       opt.device = g;
+      opt.host_threads = size_t(o.threads);  // (experts in host memory)
       auto b = std::make_unique<CudaBackend>(opt);
       log_info("backend: ", b->name());
       gpus.push_back(b.get());
@@ -162,9 +169,16 @@ std::string model_source(const std::string& given, const BackendOptions& o) {
   return "dummy:" + given;
 }
 
-std::unique_ptr<Model> load_model(const std::string& source, const BackendSet& backends, bool progress) {
-  if (source.rfind("dummy:", 0) == 0) return Model::load_dummy(source.substr(6), backends.ranks, progress);
-  return Model::load(source, backends.ranks, progress);
+WeightPlacement weight_placement(const BackendOptions& o) {
+  WeightPlacement p;
+  p.host_expert_layers = o.cpu_moe ? std::numeric_limits<int32_t>::max() : o.n_cpu_moe;
+  return p;
+}
+
+std::unique_ptr<Model> load_model(const std::string& source, const BackendSet& backends, bool progress,
+                                  WeightPlacement placement) {
+  if (source.rfind("dummy:", 0) == 0) return Model::load_dummy(source.substr(6), backends.ranks, progress, placement);
+  return Model::load(source, backends.ranks, progress, placement);
 }
 
 std::string resolve_model_path(const std::string& given, const char* argv0) {

@@ -25,7 +25,12 @@ struct BackendOptions {
   int threads = 0;              // CPU threads (0: all cores)
   float gpu_memory_utilization = 0.9f;
   std::string kv_cache_dtype = "auto";  // auto | fp8 (model/kv_cache.h)
+  bool cpu_moe = false;  // every layer's experts in host memory
+  int n_cpu_moe = 0;     // the first N layers' experts in host memory
 };
+
+// Where --cpu-moe / --n-cpu-moe put the experts.
+WeightPlacement weight_placement(const BackendOptions& o);
 
 // The backends a command runs on: one, or one per tensor-parallel rank with
 // the communicators that join them (CPU ranks: in-process collectives).
@@ -67,6 +72,7 @@ std::string resolve_model_path(const std::string& given, const char* argv0 = nul
 // --load-format dummy "dummy:PRESET[:TYPE]" from -m PRESET[:TYPE].
 std::string model_source(const std::string& given, const BackendOptions& o);
 // Loads model_source()'s answer onto the backends (progress bar if asked).
-std::unique_ptr<Model> load_model(const std::string& source, const BackendSet& backends, bool progress);
+std::unique_ptr<Model> load_model(const std::string& source, const BackendSet& backends, bool progress,
+                                  WeightPlacement placement = {});
 
 }  // namespace rf::cli

@@ -311,7 +311,7 @@ void serve_bench(const BenchOptions& o) {
   const Range in = parse_range(o.input_len, "--input-len"), out = parse_range(o.output_len, "--output-len");
   const std::string path = model_source(o.model, o.backend);
   BackendSet backends = make_backends(o.backend);
-  auto model = load_model(path, backends, true);
+  auto model = load_model(path, backends, true, weight_placement(o.backend));
   auto tok = Tokenizer::from_gguf(model->file());
   const ModelConfig& mc = model->config();
   const int longest = o.shared_prefix + in.hi + out.hi;
@@ -383,7 +383,7 @@ void bench(const BenchOptions& o) {
   const std::string path = model_source(o.model, o.backend);
   BackendSet backends = make_backends(o.backend);
   const double copy_bw = backends.first().measure_copy_bandwidth();
-  auto model = load_model(path, backends, true);
+  auto model = load_model(path, backends, true, weight_placement(o.backend));
   auto tok = Tokenizer::from_gguf(model->file());
   const double weight_bytes = double(model->weights().bytes);
   const ModelConfig& mc = model->config();

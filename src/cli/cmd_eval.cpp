@@ -75,7 +75,7 @@ void eval(const EvalCmdOptions& o) {
   if (!o.verbose) set_log_level(LogLevel::Warn);
   const auto prompts = read_prompts(o.prompts);
   BackendSet backends = make_backends(o.backend);
-  auto model = load_model(model_source(o.model, o.backend), backends, o.verbose);
+  auto model = load_model(model_source(o.model, o.backend), backends, o.verbose, weight_placement(o.backend));
   log_info("model: ", model->config().summary());
   auto tok = Tokenizer::from_gguf(model->file());
   std::vector<int32_t> eog;

@@ -87,7 +87,7 @@ void perplexity(const PerplexityCmdOptions& o) {
   RF_CHECK(!o.kl || !o.kl_base.empty(), "--kl-divergence needs --kl-divergence-base FILE (the base run's output)");
   const std::string text = read_text(o.text_file);
   BackendSet backends = make_backends(o.backend);
-  auto model = load_model(model_source(o.model, o.backend), backends, o.verbose);
+  auto model = load_model(model_source(o.model, o.backend), backends, o.verbose, weight_placement(o.backend));
   const ModelConfig& c = model->config();
   auto tok = Tokenizer::from_gguf(model->file());
   RF_CHECK(o.n_ctx >= 4 && o.n_ctx <= c.n_ctx_train, "-c ", o.n_ctx, " must be between 4 and the model's context (",

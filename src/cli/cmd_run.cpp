@@ -32,7 +32,7 @@ void run(const RunOptions& o) {
   if (!o.verbose) set_log_level(LogLevel::Warn);
   const std::string path = model_source(o.model, o.backend);
   BackendSet backends = make_backends(o.backend);
-  auto model = load_model(path, backends, o.verbose);
+  auto model = load_model(path, backends, o.verbose, weight_placement(o.backend));
   auto tok = Tokenizer::from_gguf(model->file());
   EngineConfig cfg;
   cfg.max_num_seqs = 1;

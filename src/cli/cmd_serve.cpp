@@ -153,7 +153,7 @@ void serve(const ServeOptions& o) {
 
   const std::string path = model_source(o.model, o.backend);
   BackendSet backends = make_backends(o.backend);
-  auto model = load_model(path, backends, o.verbose);
+  auto model = load_model(path, backends, o.verbose, weight_placement(o.backend));
   auto tok = Tokenizer::from_gguf(model->file());
   const ChatTemplateChoice tmpl = choose_chat_template(&model->file(), o.chat_template_file);
   const server::ChatPrompt chat(*tok, tmpl.source, tmpl.origin, o.allow_special_in_content);

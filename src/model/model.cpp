@@ -12,11 +12,13 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& backend, bo
   return load(path, ranks, progress);
 }
 
-std::unique_ptr<Model> Model::load(const std::string& path, std::span<Backend* const> ranks, bool progress) {
-  return load_file(gguf::File::open(path), ranks, progress);
+std::unique_ptr<Model> Model::load(const std::string& path, std::span<Backend* const> ranks, bool progress,
+                                   WeightPlacement placement) {
+  return load_file(gguf::File::open(path), ranks, progress, placement);
 }
 
-std::unique_ptr<Model> Model::load_dummy(const std::string& spec, std::span<Backend* const> ranks, bool progress) {
+std::unique_ptr<Model> Model::load_dummy(const std::string& spec, std::span<Backend* const> ranks, bool progress,
+                                         WeightPlacement placement) {
   const size_t colon = spec.find(':');
   const std::string name = spec.substr(0, colon), type = colon == std::string::npos ? "f16" : spec.substr(colon + 1);
   const auto preset = synthetic_preset(name);
@@ -24,11 +26,11 @@ std::unique_ptr<Model> Model::load_dummy(const std::string& spec, std::span<Back
   const auto plan = quant_plan(type);
   RF_CHECK(plan, "--load-format dummy: unknown weight type '", type, "'");
   log_info("model: dummy weights in the shape of ", name, " (", type, ")");
-  return load_file(gguf::File::from_header(synthetic_header(*preset, *plan)), ranks, progress);
+  return load_file(gguf::File::from_header(synthetic_header(*preset, *plan)), ranks, progress, placement);
 }
 
 std::unique_ptr<Model> Model::load_file(std::unique_ptr<gguf::File> file, std::span<Backend* const> ranks,
-                                        bool progress) {
+                                        bool progress, WeightPlacement placement) {
   RF_CHECK(!ranks.empty(), "model: no backend to load onto");
   auto m = std::make_unique<Model>();
   m->file_ = std::move(file);
@@ -53,7 +55,10 @@ std::unique_ptr<Model> Model::load_file(std::unique_ptr<gguf::File> file, std::s
         [&](uint64_t done, uint64_t) {
           if (bar) bar->update(double(total * uint64_t(r) + done) / 1e6);
         },
-        spec);
+        spec, placement);
+    if (s.weights.host_expert_layers > 0)
+      log_info("experts of layers 0-", s.weights.host_expert_layers - 1, " in host memory (",
+               s.weights.host_expert_bytes >> 20, " MiB); their FFNs run on the CPU");
     if (s.weights.rope_freqs.data) {
       s.config.rope.freq_factors = s.weights.rope_freqs.ptr<float>();
       // (Gemma 4: the factors are the full-attention layers'; window layers turn every pair.)

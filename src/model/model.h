@@ -19,14 +19,16 @@ class Model {
  public:
   // Loads `path`, showing a progress bar when `progress` is set.
   static std::unique_ptr<Model> load(const std::string& path, Backend& backend, bool progress = true);
-  // Loads rank r's shard onto ranks[r] (one rank: the whole model).
-  static std::unique_ptr<Model> load(const std::string& path, std::span<Backend* const> ranks, bool progress = true);
+  // Loads rank r's shard onto ranks[r] (one rank: the whole model), its
+  // weights placed as `placement` says (model/weights.h).
+  static std::unique_ptr<Model> load(const std::string& path, std::span<Backend* const> ranks, bool progress = true,
+                                     WeightPlacement placement = {});
   // A model in the shape of a synthetic preset ("llama3-70b", or with its
   // type: "llama3-70b:q4_k_m"; model/synthetic.h) whose weights are made
   // on the backends with random values instead of read from a file
   // (--load-format dummy: big shapes measured without big files).
   static std::unique_ptr<Model> load_dummy(const std::string& preset, std::span<Backend* const> ranks,
-                                           bool progress = true);
+                                           bool progress = true, WeightPlacement placement = {});
 
   const gguf::File& file() const { return *file_; }
   // The whole model's configuration.
@@ -41,7 +43,7 @@ class Model {
 
  private:
   static std::unique_ptr<Model> load_file(std::unique_ptr<gguf::File> file, std::span<Backend* const> ranks,
-                                          bool progress);
+                                          bool progress, WeightPlacement placement);
   struct Shard {
     ModelConfig config;
     ModelWeights weights;

@@ -64,9 +64,12 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
                             &l.shexp_gate, &l.shexp_up, &l.shexp_down, &l.ssm_in, &l.ssm_z, &l.ssm_out,
                             &l.ple_embd, &l.ple_gate, &l.ple_proj, &l.wq_b, &l.wkv_a, &l.w_kb, &l.w_vb})
       limits_.max_weight_elems = std::max(limits_.max_weight_elems, elems(*t));
-    if (l.experts.n_expert > 0)
+    if (l.experts.n_expert > 0 && l.experts.gate.device != backend.device()) {
+      limits_.host_experts = true;  // (their matmuls run on the host, not through this backend's scratch)
+    } else if (l.experts.n_expert > 0) {
       for (const Tensor& t : {l.experts.gate_of(0), l.experts.up_of(0), l.experts.down_of(0)})
         limits_.max_weight_elems = std::max(limits_.max_weight_elems, elems(t));
+    }
   }
   const DType act = backend.activation_type(), res = backend.residual_type();
   const int64_t T = limits.max_tokens;

@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/quant.h"
 #include "core/thread_pool.h"
@@ -32,10 +33,29 @@ IndexRange offset(IndexRange r, int64_t by) { return IndexRange{r.first + by, r.
 }  // namespace
 
 ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Backend& backend,
-                                const std::function<void(uint64_t, uint64_t)>& progress, ShardSpec shard) {
+                                const std::function<void(uint64_t, uint64_t)>& progress, ShardSpec shard,
+                                WeightPlacement placement) {
   ModelWeights w;
   Loader L{f, backend, shard, w.host_parts, progress, 0, 0, 0, {}, {}};
   for (const auto& t : f.tensors()) L.total += t.n_bytes;
+  // The host-resident experts' loader: onto a CPU backend of one thread,
+  // whose weights are views of the mapped file and whose other tensors are
+  // its own host allocations.
+  const int32_t host_layers =
+      backend.device() == DeviceKind::CPU ? 0 : std::clamp(placement.host_expert_layers, 0, full.n_layer);
+  std::unique_ptr<Loader> H;
+  if (host_layers > 0 && full.has_experts()) {
+    RF_CHECK(!shard.split(), "experts in host memory (--cpu-moe, --n-cpu-moe) with tensor parallelism are not "
+                             "supported yet");
+    w.host_store = std::make_shared<CpuBackend>(1);
+    H = std::make_unique<Loader>(Loader{f, *w.host_store, shard, w.host_expert_parts, progress, 0, L.total, 0, {}, {}});
+  }
+  // Layer i's experts' loader (its progress continues L's).
+  auto expert_loader = [&](int32_t i) -> Loader& {
+    if (!H || i >= host_layers) return L;
+    H->done = L.done;
+    return *H;
+  };
   // The rank's shapes, and what of each split dimension it holds (all of it
   // when not split: every range list below is then empty, the whole tensor).
   const ModelConfig c = shard_config(full, shard);
@@ -141,6 +161,7 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
       std::vector<IndexRange> per_expert;
       for (int64_t e = 0; e < c.n_expert; ++e) per_expert.push_back(offset(ff_exp, e * int64_t(n_ff)));
       l.experts.n_expert = c.n_expert;
+      Loader& E = expert_loader(i);
       if (f.find_tensor(p + "ffn_gate_up_exps.weight")) {  // per expert n_ff gate rows, then n_ff up rows
         RF_CHECK(!split, "tensor parallelism of fused ffn_gate_up_exps is not supported yet");
         std::vector<IndexRange> gate_rows, up_rows;
@@ -149,19 +170,25 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
           up_rows.push_back({(2 * e + 1) * int64_t(n_ff), int64_t(n_ff)});
         }
         const std::string n = p + "ffn_gate_up_exps.weight";
-        l.experts.gate = L.rows(n, {n_embd, 2 * n_ff, n_exp}, gate_rows);
-        l.experts.up = L.rows(n, {n_embd, 2 * n_ff, n_exp}, up_rows);
+        l.experts.gate = E.rows(n, {n_embd, 2 * n_ff, n_exp}, gate_rows);
+        l.experts.up = E.rows(n, {n_embd, 2 * n_ff, n_exp}, up_rows);
       } else {
-        l.experts.gate = L.rows(p + "ffn_gate_exps.weight", {n_embd, n_ff, n_exp}, only(per_expert));
-        l.experts.up = L.rows(p + "ffn_up_exps.weight", {n_embd, n_ff, n_exp}, only(per_expert));
+        l.experts.gate = E.rows(p + "ffn_gate_exps.weight", {n_embd, n_ff, n_exp}, only(per_expert));
+        l.experts.up = E.rows(p + "ffn_up_exps.weight", {n_embd, n_ff, n_exp}, only(per_expert));
       }
-      l.experts.down = L.columns(p + "ffn_down_exps.weight", {n_ff, n_embd, n_exp}, ff_exp);
+      l.experts.down = E.columns(p + "ffn_down_exps.weight", {n_ff, n_embd, n_exp}, ff_exp);
       if (c.moe_biases) {
         RF_CHECK(!split, "tensor parallelism of '", c.arch, "' (its expert biases) is not supported yet");
         l.router_bias = L.vector_f32(p + "ffn_gate_inp.bias", c.n_expert);
-        l.experts.gate_bias = L.matrix_f32(p + "ffn_gate_exps.bias", int64_t(n_ff), c.n_expert);
-        l.experts.up_bias = L.matrix_f32(p + "ffn_up_exps.bias", int64_t(n_ff), c.n_expert);
-        l.experts.down_bias = L.matrix_f32(p + "ffn_down_exps.bias", c.n_embd, c.n_expert);
+        l.experts.gate_bias = E.matrix_f32(p + "ffn_gate_exps.bias", int64_t(n_ff), c.n_expert);
+        l.experts.up_bias = E.matrix_f32(p + "ffn_up_exps.bias", int64_t(n_ff), c.n_expert);
+        l.experts.down_bias = E.matrix_f32(p + "ffn_down_exps.bias", c.n_embd, c.n_expert);
+      }
+      if (&E != &L) {
+        L.done = E.done;
+        w.host_expert_bytes += E.loaded;
+        E.loaded = 0;
+        w.host_expert_layers = std::max(w.host_expert_layers, i + 1);
       }
     }
     if (!moe || c.moe_with_dense) {
@@ -197,6 +224,7 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
     load_layer(c.n_layer + j, w.mtp[size_t(j)].layer);
     load_mtp_extras(L, c, "blk." + std::to_string(c.n_layer + j) + ".", w.mtp[size_t(j)]);
   }
+  if (H) L.used.insert(H->used.begin(), H->used.end());
   // As llama.cpp: a tensor the architecture does not use means the file is
   // not what its metadata says (computing without it would be wrong).
   for (const auto& t : f.tensors())
@@ -215,7 +243,8 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
     }
   }
   for (const LayerWeights& l : w.layers)
-    if (l.experts.n_expert > 0) w.expert_bytes += l.experts.gate.bytes() + l.experts.up.bytes() + l.experts.down.bytes();
+    if (l.experts.n_expert > 0 && l.experts.gate.device == backend.device())
+      w.expert_bytes += l.experts.gate.bytes() + l.experts.up.bytes() + l.experts.down.bytes();
   // Backends that copied the weights over no longer need the host parts.
   if (backend.device() != DeviceKind::CPU) w.host_parts.clear();
   return w;

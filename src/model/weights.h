@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "backend/backend.h"
@@ -92,6 +93,16 @@ struct MtpWeights {
   Tensor shared_head_norm;       // [n_embd] f32, optional
 };
 
+// Where weights live beside the backend's memory: the routed experts
+// (ffn_{gate,up,down}_exps and their biases) of the first
+// host_expert_layers layers stay in host memory, read in place from the
+// mapped file, and the backend runs their FFNs on the host's cores
+// (--cpu-moe, --n-cpu-moe N). Only GPU backends take it; a CPU backend
+// holds everything in host memory anyway.
+struct WeightPlacement {
+  int32_t host_expert_layers = 0;
+};
+
 struct ModelWeights {
   Tensor tok_embd;     // [n_vocab rows, n_embd]
   Tensor output_norm;  // [n_embd] f32
@@ -105,6 +116,10 @@ struct ModelWeights {
   std::vector<MtpWeights> mtp;  // [n_layer_nextn]: blocks n_layer, n_layer + 1, ...
   uint64_t bytes = 0;  // weight bytes on the backend
   uint64_t expert_bytes = 0;  // of them, the experts' (ffn_*_exps)
+  // Experts kept in host memory (WeightPlacement): how many layers' and
+  // their bytes (not in `bytes`).
+  int32_t host_expert_layers = 0;
+  uint64_t host_expert_bytes = 0;
 
   // Weight bytes a decode step of `seqs` sequences reads: all but the
   // experts no sequence chose — for MoE models the expected share of the
@@ -116,12 +131,18 @@ struct ModelWeights {
   // are not contiguous in the file (column slices); kept while the backend
   // reads weights in place (the CPU's), else freed once loaded.
   std::vector<std::vector<uint8_t>> host_parts;
+  // Host memory of the host-resident experts' tensors that are not views of
+  // the mapped file (biases as f32, dummy weights, fused gate/up split):
+  // a CPU backend's allocations, freed with it.
+  std::shared_ptr<Backend> host_store;
+  std::vector<std::vector<uint8_t>> host_expert_parts;
 
   // Loads the whole model, or with shard.split() rank shard.rank's part of
   // it (model/shard.h): `c` is the whole model's configuration.
   // progress(done_bytes, total_bytes) is called as tensors load.
   static ModelWeights load(const gguf::File& f, const ModelConfig& c, Backend& backend,
-                           const std::function<void(uint64_t, uint64_t)>& progress = nullptr, ShardSpec shard = {});
+                           const std::function<void(uint64_t, uint64_t)>& progress = nullptr, ShardSpec shard = {},
+                           WeightPlacement placement = {});
 };
 
 }  // namespace rf

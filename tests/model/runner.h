@@ -7,6 +7,7 @@
 // rows a test may save states into and restore them from). `layers` > 0
 // runs only the model's first `layers` layers, the output norm and head
 // after them (to find the depth where two backends part).
+// `placement`: where the weights live (WeightPlacement: experts in host memory).
 #pragma once
 
 #include <memory>
@@ -29,9 +30,9 @@ class ModelRunner {
   // synthetic preset's shape (Model::load_dummy).
   ModelRunner(const std::string& path, Backend& backend, int32_t max_tokens = 256, int32_t max_seqs = 8,
               int32_t num_blocks = 256, int32_t block_size = 16, KVCacheDType kv_dtype = KVCacheDType::Auto,
-              int32_t checkpoints = 0, int32_t layers = 0)
+              int32_t checkpoints = 0, int32_t layers = 0, WeightPlacement placement = {})
       : backend_(backend),
-        model_(load_model(path, backend)),
+        model_(load_model(path, backend, placement)),
         config_(truncated(model_->config(), layers)),
         groups_(kv_group_layout(config_)),
         pool_(num_blocks * groups_.n_groups(), block_size) {
@@ -60,10 +61,10 @@ class ModelRunner {
   const ModelConfig& config() const { return config_; }
 
   const Model& model() const { return *model_; }
-  static std::unique_ptr<Model> load_model(const std::string& path, Backend& backend) {
-    if (path.rfind("dummy:", 0) != 0) return Model::load(path, backend, false);
+  static std::unique_ptr<Model> load_model(const std::string& path, Backend& backend, WeightPlacement placement = {}) {
     Backend* ranks[] = {&backend};
-    return Model::load_dummy(path.substr(6), ranks, false);
+    if (path.rfind("dummy:", 0) != 0) return Model::load(path, ranks, false, placement);
+    return Model::load_dummy(path.substr(6), ranks, false, placement);
   }
   // Captures decode graphs up front (GPU backends), as the engine does.
   void warmup() { tf_->warmup(*kv_); }

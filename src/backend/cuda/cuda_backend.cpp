@@ -194,6 +194,7 @@ void CudaBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
   bind();
   RF_GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToHost, as_stream(stream_)));
   RF_GPU_CHECK(gpuStreamSynchronize(as_stream(stream_)));
+  check_host_experts();
 }
 
 size_t CudaBackend::free_memory() const {
@@ -234,7 +235,14 @@ Tensor CudaBackend::load_f32(const float* host, int64_t cols, int64_t rows, cons
   return t;
 }
 
-void CudaBackend::synchronize() { RF_GPU_CHECK(gpuStreamSynchronize(as_stream(stream_))); }
+void CudaBackend::synchronize() {
+  RF_GPU_CHECK(gpuStreamSynchronize(as_stream(stream_)));
+  check_host_experts();
+}
+
+void CudaBackend::check_host_experts() {
+  if (moe_ && moe_->host) moe_->host->check();
+}
 
 void CudaBackend::bind() const { RF_GPU_CHECK(gpuSetDevice(options_.device)); }
 

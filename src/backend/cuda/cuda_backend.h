@@ -166,6 +166,8 @@ class CudaBackend final : public Backend {
   // sampling kernels (sample(), and sample_vocab_parallel()'s first phase).
   void upload_sample_rows(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties);
   void reserve_moe(const BackendLimits& limits);
+  // Throws what a host-memory expert FFN met (moe/host_experts.h), if any.
+  void check_host_experts();
   Handoff planned(const Tensor& ids);  // a one-token routing wrote ids' plan: its Handoff
   void release_moe();
   int attention_splits(const StepMeta& m) const;

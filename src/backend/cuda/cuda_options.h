@@ -23,6 +23,8 @@ struct CudaOptions {
   // Decode attention's most split-K slices (their partials' scratch).
   int max_attention_splits = 32;
   bool graphs = true;
+  // Host threads for experts kept in host memory (0: one per core).
+  size_t host_threads = 0;
   // Per-op GPU times (op_profiler.h); CUDA graphs are off while profiling.
   bool profile = false;
   // Applied to the device's tuning (tuning_for) before the environment

@@ -66,6 +66,7 @@
 #define gpuHostAlloc hipHostMalloc
 #define gpuHostAllocDefault hipHostMallocDefault
 #define gpuFreeHost hipHostFree
+#define gpuLaunchHostFunc hipLaunchHostFunc
 #define gpuHostAllocMapped hipHostMallocMapped
 #define gpuHostAllocPortable hipHostMallocPortable
 #define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
@@ -129,6 +130,7 @@
 #define gpuHostAlloc cudaHostAlloc
 #define gpuHostAllocDefault cudaHostAllocDefault
 #define gpuFreeHost cudaFreeHost
+#define gpuLaunchHostFunc cudaLaunchHostFunc
 #define gpuHostAllocMapped cudaHostAllocMapped
 #define gpuHostAllocPortable cudaHostAllocPortable
 #define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer

@@ -45,6 +45,7 @@ set(RF_GPU_HOST_SOURCES
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/rope/cuda_rope.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention/cuda_attention.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe/cuda_moe.cpp
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe/host_experts.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/deltanet/cuda_deltanet.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/sample/cuda_sample.cpp
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/sample/cuda_sample_parallel.cpp

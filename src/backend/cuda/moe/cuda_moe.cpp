@@ -81,6 +81,7 @@ void CudaBackend::reserve_moe(const BackendLimits& lim) {
   M.h = alloc(P * size_t(lim.expert_ff) * 2, "moe expert hidden");
   M.u = alloc(P * size_t(lim.expert_ff) * 2, "moe expert up");
   M.y = static_cast<float*>(alloc(P * size_t(lim.n_embd) * 4, "moe expert outputs"));
+  if (lim.host_experts) M.host = std::make_unique<gpu::HostExperts>(lim, options_.host_threads);
 }
 
 void CudaBackend::release_moe() {
@@ -180,6 +181,12 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
   MoeScratch& M = *moe_;
   check_handoff(x, x_in, "cuda moe_ffn");
   check_handoff(ids, ids_in, "cuda moe_ffn");
+  if (w.gate.device == DeviceKind::CPU) {  // experts in host memory (--cpu-moe)
+    RF_CHECK(M.host, "cuda moe_ffn: experts in host memory, but reserve() was not told (BackendLimits::host_experts)");
+    OpTimer timer(profiler(), profiler() ? str("moe ffn on the host ", dtype_name(w.gate.type), " n", n) : std::string());
+    M.host->run(stream_, capturing_, x, ids, weights, w, p, out);
+    return;
+  }
   // ids' plan handed over by their routing (one token), checked to be the
   // one in the scratch; x's 8-bit quants by its norm, for the gate*up.
   RF_CHECK(ids_in.copy == 0 || (ids_in.copy == M.plan_version && M.plan_ids == ids.data),

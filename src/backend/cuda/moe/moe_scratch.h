@@ -1,11 +1,14 @@
 // The CUDA backend's mixture-of-experts workspace (CudaBackend::MoeScratch),
 // sized by reserve() for one chunk of tokens: the pairs' order, the expert
-// tiles, the gathered activations and the experts' intermediate outputs.
+// tiles, the gathered activations and the experts' intermediate outputs;
+// and the host side of experts kept in host memory (host_experts.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/moe/host_experts.h"
 
 namespace rf {
 
@@ -27,6 +30,8 @@ struct CudaBackend::MoeScratch {
   // the routing's Handoff carries to moe_ffn.
   const void* plan_ids = nullptr;
   uint64_t plan_version = 0;
+  // Layers whose experts are in host memory run them here (null: none is).
+  std::unique_ptr<gpu::HostExperts> host;
 };
 
 }  // namespace rf
