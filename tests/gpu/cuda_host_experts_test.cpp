@@ -212,7 +212,7 @@ TEST(CudaHostExpertsGraph, BadExpertIdIsReportedNotFatal) {
   EXPECT_LT(test::rel_l2(io.get(3, c.d), cpu_reference(s, in, 3, c.d)), 2e-3);
 }
 
-// Whole models: every layer's experts (and only the first layer's) in host
+// Whole models: every layer's experts (and only those up to the first MoE layer) in host
 // memory, a 40-token prefill and decode steps through graphs, against the
 // CPU backend (the bound of CudaModelVsCpu: f16_tolerance).
 class CudaHostExpertModel : public ::testing::TestWithParam<std::string> {};
@@ -228,7 +228,15 @@ TEST_P(CudaHostExpertModel, LogitsMatchCpu) {
   const std::vector<int32_t> prompt = test::clear_routing_prompt(path, cpu, rng, 40, kSteps, 400);
   ASSERT_FALSE(prompt.empty()) << rel << ": no prompt with clear routing";
   const double tolerance = test::f16_tolerance(test::f16_sensitivity(path, prompt, kSteps));
-  for (const int32_t host_layers : {1 << 30, 1}) {
+  const int32_t first_moe = [&] {
+    const ModelConfig cfg = test::ModelRunner(path, cpu).config();
+    int32_t i = 0;
+    while (i < cfg.n_layer && !cfg.is_moe_layer(i)) ++i;
+    return i;
+  }();
+  // Every layer, then the first N layers up to the first with experts
+  // (layers before it are dense: --n-cpu-moe counts layers, as llama.cpp's).
+  for (const int32_t host_layers : {1 << 30, first_moe + 1}) {
     auto gpu = test::make_gpu();
     WeightPlacement placement;
     placement.host_expert_layers = host_layers;
