@@ -80,7 +80,13 @@ void HostExperts::run(void* stream, bool capturing, const Tensor& x, const Tenso
   RF_GPU_CHECK(gpuMemcpyAsync(x_pin_, x.data, size_t(n * d) * 2, gpuMemcpyDeviceToHost, s));
   RF_GPU_CHECK(gpuMemcpyAsync(ids_pin_, ids.data, size_t(n * k) * 4, gpuMemcpyDeviceToHost, s));
   RF_GPU_CHECK(gpuMemcpyAsync(weights_pin_, weights.data, size_t(n * k) * 4, gpuMemcpyDeviceToHost, s));
+#if defined(RF_HIP)
+  // HIP 5.2 has no hipLaunchHostFunc: a stream callback runs the host function.
+  RF_GPU_CHECK(hipStreamAddCallback(
+      s, [](hipStream_t, hipError_t, void* job) { HostExperts::host_fn(job); }, job, 0));
+#else
   RF_GPU_CHECK(gpuLaunchHostFunc(s, &HostExperts::host_fn, job));
+#endif
   RF_GPU_CHECK(gpuMemcpyAsync(out.data, out_pin_, size_t(n * d) * 2, gpuMemcpyHostToDevice, s));
 }
 
