@@ -6,6 +6,7 @@
 // names it — never a silent fallback to another device.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -194,8 +195,12 @@ struct BackendLimits {
   // n_kv_heads are the largest, this the smallest head size (0: head_dim).
   int32_t min_head_dim = 0;
   // Some layer's experts are in host memory (WeightPlacement): the backend
-  // runs their FFNs on the host's cores.
+  // runs their FFNs on the host's cores, or, for batches where copying them
+  // over costs less (GPUs), copies a layer's to its memory and runs them
+  // there: host_expert_bytes is the most one layer's take (weights and
+  // biases, each tensor rounded up to 256 bytes; ExpertWeights::tensors).
   bool host_experts = false;
+  uint64_t host_expert_bytes = 0;
 };
 
 // How router logits become expert probabilities (llama.cpp's
@@ -246,6 +251,17 @@ struct ExpertWeights {
   Tensor gate_bias, up_bias, down_bias;
   int32_t n_expert = 0;
   bool has_biases() const { return gate_bias.data != nullptr; }
+  // Every tensor, biases included (absent ones have no data): for code
+  // that moves or pins them all.
+  std::array<const Tensor*, 6> tensors() const { return {&gate, &up, &down, &gate_bias, &up_bias, &down_bias}; }
+  std::array<Tensor*, 6> tensors() { return {&gate, &up, &down, &gate_bias, &up_bias, &down_bias}; }
+  // What a device copy of the tensors takes, each rounded up to 256 bytes.
+  uint64_t copy_bytes() const {
+    uint64_t n = 0;
+    for (const Tensor* t : tensors())
+      if (t->data) n += (t->bytes() + 255) / 256 * 256;
+    return n;
+  }
   Tensor gate_of(int32_t e) const { return gate.slice_rows(e * (gate.rows() / n_expert), gate.rows() / n_expert); }
   Tensor up_of(int32_t e) const { return up.slice_rows(e * (up.rows() / n_expert), up.rows() / n_expert); }
   Tensor down_of(int32_t e) const { return down.slice_rows(e * (down.rows() / n_expert), down.rows() / n_expert); }
@@ -305,6 +321,13 @@ class Backend {
   // parts, --load-format dummy): the backend notes of it what load_weight
   // notes (GPUs: whether a batch-1 GEMV reads it with 8-bit activations).
   virtual void adopt_weight(const Tensor& w) {}
+  // Host memory the ops will read during steps (weights kept in host
+  // memory: WeightPlacement). GPU backends page-lock it, so copies from it
+  // run at the bus's rate, its pages read in now rather than at the first
+  // steps; it stays locked while the returned handle lives. An empty handle:
+  // nothing was locked (a CPU backend; or the memory cannot be, which is
+  // logged; the ops still read it).
+  virtual std::shared_ptr<const void> pin_host_memory(const void* p, size_t bytes) { return {}; }
   // Upload f32 host data as a small device tensor (norm weights, rope factors).
   virtual Tensor load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) = 0;
 

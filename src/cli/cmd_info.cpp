@@ -2,9 +2,12 @@
 // count and file type of a GGUF file; for a supported model, its experts
 // (mixture-of-experts models), its KV cache groups (model/kv_cache.h) and
 // what a full-context sequence holds (hybrid models: and its recurrent
-// state); with --tp N, whether and how it splits
-// over N tensor-parallel ranks (model/shard.h).
+// state); for mixture-of-experts models what lives where (with --cpu-moe
+// or --n-cpu-moe N, as the loader places it); with --tp N, whether and how
+// it splits over N tensor-parallel ranks (model/shard.h).
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -125,7 +128,41 @@ void print_tensor_parallel(const gguf::File& f, const ModelConfig& c, int32_t n)
   }
 }
 
-void run_info(const std::string& path, bool all_tensors, int32_t tp) {
+// Mixture-of-experts models: what --cpu-moe / --n-cpu-moe N (host_layers)
+// leaves where. The routed experts (ffn_*_exps) of layers below host_layers
+// stay in host memory; everything else goes to the device, with one layer's
+// experts more for the copy that large batches run on.
+void print_placement(const gguf::File& f, const ModelConfig& c, int32_t host_layers) {
+  if (!c.has_experts()) return;
+  uint64_t device = 0, host = 0, experts = 0;
+  std::map<int32_t, uint64_t> layer_host;  // a layer's host-resident bytes
+  for (const auto& t : f.tensors()) {
+    int32_t layer = -1;
+    const bool routed = t.name.find("_exps.") != std::string::npos && std::sscanf(t.name.c_str(), "blk.%d.", &layer) == 1;
+    if (routed) experts += t.n_bytes;
+    if (routed && layer < host_layers) {
+      host += t.n_bytes;
+      layer_host[layer] += t.n_bytes;
+    } else {
+      device += t.n_bytes;
+    }
+  }
+  uint64_t copy = 0;
+  for (const auto& [layer, bytes] : layer_host) copy = std::max(copy, bytes);
+  if (host_layers <= 0) {
+    std::printf("placement:   all %s of weights on the device (experts %s; --cpu-moe or --n-cpu-moe N keeps "
+                "some layers' in host memory)\n",
+                human_bytes(double(device)).c_str(), human_bytes(double(experts)).c_str());
+    return;
+  }
+  std::printf("placement:   experts of %zu layer%s in host memory (%s, page-locked); on the device %s of weights "
+              "and %s for one layer's experts, copied over for large batches\n",
+              layer_host.size(), layer_host.size() == 1 ? "" : "s", human_bytes(double(host)).c_str(),
+              human_bytes(double(device)).c_str(),
+              human_bytes(double(copy)).c_str());
+}
+
+void run_info(const std::string& path, bool all_tensors, int32_t tp, int32_t host_layers) {
   auto f = gguf::File::open(path);
   std::printf("file:        %s\n", path.c_str());
   std::printf("gguf:        version %u, alignment %u, data at byte %llu, %s\n", f->version(), f->alignment(),
@@ -145,6 +182,7 @@ void run_info(const std::string& path, bool all_tensors, int32_t tp) {
     print_experts(*config);
     print_kv(*config);
     print_state(*config);
+    print_placement(*f, *config, host_layers);
     if (tp > 1) print_tensor_parallel(*f, *config, tp);
   }
   uint64_t params = 0, bytes = 0;
@@ -184,7 +222,13 @@ void add_info_command(CLI::App& app) {
   cmd->add_flag("--all", *all, "List every tensor");
   cmd->add_option("--tensor-parallel-size,--tp", *tp, "Also say how the model splits over this many ranks")
       ->check(CLI::Range(1, 64));
-  cmd->callback([path, all, tp] { run_info(*path, *all, *tp); });
+  auto cpu_moe = std::make_shared<bool>(false);
+  auto n_cpu_moe = std::make_shared<int32_t>(0);
+  cmd->add_flag("--cpu-moe", *cpu_moe, "Say what lives where with every layer's experts in host memory");
+  cmd->add_option("--n-cpu-moe", *n_cpu_moe, "As --cpu-moe, the first N layers' experts")->check(CLI::NonNegativeNumber);
+  cmd->callback([path, all, tp, cpu_moe, n_cpu_moe] {
+    run_info(*path, *all, *tp, *cpu_moe ? std::numeric_limits<int32_t>::max() : *n_cpu_moe);
+  });
 }
 
 RF_REGISTER_COMMAND(20, add_info_command);

@@ -67,6 +67,19 @@ std::unique_ptr<Model> Model::load_file(std::unique_ptr<gguf::File> file, std::s
     m->shards_.push_back(std::move(s));
   }
   if (bar) bar->finish();
+  // Host-resident experts page-locked (copies at the bus's rate; their
+  // pages read in now, not at the first steps).
+  for (int32_t r = 0; r < n; ++r) {
+    ModelWeights& w = m->shards_[size_t(r)].weights;
+    if (w.host_expert_layers == 0) continue;
+    std::unique_ptr<Progress> pin_bar;
+    if (progress) pin_bar = std::make_unique<Progress>("page-locking host experts", double(w.host_expert_bytes) / 1e6, "MB");
+    const uint64_t locked = w.pin_host_experts(*ranks[size_t(r)], [&](uint64_t done, uint64_t total) {
+      if (pin_bar) pin_bar->update(double(done) * double(w.host_expert_bytes) / double(total) / 1e6);
+    });
+    if (pin_bar) pin_bar->finish();
+    log_info("host experts: ", locked >> 20, " MiB page-locked");
+  }
   // The whole config points at rank 0's factors (what single-rank users read).
   m->config_.rope.freq_factors = m->shards_[0].config.rope.freq_factors;
   m->config_.rope_swa.freq_factors = m->shards_[0].config.rope_swa.freq_factors;

@@ -65,7 +65,8 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
                             &l.ple_embd, &l.ple_gate, &l.ple_proj, &l.wq_b, &l.wkv_a, &l.w_kb, &l.w_vb})
       limits_.max_weight_elems = std::max(limits_.max_weight_elems, elems(*t));
     if (l.experts.n_expert > 0 && l.experts.gate.device != backend.device()) {
-      limits_.host_experts = true;  // (their matmuls run on the host, not through this backend's scratch)
+      limits_.host_experts = true;  // (their matmuls run on the host, or on the backend's copy of them)
+      limits_.host_expert_bytes = std::max(limits_.host_expert_bytes, l.experts.copy_bytes());
     } else if (l.experts.n_expert > 0) {
       for (const Tensor& t : {l.experts.gate_of(0), l.experts.up_of(0), l.experts.down_of(0)})
         limits_.max_weight_elems = std::max(limits_.max_weight_elems, elems(t));

@@ -6,7 +6,10 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <unistd.h>
+
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -263,6 +266,33 @@ double ModelWeights::bytes_read_per_step(int32_t seqs, int32_t n_used, int32_t n
   if (expert_bytes == 0 || n_expert <= 0) return double(bytes);
   const double chosen = 1.0 - std::pow(1.0 - double(n_used) / n_expert, std::max(seqs, 1));
   return double(bytes - expert_bytes) + chosen * double(expert_bytes);
+}
+
+uint64_t ModelWeights::pin_host_experts(Backend& backend, const std::function<void(uint64_t, uint64_t)>& progress) {
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [begin, end), whole pages
+  for (int32_t i = 0; i < host_expert_layers; ++i)
+    for (const Tensor* t : layers[size_t(i)].experts.tensors())
+      if (t->data) {
+        const uintptr_t b = reinterpret_cast<uintptr_t>(t->data);
+        ranges.push_back({b / page * page, (b + t->bytes() + page - 1) / page * page});
+      }
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<uintptr_t, uintptr_t>> merged;
+  for (const auto& r : ranges) {
+    if (!merged.empty() && r.first <= merged.back().second) merged.back().second = std::max(merged.back().second, r.second);
+    else merged.push_back(r);
+  }
+  uint64_t total = 0, done = 0;
+  for (const auto& r : merged) total += r.second - r.first;
+  for (const auto& r : merged) {
+    auto pin = backend.pin_host_memory(reinterpret_cast<const void*>(r.first), r.second - r.first);
+    if (!pin) break;
+    host_pins.push_back(std::move(pin));
+    done += r.second - r.first;
+    if (progress) progress(done, total);
+  }
+  return done;
 }
 
 }  // namespace rf

@@ -136,6 +136,16 @@ struct ModelWeights {
   // a CPU backend's allocations, freed with it.
   std::shared_ptr<Backend> host_store;
   std::vector<std::vector<uint8_t>> host_expert_parts;
+  // The host-resident experts' memory page-locked by the backend
+  // (pin_host_experts); released before the memory itself.
+  std::vector<std::shared_ptr<const void>> host_pins;
+
+  // Page-locks the host-resident experts' memory through `backend`
+  // (Backend::pin_host_memory): their tensors' whole pages, adjacent ranges
+  // merged, one range at a time with progress(done_bytes, total_bytes).
+  // Stops at the first range the backend cannot lock. Returns the bytes
+  // locked.
+  uint64_t pin_host_experts(Backend& backend, const std::function<void(uint64_t, uint64_t)>& progress = nullptr);
 
   // Loads the whole model, or with shard.split() rank shard.rank's part of
   // it (model/shard.h): `c` is the whole model's configuration.

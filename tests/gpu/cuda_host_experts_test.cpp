@@ -6,9 +6,16 @@
 // calls of another size in between; an expert id out of range reported by
 // the next synchronize, not a crash; whole models with every layer's or the
 // first layer's experts on the host against the CPU backend, their decode
-// steps through captured graphs.
+// steps through captured graphs. Batches large enough copy the layer's
+// experts to the device: bit for bit the device-resident experts' result.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "backend/cpu/cpu_qdot.h"
@@ -184,6 +191,76 @@ TEST(CudaHostExpertsGraph, ReplaysReadNewInputs) {
     EXPECT_LT(test::rel_l2(eager.get(9 + rep, c.d), cpu_reference(s, other, 9 + rep, c.d)), 2e-3) << "eager " << rep;
   }
   gpu->clear_graphs();
+}
+
+// Batches of Tuning::host_experts_upload_tokens tokens and more, outside
+// graphs, copy the layer's experts to the device and run the device's
+// kernels: bit for bit what the same experts loaded onto the device give.
+// Smaller batches, and graphs, stay on the host (the CPU's bound). The
+// experts' memory page-locked (Backend::pin_host_memory) changes nothing.
+TEST(CudaHostExpertsCopied, LargeBatchesRunOnTheDeviceCopy) {
+  RF_REQUIRE_GPU();
+  for (const HostCase& c : {HostCase{DType::Q4_K, DType::Q6_K, 16, 4, 512, 256},
+                            HostCase{DType::MXFP4, DType::MXFP4, 32, 4, 2880, 256, true}}) {
+    std::mt19937 rng(47);
+    auto gpu = test::make_gpu();
+    const HostExpertSet s = make_host_experts(c, rng);
+    BackendLimits lim = host_limits(128, c);
+    lim.host_expert_bytes = s.w.copy_bytes();
+    gpu->reserve(lim);
+    std::vector<std::shared_ptr<const void>> pins;
+    for (const Tensor* t : s.w.tensors())
+      if (t->data) pins.push_back(gpu->pin_host_memory(t->data, t->bytes()));
+    for (const auto& pin : pins) EXPECT_TRUE(pin) << "page-locking a test buffer failed";
+    ExpertWeights on_device = s.w;
+    for (Tensor* t : on_device.tensors())
+      if (t->data) *t = gpu->load_weight(*t, "expert tensor");
+    DeviceIo io(*gpu, 128, c);
+    const int upload = gpu->tuning().host_experts_upload_tokens;
+    ASSERT_GT(upload, 1);
+    for (const int n : {upload - 1, upload, 128}) {
+      const Inputs in = make_inputs(n, c, s.p, rng);
+      io.put(in);
+      io.run(*gpu, s, n, c.d);
+      const auto from_host = io.get(n, c.d);
+      if (n < upload) {
+        EXPECT_LT(test::rel_l2(from_host, cpu_reference(s, in, n, c.d)), 2e-3) << n << " tokens";
+        continue;
+      }
+      HostExpertSet d = s;
+      d.w = on_device;
+      io.run(*gpu, d, n, c.d);
+      EXPECT_EQ(from_host, io.get(n, c.d)) << dtype_name(c.gate_type) << ", " << n << " tokens";
+      // Recorded into a graph, the same batch runs on the host.
+      gpu->run_graph(9, [&] { io.run(*gpu, s, n, c.d); });
+      EXPECT_LT(test::rel_l2(io.get(n, c.d), cpu_reference(s, in, n, c.d)), 2e-3) << n << " tokens, graph";
+      gpu->clear_graphs();
+    }
+  }
+}
+
+// Read-only mapped memory (a model file's pages) page-locks.
+TEST(CudaHostExpertsCopied, PinsReadOnlyMappedMemory) {
+  RF_REQUIRE_GPU();
+  auto gpu = test::make_gpu();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("rf_pin_" + std::to_string(getpid()) + ".bin")).string();
+  std::ofstream(path, std::ios::binary) << std::string(3 << 20, 'x');
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  void* m = ::mmap(nullptr, 3 << 20, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  std::filesystem::remove(path);
+  ASSERT_NE(m, MAP_FAILED);
+  {
+    const auto pin = gpu->pin_host_memory(m, 3 << 20);
+    EXPECT_TRUE(pin);
+    void* dst = gpu->alloc(3 << 20, "copy");
+    gpu->copy_to_device(dst, m, 3 << 20);
+    EXPECT_EQ(test::download<uint8_t>(*gpu, dst, 16), std::vector<uint8_t>(16, uint8_t('x')));
+    gpu->free(dst);
+  }
+  ::munmap(m, 3 << 20);
 }
 
 // An expert id out of range fails the call the host function runs; the

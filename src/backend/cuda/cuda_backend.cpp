@@ -193,8 +193,7 @@ void CudaBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
 void CudaBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
   bind();
   RF_GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToHost, as_stream(stream_)));
-  RF_GPU_CHECK(gpuStreamSynchronize(as_stream(stream_)));
-  check_host_experts();
+  wait_stream();
 }
 
 size_t CudaBackend::free_memory() const {
@@ -228,6 +227,21 @@ void CudaBackend::adopt_weight(const Tensor& w) {
   if (gemv_quantizes_activations(w.type, 1, k) || expert_down_quantizes_activations(w.type, k, 1)) q8_readers_ = true;
 }
 
+std::shared_ptr<const void> CudaBackend::pin_host_memory(const void* p, size_t bytes) {
+  bind();
+  // Read-only: the model file is mapped read-only (registering its pages
+  // for writing would fail, or copy them).
+  void* q = const_cast<void*>(p);
+  const gpuError_t e = gpuHostRegister(q, bytes, gpuHostRegisterPortable | gpuHostRegisterReadOnly);
+  if (e != gpuSuccess) {
+    (void)gpuGetLastError();  // (clears it)
+    log_warn(name_, ": could not page-lock ", bytes >> 20, " MiB of host memory (", gpuGetErrorString(e),
+             "); copies from it run at pageable-memory speed");
+    return {};
+  }
+  return std::shared_ptr<const void>(p, [](const void* r) { (void)gpuHostUnregister(const_cast<void*>(r)); });
+}
+
 Tensor CudaBackend::load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) {
   bind();
   Tensor t = make_tensor(alloc(size_t(cols * rows) * 4, name), DType::F32, cols, rows, DeviceKind::CUDA);
@@ -235,13 +249,11 @@ Tensor CudaBackend::load_f32(const float* host, int64_t cols, int64_t rows, cons
   return t;
 }
 
-void CudaBackend::synchronize() {
-  RF_GPU_CHECK(gpuStreamSynchronize(as_stream(stream_)));
-  check_host_experts();
-}
+void CudaBackend::synchronize() { wait_stream(); }
 
-void CudaBackend::check_host_experts() {
-  if (moe_ && moe_->host) moe_->host->check();
+void CudaBackend::wait_stream() {
+  if (moe_ && moe_->host) moe_->host->wait(stream_);
+  else RF_GPU_CHECK(gpuStreamSynchronize(as_stream(stream_)));
 }
 
 void CudaBackend::bind() const { RF_GPU_CHECK(gpuSetDevice(options_.device)); }

@@ -51,6 +51,7 @@ class CudaBackend final : public Backend {
   size_t total_memory() const override;
   Tensor load_weight(const Tensor& host, const std::string& name) override;
   void adopt_weight(const Tensor& w) override;
+  std::shared_ptr<const void> pin_host_memory(const void* p, size_t bytes) override;
   Tensor load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) override;
   void reserve(const BackendLimits& limits) override;
 
@@ -166,8 +167,12 @@ class CudaBackend final : public Backend {
   // sampling kernels (sample(), and sample_vocab_parallel()'s first phase).
   void upload_sample_rows(std::span<const SampleRow> rows, std::span<const PenaltyToken> penalties);
   void reserve_moe(const BackendLimits& limits);
-  // Throws what a host-memory expert FFN met (moe/host_experts.h), if any.
-  void check_host_experts();
+  // Host-memory experts copied into the MoE scratch's host_copy (stream
+  // order): the same experts as device tensors.
+  ExpertWeights copy_host_experts(const ExpertWeights& w);
+  // Waits for the stream; with experts in host memory without spinning (the
+  // pool needs the cores) and then throws what their FFNs met, if any.
+  void wait_stream();
   Handoff planned(const Tensor& ids);  // a one-token routing wrote ids' plan: its Handoff
   void release_moe();
   int attention_splits(const StepMeta& m) const;

@@ -59,6 +59,9 @@
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamSynchronize hipStreamSynchronize
 #define gpuEventCreate hipEventCreate
+#define gpuEventCreateWithFlags hipEventCreateWithFlags
+#define gpuEventBlockingSync hipEventBlockingSync
+#define gpuEventDisableTiming hipEventDisableTiming
 #define gpuEventDestroy hipEventDestroy
 #define gpuEventRecord hipEventRecord
 #define gpuEventSynchronize hipEventSynchronize
@@ -69,6 +72,11 @@
 #define gpuLaunchHostFunc hipLaunchHostFunc
 #define gpuHostAllocMapped hipHostMallocMapped
 #define gpuHostAllocPortable hipHostMallocPortable
+#define gpuHostRegister hipHostRegister
+#define gpuHostUnregister hipHostUnregister
+#define gpuHostRegisterPortable hipHostRegisterPortable
+// (HIP 5.2 has no read-only registration: read-only pages may be refused.)
+#define gpuHostRegisterReadOnly 0
 #define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
 #define gpuDeviceEnablePeerAccess hipDeviceEnablePeerAccess
 #define gpuErrorPeerAccessAlreadyEnabled hipErrorPeerAccessAlreadyEnabled
@@ -123,6 +131,9 @@
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamSynchronize cudaStreamSynchronize
 #define gpuEventCreate cudaEventCreate
+#define gpuEventCreateWithFlags cudaEventCreateWithFlags
+#define gpuEventBlockingSync cudaEventBlockingSync
+#define gpuEventDisableTiming cudaEventDisableTiming
 #define gpuEventDestroy cudaEventDestroy
 #define gpuEventRecord cudaEventRecord
 #define gpuEventSynchronize cudaEventSynchronize
@@ -133,6 +144,10 @@
 #define gpuLaunchHostFunc cudaLaunchHostFunc
 #define gpuHostAllocMapped cudaHostAllocMapped
 #define gpuHostAllocPortable cudaHostAllocPortable
+#define gpuHostRegister cudaHostRegister
+#define gpuHostUnregister cudaHostUnregister
+#define gpuHostRegisterPortable cudaHostRegisterPortable
+#define gpuHostRegisterReadOnly cudaHostRegisterReadOnly
 #define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer
 #define gpuDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
 #define gpuErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled

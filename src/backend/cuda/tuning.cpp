@@ -44,6 +44,7 @@ Tuning hopper() {
   t.wgmma_split_cost = 2;
   t.wgmma_narrow = true;
   t.moe_mma_rows = 0;  // tensor cores for every MoE batch of more than one token
+  t.host_experts_upload_tokens = 32;
   t.fp8_gemm_min_rows = 9;
   t.prefill_mma = true;
   t.prefill_tile_partials = 64;

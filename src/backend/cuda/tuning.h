@@ -84,6 +84,10 @@ struct Tuning {
   int wgmma_split_cost = 0;
   bool wgmma_narrow = false;
   int moe_mma_rows = 0;
+  // Experts in host memory (--cpu-moe): batches of at least this many
+  // tokens copy a layer's experts to the device and run them there, outside
+  // graphs (0: always on the host's cores).
+  int host_experts_upload_tokens = 0;
   // FP8 weights: batches of at least this many rows (and more than the
   // GEMV's 8) on FP8 tensor cores, activations quantized to e4m3 (0: f16
   // activations always).

@@ -81,7 +81,13 @@ void CudaBackend::reserve_moe(const BackendLimits& lim) {
   M.h = alloc(P * size_t(lim.expert_ff) * 2, "moe expert hidden");
   M.u = alloc(P * size_t(lim.expert_ff) * 2, "moe expert up");
   M.y = static_cast<float*>(alloc(P * size_t(lim.n_embd) * 4, "moe expert outputs"));
-  if (lim.host_experts) M.host = std::make_unique<gpu::HostExperts>(lim, options_.host_threads);
+  if (lim.host_experts) {
+    M.host = std::make_unique<gpu::HostExperts>(lim, options_.host_threads);
+    if (tuning_.host_experts_upload_tokens > 0 && lim.host_expert_bytes > 0) {
+      M.host_copy_bytes = lim.host_expert_bytes;
+      M.host_copy = alloc(M.host_copy_bytes, "one layer's host experts, copied for large batches");
+    }
+  }
 }
 
 void CudaBackend::release_moe() {
@@ -90,8 +96,8 @@ void CudaBackend::release_moe() {
   for (void* p : {static_cast<void*>(M.order), static_cast<void*>(M.pos_of), static_cast<void*>(M.tiles_gemv),
                   static_cast<void*>(M.tiles_mma), static_cast<void*>(M.n_tiles),
                   static_cast<void*>(M.router_ticket), M.xs, M.h, M.u,
-                  static_cast<void*>(M.y)})
-    free(p);
+                  static_cast<void*>(M.y), M.host_copy})
+    if (p) free(p);
   moe_.reset();
 }
 
@@ -151,6 +157,24 @@ Handoff CudaBackend::moe_router_route(const Tensor& x, const Tensor& w_router, c
   return tuning_.fusions.moe_route_plan ? planned(ids) : Handoff{};
 }
 
+ExpertWeights CudaBackend::copy_host_experts(const ExpertWeights& w) {
+  MoeScratch& M = *moe_;
+  RF_CHECK(w.copy_bytes() <= M.host_copy_bytes, "cuda moe_ffn: host experts of ", w.copy_bytes(),
+           " bytes, beyond the ", M.host_copy_bytes, " reserve() was told (BackendLimits::host_expert_bytes)");
+  OpTimer timer(profiler(), profiler() ? str("host experts to the device ", w.copy_bytes() >> 20, " MiB") : std::string());
+  ExpertWeights d = w;
+  uint64_t at = 0;
+  for (Tensor* t : d.tensors()) {
+    if (!t->data) continue;
+    void* dst = static_cast<uint8_t*>(M.host_copy) + at;
+    RF_GPU_CHECK(gpuMemcpyAsync(dst, t->data, t->bytes(), gpuMemcpyHostToDevice, as_stream(stream_)));
+    t->data = dst;
+    t->device = DeviceKind::CUDA;
+    at += (t->bytes() + 255) / 256 * 256;
+  }
+  return d;
+}
+
 void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weights, const ExpertWeights& w,
                           const MoeParams& p, Tensor& out, const Handoff& x_in, const Handoff& ids_in) {
   const int n = int(x.rows()), d = int(x.cols()), k = p.n_used, E = p.n_expert, ff = p.n_ff;
@@ -183,6 +207,13 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
   check_handoff(ids, ids_in, "cuda moe_ffn");
   if (w.gate.device == DeviceKind::CPU) {  // experts in host memory (--cpu-moe)
     RF_CHECK(M.host, "cuda moe_ffn: experts in host memory, but reserve() was not told (BackendLimits::host_experts)");
+    // Large batches outside graphs: the layer's experts copied over (bus
+    // time, once a step) cost less than the host's cores take for them.
+    if (M.host_copy && !capturing_ && n >= tuning_.host_experts_upload_tokens) {
+      const ExpertWeights copied = copy_host_experts(w);
+      moe_ffn(x, ids, weights, copied, p, out, x_in, ids_in);
+      return;
+    }
     OpTimer timer(profiler(), profiler() ? str("moe ffn on the host ", dtype_name(w.gate.type), " n", n) : std::string());
     M.host->run(stream_, capturing_, x, ids, weights, w, p, out);
     return;

@@ -26,12 +26,22 @@ HostExperts::HostExperts(const BackendLimits& lim, size_t n_threads)
   RF_GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&out_pin_), rows * d * 2, gpuHostAllocDefault));
   x_f32_.resize(rows * d);
   out_f32_.resize(rows * d);
+  gpuEvent_t e = nullptr;
+  RF_GPU_CHECK(gpuEventCreateWithFlags(&e, gpuEventBlockingSync | gpuEventDisableTiming));
+  done_event_ = e;
 }
 
 HostExperts::~HostExperts() {
   for (void* p : {static_cast<void*>(x_pin_), static_cast<void*>(ids_pin_), static_cast<void*>(weights_pin_),
                   static_cast<void*>(out_pin_)})
     if (p) (void)gpuFreeHost(p);
+  if (done_event_) (void)gpuEventDestroy(static_cast<gpuEvent_t>(done_event_));
+}
+
+void HostExperts::wait(void* stream) {
+  RF_GPU_CHECK(gpuEventRecord(static_cast<gpuEvent_t>(done_event_), static_cast<gpuStream_t>(stream)));
+  RF_GPU_CHECK(gpuEventSynchronize(static_cast<gpuEvent_t>(done_event_)));
+  check();
 }
 
 void HostExperts::check() {

@@ -48,6 +48,10 @@ class HostExperts {
   // weights f32 on the device). `capturing`: the stream is recording a graph.
   void run(void* stream, bool capturing, const Tensor& x, const Tensor& ids, const Tensor& weights,
            const ExpertWeights& w, const MoeParams& p, Tensor& out);
+  // Waits for `stream` without spinning (a blocking-sync event): the
+  // waiting thread leaves its core to the pool, whose threads would
+  // otherwise share the cores with it. Then check().
+  void wait(void* stream);
   // Throws the first error a host function met since the last check.
   void check();
   size_t threads() const { return pool_.size(); }
@@ -72,6 +76,7 @@ class HostExperts {
   int32_t* ids_pin_ = nullptr;
   float* weights_pin_ = nullptr;
   uint16_t* out_pin_ = nullptr;
+  void* done_event_ = nullptr;  // gpuEvent_t, blocking sync
   std::vector<float> x_f32_, out_f32_;  // the CPU's f32 rows
   std::map<const void*, std::unique_ptr<Job>> eager_jobs_;                    // by the layer's gate weights
   std::map<std::pair<const void*, int64_t>, std::unique_ptr<Job>> graph_jobs_;  // by layer and token count

@@ -1,7 +1,8 @@
 // The CUDA backend's mixture-of-experts workspace (CudaBackend::MoeScratch),
 // sized by reserve() for one chunk of tokens: the pairs' order, the expert
 // tiles, the gathered activations and the experts' intermediate outputs;
-// and the host side of experts kept in host memory (host_experts.h).
+// and, for experts kept in host memory, the host side (host_experts.h) and
+// the device copy large batches run on.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +31,13 @@ struct CudaBackend::MoeScratch {
   // the routing's Handoff carries to moe_ffn.
   const void* plan_ids = nullptr;
   uint64_t plan_version = 0;
-  // Layers whose experts are in host memory run them here (null: none is).
+  // Layers whose experts are in host memory run them here (null: none is),
+  // or, for batches of Tuning::host_experts_upload_tokens tokens and more,
+  // copy them into host_copy first (BackendLimits::host_expert_bytes) and
+  // run them on the device.
   std::unique_ptr<gpu::HostExperts> host;
+  void* host_copy = nullptr;
+  uint64_t host_copy_bytes = 0;
 };
 
 }  // namespace rf
