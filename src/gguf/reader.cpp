@@ -153,7 +153,10 @@ std::unique_ptr<File> File::open(const std::string& path) {
     ::close(fd);
     fail("gguf: '", path, "' is empty");
   }
-  void* m = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  // Shared, read-only: the same pages as a private mapping that is never
+  // written, and ones a GPU backend can page-lock (Backend::pin_host_memory;
+  // registering a private file mapping's pages never returns on CUDA 13).
+  void* m = ::mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, fd, 0);
   const int e = errno;
   ::close(fd);
   if (m == MAP_FAILED) fail("cannot mmap '", path, "': ", std::strerror(e));

@@ -10,12 +10,6 @@
 // experts to the device: bit for bit the device-resident experts' result.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 #include <random>
 
 #include "backend/cpu/cpu_qdot.h"
@@ -23,6 +17,7 @@
 #include "gpu/f16_sensitivity.h"
 #include "gpu/gpu_test_util.h"
 #include "gpu/routing_margin.h"
+#include "gguf/reader.h"
 #include "model/runner.h"
 
 namespace rf {
@@ -239,28 +234,23 @@ TEST(CudaHostExpertsCopied, LargeBatchesRunOnTheDeviceCopy) {
   }
 }
 
-// Read-only mapped memory (a model file's pages) page-locks.
-TEST(CudaHostExpertsCopied, PinsReadOnlyMappedMemory) {
+// A model file's mapped pages (gguf::File, read-only) page-lock, and
+// copies from them carry the file's bytes.
+TEST(CudaHostExpertsCopied, PinsAModelFilesPages) {
   RF_REQUIRE_GPU();
+  RF_REQUIRE_TESTDATA("arch/tiny-qwen3moe.gguf");
   auto gpu = test::make_gpu();
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("rf_pin_" + std::to_string(getpid()) + ".bin")).string();
-  std::ofstream(path, std::ios::binary) << std::string(3 << 20, 'x');
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0);
-  void* m = ::mmap(nullptr, 3 << 20, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  std::filesystem::remove(path);
-  ASSERT_NE(m, MAP_FAILED);
-  {
-    const auto pin = gpu->pin_host_memory(m, 3 << 20);
-    EXPECT_TRUE(pin);
-    void* dst = gpu->alloc(3 << 20, "copy");
-    gpu->copy_to_device(dst, m, 3 << 20);
-    EXPECT_EQ(test::download<uint8_t>(*gpu, dst, 16), std::vector<uint8_t>(16, uint8_t('x')));
-    gpu->free(dst);
-  }
-  ::munmap(m, 3 << 20);
+  const auto file = gguf::File::open(test::testdata_path("arch/tiny-qwen3moe.gguf"));
+  const gguf::TensorInfo* t = file->find_tensor("blk.0.ffn_up_exps.weight");
+  ASSERT_NE(t, nullptr);
+  const uint8_t* data = file->tensor_data(*t);
+  const std::vector<uint8_t> want(data, data + t->n_bytes);
+  const auto pin = gpu->pin_host_memory(data, t->n_bytes);
+  EXPECT_TRUE(pin);
+  void* dst = gpu->alloc(t->n_bytes, "copy");
+  gpu->copy_to_device(dst, data, t->n_bytes);
+  EXPECT_EQ(test::download<uint8_t>(*gpu, dst, t->n_bytes), want);
+  gpu->free(dst);
 }
 
 // An expert id out of range fails the call the host function runs; the
