@@ -1,9 +1,11 @@
 // GGUF encoding.
 #include "gguf/writer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "core/error.h"
 
@@ -163,21 +165,40 @@ void Writer::write(const std::string& path, const std::function<void(size_t, siz
   const std::vector<uint8_t> header = header_bytes(&offsets);
   FILE* f = std::fopen(path.c_str(), "wb");
   RF_CHECK(f, "cannot create '", path, "'");
-  auto write_all = [&](const void* p, size_t n) {
-    if (n && std::fwrite(p, 1, n, f) != n) {
-      std::fclose(f);
-      fail("write to '", path, "' failed (disk full?)");
-    }
+  const auto write_all = [f](const void* p, size_t n) { return n == 0 || std::fwrite(p, 1, n, f) == n; };
+  // Tensor i is filled (its fill may use every core) while a thread writes
+  // tensor i - 1 from the other buffer.
+  std::vector<uint8_t> bufs[2];
+  std::thread writer;
+  const bool header_ok = write_all(header.data(), header.size());
+  bool wrote = header_ok;
+  const auto join = [&](size_t done) {
+    if (!writer.joinable()) return;
+    writer.join();
+    if (progress && wrote) progress(done, tensors_.size());
   };
-  write_all(header.data(), header.size());
-  std::vector<uint8_t> buf;
-  for (size_t i = 0; i < tensors_.size(); ++i) {
-    const auto& t = tensors_[i];
-    const size_t padded = (t.n_bytes + alignment_ - 1) / alignment_ * alignment_;
-    buf.assign(padded, 0);
-    t.fill(buf.data());
-    write_all(buf.data(), padded);
-    if (progress) progress(i + 1, tensors_.size());
+  try {
+    // (wrote is read only while no writer runs: after each join)
+    for (size_t i = 0; i < tensors_.size() && header_ok; ++i) {
+      const auto& t = tensors_[i];
+      const size_t padded = (t.n_bytes + alignment_ - 1) / alignment_ * alignment_;
+      std::vector<uint8_t>& buf = bufs[i % 2];
+      buf.resize(padded);
+      t.fill(buf.data());
+      std::fill(buf.begin() + std::ptrdiff_t(t.n_bytes), buf.end(), uint8_t(0));
+      join(i);
+      if (!wrote) break;
+      writer = std::thread([&, padded, data = buf.data()] { wrote = write_all(data, padded); });
+    }
+  } catch (...) {
+    if (writer.joinable()) writer.join();
+    std::fclose(f);
+    throw;
+  }
+  join(tensors_.size());
+  if (!wrote) {
+    std::fclose(f);
+    fail("write to '", path, "' failed (disk full?)");
   }
   RF_CHECK(std::fclose(f) == 0, "closing '", path, "' failed");
 }
