@@ -314,8 +314,8 @@ class Backend {
   virtual size_t free_memory() const = 0;
   virtual size_t total_memory() const { return 0; }
   virtual size_t allocated_bytes() const { return 0; }  // by this backend, so far
-  // Makes a weight tensor usable by the ops. The CPU backend returns a view
-  // of `host` (no copy: mmapped file data); GPU backends copy it over.
+  // Makes a weight tensor usable by the ops: a copy of `host` (mapped file
+  // data) in the backend's memory (the CPU's: in transparent huge pages).
   virtual Tensor load_weight(const Tensor& host, const std::string& name) = 0;
   // A weight the loader wrote into this backend's memory itself (packed
   // parts, --load-format dummy): the backend notes of it what load_weight

@@ -42,8 +42,8 @@ ModelWeights ModelWeights::load(const gguf::File& f, const ModelConfig& full, Ba
   Loader L{f, backend, shard, w.host_parts, progress, 0, 0, 0, {}, {}};
   for (const auto& t : f.tensors()) L.total += t.n_bytes;
   // The host-resident experts' loader: onto a CPU backend of one thread,
-  // whose weights are views of the mapped file and whose other tensors are
-  // its own host allocations.
+  // whose weights are its copies of the mapped file's tensors (huge pages)
+  // and whose other tensors are its own host allocations.
   const int32_t host_layers =
       backend.device() == DeviceKind::CPU ? 0 : std::clamp(placement.host_expert_layers, 0, full.n_layer);
   std::unique_ptr<Loader> H;

@@ -95,8 +95,8 @@ struct MtpWeights {
 
 // Where weights live beside the backend's memory: the routed experts
 // (ffn_{gate,up,down}_exps and their biases) of the first
-// host_expert_layers layers stay in host memory, read in place from the
-// mapped file, and the backend runs their FFNs on the host's cores
+// host_expert_layers layers stay in host memory (a CPU backend's copy of
+// them), and the backend runs their FFNs on the host's cores
 // (--cpu-moe, --n-cpu-moe N). Only GPU backends take it; a CPU backend
 // holds everything in host memory anyway.
 struct WeightPlacement {
@@ -131,7 +131,7 @@ struct ModelWeights {
   // are not contiguous in the file (column slices); kept while the backend
   // reads weights in place (the CPU's), else freed once loaded.
   std::vector<std::vector<uint8_t>> host_parts;
-  // Host memory of the host-resident experts' tensors that are not views of
+  // Host memory of the host-resident experts' tensors that are not copies of
   // the mapped file (biases as f32, dummy weights, fused gate/up split):
   // a CPU backend's allocations, freed with it.
   std::shared_ptr<Backend> host_store;

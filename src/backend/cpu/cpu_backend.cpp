@@ -3,6 +3,7 @@
 // ops and sampling live in their own files.
 #include "backend/cpu/cpu_backend.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@ CpuBackend::CpuBackend(size_t n_threads, CpuMatmul matmul)
 
 CpuBackend::~CpuBackend() {
   for (void* p : allocations_) std::free(p);
+  for (void* p : weight_chunks_) std::free(p);
 }
 
 std::string CpuBackend::name() const {
@@ -62,7 +64,28 @@ size_t CpuBackend::free_memory() const {
   return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
 }
 
-Tensor CpuBackend::load_weight(const Tensor& host, const std::string&) { return host; }
+Tensor CpuBackend::load_weight(const Tensor& host, const std::string& name) {
+  // Chunks of at least kChunk bytes, 2 MiB-aligned and marked for huge
+  // pages; a weight that does not fit the current chunk's rest starts a new
+  // one (the rest is never touched, so never resident).
+  constexpr size_t kHuge = size_t(2) << 20, kChunk = size_t(256) << 20;
+  const size_t bytes = host.bytes(), need = (bytes + 63) / 64 * 64;
+  std::lock_guard<std::mutex> lock(alloc_mu_);
+  if (weight_next_ == nullptr || size_t(weight_end_ - weight_next_) < need) {
+    const size_t size = std::max(kChunk, (need + kHuge - 1) / kHuge * kHuge);
+    void* chunk = std::aligned_alloc(kHuge, size);
+    RF_CHECK(chunk, "cpu: cannot allocate ", size, " bytes for weights (", name, ")");
+    (void)madvise(chunk, size, MADV_HUGEPAGE);  // (a hint: without it, 4 KiB pages)
+    weight_chunks_.push_back(chunk);
+    weight_next_ = static_cast<uint8_t*>(chunk);
+    weight_end_ = weight_next_ + size;
+  }
+  Tensor t = host;
+  t.data = weight_next_;
+  weight_next_ += need;
+  std::memcpy(t.data, host.data, bytes);
+  return t;
+}
 
 Tensor CpuBackend::load_f32(const float* host, int64_t cols, int64_t rows, const std::string& name) {
   auto* p = static_cast<float*>(alloc(size_t(cols * rows) * 4, name));
