@@ -63,8 +63,9 @@ void expect_packed_equals_unpacked(const std::string& rel, int32_t n_ranks, std:
   Ranks plain(n_ranks, false), packing(n_ranks, true);
   auto a = Model::load(path, plain.backends, false);
   auto b = Model::load(path, packing.backends, false);
-  if (all_packed)
+  if (all_packed) {
     for (int32_t r = 0; r < n_ranks; ++r) EXPECT_EQ(packed(b->rank_weights(r)), *all_packed) << rel << " rank " << r;
+  }
   EXPECT_EQ(first_logits(*a, plain), first_logits(*b, packing)) << rel << " at " << n_ranks << " ranks";
 }
 
@@ -87,9 +88,10 @@ TEST(PackedQkv, MixedFormatsLoadApart) {
     // Same formats: packed, one after another. (Mixed ones load apart, each
     // by load_weight, whose CPU copies may also lie end to end: nothing to
     // tell apart by address; the logits below compare them with unpacked.)
-    if (same)
+    if (same) {
       EXPECT_TRUE(static_cast<const uint8_t*>(l.wq.data) + l.wq.bytes() == l.wk.data &&
                   static_cast<const uint8_t*>(l.wk.data) + l.wk.bytes() == l.wv.data);
+    }
   }
   EXPECT_GT(mixed, 0) << "the file should keep some V projections in another format";
   expect_packed_equals_unpacked("quant/qtest-q4_k_m.gguf", 1, std::nullopt);

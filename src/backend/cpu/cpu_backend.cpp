@@ -11,10 +11,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "backend/cpu/cpu_qdot.h"
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/log.h"
 #include "core/quant.h"
 
 namespace rf {
@@ -59,6 +62,19 @@ void CpuBackend::free(void* p) {
 void CpuBackend::copy_to_device(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
+size_t CpuBackend::available_memory() {
+  // MemAvailable (free memory and reclaimable caches), else free pages.
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    in.ignore(64, '\n');
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
+}
+
 size_t CpuBackend::free_memory() const {
   const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
@@ -68,11 +84,23 @@ Tensor CpuBackend::load_weight(const Tensor& host, const std::string& name) {
   // Chunks of at least kChunk bytes, 2 MiB-aligned and marked for huge
   // pages; a weight that does not fit the current chunk's rest starts a new
   // one (the rest is never touched, so never resident).
+  // Copies stop at 90% of the memory available at the first weight (the
+  // file's page cache counts as available): weights past it are read in
+  // place from the mapping, as a model larger than the memory must be.
   constexpr size_t kHuge = size_t(2) << 20, kChunk = size_t(256) << 20;
   const size_t bytes = host.bytes(), need = (bytes + 63) / 64 * 64;
   std::lock_guard<std::mutex> lock(alloc_mu_);
+  if (weight_budget_ == 0) weight_budget_ = std::max<size_t>(available_memory() / 10 * 9, 1);
   if (weight_next_ == nullptr || size_t(weight_end_ - weight_next_) < need) {
     const size_t size = std::max(kChunk, (need + kHuge - 1) / kHuge * kHuge);
+    if (weight_copied_ + size > weight_budget_) {
+      if (!weights_in_place_)
+        log_info("cpu: weights past ", weight_copied_ >> 20, " MiB are read in place from the model file (",
+                 weight_budget_ >> 20, " MiB of memory available for copies)");
+      weights_in_place_ = true;
+      return host;
+    }
+    weight_copied_ += size;
     void* chunk = std::aligned_alloc(kHuge, size);
     RF_CHECK(chunk, "cpu: cannot allocate ", size, " bytes for weights (", name, ")");
     (void)madvise(chunk, size, MADV_HUGEPAGE);  // (a hint: without it, 4 KiB pages)

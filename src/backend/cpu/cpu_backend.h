@@ -156,10 +156,13 @@ class CpuBackend : public Backend {
   std::unordered_set<void*> allocations_;
   // Weights (load_weight): copies in chunks of transparent huge pages, laid
   // end to end (a 4 KiB page mapping of the file costs decode ~20% in TLB
-  // misses). The current chunk's next free byte and its end.
+  // misses). The current chunk's next free byte and its end; see load_weight.
   std::vector<void*> weight_chunks_;
   uint8_t* weight_next_ = nullptr;
   uint8_t* weight_end_ = nullptr;
+  size_t weight_copied_ = 0, weight_budget_ = 0;  // chunk bytes so far; the most (0: not yet measured)
+  bool weights_in_place_ = false;  // the budget ran out: later weights are views of the file
+  static size_t available_memory();
 };
 
 // GELU (tanh approximation) as ggml evaluates it on the CPU, the way
