@@ -1,13 +1,13 @@
 // Looking up, validating and loading model tensors.
 #include "model/weights.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <unistd.h>
-
 #include <unordered_set>
 #include <utility>
 #include <vector>
