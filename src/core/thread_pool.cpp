@@ -5,13 +5,6 @@
 
 #include <algorithm>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define RF_CPU_RELAX() _mm_pause()
-#else
-#define RF_CPU_RELAX() std::this_thread::yield()
-#endif
-
 namespace rf {
 
 ThreadPool::ThreadPool(size_t n_threads) {
@@ -54,7 +47,7 @@ void ThreadPool::parallel_for(size_t n, size_t grain, RangeFn fn) {
   run_chunks(gen);
   const uint64_t all_done = (uint64_t(gen) << 32) | nc;
   for (unsigned spins = 0; done_.load(std::memory_order_acquire) != all_done; ++spins) {
-    if (spins < 4096) RF_CPU_RELAX();
+    if (spins < 4096) cpu_relax();
     else std::this_thread::yield();
   }
   job_.store(nullptr, std::memory_order_relaxed);
@@ -104,7 +97,7 @@ void ThreadPool::worker_loop() {
       const auto until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
       for (unsigned i = 1; (gen = generation_.load(std::memory_order_acquire)) == seen; ++i) {
         if (stop_.load(std::memory_order_relaxed)) return;
-        RF_CPU_RELAX();
+        cpu_relax();
         if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) {
           std::unique_lock<std::mutex> lock(mu_);
           sleepers_.fetch_add(1, std::memory_order_seq_cst);

@@ -26,7 +26,20 @@
 #include <utility>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace rf {
+
+// One step of a spin-wait: tells the core this thread is polling.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
 
 // A non-owning reference to a callable void(size_t, size_t): what
 // parallel_for takes, so passing a lambda allocates nothing. The callable

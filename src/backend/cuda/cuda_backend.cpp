@@ -129,6 +129,7 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options), impl_(
 CudaBackend::~CudaBackend() {
   (void)gpuSetDevice(options_.device);
   if (stream_) (void)gpuStreamSynchronize(as_stream(stream_));
+  if (moe_) moe_->host.reset();  // its thread and mapped memory, while the stream lives
   impl_->profiler.reset();  // prints the op table
   clear_graphs();
   impl_->blas.reset();
@@ -252,7 +253,7 @@ Tensor CudaBackend::load_f32(const float* host, int64_t cols, int64_t rows, cons
 void CudaBackend::synchronize() { wait_stream(); }
 
 void CudaBackend::wait_stream() {
-  if (moe_ && moe_->host) moe_->host->wait(stream_);
+  if (moe_ && moe_->host) moe_->host->wait();
   else RF_GPU_CHECK(gpuStreamSynchronize(as_stream(stream_)));
 }
 
@@ -284,6 +285,7 @@ void CudaBackend::run_graph(uint64_t key, const std::function<void()>& record) {
     it = I.graphs.emplace(key, std::make_pair(graph, exec)).first;
   }
   RF_GPU_CHECK(gpuGraphLaunch(it->second.second, as_stream(stream_)));
+  if (moe_ && moe_->host) moe_->host->arm();  // the graph may call it
   forget_act_q8();
 }
 

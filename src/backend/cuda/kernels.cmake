@@ -26,6 +26,7 @@ set(RF_GPU_KERNELS
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/attention/attention_mla.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe/moe.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe/moe_down.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/moe/host_handoff.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/deltanet/conv1d.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/deltanet/delta_rule.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/deltanet/gating.cu

@@ -82,7 +82,7 @@ void CudaBackend::reserve_moe(const BackendLimits& lim) {
   M.u = alloc(P * size_t(lim.expert_ff) * 2, "moe expert up");
   M.y = static_cast<float*>(alloc(P * size_t(lim.n_embd) * 4, "moe expert outputs"));
   if (lim.host_experts) {
-    M.host = std::make_unique<gpu::HostExperts>(lim, options_.host_threads);
+    M.host = std::make_unique<gpu::HostExperts>(lim, options_.host_threads, stream_);
     if (tuning_.host_experts_upload_tokens > 0 && lim.host_expert_bytes > 0) {
       M.host_copy_bytes = lim.host_expert_bytes;
       M.host_copy = alloc(M.host_copy_bytes, "one layer's host experts, copied for large batches");
@@ -215,7 +215,7 @@ void CudaBackend::moe_ffn(const Tensor& x, const Tensor& ids, const Tensor& weig
       return;
     }
     OpTimer timer(profiler(), profiler() ? str("moe ffn on the host ", dtype_name(w.gate.type), " n", n) : std::string());
-    M.host->run(stream_, capturing_, x, ids, weights, w, p, out);
+    M.host->run(ctx(), capturing_, x, ids, weights, w, p, out);
     return;
   }
   // ids' plan handed over by their routing (one token), checked to be the
