@@ -71,7 +71,7 @@ class HostExperts {
   // waiting thread leaves its core to the pool, whose threads would
   // otherwise share the cores with it. Then check().
   void wait();
-  // Throws the first error a host function met since the last check.
+  // Throws the first error a served call met since the last check.
   void check();
   size_t threads() const { return pool_.size(); }
 
