@@ -148,6 +148,45 @@ TEST(CpuQdot, KernelsMatchDoubleReference) {
       for (int k : ks_for(t)) check_kernel(isa, t, k, uint32_t(k) * 31 + uint32_t(t));
 }
 
+// The float kernels keep the same chains in every x86 set (the AVX-512
+// set's 512-bit registers hold the 256-bit kernel's chains side by side):
+// the same bits, so results do not depend on which set the CPU picks; and
+// the AVX-512 set's two-row kernel gives each row those bits.
+TEST(CpuQdot, FloatKernelsGiveTheSameBitsInBothX86Sets) {
+  if (!cpu::isa_supported(KernelIsa::Avx2) || !cpu::isa_supported(KernelIsa::Avx512Vnni))
+    GTEST_SKIP() << "this CPU runs fewer than both x86 sets";
+  const cpu::KernelSet &a = cpu::kernel_set(KernelIsa::Avx2), &b = cpu::kernel_set(KernelIsa::Avx512Vnni);
+  std::mt19937 rng(5);
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (int k : {7, 32, 33, 100, 264, 2048 + 24}) {
+      const auto w = random_weight(t, 1, k, rng, 0.5f);
+      std::vector<float> x;
+      for (int j = 0; j < cpu::kMaxRows; ++j) {
+        const auto r = randn(size_t(k), rng);
+        x.insert(x.end(), r.begin(), r.end());
+      }
+      for (int nr = 1; nr <= cpu::kMaxRows; ++nr) {
+        std::vector<float> oa(static_cast<size_t>(nr)), ob(static_cast<size_t>(nr));
+        a.lookup(t).dot(w.data(), x.data(), size_t(k) * 4, nr, size_t(k), oa.data(), 1);
+        b.lookup(t).dot(w.data(), x.data(), size_t(k) * 4, nr, size_t(k), ob.data(), 1);
+        for (int j = 0; j < nr; ++j)
+          EXPECT_EQ(oa[size_t(j)], ob[size_t(j)]) << dtype_name(t) << " k " << k << " nr " << nr << " row " << j;
+        // Two weight rows at once: each row's bits alone.
+        if (!b.lookup(t).dot2) continue;
+        const auto w2 = random_weight(t, 1, k, rng, 0.5f);
+        std::vector<uint8_t> both(w);
+        both.insert(both.end(), w2.begin(), w2.end());
+        std::vector<float> o2(static_cast<size_t>(nr) * 2), o1(static_cast<size_t>(nr));
+        b.lookup(t).dot2(both.data(), w.size(), x.data(), size_t(k) * 4, nr, size_t(k), o2.data(), 2);
+        b.lookup(t).dot(w2.data(), x.data(), size_t(k) * 4, nr, size_t(k), o1.data(), 1);
+        for (int j = 0; j < nr; ++j) {
+          EXPECT_EQ(o2[size_t(j) * 2], ob[size_t(j)]) << "dot2 row 0 " << dtype_name(t) << " k " << k << " nr " << nr;
+          EXPECT_EQ(o2[size_t(j) * 2 + 1], o1[size_t(j)]) << "dot2 row 1 " << dtype_name(t) << " k " << k << " nr " << nr;
+        }
+      }
+    }
+}
+
 TEST(CpuQdot, AllSetsCoverTheSameFormats) {
   for (KernelIsa isa : sets())
     for (DType t : kTypes) {

@@ -36,6 +36,7 @@ struct MatmulPart {
   int64_t n = 0;
   float* out = nullptr;              // [n, m]
   void (*dot)(const void*, const void*, size_t, int, size_t, float*, size_t) = nullptr;
+  void (*dot2)(const void*, size_t, const void*, size_t, int, size_t, float*, size_t) = nullptr;  // or null
 };
 
 // One product of a matmul_jobs pass: out[n, m] = x[n, k] . w[m, k]^T.

@@ -128,6 +128,7 @@ void matmul_jobs(ThreadPool& pool, std::span<const MatmulJob> jobs, MatmulScratc
     p.n = j.x.rows();
     p.out = j.out.ptr<float>();
     p.dot = ks.lookup(j.w.type).dot;
+    p.dot2 = ks.lookup(j.w.type).dot2;
     scratch.first[i + 1] = scratch.first[i] + (p.n > 0 ? p.m : 0);
     min_tile = std::min(min_tile, p.tile);
     one_row = one_row && p.n <= 1;
@@ -153,7 +154,10 @@ void matmul_jobs(ThreadPool& pool, std::span<const MatmulJob> jobs, MatmulScratc
           const int nr = int(std::min<int64_t>(kMaxRows, p.n - t));
           const uint8_t* xt = p.xa + size_t(t) * xrb;
           float* ot = p.out + size_t(t) * p.m;
-          for (size_t r = rb; r < re; ++r) p.dot(p.w + r * p.wrow, xt, xrb, nr, size_t(k), ot + r, p.m);
+          size_t r = rb;
+          if (p.dot2 && nr > 1)  // (one activation row: streaming one weight row at a time reads faster)
+            for (; r + 2 <= re; r += 2) p.dot2(p.w + r * p.wrow, p.wrow, xt, xrb, nr, size_t(k), ot + r, p.m);
+          for (; r < re; ++r) p.dot(p.w + r * p.wrow, xt, xrb, nr, size_t(k), ot + r, p.m);
         }
       }
     }

@@ -42,9 +42,15 @@ constexpr int kMaxRows = 4;  // activation rows per kernel call
 using DotKernel = void (*)(const void* w, const void* x, size_t x_stride, int nr, size_t k, float* out,
                            size_t out_stride);
 
+// The same for two weight rows, ws bytes apart: out[j * out_stride + r]
+// for weight row r (0, 1); each the bits DotKernel gives that row.
+using DotKernel2 = void (*)(const void* w, size_t ws, const void* x, size_t x_stride, int nr, size_t k, float* out,
+                            size_t out_stride);
+
 struct WeightKernel {
   ActFormat act = ActFormat::None;  // None: no kernel for this format
   DotKernel dot = nullptr;
+  DotKernel2 dot2 = nullptr;        // null: dot row by row
 };
 
 enum class KernelIsa : uint8_t { Scalar, Avx2, Avx512Vnni, Reference };
