@@ -5,7 +5,8 @@
 // bit for bit (rows dequantized to f16 for BLAS, embedding rows in f32),
 // and matmuls on every path a batch takes (the GEMV at 1, 2 and 8 rows,
 // dequantize + BLAS at 16 and 64) agree with the CPU's matmul by normalized
-// squared error. (The expert FFN on these formats is in cuda_moe_test.cpp,
+// squared error; the batch-1 streaming GEMV with its 8-bit activations
+// closer still, at every split of a row. (The expert FFN on these formats is in cuda_moe_test.cpp,
 // whole models in cuda_model_test.cpp.)
 #include <gtest/gtest.h>
 
@@ -142,6 +143,62 @@ TEST_P(CudaIquant, MatmulMatchesCpu) {
       }
     }
     gpu->free(gw.data);
+  }
+}
+
+// The batch-1 streaming GEMV (gemv_stream.cu; the grid i-quants'
+// chunks in gemv_stream_grid.cuh) against the CPU on the same 8-bit
+// activations, at every warps-per-row split: rows of 16 super-blocks,
+// of 9 (super-blocks, and rows, starting at both 2-byte alignments), of 56 (several chunks a lane), a block's rows cut short; and
+// gate * up with SiLU (the fused pair).
+TEST_P(CudaIquant, StreamingGemvMatchesCpu) {
+  RF_REQUIRE_GPU();
+  const DType type = GetParam();
+  std::mt19937 rng(500 + int(type));
+  CpuBackend cpu(2);
+  for (const int split : {0, 1, 2, 4}) {
+    CudaOptions o;
+    o.tune = [=](gpu::Tuning& t) { t.kq_stream_split = split; };
+    CudaBackend gpu(o);
+    gpu.reserve(BackendLimits{64, 4, 4, 4, 100, 14336 * 64, 1, 1});
+    for (const auto& [k, m] : std::vector<std::pair<int, int>>{{4096, 67}, {2304, 40}, {14336, 21}}) {
+      ASSERT_TRUE(gpu.gemv_quantizes_activations(type, 1, k)) << dtype_name(type) << " k=" << k;
+      const Quantized w = quantized(type, m, k, rng);
+      const auto x = test::round_f16(test::randn(size_t(k), rng));
+      const auto xq = test::gemv_activations(gpu, type, 1, k, x);
+      std::vector<float> ref(static_cast<size_t>(m));
+      Tensor cw = make_tensor(const_cast<uint8_t*>(w.bytes.data()), type, k, m);
+      Tensor cx = make_tensor(const_cast<float*>(xq.data()), DType::F32, k, 1);
+      Tensor co = make_tensor(ref.data(), DType::F32, m, 1);
+      cpu.matmul(cx, cw, co);
+      Tensor gw = gpu.load_weight(cw, "w");
+      void* gx = test::upload(gpu, test::to_f16(x));
+      void* go = gpu.alloc(size_t(m) * 4, "out");
+      Tensor tx = make_tensor(gx, DType::F16, k, 1, DeviceKind::CUDA), to = make_tensor(go, DType::F32, m, 1, DeviceKind::CUDA);
+      gpu.matmul(tx, gw, to);
+      EXPECT_LT(test::rel_l2(test::download<float>(gpu, go, size_t(m)), ref), 2e-3)
+          << dtype_name(type) << " split " << split << " k=" << k;
+      for (void* b : {gw.data, gx, go}) gpu.free(b);
+    }
+    const int k = 5120, m = 48;
+    const Quantized wg = quantized(type, m, k, rng), wu = quantized(type, m, k, rng);
+    const auto x = test::round_f16(test::randn(size_t(k), rng));
+    const auto xq = test::gemv_activations(gpu, type, 1, k, x);
+    std::vector<float> g(static_cast<size_t>(m)), u(static_cast<size_t>(m));
+    Tensor cwg = make_tensor(const_cast<uint8_t*>(wg.bytes.data()), type, k, m);
+    Tensor cwu = make_tensor(const_cast<uint8_t*>(wu.bytes.data()), type, k, m);
+    Tensor cxq = make_tensor(const_cast<float*>(xq.data()), DType::F32, k, 1);
+    Tensor cg = make_tensor(g.data(), DType::F32, m, 1), cu = make_tensor(u.data(), DType::F32, m, 1);
+    cpu.matmul_gate_up_glu(cxq, cwg, cwu, cg, cu, cg, Activation::SiLU);
+    Tensor gwg = gpu.load_weight(cwg, "g"), gwu = gpu.load_weight(cwu, "u");
+    void* gx = test::upload(gpu, test::to_f16(x));
+    Tensor tx = make_tensor(gx, DType::F16, k, 1, DeviceKind::CUDA);
+    Tensor go = make_tensor(gpu.alloc(size_t(m) * 2, "o"), DType::F16, m, 1, DeviceKind::CUDA);
+    Tensor gu = make_tensor(gpu.alloc(size_t(m) * 2, "u"), DType::F16, m, 1, DeviceKind::CUDA);
+    gpu.matmul_gate_up_glu(tx, gwg, gwu, go, gu, go, Activation::SiLU);
+    EXPECT_LT(test::rel_l2(test::from_f16(test::download<uint16_t>(gpu, go.data, size_t(m))), g), 5e-3)
+        << dtype_name(type) << " split " << split << ", gate*up";
+    for (void* b : {gwg.data, gwu.data, gx, go.data, gu.data}) gpu.free(b);
   }
 }
 

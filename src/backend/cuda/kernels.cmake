@@ -11,6 +11,7 @@
 set(RF_GPU_KERNELS
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/matmul/gemv.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/matmul/gemv_stream.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/cuda/matmul/gemv_stream_grid.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/matmul/gemm_mma.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/matmul/gemm_wgmma.cu
   ${CMAKE_SOURCE_DIR}/src/backend/cuda/matmul/gemm_tiled.cu

@@ -8,7 +8,7 @@
 //    rows bulk-copied into shared memory (TMA, sm_90);
 //  - gemv_tma_kernel: f16 or FP8 weights, one activation row, rows
 //    bulk-copied into shared memory (sm_90).
-// Q4_K, Q5_K, Q6_K, the 32-wide block formats, IQ4_NL, IQ4_XS and MXFP4
+// Q4_K, Q5_K, Q6_K, the 32-wide block formats, IQ4_NL, IQ4_XS, MXFP4 and the grid i-quants
 // with one activation row go to the streaming kernel of gemv_stream.cu
 // where it applies.
 // Up to three weight matrices of one format and width go through one launch
@@ -405,7 +405,9 @@ void launch_gemv(GemvArgs a, DType out_type, bool paired, const LaunchCtx& ctx) 
 #endif
     if constexpr (T == DType::Q4_K || T == DType::Q5_K || T == DType::Q6_K || T == DType::Q4_0 ||
                 T == DType::Q4_1 || T == DType::Q5_0 || T == DType::Q5_1 || T == DType::Q8_0 ||
-                  T == DType::IQ4_NL || T == DType::IQ4_XS || T == DType::MXFP4) {
+                  T == DType::IQ4_NL || T == DType::IQ4_XS || T == DType::MXFP4 || T == DType::IQ1_S ||
+                  T == DType::IQ1_M || T == DType::IQ2_XXS || T == DType::IQ2_XS || T == DType::IQ2_S ||
+                  T == DType::IQ3_XXS || T == DType::IQ3_S) {
       if (a.n == 1 && launch_gemv_kq_stream(T, a, out_type, paired, 1, ctx)) continue;
     }
     // Single-column launches (batch-1 decode) use kernels with one
@@ -425,7 +427,9 @@ void launch_gemv_experts(const GemvArgs& a, DType out_type, bool paired, int max
                          const LaunchCtx& ctx) {
   if constexpr (T == DType::Q4_K || T == DType::Q5_K || T == DType::Q6_K || T == DType::Q4_0 ||
                 T == DType::Q4_1 || T == DType::Q5_0 || T == DType::Q5_1 || T == DType::Q8_0 ||
-                  T == DType::IQ4_NL || T == DType::IQ4_XS || T == DType::MXFP4) {
+                  T == DType::IQ4_NL || T == DType::IQ4_XS || T == DType::MXFP4 || T == DType::IQ1_S ||
+                  T == DType::IQ1_M || T == DType::IQ2_XXS || T == DType::IQ2_XS || T == DType::IQ2_S ||
+                  T == DType::IQ3_XXS || T == DType::IQ3_S) {
     if (a.n == 1 && launch_gemv_kq_stream(T, a, out_type, paired, max_tiles, ctx, x_rows)) return;
   }
   const int blocks = (a.row_end[0] + kGemvRows - 1) / kGemvRows;

@@ -148,6 +148,12 @@ bool launch_gemv_kq_stream_two(DType t0, const GemvArgs& a0, DType t1, const Gem
 // up to 2 warp widths, 2 up to 4, else 4 (Tuning::kq_stream_split
 // overrides).
 int stream_split(DType t, int chunks, const LaunchCtx& ctx);
+// The grid i-quants (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
+// IQ3_S) the streaming kernel reads (gemv_stream_grid.cu), and its launch
+// for them (two rows per warp; m rows, grid_y as launch_gemv_kq_stream's).
+bool stream_grid_format(DType t);
+void launch_stream_grid(DType w_type, const GemvArgs& a, DType out_type, bool paired, int m, int grid_y,
+                        const LaunchCtx& ctx);
 // elems f16 activations (rows end to end, each a multiple of 32 wide) as
 // 8-bit quants into ctx.act_q8; the record of a single row there is
 // dropped.

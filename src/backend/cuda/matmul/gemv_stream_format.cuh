@@ -137,22 +137,38 @@ template <> struct StreamFormat<DType::Q4_K> : StreamQ45K<false> {};
 template <> struct StreamFormat<DType::Q5_K> : StreamQ45K<true> {};
 
 // The 32-wide block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): chunk c is
-// blocks 2c and 2c + 1, loaded as raw 4-byte words (a row of whole chunks
-// is 4-aligned); the activations are Q4_K's (the quants of the two blocks'
-// 64 elements and (d, d * sum) of each 32).
+// blocks 2c and 2c + 1, loaded as raw 8-byte pieces (and one 4-byte word
+// where a chunk is an odd number of words: Q4_0, Q5_0, Q8_0, IQ4_NL; such
+// chunks alternate between 8-byte alignment and 4 past it, so the lone
+// word is the chunk's last or first, the pieces the rest); words() gives
+// the chunk's words in order. The activations are Q4_K's (the quants of the
+// two blocks' 64 elements and (d, d * sum) of each 32).
 template <typename Block>
 struct StreamBlockPair {
   static constexpr int kWords = int(2 * sizeof(Block) / 4);
   struct Chunk {
-    uint32_t w[kWords];
+    uint32_t raw[kWords];
+    bool a8;  // the chunk 8-aligned (always for an even kWords)
   };
   using XChunk = StreamQ45K<false>::XChunk;
   __device__ static Chunk load(const uint8_t* row, int c, bool /*l1: always*/) {
     const uint8_t* p = row + size_t(c) * (2 * sizeof(Block));
     Chunk q;
+    q.a8 = kWords % 2 == 0 || (reinterpret_cast<uintptr_t>(p) & 4) == 0;
+    const uint8_t* pieces = q.a8 ? p : p + 4;
 #pragma unroll
-    for (int j = 0; j < kWords; ++j) q.w[j] = load_weights4(p + 4 * j);
+    for (int j = 0; j < kWords / 2; ++j) {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(pieces + 8 * j));
+      q.raw[2 * j] = v.x;
+      q.raw[2 * j + 1] = v.y;
+    }
+    if constexpr (kWords % 2 != 0) q.raw[kWords - 1] = load_weights4(q.a8 ? p + 4 * (kWords - 1) : p);
     return q;
+  }
+  // Word j of the chunk is raw[j], or (a chunk 4 past 8-alignment) raw[j - 1], raw[kWords - 1] for j = 0.
+  __device__ static void words(const Chunk& q, uint32_t (&w)[kWords]) {
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) w[j] = q.a8 ? q.raw[j] : q.raw[j == 0 ? kWords - 1 : j - 1];
   }
   __device__ static XChunk load_x(const int8_t* xq, const float2* xds, int c) {
     return StreamQ45K<false>::load_x(xq, xds, c);
@@ -193,18 +209,20 @@ struct StreamQ40Q50 : StreamBlockPair<std::conditional_t<kFifthBit, BlockQ5_0, B
   using typename Base::Chunk;
   using typename Base::XChunk;
   __device__ static float dot(const Chunk& q, const XChunk& x, int /*p*/) {
+    uint32_t w[Base::kWords];
+    Base::words(q, w);
     constexpr int H = kFifthBit ? 1 : 0;  // words of fifth bits
     constexpr int M = Base::kWords / 2;   // the word whose high half is block 2c + 1's scale
     constexpr float kOffset = kFifthBit ? 16.0f : 8.0f;
-    const uint32_t qs0[4] = {__byte_perm(q.w[H], q.w[H + 1], 0x5432), __byte_perm(q.w[H + 1], q.w[H + 2], 0x5432),
-                             __byte_perm(q.w[H + 2], q.w[H + 3], 0x5432), __byte_perm(q.w[H + 3], q.w[H + 4], 0x5432)};
-    const uint32_t qs1[4] = {q.w[M + 1 + H], q.w[M + 2 + H], q.w[M + 3 + H], q.w[M + 4 + H]};
-    const uint32_t qh0 = kFifthBit ? __byte_perm(q.w[0], q.w[1], 0x5432) : 0u, qh1 = kFifthBit ? q.w[M + 1] : 0u;
+    const uint32_t qs0[4] = {__byte_perm(w[H], w[H + 1], 0x5432), __byte_perm(w[H + 1], w[H + 2], 0x5432),
+                             __byte_perm(w[H + 2], w[H + 3], 0x5432), __byte_perm(w[H + 3], w[H + 4], 0x5432)};
+    const uint32_t qs1[4] = {w[M + 1 + H], w[M + 2 + H], w[M + 3 + H], w[M + 4 + H]};
+    const uint32_t qh0 = kFifthBit ? __byte_perm(w[0], w[1], 0x5432) : 0u, qh1 = kFifthBit ? w[M + 1] : 0u;
     const int a0 = nibble_block_dot<kFifthBit>(qh0, qs0, x.xl);
     const int a1 = nibble_block_dot<kFifthBit>(qh1, qs1, x.xh);
     // Element = d * (q - offset); activation = scale * quant.
-    return h2f(uint16_t(q.w[0])) * (x.ds.x * float(a0) - kOffset * x.ds.y) +
-           h2f(uint16_t(q.w[M] >> 16)) * (x.ds.z * float(a1) - kOffset * x.ds.w);
+    return h2f(uint16_t(w[0])) * (x.ds.x * float(a0) - kOffset * x.ds.y) +
+           h2f(uint16_t(w[M] >> 16)) * (x.ds.z * float(a1) - kOffset * x.ds.w);
   }
 };
 template <> struct StreamFormat<DType::Q4_0> : StreamQ40Q50<false> {};
@@ -218,13 +236,15 @@ struct StreamQ41Q51 : StreamBlockPair<std::conditional_t<kFifthBit, BlockQ5_1, B
   using typename Base::Chunk;
   using typename Base::XChunk;
   __device__ static float dot(const Chunk& q, const XChunk& x, int /*p*/) {
+    uint32_t w[Base::kWords];
+    Base::words(q, w);
     constexpr int H = kFifthBit ? 1 : 0, B = Base::kWords / 2;  // words of fifth bits, of a block
-    const uint32_t qs0[4] = {q.w[1 + H], q.w[2 + H], q.w[3 + H], q.w[4 + H]};
-    const uint32_t qs1[4] = {q.w[B + 1 + H], q.w[B + 2 + H], q.w[B + 3 + H], q.w[B + 4 + H]};
-    const int a0 = nibble_block_dot<kFifthBit>(kFifthBit ? q.w[1] : 0u, qs0, x.xl);
-    const int a1 = nibble_block_dot<kFifthBit>(kFifthBit ? q.w[B + 1] : 0u, qs1, x.xh);
-    const float2 dm0 = __half22float2(*reinterpret_cast<const __half2*>(&q.w[0]));
-    const float2 dm1 = __half22float2(*reinterpret_cast<const __half2*>(&q.w[B]));
+    const uint32_t qs0[4] = {w[1 + H], w[2 + H], w[3 + H], w[4 + H]};
+    const uint32_t qs1[4] = {w[B + 1 + H], w[B + 2 + H], w[B + 3 + H], w[B + 4 + H]};
+    const int a0 = nibble_block_dot<kFifthBit>(kFifthBit ? w[1] : 0u, qs0, x.xl);
+    const int a1 = nibble_block_dot<kFifthBit>(kFifthBit ? w[B + 1] : 0u, qs1, x.xh);
+    const float2 dm0 = __half22float2(*reinterpret_cast<const __half2*>(&w[0]));
+    const float2 dm1 = __half22float2(*reinterpret_cast<const __half2*>(&w[B]));
     // Element = d * q + m; activation = scale * quant.
     return dm0.x * x.ds.x * float(a0) + dm0.y * x.ds.y + dm1.x * x.ds.z * float(a1) + dm1.y * x.ds.w;
   }
@@ -238,16 +258,18 @@ template <> struct StreamFormat<DType::Q5_1> : StreamQ41Q51<true> {};
 // quants words 9..16.
 template <> struct StreamFormat<DType::Q8_0> : StreamBlockPair<BlockQ8_0> {
   __device__ static float dot(const Chunk& q, const XChunk& x, int /*p*/) {
+    uint32_t w[kWords];
+    words(q, w);
     const uint32_t xa[8] = {x.xl[0].x, x.xl[0].y, x.xl[0].z, x.xl[0].w, x.xl[1].x, x.xl[1].y, x.xl[1].z, x.xl[1].w};
     const uint32_t xb[8] = {x.xh[0].x, x.xh[0].y, x.xh[0].z, x.xh[0].w, x.xh[1].x, x.xh[1].y, x.xh[1].z, x.xh[1].w};
     int lo = 0, hi = 0;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      lo = dot4_i8(int(__byte_perm(q.w[i], q.w[i + 1], 0x5432)), int(xa[i]), lo);
-      hi = dot4_i8(int(q.w[9 + i]), int(xb[i]), hi);
+      lo = dot4_i8(int(__byte_perm(w[i], w[i + 1], 0x5432)), int(xa[i]), lo);
+      hi = dot4_i8(int(w[9 + i]), int(xb[i]), hi);
     }
     // Element = d * q; activation = scale * quant.
-    return h2f(uint16_t(q.w[0])) * x.ds.x * float(lo) + h2f(uint16_t(q.w[8] >> 16)) * x.ds.z * float(hi);
+    return h2f(uint16_t(w[0])) * x.ds.x * float(lo) + h2f(uint16_t(w[8] >> 16)) * x.ds.z * float(hi);
   }
 };
 

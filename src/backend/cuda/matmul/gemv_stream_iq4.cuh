@@ -60,18 +60,20 @@ __device__ __forceinline__ int levels_block_dot(const uint32_t (&qs)[4], const u
 // c blocks 2c and 2c + 1 as 9 words (see StreamQ40Q50); element d * level.
 template <> struct StreamFormat<DType::IQ4_NL> : StreamBlockPair<BlockIQ4_NL> {
   __device__ static float dot(const Chunk& q, const XChunk& x, int /*p*/) {
+    uint32_t w[kWords];
+    words(q, w);
     const Levels16 t = levels16<DType::IQ4_NL>();
-    const uint32_t qs0[4] = {__byte_perm(q.w[0], q.w[1], 0x5432), __byte_perm(q.w[1], q.w[2], 0x5432),
-                             __byte_perm(q.w[2], q.w[3], 0x5432), __byte_perm(q.w[3], q.w[4], 0x5432)};
-    const uint32_t qs1[4] = {q.w[5], q.w[6], q.w[7], q.w[8]};
-    return h2f(uint16_t(q.w[0])) * x.ds.x * float(levels_block_dot(qs0, x.xl, t)) +
-           h2f(uint16_t(q.w[4] >> 16)) * x.ds.z * float(levels_block_dot(qs1, x.xh, t));
+    const uint32_t qs0[4] = {__byte_perm(w[0], w[1], 0x5432), __byte_perm(w[1], w[2], 0x5432),
+                             __byte_perm(w[2], w[3], 0x5432), __byte_perm(w[3], w[4], 0x5432)};
+    const uint32_t qs1[4] = {w[5], w[6], w[7], w[8]};
+    return h2f(uint16_t(w[0])) * x.ds.x * float(levels_block_dot(qs0, x.xl, t)) +
+           h2f(uint16_t(w[4] >> 16)) * x.ds.z * float(levels_block_dot(qs1, x.xh, t));
   }
 };
 
-// IQ4_XS (136-byte super-blocks, 8-byte aligned in a row): chunk c is
-// sub-blocks 2p and 2p + 1 (p = c % 4) of super-block c / 4: the header's
-// two words (f16 d, the high 2 bits of each sub-scale; their low 4 bits)
+// IQ4_XS (136-byte super-blocks, 8-byte aligned in a row; read in 8-byte
+// pieces): chunk c is sub-blocks 2p and 2p + 1 (p = c % 4) of super-block
+// c / 4: the header's two words (f16 d, the high 2 bits of each sub-scale; their low 4 bits)
 // and the 32 code bytes at 8 + 32p. Element d * (sub-scale - 32) * level.
 template <> struct StreamFormat<DType::IQ4_XS> {
   struct Chunk {
@@ -82,10 +84,15 @@ template <> struct StreamFormat<DType::IQ4_XS> {
     const uint8_t* sb = row + size_t(c / 4) * sizeof(BlockIQ4_XS);
     const uint8_t* qs = sb + offsetof(BlockIQ4_XS, qs) + 32 * (c % 4);
     Chunk q;
-    q.head[0] = load_weights4(sb);
-    q.head[1] = load_weights4(sb + 4);
+    const uint2 head = __ldg(reinterpret_cast<const uint2*>(sb));
+    q.head[0] = head.x;
+    q.head[1] = head.y;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) q.qs[j] = load_weights4(qs + 4 * j);
+    for (int j = 0; j < 4; ++j) {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(qs + 8 * j));
+      q.qs[2 * j] = v.x;
+      q.qs[2 * j + 1] = v.y;
+    }
     return q;
   }
   __device__ static XChunk load_x(const int8_t* xq, const float2* xds, int c) {
