@@ -3,10 +3,11 @@
 // it (chunk c: sub-blocks 2p and 2p + 1, p = c % 4, of super-block c / 4;
 // the activations' 8-bit quants and (d, d * sum) per 32). Each group of 8
 // (or 4) weights names a grid entry (core/iq_grids.h: its magnitudes as
-// bytes) read from the device copy of the grid; the group's sign bits
-// become a byte mask (kSignMasks: 0xFF where negative) that negates those
-// bytes, and the signed bytes meet the activations in integer dot
-// products. Scales are applied per 32 (IQ2_XS, IQ2_S, IQ1_M: per 16) in f32
+// bytes), read from a copy of the grid the block stages in shared memory
+// (stage_tables(), which the kernel calls before its barrier; IQ1's from
+// the device copy); the group's sign bits become byte masks (0xFF where
+// negative) that negate those bytes, and the signed bytes meet the
+// activations in integer dot products. Scales are applied per 32 (IQ2_XS, IQ2_S, IQ1_M: per 16) in f32
 // as core/quant_iquants.cpp computes them.
 //
 // These super-blocks are 2-byte aligned (66, 74, 82, 98, 110 and 50 bytes;
@@ -24,54 +25,66 @@
 namespace rf::gpu {
 namespace {
 
-// Byte masks of sign bits: entry s has byte j = 0xFF where bit j of s is
-// set (kSignMasks8, 8 sign bits) or where bit j of the 7-bit pattern
-// extended by the parity bit (core/iq_grids.h: kSigns7) is set
-// (kSignMasks7).
-struct SignMasks8 {
-  uint64_t m[256];
-};
-struct SignMasks7 {
-  uint64_t m[128];
-};
-constexpr uint64_t sign_mask(uint32_t s) {
-  uint64_t m = 0;
-  for (int j = 0; j < 8; ++j)
-    if ((s >> j) & 1u) m |= uint64_t(0xFF) << (8 * j);
-  return m;
+// Byte masks of sign bits: byte j of a mask is 0xFF where sign bit j is
+// set. Multiplying 4 bits by 0x10204080 (bits 0..3; bits 4..7 by 0x01020408)
+// moves bit j to the top of byte j without carries; a byte permute in its
+// sign-replicating mode (selector nibbles 8..B) then spreads each top bit
+// over its byte.
+__device__ __forceinline__ uint32_t top_bits_to_bytes(uint32_t w) {
+#if !defined(RF_HIP) && defined(__CUDA_ARCH__)
+  uint32_t r;
+  asm("prmt.b32 %0, %1, 0, 0xBA98;" : "=r"(r) : "r"(w));
+  return r;
+#else
+  return ((w >> 7) & 0x01010101u) * 0xFFu;
+#endif
 }
-constexpr SignMasks8 make_sign_masks8() {
-  SignMasks8 t{};
-  for (uint32_t s = 0; s < 256; ++s) t.m[s] = sign_mask(s);
-  return t;
+// The masks of 8 sign bits s (bits 0..3 in .x, 4..7 in .y).
+__device__ __forceinline__ uint2 sign_masks8(uint32_t s) {
+  return make_uint2(top_bits_to_bytes((s & 0xFu) * 0x10204080u), top_bits_to_bytes((s & 0xF0u) * 0x01020408u));
 }
-constexpr SignMasks7 make_sign_masks7() {
-  SignMasks7 t{};
-  for (uint32_t s = 0; s < 128; ++s) {
-    uint32_t parity = 0;
-    for (int j = 0; j < 7; ++j) parity ^= (s >> j) & 1u;
-    t.m[s] = sign_mask(s | (parity << 7));
-  }
-  return t;
+// The same for a 7-bit pattern, extended by its parity bit (the count of
+// negative values is even; core/iq_grids.h: kSigns7).
+__device__ __forceinline__ uint2 sign_masks7(uint32_t s7) {
+  return sign_masks8(s7 | ((uint32_t(__popc(s7)) & 1u) << 7));
 }
-__device__ constexpr SignMasks8 kSignMasks8 = make_sign_masks8();
-__device__ constexpr SignMasks7 kSignMasks7 = make_sign_masks7();
 
 // Magnitude bytes g (each 1..127) with the bytes under mask m negated:
 // (g ^ 0xFF) + 1 = -g per byte, which never carries since no byte of g is 0.
 __device__ __forceinline__ int signed_bytes(uint32_t g, uint32_t m) { return int((g ^ m) + (m & 0x01010101u)); }
 
-// Sum over 8 weights (grid entry g of 8 magnitudes, sign mask m) of weight
+// Sum over 8 weights (grid entry g of 8 magnitudes, sign masks m) of weight
 // x activation quant (activation words a, b).
-__device__ __forceinline__ int grid8_dot(uint64_t g, uint64_t m, uint32_t a, uint32_t b, int acc) {
-  acc = dot4_i8(signed_bytes(uint32_t(g), uint32_t(m)), int(a), acc);
-  return dot4_i8(signed_bytes(uint32_t(g >> 32), uint32_t(m >> 32)), int(b), acc);
+__device__ __forceinline__ int grid8_dot(uint64_t g, uint2 m, uint32_t a, uint32_t b, int acc) {
+  acc = dot4_i8(signed_bytes(uint32_t(g), m.x), int(a), acc);
+  return dot4_i8(signed_bytes(uint32_t(g >> 32), m.y), int(b), acc);
 }
 
-__device__ __forceinline__ uint64_t grid_entry(const uint64_t* grid, uint32_t i) {
-  return __ldg(reinterpret_cast<const unsigned long long*>(grid) + i);
+// A grid staged in shared memory (the grid formats but IQ1's: their 1-8 KB
+// against IQ1's 16 KB): every thread of the block copies its share
+// (stage(), before the block's barrier), and dot() looks entries up there,
+// where a warp's 32 scattered reads cost a few bank cycles instead of a
+// cache-line lookup each.
+template <typename E, int N>
+struct SharedGrid {
+  __device__ static E* table() {
+    __shared__ E t[N];
+    return t;
+  }
+  __device__ static void stage(const E* grid) {
+    E* t = table();
+    for (int i = int(threadIdx.x); i < N; i += int(blockDim.x)) t[i] = grid[i];
+  }
+};
+// The IQ1 grid, read from the device copy.
+__device__ __forceinline__ uint64_t iq1_grid_entry(uint32_t i) {
+  return __ldg(reinterpret_cast<const unsigned long long*>(iq::kIq1sGrid) + i);
 }
-__device__ __forceinline__ uint32_t grid_entry(const uint32_t* grid, uint32_t i) { return __ldg(grid + i); }
+using Iq2xxsGrid = SharedGrid<uint64_t, 256>;
+using Iq2xsGrid = SharedGrid<uint64_t, 512>;
+using Iq2sGrid = SharedGrid<uint64_t, 1024>;
+using Iq3xxsGrid = SharedGrid<uint32_t, 256>;
+using Iq3sGrid = SharedGrid<uint32_t, 512>;
 
 // A chunk's field of N words at f (2 bytes past a 4-byte boundary when odd,
 // the same for every field of the chunk): raw words, realigned by word().
@@ -111,6 +124,7 @@ struct StreamGridBase {
 // of four 7-bit sign patterns and a 4-bit scale s): element d (0.5 + s) / 4
 // x sign x magnitude. Chunk: d, sub-blocks 2p, 2p + 1 as 16 bytes at 2 + 16p.
 template <> struct StreamFormat<DType::IQ2_XXS> : StreamGridBase {
+  __device__ static void stage_tables() { Iq2xxsGrid::stage(iq::kIq2xxsGrid); }
   struct Chunk {
     uint32_t d;
     FieldWords<4> q;
@@ -130,7 +144,7 @@ template <> struct StreamFormat<DType::IQ2_XXS> : StreamGridBase {
     int acc = 0;
 #pragma unroll
     for (int l = 0; l < 4; ++l)
-      acc = grid8_dot(grid_entry(iq::kIq2xxsGrid, (idx >> (8 * l)) & 0xFFu), kSignMasks7.m[(aux >> (7 * l)) & 127u],
+      acc = grid8_dot(Iq2xxsGrid::table()[(idx >> (8 * l)) & 0xFFu], sign_masks7((aux >> (7 * l)) & 127u),
                       xw[2 * l], xw[2 * l + 1], acc);
     return d * (0.5f + float(aux >> 28)) * 0.25f * xd * float(acc);
   }
@@ -147,6 +161,7 @@ template <> struct StreamFormat<DType::IQ2_XXS> : StreamGridBase {
 // element d (0.5 + s) / 4 x sign x magnitude. Chunk: d, the 16 bytes of
 // indices at 2 + 16p, the scale bytes 2p, 2p + 1 at 66 + 2p.
 template <> struct StreamFormat<DType::IQ2_XS> : StreamGridBase {
+  __device__ static void stage_tables() { Iq2xsGrid::stage(iq::kIq2xsGrid); }
   struct Chunk {
     uint32_t d, scales;
     FieldWords<4> q;
@@ -170,7 +185,7 @@ template <> struct StreamFormat<DType::IQ2_XS> : StreamGridBase {
     int acc[2] = {0, 0};
 #pragma unroll
     for (int l = 0; l < 4; ++l)
-      acc[l / 2] = grid8_dot(grid_entry(iq::kIq2xsGrid, e[l] & 511u), kSignMasks7.m[e[l] >> 9], xw[2 * l],
+      acc[l / 2] = grid8_dot(Iq2xsGrid::table()[e[l] & 511u], sign_masks7(e[l] >> 9), xw[2 * l],
                              xw[2 * l + 1], acc[l / 2]);
     return xd * (d * (0.5f + float(sc & 0xFu)) * 0.25f * float(acc[0]) +
                  d * (0.5f + float((sc >> 4) & 0xFu)) * 0.25f * float(acc[1]));
@@ -189,6 +204,7 @@ template <> struct StreamFormat<DType::IQ2_XS> : StreamGridBase {
 // magnitude. Chunk: d, index bytes at 2 + 8p, sign bytes at 34 + 8p, the
 // top-bit and scale bytes 2p, 2p + 1.
 template <> struct StreamFormat<DType::IQ2_S> : StreamGridBase {
+  __device__ static void stage_tables() { Iq2sGrid::stage(iq::kIq2sGrid); }
   struct Chunk {
     uint32_t d, qh, scales;
     FieldWords<2> idx, signs;
@@ -214,7 +230,7 @@ template <> struct StreamFormat<DType::IQ2_S> : StreamGridBase {
 #pragma unroll
     for (int l = 0; l < 4; ++l) {
       const uint32_t i = ((idx >> (8 * l)) & 0xFFu) | ((qh << (8 - 2 * l)) & 0x300u);
-      acc[l / 2] = grid8_dot(grid_entry(iq::kIq2sGrid, i), kSignMasks8.m[(signs >> (8 * l)) & 0xFFu], xw[2 * l],
+      acc[l / 2] = grid8_dot(Iq2sGrid::table()[i], sign_masks8((signs >> (8 * l)) & 0xFFu), xw[2 * l],
                              xw[2 * l + 1], acc[l / 2]);
     }
     return xd * (d * (0.5f + float(sc & 0xFu)) * 0.25f * float(acc[0]) +
@@ -233,6 +249,7 @@ template <> struct StreamFormat<DType::IQ2_S> : StreamGridBase {
 // element d (0.5 + s) / 2 x sign x magnitude. Chunk: d, index bytes at
 // 2 + 16p, sign words at 66 + 8p.
 template <> struct StreamFormat<DType::IQ3_XXS> : StreamGridBase {
+  __device__ static void stage_tables() { Iq3xxsGrid::stage(iq::kIq3xxsGrid); }
   struct Chunk {
     uint32_t d;
     FieldWords<4> idx;
@@ -256,9 +273,9 @@ template <> struct StreamFormat<DType::IQ3_XXS> : StreamGridBase {
 #pragma unroll
     for (int l = 0; l < 4; ++l) {
       const uint32_t iw = l < 2 ? i0 : i1, sh = 16 * (l % 2);
-      const uint64_t g = uint64_t(grid_entry(iq::kIq3xxsGrid, (iw >> sh) & 0xFFu)) |
-                         (uint64_t(grid_entry(iq::kIq3xxsGrid, (iw >> (sh + 8)) & 0xFFu)) << 32);
-      acc = grid8_dot(g, kSignMasks7.m[(aux >> (7 * l)) & 127u], xw[2 * l], xw[2 * l + 1], acc);
+      const uint32_t* grid = Iq3xxsGrid::table();
+      const uint64_t g = uint64_t(grid[(iw >> sh) & 0xFFu]) | (uint64_t(grid[(iw >> (sh + 8)) & 0xFFu]) << 32);
+      acc = grid8_dot(g, sign_masks7((aux >> (7 * l)) & 127u), xw[2 * l], xw[2 * l + 1], acc);
     }
     return d * (0.5f + float(aux >> 28)) * 0.5f * xd * float(acc);
   }
@@ -276,6 +293,7 @@ template <> struct StreamFormat<DType::IQ3_XXS> : StreamGridBase {
 // Chunk: d, index bytes at 2 + 16p, the 9th-bit bytes 2p, 2p + 1, sign
 // bytes at 74 + 8p, the scale byte p.
 template <> struct StreamFormat<DType::IQ3_S> : StreamGridBase {
+  __device__ static void stage_tables() { Iq3sGrid::stage(iq::kIq3sGrid); }
   struct Chunk {
     uint32_t d, qh, scales;
     FieldWords<4> idx;
@@ -304,8 +322,9 @@ template <> struct StreamFormat<DType::IQ3_S> : StreamGridBase {
       const uint32_t iw = l < 2 ? i0 : i1, sh = 16 * (l % 2);
       const uint32_t a = ((iw >> sh) & 0xFFu) | ((qh << (8 - 2 * l)) & 256u);
       const uint32_t b = ((iw >> (sh + 8)) & 0xFFu) | ((qh << (7 - 2 * l)) & 256u);
-      const uint64_t g = uint64_t(grid_entry(iq::kIq3sGrid, a)) | (uint64_t(grid_entry(iq::kIq3sGrid, b)) << 32);
-      acc = grid8_dot(g, kSignMasks8.m[(signs >> (8 * l)) & 0xFFu], xw[2 * l], xw[2 * l + 1], acc);
+      const uint32_t* grid = Iq3sGrid::table();
+      const uint64_t g = uint64_t(grid[a]) | (uint64_t(grid[b]) << 32);
+      acc = grid8_dot(g, sign_masks8((signs >> (8 * l)) & 0xFFu), xw[2 * l], xw[2 * l + 1], acc);
     }
     return db * xd * float(acc);
   }
@@ -348,7 +367,7 @@ template <> struct StreamFormat<DType::IQ1_S> : StreamGridBase {
     int acc = 0;
 #pragma unroll
     for (int l = 0; l < 4; ++l) {
-      const uint64_t g = grid_entry(iq::kIq1sGrid, ((idx >> (8 * l)) & 0xFFu) | (((h >> (3 * l)) & 7u) << 8));
+      const uint64_t g = iq1_grid_entry(((idx >> (8 * l)) & 0xFFu) | (((h >> (3 * l)) & 7u) << 8));
       acc = dot4_i8(int(uint32_t(g)), int(xw[2 * l]), acc);
       acc = dot4_i8(int(uint32_t(g >> 32)), int(xw[2 * l + 1]), acc);
     }
@@ -393,7 +412,7 @@ template <> struct StreamFormat<DType::IQ1_M> : StreamGridBase {
 #pragma unroll
     for (int l = 0; l < 4; ++l) {
       const uint32_t nib = (h >> (4 * l)) & 0xFu;
-      const uint64_t g = grid_entry(iq::kIq1sGrid, ((idx >> (8 * l)) & 0xFFu) | ((nib & 7u) << 8));
+      const uint64_t g = iq1_grid_entry(((idx >> (8 * l)) & 0xFFu) | ((nib & 7u) << 8));
       acc[l / 2] = dot4_i8(int(uint32_t(g)), int(xw[2 * l]), acc[l / 2]);
       acc[l / 2] = dot4_i8(int(uint32_t(g >> 32)), int(xw[2 * l + 1]), acc[l / 2]);
       const int s = dot4_i8(0x01010101, int(xw[2 * l + 1]), dot4_i8(0x01010101, int(xw[2 * l]), 0));

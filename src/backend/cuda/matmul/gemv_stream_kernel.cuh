@@ -80,6 +80,12 @@ __device__ __forceinline__ void gemv_stream_rows(const GemvArgs& a, int block) {
       for (int s = 0; s < S; ++s) next[s] = F::load(rows[s], first + kStride, a.weights_l1);
     }
   }
+  // Formats with lookup tables in shared memory (the grid i-quants) fill
+  // them while the first chunks' loads are in flight.
+  if constexpr (requires { F::stage_tables(); }) {
+    F::stage_tables();
+    __syncthreads();
+  }
   pdl_wait();
   pdl_trigger();
   float acc[S];
