@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE) gemv_stream_early_
 // Whether a launch of rows of `chunks` chunks takes the early-two kernel
 // (Tuning::kq_stream_early_two: rows whose chunks do not fill a warp's
 // lanes evenly).
-bool stream_early_two(int chunks, const LaunchCtx& ctx) {
+inline bool stream_early_two(int chunks, const LaunchCtx& ctx) {
   return ctx.tuning.kq_stream_early_two && chunks % ctx.warp_size != 0;
 }
 
@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(kStreamWarps* RF_WARP_SIZE)
 // Expert tiles whose rows are one chunk a lane (Qwen3-MoE's 2,048-wide
 // gate and up rows) take groups of 16 lanes, two chunks a lane and half the
 // blocks (Tuning::kq_stream_expert_groups).
-int stream_group(int chunks, int rows_per_warp, bool expert_tiles, const LaunchCtx& ctx) {
+inline int stream_group(int chunks, int rows_per_warp, bool expert_tiles, const LaunchCtx& ctx) {
   const int w = ctx.warp_size;
   if (rows_per_warp != 2 || ctx.tuning.kq_stream_split > 1) return 0;
   if (expert_tiles && ctx.tuning.kq_stream_expert_groups && chunks == w && w % 16 == 0) return 16;
@@ -192,7 +192,7 @@ int stream_group(int chunks, int rows_per_warp, bool expert_tiles, const LaunchC
 }
 
 // Whether `blocks` of `kernel` need more than one wave on the device.
-bool past_one_wave(void (*kernel)(GemvArgs), dim3 blocks, unsigned threads, const LaunchCtx& ctx) {
+inline bool past_one_wave(void (*kernel)(GemvArgs), dim3 blocks, unsigned threads, const LaunchCtx& ctx) {
   int per_sm = 0;
   RF_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, int(threads), 0));
   return size_t(blocks.x) * blocks.y > size_t(per_sm) * size_t(ctx.n_sms);
